@@ -1,0 +1,147 @@
+"""Loading and validating the pipeline config and the model registry.
+
+Both files are checked against the JSON schemas in ``workflow/schemas/`` before any job
+runs.  Errors name the key, the value found and what is allowed, e.g.::
+
+    config key 'cache.dtype': value 'float8' is not one of the allowed values
+    float16, float32
+
+This module imports no torch, so the Snakefile can use it while building the DAG.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMAS = REPO / "workflow" / "schemas"
+TOY_SOURCE = "toy"
+FAMILIES = ("gptj", "neox", "llama")
+
+
+class ConfigError(ValueError):
+    """The config or the model registry is invalid; the message says where and why."""
+
+
+def load_yaml(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"file not found: {path}")
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _key(path) -> str:
+    parts = [str(p) for p in path]
+    return ".".join(parts) if parts else "<top level>"
+
+
+def _format_error(err, what: str) -> str:
+    key = _key(err.absolute_path)
+    v = err.validator
+    if v == "enum":
+        allowed = ", ".join(str(x) for x in err.validator_value)
+        return f"{what} key '{key}': value {err.instance!r} is not one of the allowed values {allowed}"
+    if v == "required":
+        missing = [k for k in err.validator_value if k not in (err.instance or {})]
+        where = f" under '{key}'" if err.absolute_path else ""
+        return f"{what} is missing required key(s) {', '.join(missing)}{where}"
+    if v == "additionalProperties":
+        allowed = ", ".join(sorted(err.schema.get("properties", {})))
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        where = f"'{key}'" if err.absolute_path else "the top level"
+        return (f"{what} has unknown key(s) {', '.join(map(repr, extra))} at {where}; "
+                f"allowed keys: {allowed}")
+    if v == "type":
+        return f"{what} key '{key}': value {err.instance!r} should be of type {err.validator_value}"
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"{what} key '{key}': value {err.instance!r} violates {v} {err.validator_value}"
+    if v == "pattern":
+        return f"{what} key '{key}': value {err.instance!r} does not match {err.validator_value!r}"
+    return f"{what} key '{key}': {err.message}"
+
+
+def _defaults(schema: dict, instance: Any) -> Any:
+    """Fill schema defaults into a copy of ``instance`` (objects only, recursively)."""
+    if schema.get("type") != "object" or not isinstance(instance, dict):
+        return instance
+    out = dict(instance)
+    for name, sub in schema.get("properties", {}).items():
+        if name not in out and "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+        if name in out:
+            out[name] = _defaults(sub, out[name])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for name in out:
+            if name not in schema.get("properties", {}):
+                out[name] = _defaults(extra, out[name])
+    return out
+
+
+def validate(instance: Any, schema_file: str | Path, what: str) -> Any:
+    """Validate against a YAML JSON-schema; return the instance with defaults filled."""
+    import jsonschema
+
+    schema = load_yaml(schema_file)
+    instance = _defaults(schema, instance if instance is not None else {})
+    validator = jsonschema.Draft7Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        deepest = max(errors, key=lambda e: len(e.absolute_path))
+        raise ConfigError(_format_error(_leaf(deepest), what))
+    return instance
+
+
+def _leaf(err):
+    """For oneOf/anyOf errors, descend to the most specific cause."""
+    while err.context:
+        err = max(err.context, key=lambda e: len(e.absolute_path))
+    return err
+
+
+def load_registry(path: str | Path) -> dict:
+    reg = load_yaml(path)
+    if not isinstance(reg, dict) or not reg:
+        raise ConfigError(f"model registry {path} must map model names to specs")
+    return validate(reg, SCHEMAS / "models.schema.yaml", "model registry")
+
+
+def check_config(config: dict, registry_path: str | Path | None = None,
+                 schema_dir: str | Path | None = None) -> tuple[dict, dict]:
+    """Validate the pipeline config and registry together; return both with defaults.
+
+    Raises :class:`ConfigError` naming the key and value at fault; an unknown model
+    name lists the registered ones.
+    """
+    schemas = Path(schema_dir) if schema_dir else SCHEMAS
+    config = validate(config, schemas / "config.schema.yaml", "config")
+    reg_path = Path(registry_path or config["registry"])
+    if not reg_path.is_absolute() and not reg_path.exists():
+        reg_path = REPO / reg_path
+    registry = load_registry(reg_path)
+    for name in config["models"]:
+        if name not in registry:
+            raise ConfigError(f"config key 'models': unknown model {name!r}; known models: "
+                              f"{', '.join(sorted(registry))}")
+    for name, spec in registry.items():
+        missing = [t for t in config["accuracy"]["tasks"] if t not in spec["prompts"]]
+        if missing and name in config["models"]:
+            raise ConfigError(f"model registry key '{name}.prompts': no prompt for task(s) "
+                              f"{', '.join(missing)} (tasks come from config key 'accuracy.tasks')")
+        if spec["source"] == TOY_SOURCE and "toy" not in spec:
+            raise ConfigError(f"model registry key '{name}': source 'toy' needs a 'toy' "
+                              "section with the architecture (d_model, n_layers, n_heads)")
+    return config, registry
+
+
+def model_dir(name: str, spec: dict, resources: str | Path = "resources/models") -> str:
+    """Where a model's weights are loaded from: the trained toy's directory, a local
+    directory, or the hub id itself."""
+    if spec["source"] == TOY_SOURCE:
+        return str(Path(resources) / name)
+    return spec["source"]

@@ -1,0 +1,366 @@
+"""The batched activation-patching engine.
+
+Activation patching asks which internal value carries the information a model uses.
+Run the model on a *clean* prompt (``a+b``) and on a *corrupted* one (``a'+b``); then
+rerun the corrupted prompt with one internal value replaced by its clean counterpart
+(or by a model of it, such as a helix fit) and measure how far the output moves back
+towards the clean answer.  The default metric is the logit difference
+
+    LD = logit_patched(clean answer) - logit_corrupted(clean answer),
+
+so LD = 0 means the patched value carries nothing the model uses, and patching
+everything the model needs restores the clean logit.
+
+This engine is the one place every causal experiment goes through.  A *patch* names
+a hook point (see :mod:`helixclock.models`), token positions, and a replacement: the
+clean value, a tensor, or a function of the clean and the corrupted value.  A
+*variant* is a list of patches applied together.  :meth:`PatchingEngine.run` stacks
+all variants along the batch dimension (row ``v * n_pairs + i`` is pair ``i`` under
+variant ``v``), so a whole layer sweep of many fits is a handful of forward passes.
+Clean activations and corrupted logits are computed once per pair set and reused;
+everything stays on the model's device until the final result.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence, Union
+
+import torch
+from torch import Tensor
+
+from .models import LoadedModel, Site
+
+log = logging.getLogger("helixclock")
+
+Replacement = Union[str, Tensor, Callable[[Tensor, Tensor], Tensor]]
+
+
+@dataclass(frozen=True)
+class Point:
+    """A hook point at given token positions; ``head`` selects one head of head_out."""
+
+    kind: str
+    layer: int | None = None
+    positions: tuple[int, ...] = (-1,)
+    head: int | None = None
+
+    def __post_init__(self):
+        pos = self.positions
+        if isinstance(pos, int):
+            object.__setattr__(self, "positions", (pos,))
+        else:
+            object.__setattr__(self, "positions", tuple(int(p) for p in pos))
+
+
+@dataclass
+class Patch:
+    """Replace ``point`` by ``value``: "clean" (the clean run's value), a tensor of
+    shape [n_pairs, n_positions, *features] (or broadcastable to it), or a function
+    ``f(clean, corrupted) -> value`` of tensors of that shape.  ``add=True`` adds the
+    value to the corrupted one instead of replacing it."""
+
+    point: Point
+    value: Replacement = "clean"
+    add: bool = False
+
+
+@dataclass
+class Pairs:
+    """Clean/corrupted prompt pairs of one task; tensors live on the model's device."""
+
+    clean: Tensor  # [n, seq] token ids
+    corrupted: Tensor  # [n, seq]
+    clean_answer: Tensor  # [n] token ids
+    corrupted_answer: Tensor  # [n]
+    meta: dict = field(default_factory=dict)
+    _clean_cache: dict = field(default_factory=dict, repr=False)
+    _corrupted_cache: dict = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.clean.shape[0])
+
+    def to(self, device) -> "Pairs":
+        return Pairs(self.clean.to(device), self.corrupted.to(device),
+                     self.clean_answer.to(device), self.corrupted_answer.to(device), dict(self.meta))
+
+
+@dataclass
+class RunResult:
+    """Per-row outputs of a patched run, shaped [n_variants, n_pairs, ...]."""
+
+    metric: Tensor
+    answer_logit: Tensor
+    records: dict[Point, Tensor]
+    last_logits: Tensor | None = None
+
+
+class OOMRetry:
+    """Run ``fn(start, stop)`` over ``n`` rows in chunks of ``batch_size``; on CUDA
+    out-of-memory halve the chunk, say so in the log, and retry the same rows."""
+
+    def __init__(self, batch_size: int, desc: str = "", progress: bool = True):
+        self.batch_size = max(1, int(batch_size))
+        self.desc = desc
+        self.progress = progress
+
+    def iterate(self, n: int, fn: Callable[[int, int], object]) -> Iterator[object]:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, desc=self.desc, disable=not self.progress or n <= self.batch_size,
+                   file=sys.stderr, leave=False)
+        start = 0
+        while start < n:
+            stop = min(n, start + self.batch_size)
+            try:
+                result = fn(start, stop)
+            except torch.cuda.OutOfMemoryError:
+                if self.batch_size == 1:
+                    raise
+                self.batch_size = max(1, self.batch_size // 2)
+                torch.cuda.empty_cache()
+                msg = f"CUDA out of memory: retrying with batch size {self.batch_size}"
+                log.warning(msg)
+                print(f"[helixclock] {msg}", file=sys.stderr, flush=True)
+                continue
+            bar.update(stop - start)
+            start = stop
+            yield result
+        bar.close()
+
+    def __call__(self, n: int, fn: Callable[[int, int], object]) -> list:
+        return list(self.iterate(n, fn))
+
+
+class PatchingEngine:
+    """Batched activation patching, collection and recording on one model."""
+
+    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True):
+        self.model = model
+        self.adapter = model.adapter
+        self.batch_size = batch_size
+        self.progress = progress
+        self._runner = OOMRetry(batch_size, progress=progress)
+
+    # -- low level -----------------------------------------------------------------
+    def _site(self, point: Point) -> Site:
+        return self.adapter.site(point.kind, point.layer)
+
+    def _view(self, point: Point, value: Tensor) -> Tensor:
+        """The value at a site as the vocabulary shapes it (head_out split per head)."""
+        if point.kind == "head_out":
+            return value.view(*value.shape[:-1], self.adapter.n_heads, self.adapter.d_head)
+        return value
+
+    def _select(self, point: Point, value: Tensor) -> Tensor:
+        v = self._view(point, value)[:, list(point.positions)]
+        return v[:, :, point.head] if point.head is not None else v
+
+    def _trace(self, ids: Tensor, plan: dict[Site, list[Callable[[Tensor], Tensor | None]]],
+               logits_rows: Callable[[Tensor], None] | None) -> None:
+        """One forward pass of ``ids``: at each site, in forward order, call the plan's
+        functions on the site's value; a function returning a tensor replaces it."""
+        model = self.model
+        order = sorted(plan, key=lambda s: s.order)
+        unembed = self.adapter.unembed
+        with model.lm.trace(ids):
+            for site in order:
+                env = model.envoy(site.path)
+                raw = env.input if site.io == "input" else env.output
+                is_tuple = isinstance(raw, tuple)
+                current = raw[0] if is_tuple else raw
+                replaced = False
+                for fn in plan[site]:
+                    new = fn(current)
+                    if new is not None:
+                        current, replaced = new, True
+                if replaced:
+                    value = (current,) + tuple(raw[1:]) if is_tuple else current
+                    if site.io == "input":
+                        env.input = value
+                    else:
+                        env.output = value
+            if logits_rows is not None:
+                logits_rows(model.envoy(unembed).output[:, -1])
+
+    # -- collection -------------------------------------------------------------------
+    def collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
+                desc: str = "collect") -> tuple[dict[Point, Tensor], Tensor | None]:
+        """Values of ``points`` (and last-token logits) for every row of ``ids``."""
+        out: dict[Point, list[Tensor]] = {p: [] for p in points}
+        last: list[Tensor] = []
+        for chunk in self.iter_collect(ids, points, logits, desc):
+            for p in points:
+                out[p].append(chunk[p])
+            if logits:
+                last.append(chunk["logits"])
+        values = {p: torch.cat(v) for p, v in out.items()}
+        return values, (torch.cat(last) if logits else None)
+
+    def iter_collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
+                     desc: str = "collect") -> Iterator[dict]:
+        """Like :meth:`collect`, one dict per chunk (for streaming to disk)."""
+        ids = ids.to(self.model.device)
+
+        def step(start: int, stop: int) -> dict:
+            got: dict = {}
+            plan: dict[Site, list] = {}
+            for p in points:
+                plan.setdefault(self._site(p), []).append(
+                    lambda x, p=p: got.__setitem__(p, self._select(p, x).detach().clone()))
+            grab = (lambda x: got.__setitem__("logits", x.detach().float().clone())) if logits else None
+            with torch.no_grad():
+                self._trace(ids[start:stop], plan, grab)
+            return got
+
+        yield from self._runner_for(desc).iterate(ids.shape[0], step)
+
+    def _runner_for(self, desc: str) -> OOMRetry:
+        """The chunk runner; a halved batch size sticks for later calls."""
+        self._runner.desc = desc
+        return self._runner
+
+    # -- clean / corrupted caches --------------------------------------------------------
+    def clean_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
+        """Clean activations at ``points`` (cached on ``pairs``; one forward for all new ones)."""
+        missing = [p for p in points if p not in pairs._clean_cache]
+        if missing or "logits" not in pairs._clean_cache:
+            values, last = self.collect(pairs.clean, missing, desc="clean run")
+            pairs._clean_cache.update(values)
+            pairs._clean_cache["logits"] = last
+        return {p: pairs._clean_cache[p] for p in points}
+
+    def clean_logits(self, pairs: Pairs) -> Tensor:
+        self.clean_values(pairs, [])
+        return pairs._clean_cache["logits"]
+
+    def corrupted_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
+        missing = [p for p in points if p not in pairs._corrupted_cache]
+        if missing or "logits" not in pairs._corrupted_cache:
+            values, last = self.collect(pairs.corrupted, missing, desc="corrupted run")
+            pairs._corrupted_cache.update(values)
+            pairs._corrupted_cache["logits"] = last
+        return {p: pairs._corrupted_cache[p] for p in points}
+
+    def corrupted_logits(self, pairs: Pairs) -> Tensor:
+        self.corrupted_values(pairs, [])
+        return pairs._corrupted_cache["logits"]
+
+    def clean_ld(self, pairs: Pairs) -> Tensor:
+        """LD of the clean run itself: the most any patch can restore, per pair."""
+        idx = pairs.clean_answer[:, None]
+        return (self.clean_logits(pairs).gather(1, idx) - self.corrupted_logits(pairs).gather(1, idx))[:, 0]
+
+    # -- patching -------------------------------------------------------------------------
+    def run(self, pairs: Pairs, variants: Sequence[Sequence[Patch]], metric: str = "ld",
+            record: Sequence[Point] = (), keep_logits: bool = False,
+            desc: str = "patching") -> RunResult:
+        """Run every variant on every pair; return the metric as [n_variants, n_pairs].
+
+        ``metric`` is "ld" (logit difference of the clean answer against the corrupted
+        run) or "logit" (the clean answer's patched logit).  ``record`` points are read
+        in the patched runs, after the patches upstream of them took effect.
+        """
+        n, V = len(pairs), len(variants)
+        device = self.model.device
+        needs_clean = sorted({p.point for v in variants for p in v if not isinstance(p.value, Tensor)},
+                             key=lambda p: (self._site(p).order, p.positions, p.head or -1))
+        clean = self.clean_values(pairs, needs_clean)
+        corrupted_answer_logit = self.corrupted_logits(pairs).gather(1, pairs.clean_answer[:, None])[:, 0]
+        values = {}
+        for v in variants:
+            for p in v:
+                if isinstance(p.value, Tensor):
+                    values[id(p)] = p.value.to(device)
+        answer = torch.empty(V * n, device=device)
+        recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
+        last_logits: list[Tensor] = []
+        ids_all = pairs.corrupted
+
+        def step(start: int, stop: int) -> None:
+            plan: dict[Site, list] = {}
+            for vi, variant in enumerate(variants):
+                lo, hi = max(start, vi * n), min(stop, (vi + 1) * n)
+                if lo >= hi:
+                    continue
+                rows = slice(lo - start, hi - start)
+                pair_idx = slice(lo - vi * n, hi - vi * n)
+                for patch in variant:
+                    plan.setdefault(self._site(patch.point), []).append(
+                        self._patch_fn(patch, rows, pair_idx, clean, values, n))
+            got: dict = {}
+            for p in record:
+                plan.setdefault(self._site(p), []).append(
+                    lambda x, p=p: got.__setitem__(p, self._select(p, x).detach().clone()))
+            row_pairs = torch.arange(start, stop, device=device) % n
+            ids = ids_all[row_pairs]
+            ans = pairs.clean_answer[row_pairs]
+
+            def grab(x: Tensor) -> None:
+                x = x.detach().float()
+                answer[start:stop] = x.gather(1, ans[:, None])[:, 0]
+                if keep_logits:
+                    last_logits.append(x.clone())
+
+            with torch.no_grad():
+                self._trace(ids, plan, grab)
+            for p in record:
+                recorded[p].append(got[p])
+
+        self._runner_for(desc)(V * n, step)
+        answer = answer.view(V, n)
+        if metric == "ld":
+            out = answer - corrupted_answer_logit[None]
+        elif metric == "logit":
+            out = answer
+        else:
+            raise ValueError(f"unknown metric {metric!r}; allowed: ld, logit")
+        recs = {p: torch.cat(v).view(V, n, *v[0].shape[1:]) for p, v in recorded.items()}
+        logits = torch.cat(last_logits).view(V, n, -1) if keep_logits else None
+        return RunResult(out, answer, recs, logits)
+
+    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, clean: dict, values: dict,
+                  n_pairs: int):
+        point = patch.point
+        pos = list(point.positions)
+        head = point.head
+
+        def fn(x: Tensor) -> Tensor:
+            y = x.clone()
+            sub = self._view(point, y)[rows]  # a view into y
+            target = sub[:, pos] if head is None else sub[:, pos, head]
+            if isinstance(patch.value, Tensor):
+                val = values[id(patch)]
+                if val.dim() == target.dim() and val.shape[0] == n_pairs:
+                    val = val[pair_idx]  # one value per pair; otherwise broadcast
+            elif patch.value == "clean":
+                val = clean[point][pair_idx]
+            elif callable(patch.value):
+                val = patch.value(clean[point][pair_idx], target)
+            else:
+                raise ValueError(f"unknown replacement {patch.value!r}; allowed: 'clean', "
+                                 "a tensor or a function of (clean, corrupted)")
+            new = (target + val) if patch.add else val.expand_as(target)
+            if head is None:
+                sub[:, pos] = new.to(y.dtype)
+            else:
+                sub[:, pos, head] = new.to(y.dtype)
+            return y
+
+        return fn
+
+
+def bootstrap_ci(values: Tensor, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+                 ) -> tuple[Tensor, Tensor, Tensor]:
+    """Mean over the last axis with a percentile bootstrap interval: (mean, low, high)."""
+    values = values.float()
+    n = values.shape[-1]
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    idx = torch.randint(0, n, (n_boot, n), generator=g).to(values.device)
+    boots = values[..., idx].mean(-1)  # [..., n_boot]
+    alpha = (1 - level) / 2
+    lo = torch.quantile(boots, alpha, dim=-1)
+    hi = torch.quantile(boots, 1 - alpha, dim=-1)
+    return values.mean(-1), lo, hi

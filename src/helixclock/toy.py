@@ -1,0 +1,249 @@
+"""The embedded default: small GPT-J- and Llama-architecture models trained here.
+
+Without a GPU or the hub, the pipeline trains its own models so that every stage runs
+end to end.  A toy model is a real Hugging Face model (``GPTJForCausalLM`` or
+``LlamaForCausalLM``) saved with ``save_pretrained`` next to a word-level tokenizer in
+which every number 0..max_number and every word and symbol of the prompts is one token,
+so it loads through exactly the code path of hub models.
+
+The corpus uses the registry's prompt templates for all six task families and, in
+addition, number tasks that give numbers the digit structure LLMs pick up in
+pretraining (units, tens and hundreds digit, parity) over every number token.  A
+seeded 20% of the a+b pairs is held out.  Training is next-token prediction of the
+answer token only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .tasks import TASKS, Problems, Task, render
+
+SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
+# Digit tasks: (name, template suffix after the prompt prefix, answer)
+DIGIT_TASKS = (
+    ("units", "units digit of {a}=", lambda a: a % 10),
+    ("tens", "tens digit of {a}=", lambda a: (a // 10) % 10),
+    ("hundreds", "hundreds digit of {a}=", lambda a: a // 100),
+    ("parity", "parity of {a}=", lambda a: a % 2),
+)
+_WORD = re.compile(r"[A-Za-z]+|[^\sA-Za-z0-9]")
+
+
+def prompt_prefix(template: str) -> str:
+    """Text of a template before its first placeholder or formula (the instruction)."""
+    cut = template.find("\n")
+    if cut < 0:
+        cut = template.rfind(". ") + 1 if ". " in template else 0
+    return template[: cut + 1]
+
+
+def digit_templates(prompts: dict[str, str]) -> dict[str, str]:
+    prefix = prompt_prefix(prompts.get("add", next(iter(prompts.values()))))
+    return {name: prefix + suffix for name, suffix, _ in DIGIT_TASKS}
+
+
+def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
+    """Word-level tokenizer: numbers 0..max_number, prompt words and symbols, specials."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words: list[str] = []
+    for text in list(prompts.values()) + list(digit_templates(prompts).values()):
+        for w in _WORD.findall(text.replace("{a}", " ").replace("{b}", " ")):
+            if w not in words:
+                words.append(w)
+    vocab = {tok: i for i, tok in enumerate(SPECIAL)}
+    for n in range(max_number + 1):
+        vocab[str(n)] = len(vocab)
+    for w in words:
+        vocab.setdefault(w, len(vocab))
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Digits(individual_digits=False),
+        pre_tokenizers.Punctuation(behavior="isolated"),
+    ])
+    if bos:
+        tok.post_processor = processors.TemplateProcessing(
+            single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>",
+                                   bos_token="<bos>", eos_token="<eos>")
+    fast.add_bos_token = bos
+    return fast
+
+
+def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: int):
+    """A freshly initialised Hugging Face model of the toy architecture."""
+    from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    d, L, H = arch["d_model"], arch["n_layers"], arch["n_heads"]
+    d_mlp = arch.get("d_mlp", 4 * d)
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+               pad_token_id=tokenizer.pad_token_id)
+    if family == "gptj":
+        cfg = GPTJConfig(vocab_size=vocab_size, n_positions=64, n_embd=d, n_layer=L, n_head=H,
+                         rotary_dim=max(2, (d // H) // 2), n_inner=d_mlp, resid_pdrop=0.0,
+                         embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu",
+                         tie_word_embeddings=False, **ids)
+        return GPTJForCausalLM(cfg)
+    if family == "llama":
+        cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d, intermediate_size=d_mlp,
+                          num_hidden_layers=L, num_attention_heads=H,
+                          num_key_value_heads=arch.get("n_kv_heads", H), max_position_embeddings=64,
+                          tie_word_embeddings=False, **ids)
+        return LlamaForCausalLM(cfg)
+    raise ValueError(f"toy models come in families gptj and llama, not {family!r}")
+
+
+@dataclass
+class Split:
+    """Token ids of one training task: prompts [n, seq] and answers [n]."""
+
+    name: str
+    ids: torch.Tensor
+    answers: torch.Tensor
+
+
+def _encode(tokenizer, prompts: list[str], answers: np.ndarray) -> Split:
+    enc = tokenizer(prompts, add_special_tokens=True)["input_ids"]
+    lens = {len(x) for x in enc}
+    if len(lens) != 1:
+        raise ValueError(f"toy prompts tokenise to different lengths {sorted(lens)}")
+    ans = [tokenizer.convert_tokens_to_ids(str(int(x))) for x in answers]
+    return Split("", torch.tensor(enc), torch.tensor(ans))
+
+
+def holdout_mask(n_a: int, n_b: int, frac: float, seed: int) -> np.ndarray:
+    """Boolean [n_a * n_b]: True for the held-out a+b pairs (seeded)."""
+    rng = np.random.default_rng(seed)
+    held = np.zeros(n_a * n_b, dtype=bool)
+    held[rng.permutation(n_a * n_b)[: int(round(frac * n_a * n_b))]] = True
+    return held
+
+
+def build_corpus(tokenizer, prompts: dict[str, str], max_number: int, holdout: float,
+                 seed: int) -> tuple[dict[str, Split], dict[str, Split]]:
+    """Training splits by task, and evaluation splits (held-out a+b and every task)."""
+    train: dict[str, Split] = {}
+    evals: dict[str, Split] = {}
+    for name, template in prompts.items():
+        task: Task = TASKS[name]
+        probs: Problems = task.problems()
+        split = _encode(tokenizer, probs.prompts(template), probs.answer)
+        if name == "add":
+            held = torch.from_numpy(holdout_mask(100, 100, holdout, seed))
+            train[name] = Split(name, split.ids[~held], split.answers[~held])
+            evals["add_heldout"] = Split("add_heldout", split.ids[held], split.answers[held])
+            evals["add"] = Split("add", split.ids, split.answers)
+        else:
+            train[name] = Split(name, split.ids, split.answers)
+            evals[name] = train[name]
+    numbers = np.arange(max_number + 1)
+    for (name, _, fn), template in zip(DIGIT_TASKS, digit_templates(prompts).values()):
+        answers = np.array([fn(int(a)) for a in numbers])
+        split = _encode(tokenizer, [render(template, int(a)) for a in numbers], answers)
+        train[name] = Split(name, split.ids, split.answers)
+        evals[name] = train[name]
+    return train, evals
+
+
+# share of each training batch; the rest of the tasks share what is left evenly
+MIX = {"add": 0.45, "units": 0.08, "tens": 0.08, "hundreds": 0.04, "parity": 0.05}
+
+
+def _batch(train: dict[str, Split], batch_size: int, rng: np.random.Generator, pad_id: int):
+    others = [k for k in train if k not in MIX]
+    rest = max(0.0, 1.0 - sum(MIX[k] for k in train if k in MIX))
+    weights = {k: MIX.get(k, rest / max(1, len(others))) for k in train}
+    counts = {k: int(round(w * batch_size)) for k, w in weights.items()}
+    seq = max(s.ids.shape[1] for s in train.values())
+    ids, last, ans = [], [], []
+    for k, c in counts.items():
+        if c == 0:
+            continue
+        s = train[k]
+        pick = torch.from_numpy(rng.integers(0, s.ids.shape[0], c))
+        x = torch.full((c, seq), pad_id, dtype=torch.long)
+        x[:, : s.ids.shape[1]] = s.ids[pick]
+        ids.append(x)
+        last.append(torch.full((c,), s.ids.shape[1] - 1, dtype=torch.long))
+        ans.append(s.answers[pick])
+    return torch.cat(ids), torch.cat(last), torch.cat(ans)
+
+
+@torch.no_grad()
+def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str, float]:
+    model.eval()
+    out = {}
+    for name, s in evals.items():
+        correct = 0
+        for i in range(0, s.ids.shape[0], batch_size):
+            logits = model(s.ids[i: i + batch_size]).logits[:, -1]
+            correct += (logits.argmax(-1) == s.answers[i: i + batch_size]).sum().item()
+        out[name] = correct / s.ids.shape[0]
+    model.train()
+    return out
+
+
+def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, batch_size: int = 512,
+              lr: float = 3e-3, weight_decay: float = 0.1, warmup: int = 100, holdout: float = 0.2,
+              seed: int = 0, eval_every: int = 0, progress: bool = True) -> dict:
+    """Train a toy model and save it (weights, tokenizer, training.json) to ``out_dir``."""
+    from tqdm.auto import tqdm
+
+    family = spec["family"]
+    max_number = spec.get("max_number", 399)
+    tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"))
+    train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed)
+    model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+
+    def schedule(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        t = (step - warmup) / max(1, steps - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    rng = np.random.default_rng(seed)
+    history = []
+    t0 = time.time()
+    bar = tqdm(range(steps), desc=f"train {name}", disable=not progress, mininterval=5)
+    for step in bar:
+        ids, last, ans = _batch(train, batch_size, rng, tokenizer.pad_token_id)
+        hidden = model.base_model(ids).last_hidden_state[torch.arange(ids.shape[0]), last]
+        logits = model.lm_head(hidden)  # the answer position only
+        loss = torch.nn.functional.cross_entropy(logits, ans)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+        if eval_every and (step + 1) % eval_every == 0:
+            history.append({"step": step + 1, "loss": loss.item(), **evaluate(model, evals)})
+    train_seconds = time.time() - t0
+    accuracy = evaluate(model, evals)
+    model.eval()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    record = {"model": name, "family": family, "architecture": spec["toy"], "steps": steps,
+              "batch_size": batch_size, "lr": lr, "seed": seed, "holdout": holdout,
+              "train_seconds": round(train_seconds, 1), "threads": torch.get_num_threads(),
+              "final_loss": float(loss.item()), "accuracy": accuracy, "history": history}
+    (out_dir / "training.json").write_text(json.dumps(record, indent=2))
+    return record
