@@ -157,7 +157,6 @@ class NeoXAdapter(Adapter):
     parallel = True
     blocks = "gpt_neox.layers"
     final_norm = "gpt_neox.final_layer_norm"
-    unembed = "embed_out"
     embed = "gpt_neox.embed_in"
     attn = "attention"
     attn_proj = "attention.dense"
@@ -251,21 +250,28 @@ def _quiet():
     transformers.logging.set_verbosity_error()
 
 
+def _freeze(hf_model: torch.nn.Module) -> None:
+    """Inference only: no autograd graph over the weights (nnsight traces would build one)."""
+    hf_model.eval()
+    for p in hf_model.parameters():
+        p.requires_grad_(False)
+
+
 def wrap_model(hf_model: torch.nn.Module, tokenizer, name: str = "model",
                family: str | None = None, source: str = "") -> LoadedModel:
     """Wrap an already-built Hugging Face model (tests build tiny random ones)."""
     from nnsight import TransformersModel
 
     _quiet()
-    hf_model.eval()
+    _freeze(hf_model)
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     p = next(hf_model.parameters())
     return LoadedModel(name, lm, adapter, tokenizer, p.device, source or name, p.dtype)
 
 
-def load_model(name: str, spec: dict, device: str = "auto",
-               resources: str = "resources/models") -> LoadedModel:
+def load_model(name: str, spec: dict, device: str = "auto", resources: str = "resources/models",
+               attn_implementation: str | None = None) -> LoadedModel:
     """Load a registered model through nnsight: hub id, local directory or trained toy."""
     from nnsight import TransformersModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -277,8 +283,12 @@ def load_model(name: str, spec: dict, device: str = "auto",
     if dev.type == "cpu" and dtype in (torch.float16,):
         dtype = torch.float32  # half matmuls are slow or missing on CPU
     tokenizer = AutoTokenizer.from_pretrained(path)
-    hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="eager")
-    hf_model.to(dev).eval()
+    kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    if dev.type == "cuda":
+        kwargs["device_map"] = str(dev)  # load straight onto the GPU
+    hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+    hf_model.to(dev)
+    _freeze(hf_model)
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     return LoadedModel(name, lm, adapter, tokenizer, dev, spec["source"] if spec["source"] != TOY_SOURCE else path,

@@ -114,6 +114,11 @@ def _token_strings(tokenizer, ids: Sequence[int]) -> list[str]:
     return [tokenizer.decode([i]) for i in ids]
 
 
+def _is_number_token(tokenizer, token_id: int, number: int) -> bool:
+    """The token spells the number (an unknown-token id covering it does not count)."""
+    return tokenizer.decode([int(token_id)]).strip() == str(number)
+
+
 def _span_token(offsets: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
     """Indices of the tokens that overlap the character span [start, end)."""
     return [i for i, (s, e) in enumerate(offsets) if e > s and s < end and e > start]
@@ -145,7 +150,8 @@ def check_task_tokens(tokenizer, model: str, task: Task, template: str,
         spans = _operand_spans(template, values, task.operands)
         for op, (start, end) in spans.items():
             toks = _span_token(offsets, start, end)
-            if len(toks) != 1 or tuple(offsets[toks[0]]) != (start, end):
+            if (len(toks) != 1 or tuple(offsets[toks[0]]) != (start, end)
+                    or not _is_number_token(tokenizer, ids[toks[0]], values[op])):
                 shown = _token_strings(tokenizer, [ids[t] for t in toks])
                 raise TokenisationError(
                     f"model {model!r}: number {values[op]} (operand {op} of task "
@@ -191,7 +197,8 @@ def _answer_token_ids(tokenizer, model: str, task: Task, prompts: list[str],
                      add_special_tokens=True)["input_ids"]
     out = np.empty(len(prompts), dtype=np.int64)
     for i, (ids, base) in enumerate(zip(full, prompt_ids)):
-        if len(ids) != len(base) + 1 or ids[: len(base)] != base:
+        if (len(ids) != len(base) + 1 or ids[: len(base)] != base
+                or not _is_number_token(tokenizer, ids[-1], int(answers[i]))):
             extra = ids[len(base):] if ids[: len(base)] == base else ids
             raise TokenisationError(
                 f"model {model!r}: answer {int(answers[i])} of task {task.name!r} "
@@ -209,7 +216,7 @@ def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list
     out = []
     for n, ids, offs in zip(numbers, enc["input_ids"], enc["offset_mapping"]):
         body = [i for i, (s, e) in zip(ids, offs) if e > s]
-        if len(body) != 1:
+        if len(body) != 1 or not _is_number_token(tokenizer, body[0], n):
             raise TokenisationError(f"model {model!r}: number {n} is not a single token: "
                                     f"tokens {_token_strings(tokenizer, body)}")
         out.append(list(ids))

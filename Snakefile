@@ -1,0 +1,23 @@
+# helixclock: "Language Models Use Trigonometry to Do Addition" as a Snakemake DAG.
+# Each stage of the paper is one rule file; every output has a target of its own.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/accuracy.smk"
+include: "workflow/rules/cache.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

@@ -1,0 +1,120 @@
+"""The residual cache: resid_pre of correct a+b prompts and of bare numbers, in HDF5.
+
+Layout of ``results/{model}/cache/residuals.h5``:
+
+=========  ================================  ===============================================
+dataset    shape                             what
+=========  ================================  ===============================================
+a          [n_prompts, n_layers + 1, d]      resid_pre at the a token of each correct a+b
+b          [n_prompts, n_layers + 1, d]      ... at the b token
+last       [n_prompts, n_layers + 1, d]      ... at the last token ("=")
+ab         [n_prompts, 2] int                (a, b) of each row
+numbers    [max_number + 1, n_layers + 1, d] bare number tokens 0..max_number on their own
+=========  ================================  ===============================================
+
+Layer index l is the input of block l; index n_layers is the final residual (the input
+of the final norm).  Datasets are chunked so that one chunk holds one layer.  File
+attributes record the model source, dtype, template, token positions and the layer
+convention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+
+from .models import LoadedModel
+from .patching import PatchingEngine, Point
+from .tasks import check_task_tokens, get_task, number_token_ids, render
+
+LAYER_CONVENTION = ("layer l = resid_pre[l], the input of block l; layer n_layers = the final "
+                    "residual (input of the final norm)")
+POSITIONS = ("a", "b", "last")
+
+
+def _create(f: h5py.File, name: str, n: int, L1: int, d: int, dtype: str) -> h5py.Dataset:
+    return f.create_dataset(name, shape=(n, L1, d), dtype=dtype,
+                            chunks=(max(1, min(n, 1024)), 1, d))
+
+
+def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np.ndarray,
+                         path: str | Path, dtype: str = "float32", max_number: int = 360,
+                         engine: PatchingEngine | None = None) -> dict:
+    """Run the a+b prompts (a[i], b[i]) and the bare numbers; write the cache to ``path``."""
+    engine = engine or PatchingEngine(model)
+    task = get_task("add")
+    problems = task.problems()
+    keep = np.isin(problems.a * 1000 + problems.b, a * 1000 + b)
+    problems.a, problems.b, problems.answer = problems.a[keep], problems.b[keep], problems.answer[keep]
+    positions, _ = check_task_tokens(model.tokenizer, model.name, task, template, problems)
+    L1 = model.adapter.n_layers + 1
+    d = model.adapter.d_model
+    n = len(problems)
+    numbers = list(range(max_number + 1))
+    number_ids = torch.tensor(number_token_ids(model.tokenizer, model.name, numbers))
+    ids = torch.tensor(model.tokenizer(problems.prompts(template), add_special_tokens=True)["input_ids"])
+    pos = (positions.a, positions.b, positions.last)
+    points = [Point("resid_pre", layer, pos) for layer in range(L1)]
+    tmp = Path(str(path) + ".tmp")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(tmp, "w") as f:
+        dsets = {k: _create(f, k, n, L1, d, dtype) for k in POSITIONS}
+        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64))
+        start = 0
+        for chunk in engine.iter_collect(ids, points, logits=False, desc="cache a+b"):
+            stacked = torch.stack([chunk[p] for p in points], 2)  # [B, 3, L1, d]
+            stacked = stacked.to(getattr(torch, dtype)).cpu().numpy()
+            stop = start + stacked.shape[0]
+            for j, k in enumerate(POSITIONS):
+                dsets[k][start:stop] = stacked[:, j]
+            start = stop
+        num = _create(f, "numbers", len(numbers), L1, d, dtype)
+        last = number_ids.shape[1] - 1
+        npoints = [Point("resid_pre", layer, (last,)) for layer in range(L1)]
+        values, _ = engine.collect(number_ids, npoints, logits=False, desc="cache numbers")
+        num[:] = torch.stack([values[p][:, 0] for p in npoints], 1).to(getattr(torch, dtype)).cpu().numpy()
+        f["numbers"].attrs["values"] = np.array(numbers)
+        attrs = {
+            "model": model.name, "source": str(model.source), "model_dtype": str(model.dtype),
+            "dtype": dtype, "template": template, "example_prompt": render(template, 12, 34),
+            "position_a": positions.a, "position_b": positions.b, "position_last": positions.last,
+            "prompt_length": positions.length, "number_position": last,
+            "n_layers": model.adapter.n_layers, "d_model": d, "family": model.adapter.family,
+            "layer_convention": LAYER_CONVENTION,
+        }
+        f.attrs.update(attrs)
+    tmp.replace(path)
+    return attrs
+
+
+@dataclass
+class ResidualCache:
+    """The cache in memory (as numpy), with its attributes."""
+
+    a: np.ndarray
+    b: np.ndarray
+    last: np.ndarray
+    ab: np.ndarray
+    numbers: np.ndarray
+    attrs: dict
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.attrs["n_layers"])
+
+
+def read_residual_cache(path: str | Path, datasets=("a", "b", "last", "ab", "numbers")) -> ResidualCache:
+    with h5py.File(path, "r") as f:
+        got = {k: (f[k][...] if k in datasets else None) for k in ("a", "b", "last", "ab", "numbers")}
+        attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
+    return ResidualCache(**got, attrs=attrs)
+
+
+def read_layer(path: str | Path, dataset: str, layer: int) -> np.ndarray:
+    """One layer of one dataset, [n, d] (reads only that layer's chunks)."""
+    with h5py.File(path, "r") as f:
+        return f[dataset][:, layer, :]

@@ -1,0 +1,86 @@
+"""Structure of numbers (paper section 4.1, appendix B).
+
+All functions take the residual stream of bare number tokens at one layer, shaped
+[n_numbers, d_model], row i holding the number i.  The paper analyses the output of
+layer 0, i.e. ``resid_pre[1]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def fourier_spectrum(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centre over numbers, FFT along the number axis, average |FFT| over model dims.
+
+    Returns (periods, magnitude) for frequencies k = 1..n//2 (period n / k).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    F = np.fft.rfft(X - X.mean(0, keepdims=True), axis=0)
+    mag = np.abs(F).mean(1)[1:]  # drop k = 0 (zero after centring)
+    k = np.arange(1, len(mag) + 1)
+    return n / k, mag
+
+
+def top_periods(periods: np.ndarray, magnitude: np.ndarray, k: int = 6) -> list[tuple[float, float]]:
+    """The ``k`` periods with the largest spectral magnitude, strongest first."""
+    order = np.argsort(-magnitude)[:k]
+    return [(float(periods[i]), float(magnitude[i])) for i in order]
+
+
+def spectrum_peaks(periods: np.ndarray, magnitude: np.ndarray, k: int = 10) -> list[dict]:
+    """Local maxima of the spectrum, strongest first, with their rank and relative size."""
+    m = magnitude
+    is_peak = np.ones_like(m, dtype=bool)
+    is_peak[1:] &= m[1:] >= m[:-1]
+    is_peak[:-1] &= m[:-1] >= m[1:]
+    idx = np.flatnonzero(is_peak)
+    idx = idx[np.argsort(-m[idx])][:k]
+    med = float(np.median(m))
+    return [{"rank": r + 1, "period": float(periods[i]), "frequency": int(i + 1),
+             "magnitude": float(m[i]), "relative_to_median": float(m[i] / med) if med > 0 else np.inf}
+            for r, i in enumerate(idx)]
+
+
+def pca_first_component(X: np.ndarray) -> tuple[np.ndarray, float]:
+    """Projection of each row on the first principal component (sign: increasing with the
+    row index on average) and that component's explained-variance ratio."""
+    X = np.asarray(X, dtype=np.float64)
+    Xc = X - X.mean(0, keepdims=True)
+    U, S, Vt = np.linalg.svd(Xc, full_matrices=False)
+    pc1 = Xc @ Vt[0]
+    if np.corrcoef(np.arange(len(pc1)), pc1)[0, 1] < 0:
+        pc1 = -pc1
+    return pc1, float(S[0] ** 2 / np.sum(S ** 2))
+
+
+def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares line y = slope * x + intercept, and its R^2."""
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    r2 = 1 - resid.var() / y.var() if y.var() > 0 else 1.0
+    return float(slope), float(intercept), float(r2)
+
+
+def distance_and_cosine(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Euclidean distance and cosine similarity between all pairs of rows."""
+    X = np.asarray(X, dtype=np.float64)
+    sq = (X ** 2).sum(1)
+    dist = np.sqrt(np.maximum(sq[:, None] + sq[None] - 2 * X @ X.T, 0))
+    unit = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    return dist, unit @ unit.T
+
+
+def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean distance between a and a + dn over a in [0, a_max], for dn = 1..dn_max (rows
+    beyond the data are skipped)."""
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    dn_max = dn_max or n - 1 - a_max
+    dns = np.arange(1, dn_max + 1)
+    means = []
+    for dn in dns:
+        a = np.arange(0, min(a_max, n - 1 - dn) + 1)
+        means.append(np.linalg.norm(X[a + dn] - X[a], axis=1).mean() if len(a) else np.nan)
+    return dns, np.array(means)

@@ -1,0 +1,85 @@
+"""Small I/O helpers shared by the pipeline's scripts: logs, tables, figures, JSON."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def start_log(path: str | os.PathLike | None, threads: int | None = None) -> logging.Logger:
+    """Send stderr (progress bars, warnings) and the ``helixclock`` logger to ``path``."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w", buffering=1)
+        sys.stderr = fh
+    logger = logging.getLogger("helixclock")
+    logger.handlers.clear()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    if threads:
+        import torch
+
+        torch.set_num_threads(int(threads))
+    return logger
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def _jsonable(x):
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"not JSON serialisable: {type(x)}")
+
+
+def write_table(df, csv_path: str | os.PathLike, md_path: str | os.PathLike | None = None,
+                floatfmt: str = ".4g") -> None:
+    """Write a table as CSV and (when asked) as a Markdown table beside it."""
+    csv_path = Path(csv_path)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(csv_path, index=False)
+    if md_path:
+        Path(md_path).write_text(markdown_table(df, floatfmt) + "\n")
+
+
+def markdown_table(df, floatfmt: str = ".4g") -> str:
+    def fmt(v):
+        if isinstance(v, (float, np.floating)):
+            return format(float(v), floatfmt)
+        return str(v).replace("\n", "\\n").replace("|", "\\|")
+
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def save_figure(fig, outputs) -> None:
+    """Save a matplotlib figure to every path in ``outputs`` (pdf and png)."""
+    import matplotlib.pyplot as plt
+
+    for path in outputs:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=150 if str(path).endswith(".png") else None, bbox_inches="tight")
+    plt.close(fig)

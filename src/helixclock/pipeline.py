@@ -1,0 +1,36 @@
+"""What every pipeline script does first: log to the rule's log, set threads, load the model.
+
+Scripts under ``scripts/`` stay thin: they call :func:`start`, maybe :func:`load`, one
+library function, and write ``snakemake.output``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .io import start_log
+
+
+def start(snakemake) -> logging.Logger:
+    """Route stderr and the library's logger to the rule's log; set torch threads."""
+    log_path = snakemake.log[0] if len(snakemake.log) else None
+    logger = start_log(log_path, getattr(snakemake, "threads", None))
+    logger.info("rule %s, wildcards %s", snakemake.rule, dict(snakemake.wildcards))
+    return logger
+
+
+def load(snakemake, **kwargs):
+    """Load the job's model (registry entry in params.spec) on the configured device."""
+    from .models import load_model
+
+    params = snakemake.params
+    model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
+    logging.getLogger("helixclock").info("loaded %s (%s) on %s as %s", model.name, model.source,
+                                         model.device, model.dtype)
+    return model
+
+
+def engine(snakemake, model):
+    from .patching import PatchingEngine
+
+    return PatchingEngine(model, batch_size=snakemake.params.batch_size)

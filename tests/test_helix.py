@@ -1,0 +1,152 @@
+"""Known-answer tests: a helix planted in synthetic activations is found and recovered."""
+
+import numpy as np
+import pytest
+import torch
+
+from helixclock.fourier import (delta_n_distance, distance_and_cosine, fourier_spectrum,
+                                line_fit, pca_first_component, spectrum_peaks, top_periods)
+from helixclock.helix import (Basis, best_subsets, column_cosine, fit_bases, fit_pca,
+                              helix_projection, load_fits, period_subsets, save_fits,
+                              standard_bases, subspace_projector)
+
+D = 48
+PLANTED = (2, 5, 10, 100)
+
+
+def planted(a, periods=PLANTED, noise=0.01, seed=0, d=D, layers=2, weights=None):
+    """h(a) = B(a) C + noise with orthogonal, known C; returns (H [L, n, d], C_true [L, m, d])."""
+    rng = np.random.default_rng(seed)
+    basis = Basis("helix", tuple(periods))
+    B = basis(a)
+    m = B.shape[1]
+    Cs, Hs = [], []
+    for _ in range(layers):
+        Q, _ = np.linalg.qr(rng.normal(size=(d, m)))
+        scale = np.array(weights if weights is not None else np.linspace(1.0, 3.0, m))
+        C = (Q * scale).T  # rows orthogonal, norms = scale
+        Cs.append(C)
+        Hs.append(B @ C + noise * rng.normal(size=(len(a), d)))
+    return torch.tensor(np.stack(Hs)), torch.tensor(np.stack(Cs))
+
+
+def test_fourier_finds_the_planted_periods():
+    a = np.arange(300)  # 300 numbers: every planted period is an exact frequency
+    weights = [0.02, 2, 0, 2, 2, 2, 2, 2, 2, 1]  # small linear ramp, sin(pi a) is zero anyway
+    H, _ = planted(a, layers=1, noise=0.05, weights=weights)
+    periods, mag = fourier_spectrum(H[0].numpy())
+    assert {round(p) for p, _ in top_periods(periods, mag, 4)} == {2, 5, 10, 100}
+    peaks = spectrum_peaks(periods, mag, 6)
+    assert {round(p["period"]) for p in peaks[:4]} == {2, 5, 10, 100}
+    assert peaks[3]["relative_to_median"] > 10
+
+
+def test_fourier_360_has_period_2_but_361_smears_it():
+    a = np.arange(361)
+    H, _ = planted(a, periods=(2,), layers=1, noise=0.0, weights=[0.0, 1.0, 0.0, 0.0])
+    p360, m360 = fourier_spectrum(H[0, :360].numpy())
+    p361, m361 = fourier_spectrum(H[0].numpy())
+    assert p360[np.argmax(m360)] == 2.0
+    assert not np.isclose(p361, 2.0).any()  # 361 numbers have no frequency at exactly T = 2
+
+
+def test_pca_line_and_distances():
+    a = np.arange(100)
+    X = np.outer(a, np.ones(5)) + 0.01 * np.random.default_rng(0).normal(size=(100, 5))
+    pc1, ratio = pca_first_component(X)
+    slope, _, r2 = line_fit(a, pc1)
+    assert slope > 0 and r2 > 0.999 and ratio > 0.99
+    dist, cos = distance_and_cosine(X)
+    assert dist.shape == (100, 100) and np.allclose(np.diag(dist), 0, atol=1e-5)
+    assert np.isclose(dist[3, 10], np.sqrt(5) * 7, rtol=1e-2) and np.allclose(np.diag(cos), 1)
+    dns, means = delta_n_distance(X, a_max=9, dn_max=20)
+    assert np.allclose(means, np.sqrt(5) * dns, rtol=1e-2)  # linear in dn
+
+
+def test_fit_recovers_the_planted_helix():
+    a = np.repeat(np.arange(100), 3)  # every a several times, as in the a+b prompts
+    H, C_true = planted(a)
+    bases = standard_bases()
+    fits = fit_bases(H, a, bases)
+    full = Basis("helix", PLANTED)
+    r2 = fits.r2_of(full)
+    assert (r2 > 0.999).all()
+    # every other basis fits worse than the planted one
+    others = torch.stack([fits.r2_of(b) for b in bases if b != full])
+    assert (others.max(0).values < r2 - 1e-3).all()
+    # the fitted C has the planted columns (order a, cos, sin, ...); sin(2 pi a / 2) is
+    # zero on integers, so that column is not identifiable and must come out as zero
+    C = fits.coefficients(full)  # [L, m, d]
+    ident = [i for i, c in enumerate(full.columns()[:-1]) if c != "sin a T=2"]
+    for l in range(2):
+        torch.testing.assert_close(C[l, ident], C_true[l, ident].float(), atol=0.02, rtol=0.02)
+        assert C[l, full.columns().index("sin a T=2")].norm() < 1e-6
+        # the span of the fitted directions is the planted span
+        P_true = subspace_projector(C_true[l, ident].float(), drop_const=False)
+        P_fit = subspace_projector(C[l, ident], drop_const=False)
+        assert torch.linalg.matrix_norm(P_fit - P_true) < 0.06  # noise 0.01 per entry
+    # predictions at the data reproduce h, and projection through C^+ recovers B(a)
+    pred = fits.predict(full, np.arange(100))
+    torch.testing.assert_close(pred[0], H[0, ::3].float(), atol=0.05, rtol=0)
+    Ci = C[0, ident]
+    coords = helix_projection(Ci, H[0, ::3].float() - pred[0].mean(0))
+    expected = torch.tensor(full(np.arange(100))[:, ident])
+    torch.testing.assert_close(coords, expected - expected.mean(0), atol=0.04, rtol=0)  # 4 sigma of noise
+
+
+def test_best_subset_per_k_is_the_planted_strongest():
+    a = np.arange(100)
+    # period 10 strongest, then 2; 5 and 100 absent
+    H, _ = planted(a, periods=(2, 10), noise=0.01, weights=[1.0, 3.0, 0.0, 6.0, 6.0, 1.0])
+    fits = fit_bases(H, a, standard_bases())
+    r2 = {(b.kind, b.periods): float(fits.r2_of(b).mean()) for b in fits.bases if b.kind != "poly"}
+    best = best_subsets(r2)
+    assert best[("helix", 1)] == (10,)
+    assert best[("helix", 2)] == (2, 10)
+    assert set(best[("helix", 3)]) >= {2, 10}
+
+
+def test_best_subsets_compares_every_candidate():
+    # the authors' loop kept its first candidate; the best one here is in the middle
+    scores = {("helix", (2,)): 1.0, ("helix", (5,)): 3.0, ("helix", (10,)): 2.0, ("helix", (100,)): 0.5,
+              ("circle", (2, 5)): 0.1, ("circle", (2, 10)): 0.9, ("circle", (5, 100)): 0.3}
+    best = best_subsets(scores)
+    assert best == {("helix", 1): (5,), ("circle", 2): (2, 10)}
+
+
+def test_bases_and_parameter_counts():
+    assert len(period_subsets()) == 15
+    h = Basis("helix", (2, 5, 10, 100))
+    assert h.n_params == 9 and h.columns()[0] == "a" and h.columns()[-1] == "const"
+    assert Basis("circle", (2, 5, 10, 100)).n_params == 8
+    assert Basis("poly", degree=9).n_params == 9
+    three = Basis("helix", (2, 5, 10, 100), variables=("a", "b", "a+b"))
+    assert three.n_params == 27  # the paper's 27-parameter helix(a,b,a+b)
+    B = three({"a": np.array([1, 2]), "b": np.array([3, 4]), "a+b": np.array([4, 6])})
+    assert B.shape == (2, 28) and np.allclose(B[:, 9], [3 / 99, 4 / 99]) and np.allclose(B[:, 18], [4 / 198, 6 / 198])
+    with pytest.raises(ValueError, match="allowed: helix, circle, poly"):
+        Basis("spiral", (2,))
+
+
+def test_pca_caps_components_at_distinct_rows():
+    a = np.repeat(np.arange(20), 5)  # identical rows for the same a, as for the a token
+    H, _ = planted(a, layers=1, noise=0.0)
+    pca = fit_pca(H, 100)
+    assert pca.components.shape[1] == 20
+    recon = pca.reconstruct(H, 9)
+    assert recon.shape == H.shape
+
+
+def test_save_and_load_fits(tmp_path):
+    a = np.arange(100)
+    H, _ = planted(a)
+    fits = fit_bases(H, a, standard_bases())
+    save_fits(tmp_path / "f.h5", fits, model="synthetic")
+    back = load_fits(tmp_path / "f.h5")
+    assert [b.name for b in back.bases] == [b.name for b in fits.bases]
+    torch.testing.assert_close(back.r2, fits.r2)
+    full = Basis("helix", PLANTED)
+    torch.testing.assert_close(back.predict(full, a), fits.predict(full, a), atol=1e-4, rtol=1e-4)
+    keep = [i for i, c in enumerate(full.columns()[:-1]) if c != "sin a T=2"]
+    cos = column_cosine(back.coefficients(full)[0, keep])
+    assert (cos - torch.eye(len(keep))).abs().max() < 0.05  # planted columns are orthogonal

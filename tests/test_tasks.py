@@ -1,0 +1,74 @@
+"""Task families and the tokenisation checks."""
+
+import pytest
+from conftest import GPTJ_PROMPTS
+
+from helixclock.tasks import (TASKS, Positions, TokenisationError, check_task_tokens, get_task,
+                              number_token_ids)
+
+
+def digit_splitting_tokenizer():
+    """A tokenizer that splits numbers into single digits, like many LLMs' do."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, "<pad>": 1}
+    for w in list("0123456789") + ["Output", "ONLY", "a", "number", ".", "+", "="]:
+        vocab[w] = len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                 pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.Punctuation()])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+
+
+def test_domains_and_answers_match_the_paper():
+    sizes = {t: len(TASKS[t].problems()) for t in TASKS}
+    assert sizes == {"add": 10000, "sub23": 77, "div5": 100, "mul1p5": 50, "mod2": 100, "solve_x": 100}
+    p = TASKS["mul1p5"].problems()
+    assert (p.answer == p.a * 3 // 2).all() and (p.a % 2 == 0).all() and p.a.max() == 98
+    assert TASKS["sub23"].problems().answer.min() == 0
+    assert get_task("add").answer(57, 68) == 125
+    with pytest.raises(KeyError, match="known tasks: add, sub23"):
+        get_task("mul")
+
+
+def test_positions_are_derived_from_the_tokenizer(tokenizer, bos_tokenizer):
+    pos, answers = check_task_tokens(tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"])
+    assert pos == Positions(a=5, b=7, last=8, length=9)
+    assert tokenizer.decode([int(answers[0])]) == "0" and tokenizer.decode([int(answers[-1])]) == "198"
+    # a BOS token shifts every position by one
+    pos_bos, _ = check_task_tokens(bos_tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"])
+    assert (pos_bos.a, pos_bos.b, pos_bos.last) == (6, 8, 9)
+    pos_x, _ = check_task_tokens(tokenizer, "toy", TASKS["solve_x"], GPTJ_PROMPTS["solve_x"])
+    assert pos_x.a == 7 and pos_x.b is None
+
+
+def test_a_tokenizer_that_splits_numbers_is_refused():
+    tok = digit_splitting_tokenizer()
+    with pytest.raises(TokenisationError) as err:
+        check_task_tokens(tok, "digit-model", TASKS["add"], GPTJ_PROMPTS["add"])
+    msg = str(err.value)
+    assert "digit-model" in msg and "number 10" in msg and "['1', '0']" in msg
+
+
+def test_a_multi_token_answer_is_refused(tokenizer):
+    # numbers above the vocabulary's 399 are unknown: 2-token answers cannot happen, so
+    # build a template whose answer collides with the next token instead
+    from helixclock.tasks import Task
+
+    task = Task("big", "a*10", ("a",), "a in [0, 99]", lambda: [(a,) for a in range(0, 100)], lambda a: a * 10)
+    with pytest.raises(TokenisationError, match=r"answer 400 .* not a single token"):
+        check_task_tokens(tokenizer, "toy", task, GPTJ_PROMPTS["sub23"].replace("-23", "*1.5"))
+
+
+def test_missing_placeholder_is_refused(tokenizer):
+    with pytest.raises(TokenisationError, match="no \\{b\\} placeholder"):
+        check_task_tokens(tokenizer, "toy", TASKS["add"], "Output ONLY a number.\n{a}+=")
+
+
+def test_bare_numbers(tokenizer):
+    ids = number_token_ids(tokenizer, "toy", range(361))
+    assert len(ids) == 361 and all(len(x) == 1 for x in ids)
+    with pytest.raises(TokenisationError, match="number 400 is not a single token"):
+        number_token_ids(tokenizer, "toy", [399, 400])

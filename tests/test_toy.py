@@ -1,0 +1,74 @@
+"""The embedded default's trainer, on a reduced budget."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import GPTJ_PROMPTS
+from safetensors.torch import load_file
+
+from helixclock.toy import build_corpus, build_tokenizer, holdout_mask, train_toy
+
+SPEC = {"source": "toy", "family": "gptj", "max_number": 399, "prompts": GPTJ_PROMPTS,
+        "toy": {"d_model": 64, "n_layers": 1, "n_heads": 2, "d_mlp": 128}}
+
+
+def test_tokenizer_holds_numbers_words_and_symbols():
+    tok = build_tokenizer(GPTJ_PROMPTS, 399, bos=False)
+    assert tok.tokenize("Output ONLY a number.\nx-57=0, x=") == ["Output", "ONLY", "a", "number", ".", "x", "-", "57", "=", "0", ",", "x", "="]
+    assert all(tok.convert_tokens_to_ids(str(n)) != tok.unk_token_id for n in range(400))
+    assert tok.convert_tokens_to_ids("400") == tok.unk_token_id
+
+
+def test_holdout_is_seeded_and_twenty_percent():
+    a, b = holdout_mask(100, 100, 0.2, 0), holdout_mask(100, 100, 0.2, 0)
+    assert a.sum() == 2000 and (a == b).all()
+    assert (a != holdout_mask(100, 100, 0.2, 1)).any()
+    tok = build_tokenizer(GPTJ_PROMPTS, 399, bos=False)
+    train, evals = build_corpus(tok, GPTJ_PROMPTS, 399, 0.2, 0)
+    assert train["add"].ids.shape[0] == 8000 and evals["add_heldout"].ids.shape[0] == 2000
+    seen = {tuple(r) for r in train["add"].ids.tolist()}
+    assert not any(tuple(r) in seen for r in evals["add_heldout"].ids.tolist())
+    assert {"units", "tens", "hundreds", "parity"} <= set(train)
+    assert train["units"].ids.shape[0] == 400
+
+
+def test_reduced_budget_learns(tmp_path):
+    rec = train_toy("tiny", SPEC, tmp_path, steps=200, batch_size=128, lr=3e-3, warmup=20,
+                    eval_every=100, progress=False)
+    acc, first = rec["accuracy"], rec["history"][0]
+    # chance is 1/423 per token; after 200 steps the small-domain tasks are largely learned
+    assert acc["mod2"] > 0.9 and acc["parity"] > 0.9
+    assert acc["sub23"] > 0.3 and acc["units"] > 0.3
+    assert rec["final_loss"] < 0.6 * first["loss"] or rec["final_loss"] < 1.0
+    saved = json.loads((tmp_path / "training.json").read_text())
+    assert saved["accuracy"] == acc and (tmp_path / "tokenizer.json").exists()
+
+
+def test_same_seed_same_weights(tmp_path):
+    kw = dict(steps=15, batch_size=64, warmup=5, progress=False)
+    train_toy("t", SPEC, tmp_path / "a", seed=3, **kw)
+    train_toy("t", SPEC, tmp_path / "b", seed=3, **kw)
+    train_toy("t", SPEC, tmp_path / "c", seed=4, **kw)
+    a, b, c = (load_file(tmp_path / x / "model.safetensors") for x in "abc")
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_saved_toy_loads_like_a_hub_model(tmp_path):
+    from helixclock.models import load_model
+    from helixclock.tasks import TASKS, check_task_tokens
+
+    train_toy("t", SPEC, tmp_path / "t", steps=5, batch_size=32, warmup=1, progress=False)
+    model = load_model("t", SPEC, device="cpu", resources=str(tmp_path))
+    assert model.adapter.family == "gptj" and model.adapter.n_layers == 1
+    pos, _ = check_task_tokens(model.tokenizer, "t", TASKS["add"], GPTJ_PROMPTS["add"])
+    ids = torch.tensor(model.tokenizer(["Output ONLY a number.\n1+2="])["input_ids"])
+    with model.lm.trace(ids):
+        out = model.lm.lm_head.output[:, -1].save()
+    with torch.no_grad():
+        ref = model.hf(ids).logits[:, -1]
+    torch.testing.assert_close(out, ref)
+    assert not any(p.requires_grad for p in model.hf.parameters())

@@ -1,0 +1,80 @@
+# Stage 2 - accuracy (paper section 3, appendix A, table C1): every prompt of every task.
+
+
+rule accuracy:
+    input:
+        card="results/{model}/model.json",
+        weights=model_weights,
+    output:
+        expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
+    log:
+        "logs/{model}/accuracy.log",
+    benchmark:
+        "logs/{model}/accuracy.benchmark.tsv"
+    params:
+        **model_job_params(),
+        tasks=TASKS,
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/accuracy.py"
+
+
+rule fig_accuracy_heatmap:
+    input:
+        "results/{model}/accuracy/add.csv",
+    output:
+        report(figure("figA1_accuracy_heatmap")[0], caption="../report/figA1.rst", category="Accuracy"),
+        figure("figA1_accuracy_heatmap")[1],
+    log:
+        "logs/{model}/fig_accuracy_heatmap.log",
+    benchmark:
+        "logs/{model}/fig_accuracy_heatmap.benchmark.tsv"
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/fig_accuracy_heatmap.py"
+
+
+rule tab_other_tasks_accuracy:
+    input:
+        expand("results/{{model}}/accuracy/{task}.csv", task=OTHER_TASKS),
+    output:
+        table("tabC1_other_tasks_accuracy"),
+    log:
+        "logs/{model}/tab_other_tasks_accuracy.log",
+    benchmark:
+        "logs/{model}/tab_other_tasks_accuracy.benchmark.tsv"
+    params:
+        spec=spec,
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/tab_other_tasks_accuracy.py"
+
+
+rule tab_prompts_accuracy:
+    input:
+        expand("results/{model}/accuracy/add.csv", model=MODELS),
+    output:
+        table("tabA1_prompts_accuracy", model="all"),
+    log:
+        "logs/all/tab_prompts_accuracy.log",
+    benchmark:
+        "logs/all/tab_prompts_accuracy.benchmark.tsv"
+    params:
+        models=MODELS,
+        templates={m: REGISTRY[m]["prompts"]["add"] for m in MODELS},
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/tab_prompts_accuracy.py"
+
+
+register(*figure("figA1_accuracy_heatmap"))
+if OTHER_TASKS:
+    register(*table("tabC1_other_tasks_accuracy"))
+register(*table("tabA1_prompts_accuracy", model="all"), all_models=True)

@@ -1,0 +1,64 @@
+# Config validation (before any job), target lists and small helpers for every rule file.
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from snakemake.exceptions import WorkflowError
+
+from helixclock.config import ConfigError, check_config
+
+try:
+    _validated, REGISTRY = check_config(config)
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+config.update(_validated)
+
+MODELS = config["models"]
+TASKS = config["accuracy"]["tasks"]
+OTHER_TASKS = [t for t in TASKS if t != "add"]
+
+# Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
+PER_MODEL_OUTPUTS = []  # patterns with {model}
+ALL_MODELS_OUTPUTS = []  # cross-model outputs under results/all/
+
+
+wildcard_constraints:
+    model="|".join(re.escape(m) for m in REGISTRY),
+    task="|".join(re.escape(t) for t in TASKS),
+
+
+def figure(fig_id, model="{model}"):
+    """The PDF and PNG of one figure."""
+    return [f"results/{model}/figures/{fig_id}.pdf", f"results/{model}/figures/{fig_id}.png"]
+
+
+def table(tab_id, model="{model}"):
+    """The CSV and Markdown of one table."""
+    return [f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"]
+
+
+def register(*paths, all_models=False):
+    (ALL_MODELS_OUTPUTS if all_models else PER_MODEL_OUTPUTS).extend(paths)
+
+
+def final_outputs():
+    out = [p.format(model=m) for m in MODELS for p in PER_MODEL_OUTPUTS]
+    return out + ALL_MODELS_OUTPUTS
+
+
+def spec(wildcards):
+    return REGISTRY[wildcards.model]
+
+
+def model_job_params():
+    """What every job that runs a model needs: its registry entry, device, batch size."""
+    return dict(spec=spec, device=config["device"], batch_size=config["batch_size"])
+
+
+def model_weights(wildcards):
+    """A toy model must be trained before it is loaded; hub and local models need nothing."""
+    if REGISTRY[wildcards.model]["source"] == "toy":
+        return f"resources/models/{wildcards.model}/training.json"
+    return []

@@ -1,0 +1,43 @@
+# Stage 1 - models: train the embedded default's toy models, resolve every model's card
+# (family, shape, token positions per task; tokenisation checked before any forward pass).
+
+
+rule train_toy:
+    output:
+        "resources/models/{model}/training.json",
+    log:
+        "logs/{model}/train_toy.log",
+    benchmark:
+        "logs/{model}/train_toy.benchmark.tsv"
+    params:
+        spec=spec,
+        toy=config["toy"],
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/train_toy.py"
+
+
+rule model_card:
+    input:
+        model_weights,
+    output:
+        "results/{model}/model.json",
+    log:
+        "logs/{model}/model_card.log",
+    benchmark:
+        "logs/{model}/model_card.benchmark.tsv"
+    params:
+        spec=spec,
+        tasks=TASKS,
+        max_number=config["cache"]["max_number"],
+    conda:
+        "../../envs/helixclock.yaml"
+    script:
+        "../../scripts/model_card.py"
+
+
+register("results/{model}/model.json")
