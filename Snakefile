@@ -1,11 +1,13 @@
 # helixclock: "Language Models Use Trigonometry to Do Addition" as a Snakemake DAG.
 # Each stage of the paper is one rule file; every output has a target of its own.
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
 report: "workflow/report/workflow.rst"

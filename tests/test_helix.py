@@ -150,3 +150,20 @@ def test_save_and_load_fits(tmp_path):
     keep = [i for i, c in enumerate(full.columns()[:-1]) if c != "sin a T=2"]
     cos = column_cosine(back.coefficients(full)[0, keep])
     assert (cos - torch.eye(len(keep))).abs().max() < 0.05  # planted columns are orthogonal
+
+
+def test_weighted_unique_rows_equal_the_full_fit():
+    from helixclock.helix import unique_rows
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 100, 500)
+    H, _ = planted(np.arange(100), noise=0.05)
+    H_rows = H[:, torch.as_tensor(a)]  # identical rows for the same a, like the a token
+    full = fit_bases(H_rows, a, standard_bases())
+    vals, H_u, w = unique_rows(a, H_rows)
+    weighted = fit_bases(H_u, vals, standard_bases(), weights=w)
+    torch.testing.assert_close(weighted.r2, full.r2, atol=1e-5, rtol=1e-5)
+    basis = Basis("helix", PLANTED)
+    torch.testing.assert_close(weighted.predict(basis, np.arange(100)), full.predict(basis, np.arange(100)),
+                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(weighted.pca.mean, full.pca.mean)

@@ -134,15 +134,30 @@ class PCA:
         return self.mean[:, None] + torch.einsum("lrp,lpd->lrd", self.project(H, n), comps)
 
 
-def fit_pca(H: Tensor, n_components: int = 100) -> PCA:
-    """PCA of each layer of H [L, rows, d] (in float64 for stable small variances)."""
+def fit_pca(H: Tensor, n_components: int = 100, weights: Tensor | None = None) -> PCA:
+    """PCA of each layer of H [L, rows, d] (float64), rows weighted by ``weights`` [rows]
+    (a row with weight w counts as w identical rows)."""
     H = H.double()
-    mean = H.mean(1)
-    X = H - mean[:, None]
+    w = _weights(weights, H)
+    mean = (w[None, :, None] * H).sum(1) / w.sum()
+    X = (H - mean[:, None]) * w.sqrt()[None, :, None]
     distinct = _distinct_rows(H[0]) if H.shape[0] else H.shape[1]
     p = int(min(n_components, X.shape[1], X.shape[2], max(1, distinct)))
     _, S, Vh = torch.linalg.svd(X, full_matrices=False)
-    return PCA(mean, Vh[:, :p], (S[:, :p] ** 2) / max(1, X.shape[1] - 1))
+    return PCA(mean, Vh[:, :p], (S[:, :p] ** 2) / max(1.0, float(w.sum()) - 1))
+
+
+def _weights(weights: Tensor | None, H: Tensor) -> Tensor:
+    if weights is None:
+        return torch.ones(H.shape[1], dtype=torch.float64, device=H.device)
+    return torch.as_tensor(weights, dtype=torch.float64, device=H.device)
+
+
+def unique_rows(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, Tensor, Tensor]:
+    """Collapse rows that share a value (the a token's residual depends on a alone):
+    one row per distinct value, with its count as weight."""
+    uniq, first, counts = np.unique(np.asarray(values), return_index=True, return_counts=True)
+    return uniq, H[:, torch.as_tensor(first)], torch.as_tensor(counts, dtype=torch.float64)
 
 
 def _distinct_rows(X: Tensor) -> int:
@@ -182,27 +197,30 @@ class Fits:
 
 
 def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: Sequence[Basis],
-              n_components: int = 100, pca: PCA | None = None) -> Fits:
+              n_components: int = 100, pca: PCA | None = None, weights: Tensor | None = None) -> Fits:
     """Least-squares fits of every basis to every layer of H [L, rows, d], via PCA.
 
-    R^2 is measured in the PCA space: 1 - |P - B C_PCA|^2 / |P - mean(P)|^2 per layer.
+    Rows may carry weights (weighted least squares, as if repeated).  R^2 is measured
+    in the PCA space: 1 - |P - B C_PCA|^2 / |P - mean(P)|^2 per layer (weighted).
     """
-    pca = pca or fit_pca(H, n_components)
+    pca = pca or fit_pca(H, n_components, weights)
     device = H.device
-    P = pca.project(H.double())  # [L, rows, p]
+    sw = _weights(weights, H).sqrt()
+    P = pca.project(H.double()) * sw[None, :, None]  # [L, rows, p], rows scaled by sqrt(w)
     m_max = max(len(b.columns()) for b in bases)
     rows = P.shape[1]
     pinvs = torch.zeros(len(bases), m_max, rows, dtype=torch.float64, device=device)
     Bs = torch.zeros(len(bases), rows, m_max, dtype=torch.float64, device=device)
     for s, basis in enumerate(bases):
-        B = torch.as_tensor(basis(values), dtype=torch.float64, device=device)
+        B = torch.as_tensor(basis(values), dtype=torch.float64, device=device) * sw[:, None]
         m = B.shape[1]
         Bs[s, :, :m] = B
         pinvs[s, :m] = torch.linalg.pinv(B)
     coef = torch.einsum("smr,lrp->slmp", pinvs, P)  # [S, L, m, p]
     pred = torch.einsum("srm,slmp->slrp", Bs, coef)
     ss_res = ((P[None] - pred) ** 2).sum((2, 3))
-    ss_tot = ((P - P.mean(1, keepdim=True)) ** 2).sum((1, 2))
+    # P is already centred (weighted) by the PCA mean
+    ss_tot = (P ** 2).sum((1, 2))
     r2 = 1 - ss_res / ss_tot.clamp_min(1e-30)[None]
     C = torch.einsum("slmp,lpd->slmd", coef, pca.components)
     return Fits(list(bases), C.float(), coef, r2.float(), pca)

@@ -364,3 +364,51 @@ def bootstrap_ci(values: Tensor, n_boot: int = 1000, seed: int = 0, level: float
     lo = torch.quantile(boots, alpha, dim=-1)
     hi = torch.quantile(boots, 1 - alpha, dim=-1)
     return values.mean(-1), lo, hi
+
+
+def draw_pairs(correct, n_pairs: int, seed: int, tokenizer, template: str, vary: Sequence[str] = ("a",),
+               clean_a: Sequence[int] | None = None, device=None) -> Pairs:
+    """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
+
+    ``correct`` is a task's accuracy table restricted to correct rows (columns a, b,
+    answer, answer_token).  The corrupted prompt changes the operands in ``vary`` and keeps
+    the others (a'+b for vary=("a",), a+b' for ("b",)); its answer differs from the clean
+    one.  ``clean_a`` restricts the clean prompts' a (e.g. to a held-out test split).
+    """
+    import numpy as np
+
+    from .tasks import render
+
+    rows = correct.reset_index(drop=True)
+    keep = [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
+    rng = np.random.default_rng(seed)
+    clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
+    if len(clean_pool) == 0:
+        raise ValueError("no correct prompts to draw clean prompts from")
+    groups = rows.groupby(keep).indices if keep else {(): np.arange(len(rows))}
+    order = rng.permutation(len(clean_pool))
+    clean_idx, corrupt_idx = [], []
+    for i in order:
+        row = clean_pool.iloc[i]
+        key = tuple(int(row[c]) for c in keep)
+        cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
+        cands = cands[rows["answer"].to_numpy()[cands] != row["answer"]]
+        if len(cands) == 0:
+            continue
+        clean_idx.append(int(clean_pool.index[i]))
+        corrupt_idx.append(int(rng.choice(cands)))
+        if len(clean_idx) == n_pairs:
+            break
+    if not clean_idx:
+        raise ValueError(f"no clean/corrupted pairs with different answers (varying {', '.join(vary)})")
+    c, x = rows.iloc[clean_idx], rows.iloc[corrupt_idx]
+
+    def ids(frame):
+        text = [render(template, int(a), int(b)) for a, b in zip(frame["a"], frame["b"])]
+        return torch.tensor(tokenizer(text, add_special_tokens=True)["input_ids"], device=device)
+
+    meta = {"clean_a": c["a"].to_numpy(), "clean_b": c["b"].to_numpy(), "clean_answer": c["answer"].to_numpy(),
+            "corrupted_a": x["a"].to_numpy(), "corrupted_b": x["b"].to_numpy(),
+            "corrupted_answer": x["answer"].to_numpy(), "vary": tuple(vary), "seed": seed}
+    return Pairs(ids(c), ids(x), torch.tensor(c["answer_token"].to_numpy(), device=device),
+                 torch.tensor(x["answer_token"].to_numpy(), device=device), meta)

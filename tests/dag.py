@@ -1,0 +1,35 @@
+"""Running the Snakemake DAG in a scratch directory (shared by the DAG and Slurm tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
+              configfile: Path = TINY) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+           "--directory", str(workdir), "--configfile", str(configfile), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc
+
+
+def planned_jobs(workdir: Path, *targets: str) -> dict[str, int]:
+    """Jobs a dry run would schedule, by rule name."""
+    proc = snakemake(workdir, "-n", "--quiet", "rules", *targets)
+    jobs: dict[str, int] = {}
+    table = False
+    for line in (proc.stdout + proc.stderr).splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            table = True
+            continue
+        if table and len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            jobs[parts[0]] = int(parts[1])
+    return jobs
