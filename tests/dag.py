@@ -13,7 +13,7 @@ TINY = REPO / "tests" / "configs" / "tiny.yaml"
 def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
               configfile: Path = TINY) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(workdir), "--configfile", str(configfile), *args]
+           "--directory", str(workdir), f"--configfile={configfile}", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
@@ -22,7 +22,7 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
 
 def planned_jobs(workdir: Path, *targets: str) -> dict[str, int]:
     """Jobs a dry run would schedule, by rule name."""
-    proc = snakemake(workdir, "-n", "--quiet", "rules", *targets)
+    proc = snakemake(workdir, *targets, "-n", "--quiet", "rules")
     jobs: dict[str, int] = {}
     table = False
     for line in (proc.stdout + proc.stderr).splitlines():

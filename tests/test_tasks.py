@@ -34,13 +34,16 @@ def test_domains_and_answers_match_the_paper():
 
 
 def test_positions_are_derived_from_the_tokenizer(tokenizer, bos_tokenizer):
-    pos, answers = check_task_tokens(tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"])
+    found = check_task_tokens(tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"])
+    pos, answers = found.positions, found.answer_ids
     assert pos == Positions(a=5, b=7, last=8, length=9)
+    assert found.input_ids.shape == (10000, 9)
+    assert tokenizer.decode([int(found.input_ids[1234, 5])]) == "12"
     assert tokenizer.decode([int(answers[0])]) == "0" and tokenizer.decode([int(answers[-1])]) == "198"
     # a BOS token shifts every position by one
-    pos_bos, _ = check_task_tokens(bos_tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"])
+    pos_bos = check_task_tokens(bos_tokenizer, "toy", TASKS["add"], GPTJ_PROMPTS["add"]).positions
     assert (pos_bos.a, pos_bos.b, pos_bos.last) == (6, 8, 9)
-    pos_x, _ = check_task_tokens(tokenizer, "toy", TASKS["solve_x"], GPTJ_PROMPTS["solve_x"])
+    pos_x = check_task_tokens(tokenizer, "toy", TASKS["solve_x"], GPTJ_PROMPTS["solve_x"]).positions
     assert pos_x.a == 7 and pos_x.b is None
 
 

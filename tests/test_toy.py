@@ -64,7 +64,8 @@ def test_saved_toy_loads_like_a_hub_model(tmp_path):
     train_toy("t", SPEC, tmp_path / "t", steps=5, batch_size=32, warmup=1, progress=False)
     model = load_model("t", SPEC, device="cpu", resources=str(tmp_path))
     assert model.adapter.family == "gptj" and model.adapter.n_layers == 1
-    pos, _ = check_task_tokens(model.tokenizer, "t", TASKS["add"], GPTJ_PROMPTS["add"])
+    pos = check_task_tokens(model.tokenizer, "t", TASKS["add"], GPTJ_PROMPTS["add"]).positions
+    assert (pos.a, pos.b) == (5, 7)
     ids = torch.tensor(model.tokenizer(["Output ONLY a number.\n1+2="])["input_ids"])
     with model.lm.trace(ids):
         out = model.lm.lm_head.output[:, -1].save()

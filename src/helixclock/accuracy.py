@@ -26,14 +26,15 @@ def prompt_ids(tokenizer, prompts: list[str]) -> torch.Tensor:
 
 def check_all_tasks(tokenizer, model_name: str, prompts: dict[str, str], tasks) -> dict[str, Positions]:
     """Tokenisation check of every task before any forward pass; positions per task."""
-    return {t: check_task_tokens(tokenizer, model_name, get_task(t), prompts[t])[0] for t in tasks}
+    return {t: check_task_tokens(tokenizer, model_name, get_task(t), prompts[t]).positions for t in tasks}
 
 
 def task_accuracy(model: LoadedModel, task: Task, template: str, engine: PatchingEngine) -> pd.DataFrame:
     """Run every prompt of ``task``; one row per prompt (see :data:`COLUMNS`)."""
     problems = task.problems()
-    _, answer_ids = check_task_tokens(model.tokenizer, model.name, task, template, problems)
-    ids = prompt_ids(model.tokenizer, problems.prompts(template))
+    found = check_task_tokens(model.tokenizer, model.name, task, template, problems)
+    answer_ids = found.answer_ids
+    ids = torch.from_numpy(found.input_ids)
     answers = torch.from_numpy(answer_ids).to(model.device)
     pred, logit, rank = [], [], []
     start = 0

@@ -50,13 +50,14 @@ def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np
     problems = task.problems()
     keep = np.isin(problems.a * 1000 + problems.b, a * 1000 + b)
     problems.a, problems.b, problems.answer = problems.a[keep], problems.b[keep], problems.answer[keep]
-    positions, _ = check_task_tokens(model.tokenizer, model.name, task, template, problems)
+    found = check_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
+    positions = found.positions
     L1 = model.adapter.n_layers + 1
     d = model.adapter.d_model
     n = len(problems)
     numbers = list(range(max_number + 1))
     number_ids = torch.tensor(number_token_ids(model.tokenizer, model.name, numbers))
-    ids = torch.tensor(model.tokenizer(problems.prompts(template), add_special_tokens=True)["input_ids"])
+    ids = torch.from_numpy(found.input_ids)
     pos = (positions.a, positions.b, positions.last)
     points = [Point("resid_pre", layer, pos) for layer in range(L1)]
     tmp = Path(str(path) + ".tmp")

@@ -26,7 +26,7 @@ def accuracy_heatmap(df: pd.DataFrame, model: str):
               interpolation="nearest", aspect="equal")
     ax.set_xlabel("b")
     ax.set_ylabel("a")
-    ax.set_title(f"{model}: a+b accuracy {np.nanmean(grid):.1%}")
+    ax.set_title(f"{model}: a+b accuracy {np.nanmean(grid):.2%}")
     ax.legend(handles=[Patch(color="#2ca02c", label="correct"), Patch(color="#d62728", label="wrong")],
               loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig

@@ -111,26 +111,81 @@ class Positions:
 
 
 def _token_strings(tokenizer, ids: Sequence[int]) -> list[str]:
-    return [tokenizer.decode([i]) for i in ids]
+    return [tokenizer.decode([int(i)]) for i in ids]
 
 
-def _is_number_token(tokenizer, token_id: int, number: int) -> bool:
-    """The token spells the number (an unknown-token id covering it does not count)."""
-    return tokenizer.decode([int(token_id)]).strip() == str(number)
+class _Decoder:
+    """Decoded, stripped text of token ids, memoised (prompts share few distinct tokens)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.cache: dict[int, str] = {}
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        out = []
+        for i in ids.tolist():
+            if i not in self.cache:
+                self.cache[i] = self.tokenizer.decode([i]).strip()
+            out.append(self.cache[i])
+        return np.array(out, dtype=object)
 
 
-def _span_token(offsets: Sequence[tuple[int, int]], start: int, end: int) -> list[int]:
-    """Indices of the tokens that overlap the character span [start, end)."""
-    return [i for i, (s, e) in enumerate(offsets) if e > s and s < end and e > start]
+def _segments(template: str, operands: Sequence[str]) -> list[tuple[str, str]]:
+    """Split a template into ("text", s) and ("op", name) pieces."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(template):
+        hits = [(template.find("{" + op + "}", i), op) for op in operands]
+        hits = [(j, op) for j, op in hits if j >= 0]
+        if not hits:
+            out.append(("text", template[i:]))
+            break
+        j, op = min(hits)
+        if j > i:
+            out.append(("text", template[i:j]))
+        out.append(("op", op))
+        i = j + len(op) + 2
+    seen = [name for kind, name in out if kind == "op"]
+    for op in set(seen):
+        if seen.count(op) > 1:
+            raise TokenisationError(f"template {template!r} repeats {{{op}}}")
+    return out
+
+
+def _operand_spans(template: str, values: dict[str, np.ndarray], operands: Sequence[str]
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Character span [start, end) of each operand in every rendered prompt."""
+    n = len(next(iter(values.values())))
+    cursor = np.zeros(n, dtype=np.int64)
+    spans = {}
+    for kind, piece in _segments(template, operands):
+        if kind == "text":
+            cursor = cursor + len(piece)
+        else:
+            length = np.array([len(str(int(v))) for v in values[piece]], dtype=np.int64)
+            spans[piece] = (cursor, cursor + length)
+            cursor = cursor + length
+    return spans
+
+
+@dataclass
+class TaskTokens:
+    """What the tokenisation check found: shared positions, the prompts' token ids
+    [n, seq] and the answers' token ids [n] (None when answers were not checked)."""
+
+    positions: Positions
+    input_ids: np.ndarray
+    answer_ids: np.ndarray | None
 
 
 def check_task_tokens(tokenizer, model: str, task: Task, template: str,
-                      problems: Problems | None = None) -> tuple[Positions, np.ndarray]:
-    """Check every operand and answer of ``task`` is one token; return positions and answer ids.
+                      problems: Problems | None = None, answers: bool = True) -> TaskTokens:
+    """Check every operand (and answer) of ``task`` is one token; return what was found.
 
-    Operands are located in each prompt through the tokenizer's character offsets: the
-    token that covers the number must cover exactly that number.  Answers are checked
-    by tokenising ``prompt + answer``: it must add exactly one token to the prompt's.
+    Operands are located in each prompt through the tokenizer's character offsets: exactly
+    one token may overlap the number, and it must spell the number (a leading space, as in
+    BPE vocabularies, is allowed; an unknown-token id is not).  Answers are checked by
+    tokenising ``prompt + answer``: it must add exactly one token, spelling the answer.
     All prompts must share their length and the positions of a and b.
     """
     problems = problems if problems is not None else task.problems()
@@ -140,72 +195,75 @@ def check_task_tokens(tokenizer, model: str, task: Task, template: str,
                                     f"{task.name!r} has no {{{op}}} placeholder")
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
+    lengths = np.array([len(x) for x in enc["input_ids"]])
+    spans = _operand_spans(template, {"a": problems.a, "b": problems.b}, task.operands)
+    if (lengths != lengths[0]).any():
+        # usually a split number: find it in the first prompt whose length differs
+        for i in (0, int(np.flatnonzero(lengths != lengths[0])[0])):
+            ids_i, offs_i = enc["input_ids"][i], enc["offset_mapping"][i]
+            for op, (start, end) in spans.items():
+                toks = [t for t, (a, b) in enumerate(offs_i) if b > a and a < end[i] and b > start[i]]
+                number = int(problems.a[i] if op == "a" else problems.b[i])
+                if len(toks) != 1 or tokenizer.decode([ids_i[toks[0]]]).strip() != str(number):
+                    raise TokenisationError(
+                        f"model {model!r}: number {number} (operand {op} of task {task.name!r}, "
+                        f"prompt {prompts[i]!r}) is not a single token: tokens "
+                        f"{_token_strings(tokenizer, [ids_i[t] for t in toks])}")
+        raise TokenisationError(
+            f"model {model!r}: prompts of task {task.name!r} have different token lengths "
+            f"({lengths[0]} for {prompts[0]!r}, {lengths[i]} for {prompts[i]!r}: tokens "
+            f"{_token_strings(tokenizer, enc['input_ids'][i])})")
+    ids = np.array(enc["input_ids"], dtype=np.int64)  # [n, S]
+    offs = np.array(enc["offset_mapping"], dtype=np.int64)  # [n, S, 2]
+    decode = _Decoder(tokenizer)
+    values = {"a": problems.a, "b": problems.b}
     positions: dict[str, int] = {}
-    lengths = {len(ids) for ids in enc["input_ids"]}
-    for i, prompt in enumerate(prompts):
-        offsets = enc["offset_mapping"][i]
-        ids = enc["input_ids"][i]
-        values = {"a": int(problems.a[i]), "b": int(problems.b[i])}
-        # operands appear in template order; locate each placeholder's rendered span
-        spans = _operand_spans(template, values, task.operands)
-        for op, (start, end) in spans.items():
-            toks = _span_token(offsets, start, end)
-            if (len(toks) != 1 or tuple(offsets[toks[0]]) != (start, end)
-                    or not _is_number_token(tokenizer, ids[toks[0]], values[op])):
-                shown = _token_strings(tokenizer, [ids[t] for t in toks])
-                raise TokenisationError(
-                    f"model {model!r}: number {values[op]} (operand {op} of task "
-                    f"{task.name!r}, prompt {prompt!r}) is not a single token: "
-                    f"tokens {shown}")
-            pos = toks[0]
-            if positions.setdefault(op, pos) != pos:
-                raise TokenisationError(
-                    f"model {model!r}: operand {op} of task {task.name!r} sits at token "
-                    f"{pos} in prompt {prompt!r} but at {positions[op]} in another prompt")
-    if len(lengths) != 1:
-        raise TokenisationError(f"model {model!r}: prompts of task {task.name!r} have "
-                                f"different token lengths {sorted(lengths)}")
-    answer_ids = _answer_token_ids(tokenizer, model, task, prompts, problems.answer,
-                                   enc["input_ids"])
-    length = lengths.pop()
-    return Positions(positions["a"], positions.get("b"), length - 1, length), answer_ids
+    rows = np.arange(len(prompts))
+    for op, (start, end) in spans.items():
+        s, e = offs[..., 0], offs[..., 1]
+        overlap = (e > s) & (s < end[:, None]) & (e > start[:, None])
+        count = overlap.sum(1)
+        pos = overlap.argmax(1)
+        text = decode(ids[rows, pos])
+        wanted = np.array([str(int(v)) for v in values[op]], dtype=object)
+        bad = (count != 1) | (text != wanted)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            shown = _token_strings(tokenizer, ids[i][overlap[i]])
+            raise TokenisationError(
+                f"model {model!r}: number {values[op][i]} (operand {op} of task {task.name!r}, "
+                f"prompt {prompts[i]!r}) is not a single token: tokens {shown}")
+        if (pos != pos[0]).any():
+            i = int(np.flatnonzero(pos != pos[0])[0])
+            raise TokenisationError(
+                f"model {model!r}: operand {op} of task {task.name!r} sits at token {pos[i]} "
+                f"in prompt {prompts[i]!r} but at {pos[0]} in {prompts[0]!r}")
+        positions[op] = int(pos[0])
+    answer_ids = _answer_token_ids(tokenizer, model, task, prompts, problems.answer, ids, decode) if answers else None
+    length = int(lengths[0])
+    return TaskTokens(Positions(positions["a"], positions.get("b"), length - 1, length), ids, answer_ids)
 
 
-def _operand_spans(template: str, values: dict[str, int], operands: Sequence[str]
-                   ) -> dict[str, tuple[int, int]]:
-    spans: dict[str, tuple[int, int]] = {}
-    out = ""
-    i = 0
-    while i < len(template):
-        hit = next((op for op in operands if template.startswith("{" + op + "}", i)), None)
-        if hit is None:
-            out += template[i]
-            i += 1
-            continue
-        text = str(values[hit])
-        if hit in spans:
-            raise TokenisationError(f"template {template!r} repeats {{{hit}}}")
-        spans[hit] = (len(out), len(out) + len(text))
-        out += text
-        i += len(hit) + 2
-    return spans
-
-
-def _answer_token_ids(tokenizer, model: str, task: Task, prompts: list[str],
-                      answers: np.ndarray, prompt_ids: list[list[int]]) -> np.ndarray:
+def _answer_token_ids(tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray,
+                      prompt_ids: np.ndarray, decode: _Decoder) -> np.ndarray:
     full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)],
                      add_special_tokens=True)["input_ids"]
-    out = np.empty(len(prompts), dtype=np.int64)
-    for i, (ids, base) in enumerate(zip(full, prompt_ids)):
-        if (len(ids) != len(base) + 1 or ids[: len(base)] != base
-                or not _is_number_token(tokenizer, ids[-1], int(answers[i]))):
-            extra = ids[len(base):] if ids[: len(base)] == base else ids
-            raise TokenisationError(
-                f"model {model!r}: answer {int(answers[i])} of task {task.name!r} "
-                f"(prompt {prompts[i]!r}) is not a single token after the prompt: tokens "
-                f"{_token_strings(tokenizer, extra)}")
-        out[i] = ids[-1]
-    return out
+    S = prompt_ids.shape[1]
+    ok = np.array([len(x) == S + 1 for x in full])
+    last = np.array([x[-1] for x in full], dtype=np.int64)
+    if ok.all():
+        head = np.array([x[:S] for x in full], dtype=np.int64)
+        ok &= (head == prompt_ids).all(1)
+        ok &= decode(last) == np.array([str(int(x)) for x in answers], dtype=object)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        ids = full[i]
+        extra = ids[S:] if list(ids[:S]) == list(prompt_ids[i]) else ids
+        raise TokenisationError(
+            f"model {model!r}: answer {int(answers[i])} of task {task.name!r} "
+            f"(prompt {prompts[i]!r}) is not a single token after the prompt: tokens "
+            f"{_token_strings(tokenizer, extra)}")
+    return last
 
 
 def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list[int]]:
@@ -216,7 +274,7 @@ def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list
     out = []
     for n, ids, offs in zip(numbers, enc["input_ids"], enc["offset_mapping"]):
         body = [i for i, (s, e) in zip(ids, offs) if e > s]
-        if len(body) != 1 or not _is_number_token(tokenizer, body[0], n):
+        if len(body) != 1 or tokenizer.decode([int(body[0])]).strip() != str(n):
             raise TokenisationError(f"model {model!r}: number {n} is not a single token: "
                                     f"tokens {_token_strings(tokenizer, body)}")
         out.append(list(ids))
