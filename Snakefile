@@ -17,6 +17,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/accuracy.smk"
 include: "workflow/rules/cache.smk"
+include: "workflow/rules/structure.smk"
+include: "workflow/rules/helix.smk"
 
 
 rule all:

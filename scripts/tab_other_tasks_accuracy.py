@@ -1,7 +1,7 @@
 """Rule tab_other_tasks_accuracy: tabC1, accuracy on the five other tasks."""
 import pandas as pd
 
-from helixclock.accuracy import other_tasks_table
+from helixclock.tables import other_tasks_accuracy_table
 from helixclock.io import write_table
 from helixclock.pipeline import start
 
@@ -10,5 +10,5 @@ frames = {}
 for path in snakemake.input:
     df = pd.read_csv(path)
     frames[str(df["task"].iloc[0])] = df
-write_table(other_tasks_table(snakemake.wildcards.model, frames, snakemake.params.spec["prompts"]),
+write_table(other_tasks_accuracy_table(snakemake.wildcards.model, frames, snakemake.params.spec["prompts"]),
             *snakemake.output)

@@ -167,3 +167,10 @@ def test_weighted_unique_rows_equal_the_full_fit():
     torch.testing.assert_close(weighted.predict(basis, np.arange(100)), full.predict(basis, np.arange(100)),
                                atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(weighted.pca.mean, full.pca.mean)
+
+
+def test_projector_ignores_zero_columns():
+    C = torch.zeros(4, 6)
+    C[0, 0], C[2, 1] = 2.0, 3.0  # row 1 is zero (like sin T=2), row 3 is the constant
+    P = subspace_projector(C)
+    torch.testing.assert_close(P, torch.diag(torch.tensor([1.0, 1, 0, 0, 0, 0])))

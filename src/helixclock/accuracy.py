@@ -8,20 +8,21 @@ successfully complete").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-import torch
 
-from .models import LoadedModel
-from .patching import PatchingEngine
 from .tasks import Positions, Task, check_task_tokens, get_task
+
+if TYPE_CHECKING:
+    import torch
+
+    from .models import LoadedModel
+    from .patching import PatchingEngine
 
 COLUMNS = ["task", "a", "b", "answer", "answer_token", "pred_token", "pred", "correct",
            "answer_logit", "rank"]
-
-
-def prompt_ids(tokenizer, prompts: list[str]) -> torch.Tensor:
-    return torch.tensor(tokenizer(prompts, add_special_tokens=True)["input_ids"], dtype=torch.long)
 
 
 def check_all_tasks(tokenizer, model_name: str, prompts: dict[str, str], tasks) -> dict[str, Positions]:
@@ -31,6 +32,8 @@ def check_all_tasks(tokenizer, model_name: str, prompts: dict[str, str], tasks) 
 
 def task_accuracy(model: LoadedModel, task: Task, template: str, engine: PatchingEngine) -> pd.DataFrame:
     """Run every prompt of ``task``; one row per prompt (see :data:`COLUMNS`)."""
+    import torch
+
     problems = task.problems()
     found = check_task_tokens(model.tokenizer, model.name, task, template, problems)
     answer_ids = found.answer_ids
@@ -60,28 +63,3 @@ def task_accuracy(model: LoadedModel, task: Task, template: str, engine: Patchin
         "rank": torch.cat(rank).cpu().numpy(),
     })
     return df[COLUMNS]
-
-
-def accuracy_grid(df: pd.DataFrame) -> np.ndarray:
-    """Correctness of a+b as a [100, 100] grid indexed [a, b]."""
-    grid = np.full((100, 100), np.nan)
-    grid[df["a"].to_numpy(), df["b"].to_numpy()] = df["correct"].to_numpy(dtype=float)
-    return grid
-
-
-def summary_row(df: pd.DataFrame, model: str, template: str) -> dict:
-    task = get_task(str(df["task"].iloc[0]))
-    return {"model": model, "task": task.label, "domain": task.domain, "prompt": template,
-            "n": int(len(df)), "accuracy": float(df["correct"].mean())}
-
-
-def prompts_accuracy_table(frames: dict[str, pd.DataFrame], templates: dict[str, str]) -> pd.DataFrame:
-    """tabA1: one row per model for a+b."""
-    rows = [summary_row(df, m, templates[m]) for m, df in frames.items()]
-    return pd.DataFrame(rows)[["model", "task", "prompt", "n", "accuracy"]]
-
-
-def other_tasks_table(model: str, frames: dict[str, pd.DataFrame], prompts: dict[str, str]) -> pd.DataFrame:
-    """tabC1: the five other tasks of one model."""
-    rows = [summary_row(df, model, prompts[t]) for t, df in frames.items() if t != "add"]
-    return pd.DataFrame(rows)[["task", "domain", "prompt", "n", "accuracy"]]

@@ -20,11 +20,26 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "workflow" / "schemas"
 TOY_SOURCE = "toy"
-FAMILIES = ("gptj", "neox", "llama")
+FAMILIES = ("gptj", "neox", "llama")  # architecture families with an adapter (models.py)
+MODEL_TYPES = {"gptj": "gptj", "gpt_neox": "neox", "llama": "llama"}  # HF model_type -> family
 
 
 class ConfigError(ValueError):
     """The config or the model registry is invalid; the message says where and why."""
+
+
+class UnsupportedFamilyError(ValueError):
+    """A model's architecture has no adapter."""
+
+
+def detect_family(hf_config) -> str:
+    """The family of a Hugging Face config, or an error naming the supported ones."""
+    model_type = getattr(hf_config, "model_type", None)
+    if model_type not in MODEL_TYPES:
+        raise UnsupportedFamilyError(
+            f"model type {model_type!r} is not supported; supported families: "
+            f"{', '.join(FAMILIES)} (model types {', '.join(MODEL_TYPES)})")
+    return MODEL_TYPES[model_type]
 
 
 def load_yaml(path: str | Path) -> Any:

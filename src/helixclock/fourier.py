@@ -84,3 +84,45 @@ def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tu
         a = np.arange(0, min(a_max, n - 1 - dn) + 1)
         means.append(np.linalg.norm(X[a + dn] - X[a], axis=1).mean() if len(a) else np.nan)
     return dns, np.array(means)
+
+
+def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_small: int = 100,
+                     n_peaks: int = 10) -> dict:
+    """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d].
+
+    spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``
+    peaks: the strongest local maxima of the spectra of 0..n_fourier-1 and 0..n_small-1
+    pc1: PC1 against a for 0..n_small-1 (with its line fit) and for every cached number
+    similarity: distance and cosine similarity between all pairs in 0..n_small-1
+    delta_n: mean distance between a and a+dn, for a in [0, 9] and a in [0, n_small-1]
+    """
+    import pandas as pd
+
+    X = np.asarray(numbers[:, layer], dtype=np.float64)
+    n_fourier = min(n_fourier, X.shape[0] - 1)
+    spectra, peaks = [], []
+    for n in (n_fourier, n_fourier + 1, n_small):
+        periods, mag = fourier_spectrum(X[:n])
+        spectra.append(pd.DataFrame({"n_numbers": n, "layer": layer, "frequency": np.arange(1, len(mag) + 1),
+                                     "period": periods, "magnitude": mag}))
+        if n != n_fourier + 1:
+            peaks += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
+    pc_small, ratio_small = pca_first_component(X[:n_small])
+    pc_all, ratio_all = pca_first_component(X)
+    slope, intercept, r2 = line_fit(np.arange(n_small), pc_small)
+    pc1 = pd.concat([
+        pd.DataFrame({"range": f"0-{n_small - 1}", "a": np.arange(n_small), "pc1": pc_small,
+                      "line": slope * np.arange(n_small) + intercept, "line_r2": r2,
+                      "explained_variance": ratio_small}),
+        pd.DataFrame({"range": f"0-{len(X) - 1}", "a": np.arange(len(X)), "pc1": pc_all, "line": np.nan,
+                      "line_r2": np.nan, "explained_variance": ratio_all}),
+    ])
+    dist, cos = distance_and_cosine(X[:n_small])
+    a1, a2 = np.meshgrid(np.arange(n_small), np.arange(n_small), indexing="ij")
+    similarity = pd.DataFrame({"a1": a1.ravel(), "a2": a2.ravel(), "distance": dist.ravel(), "cosine": cos.ravel()})
+    dn_rows = []
+    for a_max in (9, n_small - 1):
+        dns, means = delta_n_distance(X[:n_small], a_max=a_max, dn_max=n_small - 1)
+        dn_rows.append(pd.DataFrame({"a_range": f"0-{a_max}", "delta_n": dns, "mean_distance": means}))
+    return {"spectrum": pd.concat(spectra), "peaks": pd.DataFrame(peaks), "pc1": pc1,
+            "similarity": similarity, "delta_n": pd.concat(dn_rows).dropna()}

@@ -240,9 +240,10 @@ def column_cosine(C: Tensor) -> Tensor:
 
 def subspace_projector(C: Tensor, drop_const: bool = True) -> Tensor:
     """Orthogonal projector [d, d] onto the span of the basis directions (C's rows)."""
-    rows = C[:-1] if drop_const else C
-    Q, _ = torch.linalg.qr(rows.T.double())
-    return (Q @ Q.T).to(C.dtype)
+    rows = (C[:-1] if drop_const else C).double()
+    U, S, _ = torch.linalg.svd(rows.T, full_matrices=False)
+    U = U[:, S > S.max() * 1e-6]  # an unidentifiable column (sin 2 pi a / 2 = 0) spans nothing
+    return (U @ U.T).to(C.dtype)
 
 
 def best_subsets(mean_ld: Mapping[tuple[str, tuple[int, ...]], float]) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -309,3 +310,57 @@ def _describe(basis: Basis) -> str:
     lin = "a linear term, " if basis.kind == "helix" else ""
     return (f"{basis.kind} in {var}: {lin}cos/sin with periods "
             f"{', '.join(str(t) for t in basis.periods)}, plus a constant")
+
+
+def projection(fits: Fits, basis: Basis, layer: int, H: Tensor) -> Tensor:
+    """Coordinates of residuals H [rows, d] of one layer in a basis' subspace: the x that
+    best solves h - mean - c_const = x C (C without its constant row), i.e. C^+ h."""
+    C = fits.coefficients(basis)[layer].double()
+    centred = H.double() - fits.pca.mean[layer].double() - C[-1]
+    return helix_projection(C[:-1], centred)
+
+
+def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS,
+                  continuity_period: int = 100, held_out_digit: int = 3) -> dict:
+    """Tables behind Fig. 3 and Figs. C1-C3 for one layer.
+
+    H [L, rows, d] holds one row per distinct value in ``values``.
+    projection: each a's coordinates in the full helix subspace (Fig. 3)
+    magnitudes: norm of each column of C (Fig. C1); cosine: cosine similarity between them (C2)
+    continuity: a T=[continuity_period] helix fitted to every a whose units digit is not
+    ``held_out_digit``, with all a projected into it (Fig. C3)
+    """
+    import pandas as pd
+
+    basis = Basis("helix", tuple(periods))
+    cols = ["linear" if c == "a" else c for c in basis.columns()[:-1]]
+    coords = projection(fits, basis, layer, H[layer]).cpu().numpy()
+    proj = pd.DataFrame(coords, columns=cols)
+    proj.insert(0, "a", values)
+    C = fits.coefficients(basis)[layer, :-1]
+    mags = pd.DataFrame({"column": cols, "norm": C.norm(dim=-1).cpu().numpy(), "layer": layer})
+    cos = column_cosine(C).cpu().numpy()
+    cosine = pd.DataFrame([{"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
+                           for i in range(len(cols)) for j in range(len(cols))])
+    keep = np.asarray(values) % 10 != held_out_digit
+    circle = Basis("helix", (continuity_period,))
+    cont_fits = fit_bases(H[layer:layer + 1, torch.as_tensor(np.flatnonzero(keep))], np.asarray(values)[keep],
+                          [circle], n_components=H.shape[1])
+    c_coords = projection(cont_fits, circle, 0, H[layer]).cpu().numpy()
+    continuity = pd.DataFrame(c_coords, columns=["linear" if c == "a" else c for c in circle.columns()[:-1]])
+    continuity.insert(0, "a", values)
+    continuity["held_out"] = ~keep
+    continuity["layer"] = layer
+    proj["layer"] = layer
+    return {"projection": proj, "magnitudes": mags, "cosine": cosine, "continuity": continuity}
+
+
+def r2_table(fits: Fits) -> "pd.DataFrame":
+    import pandas as pd
+
+    rows = []
+    for s, b in enumerate(fits.bases):
+        for layer, r2 in enumerate(fits.r2[s].cpu().numpy()):
+            rows.append({"basis": b.name, "kind": b.kind, "periods": ",".join(map(str, b.periods)),
+                         "degree": b.degree, "n_params": b.n_params, "layer": layer, "r2": float(r2)})
+    return pd.DataFrame(rows)

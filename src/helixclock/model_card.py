@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .accuracy import check_all_tasks
-from .config import ConfigError, model_dir
-from .models import ADAPTERS, UnsupportedFamilyError, detect_family
+from .config import FAMILIES, ConfigError, UnsupportedFamilyError, detect_family, model_dir
 from .tasks import number_token_ids
 
 
@@ -19,7 +18,7 @@ def model_card(name: str, spec: dict, tasks, max_number: int,
     family = detect_family(cfg)
     if spec.get("family") and spec["family"] != family:
         raise UnsupportedFamilyError(f"model {name!r}: registry says family {spec['family']!r}, "
-                                     f"its config says {family!r} (supported: {', '.join(ADAPTERS)})")
+                                     f"its config says {family!r} (supported: {', '.join(FAMILIES)})")
     if spec.get("max_number") is not None and spec["max_number"] < max_number:
         raise ConfigError(f"config key 'cache.max_number' is {max_number} but model {name!r} keeps "
                           f"only numbers up to {spec['max_number']} as one token (registry key "

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from .config import TOY_SOURCE, model_dir
+from .config import FAMILIES, TOY_SOURCE, UnsupportedFamilyError, detect_family, model_dir
 
 HOOK_KINDS = ("resid_pre", "head_out", "attn_out", "resid_mid", "neuron_pre", "neuron_up",
               "neuron_post", "mlp_out", "logits")
@@ -47,10 +47,6 @@ class Site:
     path: str
     io: str  # "input" or "output"
     order: tuple[int, int]
-
-
-class UnsupportedFamilyError(ValueError):
-    pass
 
 
 class Adapter:
@@ -187,24 +183,13 @@ class LlamaAdapter(Adapter):
 
 
 ADAPTERS: dict[str, type[Adapter]] = {"gptj": GPTJAdapter, "neox": NeoXAdapter, "llama": LlamaAdapter}
-MODEL_TYPES = {"gptj": "gptj", "gpt_neox": "neox", "llama": "llama"}
-
-
-def detect_family(hf_config) -> str:
-    model_type = getattr(hf_config, "model_type", None)
-    if model_type not in MODEL_TYPES:
-        raise UnsupportedFamilyError(
-            f"model type {model_type!r} is not supported; supported families: "
-            f"{', '.join(ADAPTERS)} (model types {', '.join(MODEL_TYPES)})")
-    return MODEL_TYPES[model_type]
-
-
+assert tuple(ADAPTERS) == FAMILIES
 def make_adapter(hf_model: torch.nn.Module, family: str | None = None) -> Adapter:
     detected = detect_family(hf_model.config)
     if family is not None and family != detected:
         if family not in ADAPTERS:
             raise UnsupportedFamilyError(f"family {family!r} is not supported; supported "
-                                         f"families: {', '.join(ADAPTERS)}")
+                                         f"families: {', '.join(FAMILIES)}")
         raise UnsupportedFamilyError(f"registry says family {family!r} but the model's "
                                      f"config says {detected!r}")
     return ADAPTERS[detected](hf_model)

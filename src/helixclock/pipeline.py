@@ -34,3 +34,14 @@ def engine(snakemake, model):
     from .patching import PatchingEngine
 
     return PatchingEngine(model, batch_size=snakemake.params.batch_size)
+
+
+def figure(snakemake, fn, *inputs, **kwargs) -> None:
+    """A plotting job: read the input tables (CSV), draw with ``fn``, save PDF and PNG."""
+    import pandas as pd
+
+    from .io import save_figure
+
+    start(snakemake)
+    frames = [pd.read_csv(p) for p in (inputs or snakemake.input)]
+    save_figure(fn(*frames, snakemake.wildcards.model, **kwargs), snakemake.output)
