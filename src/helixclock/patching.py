@@ -18,7 +18,10 @@ clean value, a tensor, or a function of the clean and the corrupted value.  A
 all variants along the batch dimension (row ``v * n_pairs + i`` is pair ``i`` under
 variant ``v``), so a whole layer sweep of many fits is a handful of forward passes.
 Clean activations and corrupted logits are computed once per pair set and reused;
-everything stays on the model's device until the final result.
+everything stays on the model's device until the final result.  Prompts of a task share
+their instruction prefix, and no patch at or after the first operand can change it, so the
+prefix is run once and its key/value cache is given to every row: only the positions from
+the earliest patched or recorded one onwards are computed (exact up to float rounding).
 """
 
 from __future__ import annotations
@@ -137,12 +140,15 @@ class OOMRetry:
 class PatchingEngine:
     """Batched activation patching, collection and recording on one model."""
 
-    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True):
+    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True,
+                 prefix_cache: bool = True):
         self.model = model
         self.adapter = model.adapter
         self.batch_size = batch_size
         self.progress = progress
+        self.prefix_cache = prefix_cache
         self._runner = OOMRetry(batch_size, progress=progress)
+        self._prefixes: dict = {}
 
     # -- low level -----------------------------------------------------------------
     def _site(self, point: Point) -> Site:
@@ -154,18 +160,61 @@ class PatchingEngine:
             return value.view(*value.shape[:-1], self.adapter.n_heads, self.adapter.d_head)
         return value
 
-    def _select(self, point: Point, value: Tensor) -> Tensor:
-        v = self._view(point, value)[:, list(point.positions)]
+    @staticmethod
+    def _positions(point: Point, offset: int) -> list[int]:
+        """Positions of a point inside a forward pass that starts at token ``offset``."""
+        return [p - offset if p >= 0 else p for p in point.positions]
+
+    def _select(self, point: Point, value: Tensor, offset: int = 0) -> Tensor:
+        v = self._view(point, value)[:, self._positions(point, offset)]
         return v[:, :, point.head] if point.head is not None else v
 
+    # -- shared prompt prefix -----------------------------------------------------------
+    def _prefix_length(self, ids: Sequence[Tensor], points: Sequence[Point]) -> int:
+        """Tokens shared by every row of ``ids`` and before every point's positions."""
+        if not self.prefix_cache:
+            return 0
+        seq = ids[0].shape[1]
+        first = ids[0][:1]
+        same = torch.ones(seq, dtype=torch.bool, device=first.device)
+        for x in ids:
+            same &= (x == first).all(0)
+        n = int(same.long().cumprod(0).sum())
+        earliest = min([p if p >= 0 else seq + p for pt in points for p in pt.positions], default=seq - 1)
+        return max(0, min(n, earliest, seq - 1))
+
+    def _prefix_kv(self, ids: Tensor, length: int):
+        """Key/value cache of the first ``length`` tokens of ``ids[0]`` (memoised)."""
+        if length == 0:
+            return None
+        key = (ids.device, tuple(ids[0, :length].tolist()))
+        if key not in self._prefixes:
+            with torch.no_grad():
+                out = self.model.hf(ids[:1, :length], use_cache=True)
+            self._prefixes[key] = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return self._prefixes[key]
+
+    def _cache_for(self, kv, rows: int):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        for i, (k, v) in enumerate(kv):
+            cache.update(k.expand(rows, *k.shape[1:]), v.expand(rows, *v.shape[1:]), i)
+        return cache
+
     def _trace(self, ids: Tensor, plan: dict[Site, list[Callable[[Tensor], Tensor | None]]],
-               logits_rows: Callable[[Tensor], None] | None) -> None:
+               logits_rows: Callable[[Tensor], None] | None, prefix: tuple[int, list] | None = None) -> None:
         """One forward pass of ``ids``: at each site, in forward order, call the plan's
-        functions on the site's value; a function returning a tensor replaces it."""
+        functions on the site's value; a function returning a tensor replaces it.  With
+        ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run."""
         model = self.model
         order = sorted(plan, key=lambda s: s.order)
         unembed = self.adapter.unembed
-        with model.lm.trace(ids):
+        kwargs = {}
+        if prefix is not None and prefix[0] > 0:
+            ids = ids[:, prefix[0]:]
+            kwargs = {"past_key_values": self._cache_for(prefix[1], ids.shape[0]), "use_cache": True}
+        with model.lm.trace(ids, **kwargs):
             for site in order:
                 env = model.envoy(site.path)
                 raw = env.input if site.io == "input" else env.output
@@ -203,16 +252,18 @@ class PatchingEngine:
                      desc: str = "collect") -> Iterator[dict]:
         """Like :meth:`collect`, one dict per chunk (for streaming to disk)."""
         ids = ids.to(self.model.device)
+        length = self._prefix_length([ids], points)
+        prefix = (length, self._prefix_kv(ids, length))
 
         def step(start: int, stop: int) -> dict:
             got: dict = {}
             plan: dict[Site, list] = {}
             for p in points:
                 plan.setdefault(self._site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self._select(p, x).detach().clone()))
+                    lambda x, p=p: got.__setitem__(p, self._select(p, x, length).detach().clone()))
             grab = (lambda x: got.__setitem__("logits", x.detach().float().clone())) if logits else None
             with torch.no_grad():
-                self._trace(ids[start:stop], plan, grab)
+                self._trace(ids[start:stop], plan, grab, prefix)
             return got
 
         yield from self._runner_for(desc).iterate(ids.shape[0], step)
@@ -278,6 +329,9 @@ class PatchingEngine:
         recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
         last_logits: list[Tensor] = []
         ids_all = pairs.corrupted
+        touched = [p.point for v in variants for p in v] + list(record)
+        length = self._prefix_length([pairs.clean, pairs.corrupted], touched)
+        prefix = (length, self._prefix_kv(ids_all, length))
 
         def step(start: int, stop: int) -> None:
             plan: dict[Site, list] = {}
@@ -289,11 +343,11 @@ class PatchingEngine:
                 pair_idx = slice(lo - vi * n, hi - vi * n)
                 for patch in variant:
                     plan.setdefault(self._site(patch.point), []).append(
-                        self._patch_fn(patch, rows, pair_idx, clean, values, n))
+                        self._patch_fn(patch, rows, pair_idx, clean, values, n, length))
             got: dict = {}
             for p in record:
                 plan.setdefault(self._site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self._select(p, x).detach().clone()))
+                    lambda x, p=p: got.__setitem__(p, self._select(p, x, length).detach().clone()))
             row_pairs = torch.arange(start, stop, device=device) % n
             ids = ids_all[row_pairs]
             ans = pairs.clean_answer[row_pairs]
@@ -305,7 +359,7 @@ class PatchingEngine:
                     last_logits.append(x.clone())
 
             with torch.no_grad():
-                self._trace(ids, plan, grab)
+                self._trace(ids, plan, grab, prefix)
             for p in record:
                 recorded[p].append(got[p])
 
@@ -322,9 +376,9 @@ class PatchingEngine:
         return RunResult(out, answer, recs, logits)
 
     def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, clean: dict, values: dict,
-                  n_pairs: int):
+                  n_pairs: int, offset: int = 0):
         point = patch.point
-        pos = list(point.positions)
+        pos = self._positions(point, offset)
         head = point.head
 
         def fn(x: Tensor) -> Tensor:
