@@ -37,11 +37,13 @@ def test_holdout_is_seeded_and_twenty_percent():
 def test_reduced_budget_learns(tmp_path):
     rec = train_toy("tiny", SPEC, tmp_path, steps=200, batch_size=128, lr=3e-3, warmup=20,
                     eval_every=100, progress=False)
-    acc, first = rec["accuracy"], rec["history"][0]
-    # chance is 1/423 per token; after 200 steps the small-domain tasks are largely learned
-    assert acc["mod2"] > 0.9 and acc["parity"] > 0.9
-    assert acc["sub23"] > 0.3 and acc["units"] > 0.3
-    assert rec["final_loss"] < 0.6 * first["loss"] or rec["final_loss"] < 1.0
+    acc = rec["accuracy"]
+    vocab = 423
+    # an untrained model's loss is ln(vocab) = 6.05 and its accuracy 1/vocab
+    assert rec["final_loss"] < 0.6 * np.log(vocab)
+    assert acc["parity"] > 0.9 and acc["mod2"] > 0.7  # two answers
+    assert acc["units"] > 0.5  # ten answers
+    assert acc["add_heldout"] > 3 / 199  # unseen pairs, 199 possible answers
     saved = json.loads((tmp_path / "training.json").read_text())
     assert saved["accuracy"] == acc and (tmp_path / "tokenizer.json").exists()
 

@@ -25,9 +25,10 @@ def start_log(path: str | os.PathLike | None, threads: int | None = None) -> log
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     if threads:
-        import torch
-
-        torch.set_num_threads(int(threads))
+        # read by torch when (and if) the job imports it; plotting jobs never do
+        os.environ["OMP_NUM_THREADS"] = str(int(threads))
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(int(threads))
     return logger
 
 

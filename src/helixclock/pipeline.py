@@ -21,8 +21,12 @@ def start(snakemake) -> logging.Logger:
 
 def load(snakemake, **kwargs):
     """Load the job's model (registry entry in params.spec) on the configured device."""
+    import torch
+
     from .models import load_model
 
+    if getattr(snakemake, "threads", None):
+        torch.set_num_threads(int(snakemake.threads))
     params = snakemake.params
     model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
     logging.getLogger("helixclock").info("loaded %s (%s) on %s as %s", model.name, model.source,

@@ -1,0 +1,64 @@
+"""The helix stage on a tiny model: seeded controls, one split for fitting and patching."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import GPTJ_PROMPTS
+
+import helixclock.helix_patching as hp
+from helixclock.cache import read_residual_cache, write_residual_cache
+from helixclock.helix import standard_bases
+from helixclock.patching import PatchingEngine
+
+
+@pytest.fixture(scope="module")
+def stage_inputs(tiny_gptj, tmp_path_factory):
+    a, b = np.meshgrid(np.arange(40), np.arange(8), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    path = tmp_path_factory.mktemp("cache") / "r.h5"
+    write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, max_number=10)
+    cache = read_residual_cache(path)
+    tok = tiny_gptj.tokenizer
+    correct = pd.DataFrame({"a": cache.ab[:, 0], "b": cache.ab[:, 1], "answer": cache.ab.sum(1),
+                            "answer_token": [tok.convert_tokens_to_ids(str(x)) for x in cache.ab.sum(1)]})
+    H = torch.from_numpy(cache.a).transpose(0, 1)
+    fits = hp.fit_token(H, cache.ab[:, 0], standard_bases(), 20)
+    return cache, correct, fits
+
+
+def run(tiny_gptj, stage_inputs, seed=3):
+    cache, correct, fits = stage_inputs
+    return hp.helix_stage(PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"],
+                          n_pairs=24, seed=seed, n_boot=50, test_fraction=0.2, n_components=20)
+
+
+def test_one_seeded_split_fits_and_patches(tiny_gptj, stage_inputs, monkeypatch):
+    fitted = []
+    real_fit = hp.fit_token
+    monkeypatch.setattr(hp, "fit_token", lambda H, values, *a, **k: fitted.append(values) or real_fit(H, values, *a, **k))
+    drawn = []
+    real_draw = hp.draw_pairs
+    monkeypatch.setattr(hp, "draw_pairs", lambda *a, **k: drawn.append(k.get("clean_a")) or real_draw(*a, **k))
+    out = run(tiny_gptj, stage_inputs)
+    train_a, test_a = hp.split_values(stage_inputs[0].ab[:, 0], 0.2, 3)
+    assert len(test_a) == 8 and not set(train_a) & set(test_a)
+    split = out["controls"][out["controls"]["control"] == "train/test split"]
+    assert split["test_a"].iloc[0] == " ".join(map(str, test_a))
+    # the fit of the split control saw only training a; its pairs' clean a are the held-out ones
+    assert set(np.asarray(fitted[0])) == set(train_a)
+    assert set(drawn[1]) == set(test_a)
+    assert set(split["method"]) == {"layer", "pca", "helix", "circle", "poly"}
+
+
+def test_stage_is_deterministic_and_complete(tiny_gptj, stage_inputs):
+    a, b = run(tiny_gptj, stage_inputs), run(tiny_gptj, stage_inputs)
+    for key in ("sweep", "best", "controls", "ablation"):
+        pd.testing.assert_frame_equal(a[key], b[key])
+    L = tiny_gptj.adapter.n_layers
+    assert len(a["sweep"]) == L * (1 + 4 + 15 + 15 + 4)  # layer, PCA k=1..4, helix, circle, poly
+    assert set(a["best"]["k"]) == {1, 2, 3, 4} and set(a["best"]["method"]) == {"helix", "circle"}
+    assert set(a["controls"]["control"]) == {"train/test split", "shuffled a", "b token"}
+    assert set(a["ablation"]["method"]) == {"helix subspace", "entire h_a"}
+    assert (a["sweep"]["ld_low"] <= a["sweep"]["ld_mean"] + 1e-6).all()
+    assert not a["sweep"]["ld_mean"].equals(run(tiny_gptj, stage_inputs, seed=4)["sweep"]["ld_mean"])
