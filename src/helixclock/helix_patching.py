@@ -73,9 +73,10 @@ def _pca_fn(pca: PCA, layer: int, n: int) -> Callable[[Tensor, Tensor], Tensor]:
 
 def fit_variants(fits: Fits, layers: Sequence[int], position: int, clean_values,
                  bases: Sequence[Basis] | None = None, pca_ks: Sequence[int] = (1, 2, 3, 4),
-                 layer_patch: bool = True) -> tuple[list[list[Patch]], list[dict]]:
-    """One variant per (layer, method): the layer patch, PCA with 2k+1 components, and
-    each basis evaluated at the clean values of the pairs."""
+                 layer_patch: bool = True, pca_ns: Sequence[int] = ()) -> tuple[list[list[Patch]], list[dict]]:
+    """One variant per (layer, method): the layer patch, PCA with 2k+1 components for each
+    k in ``pca_ks`` (and n components for each n in ``pca_ns``), and each basis evaluated at
+    the clean values of the pairs."""
     bases = list(bases if bases is not None else fits.bases)
     device = fits.C.device
     variants: list[list[Patch]] = []
@@ -86,8 +87,7 @@ def fit_variants(fits: Fits, layers: Sequence[int], position: int, clean_values,
         if layer_patch:
             variants.append([Patch(point, "clean")])
             labels.append({"layer": layer, "method": "layer", "periods": "", "k": np.nan, "n_params": np.nan})
-        for k in pca_ks:
-            n = 2 * k + 1
+        for k, n in [(k, 2 * k + 1) for k in pca_ks] + [(np.nan, n) for n in pca_ns]:
             variants.append([Patch(point, _pca_fn(fits.pca, layer, n))])
             labels.append({"layer": layer, "method": "pca", "periods": "", "k": k, "n_params": n})
         for b in bases:
@@ -110,8 +110,9 @@ def summarise(ld: Tensor, labels: list[dict], n_boot: int = 1000, seed: int = 0,
 
 def patch_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, layers: Sequence[int], position: int,
                 clean_values, bases=None, pca_ks=(1, 2, 3, 4), n_boot: int = 1000, seed: int = 0,
-                desc: str = "helix patching", layer_patch: bool = True, **extra) -> pd.DataFrame:
-    variants, labels = fit_variants(fits, layers, position, clean_values, bases, pca_ks, layer_patch)
+                desc: str = "helix patching", layer_patch: bool = True, pca_ns: Sequence[int] = (),
+                **extra) -> pd.DataFrame:
+    variants, labels = fit_variants(fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns)
     result = engine.run(pairs, variants, desc=desc)
     return summarise(result.metric, labels, n_boot, seed, **extra)
 

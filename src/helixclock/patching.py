@@ -70,6 +70,14 @@ class Patch:
     add: bool = False
 
 
+@dataclass(frozen=True)
+class Record:
+    """A variant element that reads ``point`` in that variant's rows, after the variant's
+    patches upstream of it took effect (path patching's first pass)."""
+
+    point: Point
+
+
 @dataclass
 class Pairs:
     """Clean/corrupted prompt pairs of one task; tensors live on the model's device."""
@@ -98,6 +106,7 @@ class RunResult:
     answer_logit: Tensor
     records: dict[Point, Tensor]
     last_logits: Tensor | None = None
+    variant_records: list[dict[Point, Tensor]] | None = None
 
 
 class OOMRetry:
@@ -316,15 +325,18 @@ class PatchingEngine:
         """
         n, V = len(pairs), len(variants)
         device = self.model.device
-        needs_clean = sorted({p.point for v in variants for p in v if not isinstance(p.value, Tensor)},
+        needs_clean = sorted({p.point for v in variants for p in v if isinstance(p, Patch)
+                              and not isinstance(p.value, Tensor)},
                              key=lambda p: (self._site(p).order, p.positions, p.head or -1))
         clean = self.clean_values(pairs, needs_clean)
         corrupted_answer_logit = self.corrupted_logits(pairs).gather(1, pairs.clean_answer[:, None])[:, 0]
         values = {}
         for v in variants:
             for p in v:
-                if isinstance(p.value, Tensor):
+                if isinstance(p, Patch) and isinstance(p.value, Tensor):
                     values[id(p)] = p.value.to(device)
+        per_variant: list[dict[Point, list[Tensor]]] = [{r.point: [] for r in v if isinstance(r, Record)}
+                                                        for v in variants]
         answer = torch.empty(V * n, device=device)
         recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
         last_logits: list[Tensor] = []
@@ -342,6 +354,11 @@ class PatchingEngine:
                 rows = slice(lo - start, hi - start)
                 pair_idx = slice(lo - vi * n, hi - vi * n)
                 for patch in variant:
+                    if isinstance(patch, Record):
+                        plan.setdefault(self._site(patch.point), []).append(
+                            lambda x, p=patch.point, r=rows, vi=vi: per_variant[vi][p].append(
+                                self._select(p, x[r], length).detach().clone()))
+                        continue
                     plan.setdefault(self._site(patch.point), []).append(
                         self._patch_fn(patch, rows, pair_idx, clean, values, n, length))
             got: dict = {}
@@ -373,7 +390,88 @@ class PatchingEngine:
             raise ValueError(f"unknown metric {metric!r}; allowed: ld, logit")
         recs = {p: torch.cat(v).view(V, n, *v[0].shape[1:]) for p, v in recorded.items()}
         logits = torch.cat(last_logits).view(V, n, -1) if keep_logits else None
-        return RunResult(out, answer, recs, logits)
+        by_variant = [{p: torch.cat(chunks) for p, chunks in d.items()} for d in per_variant]
+        return RunResult(out, answer, recs, logits, by_variant)
+
+    # -- path patching ---------------------------------------------------------------------
+    def contribution(self, point: Point, value: Tensor) -> Tensor:
+        """What a component's value writes into the residual stream, [n, n_pos, d_model]:
+        attn_out and mlp_out as they are, a head through its slice of the output projection."""
+        if point.kind in ("attn_out", "mlp_out"):
+            return value
+        if point.kind == "head_out" and point.head is not None:
+            W = self.adapter.head_weights(self.model.hf, point.layer)[point.head]  # [dh, d]
+            return value @ W.to(value.dtype)
+        raise ValueError(f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
+                         "head_out with a head")
+
+    def delta(self, pairs: Pairs, point: Point) -> Tensor:
+        """Clean minus corrupted contribution of a component, [n, n_pos, d_model]."""
+        clean = self.clean_values(pairs, [point])[point]
+        corr = self.corrupted_values(pairs, [point])[point]
+        return self.contribution(point, clean) - self.contribution(point, corr)
+
+    def final_logits(self, residual: Tensor) -> Tensor:
+        """Logits of final-residual vectors [..., d] (final norm, then the unembedding)."""
+        hf = self.model.hf
+        norm = hf.get_submodule(self.adapter.final_norm)
+        unembed = hf.get_submodule(self.adapter.unembed)
+        with torch.no_grad():
+            return unembed(norm(residual.to(next(unembed.parameters()).dtype))).float()
+
+    def direct_effects(self, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
+        """DE of components at the last token, [len(points), n_pairs]: each one's clean-minus-
+        corrupted write reaches the final residual directly; everything else stays
+        corrupted, so the logits are the final norm and unembedding of that residual."""
+        last = pairs.corrupted.shape[1] - 1
+        final = Point("resid_pre", self.adapter.n_layers, (last,))
+        base = self.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
+        ans = pairs.clean_answer[:, None]
+        corrupted_answer = self.corrupted_logits(pairs).gather(1, ans)[:, 0]
+        out = []
+        for i in range(0, len(points), chunk):
+            deltas = torch.stack([self.delta(pairs, p)[:, -1] for p in points[i:i + chunk]])  # [c, n, d]
+            logits = self.final_logits(base[None] + deltas)  # [c, n, V]
+            out.append(logits.gather(2, ans[None].expand(len(deltas), -1, -1))[..., 0] - corrupted_answer[None])
+        return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
+
+    def receiver_input(self, receiver: Point) -> Point:
+        """Where a receiver reads the residual stream at the last token: its block's input, or
+        for the MLP of a sequential block, the residual between attention and MLP."""
+        if receiver.kind == "mlp_out" and not self.adapter.parallel:
+            return Point("resid_mid", receiver.layer, receiver.positions)
+        if receiver.kind in ("mlp_out", "attn_out", "head_out"):
+            return Point("resid_pre", receiver.layer, receiver.positions)
+        raise ValueError(f"receiver {receiver} must be attn_out, mlp_out or head_out (or 'logits')")
+
+    def path_patch(self, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]],
+                   desc: str = "path patching") -> Tensor:
+        """Effect of each sender -> receiver path, [len(paths), n_pairs].
+
+        The sender's clean-minus-corrupted write reaches only the receiver's input; every
+        other component stays corrupted.  First pass: add it to the receiver's input and
+        record the receiver's output; second pass: patch that output into the corrupted run
+        (so its effect travels on to the logits).  With the receiver "logits" this is the
+        sender's direct effect.
+        """
+        to_logits = [i for i, (_, r) in enumerate(paths) if r == "logits"]
+        to_comp = [i for i, (_, r) in enumerate(paths) if r != "logits"]
+        out = torch.empty(len(paths), len(pairs), device=pairs.clean.device)
+        if to_logits:
+            out[to_logits] = self.direct_effects(pairs, [paths[i][0] for i in to_logits])
+        if to_comp:
+            first = []
+            for i in to_comp:
+                sender, receiver = paths[i]
+                if receiver.layer < sender.layer or (receiver.layer == sender.layer and (
+                        self.adapter.parallel or sender.kind == "mlp_out" or receiver.kind != "mlp_out")):
+                    raise ValueError(f"{receiver} does not read {sender}: it is not downstream")
+                first.append([Patch(self.receiver_input(receiver), self.delta(pairs, sender), add=True),
+                              Record(receiver)])
+            res = self.run(pairs, first, desc=f"{desc} (1/2)")
+            second = [[Patch(paths[i][1], res.variant_records[j][paths[i][1]])] for j, i in enumerate(to_comp)]
+            out[to_comp] = self.run(pairs, second, desc=f"{desc} (2/2)").metric
+        return out
 
     def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, clean: dict, values: dict,
                   n_pairs: int, offset: int = 0):
