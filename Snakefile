@@ -19,6 +19,7 @@ include: "workflow/rules/accuracy.smk"
 include: "workflow/rules/cache.smk"
 include: "workflow/rules/structure.smk"
 include: "workflow/rules/helix.smk"
+include: "workflow/rules/clock.smk"
 
 
 rule all:

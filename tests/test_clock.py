@@ -152,3 +152,8 @@ def test_categorisation_formulas():
     assert list(cats["category"]) == ["a,b", "a+b", "a+b", "a,b"]
     assert list(with_mixed(cats, 0)) == ["a,b", "a+b", "a+b", "a,b"]
     assert list(with_mixed(cats, 2)) == ["a,b", "a+b", "mixed", "mixed"]
+    # ratios outside [0, 1] (noise) are clipped: DE > TE counts as all direct
+    odd = categorise(heads.assign(de=[2.5, 0.9, -0.1, 1.2], fit_sum=[0.1, 1.6, 0.2, 0.5]))
+    by = odd.set_index("name")
+    assert by.loc["ab", "c_ab"] == 0 and by.loc["ab", "c_a+b"] == pytest.approx(0.1)
+    assert by.loc["sum", "c_a+b"] == pytest.approx(0.9) and by.loc["weak_ab", "c_ab"] == pytest.approx(0.5)

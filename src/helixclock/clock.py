@@ -108,3 +108,13 @@ def smallest_k(curve: pd.DataFrame, threshold: float) -> int:
     """The smallest k whose fraction reaches ``threshold`` (the largest k if none does)."""
     hit = curve[curve["fraction"] >= threshold]
     return int(hit["k"].min()) if len(hit) else int(curve["k"].max())
+
+
+def fit_prompt_ids(model, correct: pd.DataFrame, template: str, n: int, seed: int):
+    """A seeded sample of at most n correct prompts: (token ids, a, b)."""
+    from .tasks import render
+
+    rows = correct.sample(n=min(n, len(correct)), random_state=seed) if len(correct) > n else correct
+    ids = torch.tensor(model.tokenizer([render(template, int(a), int(b)) for a, b in zip(rows["a"], rows["b"])])
+                       ["input_ids"])
+    return ids, rows["a"].to_numpy(), rows["b"].to_numpy()

@@ -28,6 +28,7 @@ from .helix_patching import fit_token, summarise
 from .patching import Pairs, Patch, PatchingEngine, Point
 
 CATEGORIES = ("a,b", "a+b", "mixed")
+MIN_EFFECT = 0.02
 
 
 def head_points(adapter, last: int) -> list[Point]:
@@ -73,12 +74,13 @@ def categorise(heads: pd.DataFrame) -> pd.DataFrame:
     """Add c_ab, c_a+b, c = max of both, and the category a,b or a+b; sort by c (descending).
 
     ``heads`` has columns te, de and the fit LDs fit_ab = helix(a,b), fit_sum = helix(a+b),
-    fit_all = helix(a,b,a+b).
+    fit_all = helix(a,b,a+b).  DE/TE and the fit ratios are clipped to [0, 1].
     """
     df = heads.copy()
-    ratio = df["de"] / df["te"]
-    df["c_ab"] = (1 - ratio) * df["fit_ab"] / df["fit_all"]
-    df["c_a+b"] = ratio * df["fit_sum"] / df["fit_all"]
+    # the formulas read DE/TE and fit/helix(a,b,a+b) as fractions: clip noise outside [0, 1]
+    ratio = (df["de"] / df["te"]).clip(0, 1)
+    df["c_ab"] = (1 - ratio) * (df["fit_ab"] / df["fit_all"]).clip(0, 1)
+    df["c_a+b"] = ratio * (df["fit_sum"] / df["fit_all"]).clip(0, 1)
     df["c"] = df[["c_ab", "c_a+b"]].max(axis=1)
     df["category"] = np.where(df["c_ab"] >= df["c_a+b"], "a,b", "a+b")
     return df.sort_values("c", ascending=False, kind="stable").reset_index(drop=True)
@@ -209,7 +211,10 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
     effects["fit_all"] = all_fit["ld_mean"].to_numpy()
     effects["fit_fraction"] = effects["fit_all"] / effects["te"]
 
-    k = min(top_heads, len(points))
+    # the top heads by TE; heads without a measurable effect (< MIN_EFFECT of the largest)
+    # are not categorised: their ratios are noise
+    te_sorted = effects["te"].to_numpy()[order]
+    k = int(min(top_heads, len(points), max(1, (te_sorted > MIN_EFFECT * te_sorted[0]).sum())))
     top = ordered[:k]
     fit_top = fit_effects(engine, pairs, top, fits, bases, n_boot, seed)
     piv = fit_top.pivot_table(index=["layer", "head"], columns="fit", values="ld_mean").reset_index()
@@ -221,6 +226,7 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
     mixed = mixed_sweep(engine, pairs, cats, fits, last, n_boot, seed)
     m_star = int(mixed.loc[mixed["fraction"] >= threshold, "m"].min()) if (mixed["fraction"] >= threshold).any() \
         else len(cats)
+    cats["category_without_mixed"] = cats["category"]
     cats["category"] = with_mixed(cats, m_star).to_numpy()
     cats["m"] = m_star
 
@@ -228,17 +234,26 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
                         {"a": positions["a"], "b": positions["b"], "last": last})
     props = cats.merge(attn, on=["layer", "head"])
 
-    def most_confident(category: str, score: str = "c") -> Point | None:
-        rows = cats[cats["category"] == category].sort_values(score, ascending=False)
+    def most_confident(column: str, category: str, score: str, usable, exclude=None) -> Point | None:
+        ok = cats.apply(usable, axis=1)
+        if exclude is not None:
+            ok &= ~((cats["layer"] == exclude.layer) & (cats["head"] == exclude.head))
+        rows = cats[(cats[column] == category) & ok].sort_values(score, ascending=False)
         if not len(rows):
             return None
         r = rows.iloc[0]
         return Point("head_out", int(r["layer"]), (last,), head=int(r["head"]))
 
-    senders = {k: v for k, v in {"a,b head": most_confident("a,b", "c_ab"),
-                                 "mixed head": most_confident("mixed")}.items() if v is not None}
-    receivers = {k: v for k, v in {"a+b head": most_confident("a+b", "c_a+b"),
-                                   "mixed head": most_confident("mixed")}.items() if v is not None}
+    # senders need something downstream, receivers something upstream
+    has_downstream = lambda r: r["layer"] < ad.n_layers - 1 or not ad.parallel  # noqa: E731
+    has_upstream = lambda r: r["layer"] > 0  # noqa: E731
+    ab = most_confident("category", "a,b", "c_ab", has_downstream) or \
+        most_confident("category_without_mixed", "a,b", "c_ab", has_downstream)
+    senders = {"a,b head": ab, "mixed head": most_confident("category", "mixed", "c", has_downstream, ab)}
+    receivers = {"a+b head": most_confident("category", "a+b", "c_a+b", has_upstream),
+                 "mixed head": most_confident("category", "mixed", "c", has_upstream)}
+    senders = {k: v for k, v in senders.items() if v is not None}
+    receivers = {k: v for k, v in receivers.items() if v is not None}
     paths = path_analysis(engine, pairs, senders, receivers, last, n_boot, seed)
     topk["threshold"] = threshold
     topk["smallest_k"] = smallest_k(topk, threshold)
@@ -248,5 +263,6 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
 
 def category_table(cats: pd.DataFrame) -> pd.DataFrame:
     """tabD1: the top heads with TE, DE, c_ab, c_a+b and category."""
-    cols = ["name", "layer", "head", "te", "de", "fit_all", "fit_ab", "fit_sum", "c_ab", "c_a+b", "category"]
+    cols = ["name", "layer", "head", "te", "de", "fit_all", "fit_ab", "fit_sum", "c_ab", "c_a+b", "category",
+            "category_without_mixed"]
     return cats[cols].rename(columns={"fit_all": "helix(a,b,a+b)", "fit_ab": "helix(a,b)", "fit_sum": "helix(a+b)"})

@@ -57,4 +57,4 @@ def mlp_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_a
     })
     stages["helix_sum_over_te"] = stages["helix_sum"] / stages["te"]
     stages["de_over_te"] = stages["de"] / stages["te"]
-    return {"layer_effects": effects, "topk": topk, "stages": stages}
+    return {"layer_effects": effects, "mlp_topk": topk, "mlp_stages": stages}

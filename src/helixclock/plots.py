@@ -296,3 +296,192 @@ def other_tasks_patching(curves: pd.DataFrame, model: str):
     fig.suptitle(f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")
     fig.tight_layout()
     return fig
+
+
+def last_token_helix(curves: pd.DataFrame, model: str):
+    """Fig. 5: last-token fits patched at every layer."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
+    for fit in dict.fromkeys(curves["fit"]):
+        n = curves.loc[curves["fit"] == fit, "n_params"].iloc[0]
+        label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
+        _curve(ax, curves[curves["fit"] == fit], label, colors.get(fit, "C0"))
+    _ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')")
+    ax.legend(frameon=False, fontsize=8)
+    return fig
+
+
+def layer_patching(effects: pd.DataFrame, model: str):
+    """Fig. 6: TE and DE of each attention and MLP layer at the last token."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, comp in zip(axes, ("MLP", "attention")):
+        part = effects[effects["component"] == comp].sort_values("layer")
+        x = part["layer"].to_numpy()
+        ax.bar(x - 0.2, part["te"], width=0.4, label="total effect (activation patching)", color="C0",
+               yerr=[part["te"] - part["te_low"], part["te_high"] - part["te"]], capsize=2)
+        ax.bar(x + 0.2, part["de"], width=0.4, label="direct effect (path patching)", color="C1",
+               yerr=[part["de"] - part["de_low"], part["de_high"] - part["de"]], capsize=2)
+        _ld_axes(ax, f"{comp} outputs at the last token")
+        ax.set_xlabel("layer")
+        ax.legend(frameon=False, fontsize=8)
+    fig.suptitle(f"{model}: which layers compute a+b")
+    fig.tight_layout()
+    return fig
+
+
+def _head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
+    L, H = int(df["layer"].max()) + 1, int(df["head"].max()) + 1
+    grid = np.full((L, H), np.nan)
+    grid[df["layer"].to_numpy(), df["head"].to_numpy()] = df[col].to_numpy()
+    return grid
+
+
+def head_patching(effects: pd.DataFrame, model: str):
+    """Fig. D2: total (and direct) effect of every head at the last token."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for ax, col, title in zip(axes, ("te", "de"), ("total effect", "direct effect")):
+        grid = _head_grid(effects, col)
+        lim = np.nanmax(np.abs(grid)) or 1.0
+        im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", origin="lower")
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        ax.set_title(title)
+        ax.set_xticks(range(grid.shape[1]))
+        fig.colorbar(im, ax=ax, label="logit difference")
+    fig.suptitle(f"{model}: attention heads patched at the last token")
+    fig.tight_layout()
+    return fig
+
+
+def _fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, label: str):
+    ax.plot(curve[x], curve["fraction"], marker="o", ms=3)
+    ax.fill_between(curve[x], curve["ld_low"] / curve["all_effect"], curve["ld_high"] / curve["all_effect"],
+                    alpha=0.15, lw=0)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
+    ax.set_xlabel(label)
+    ax.set_ylabel("fraction of the all-components effect")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def head_topk(topk: pd.DataFrame, model: str):
+    """Fig. D3: top-k heads by TE patched together."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    thr = float(topk["threshold"].iloc[0])
+    _fraction_curve(ax, topk, "k", thr, "k (heads patched, by total effect)")
+    k = int(topk["smallest_k"].iloc[0])
+    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
+    ax.legend(frameon=False)
+    ax.set_title(f"{model}: top-k heads vs all {len(topk)} heads")
+    return fig
+
+
+def head_helix_fit(effects: pd.DataFrame, model: str):
+    """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit."""
+    fig, ax = plt.subplots(figsize=(6, 4.4))
+    frac = effects["fit_all"] / effects["te"]
+    weak = effects["te"].abs() < 0.05 * effects["te"].abs().max()  # ratios of negligible effects are noise
+    df = effects.assign(fraction=np.where(weak, np.nan, frac))
+    grid = _head_grid(df, "fraction")
+    im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto", origin="lower")
+    fig.colorbar(im, ax=ax, label="helix(a,b,a+b) fit LD / TE")
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_xticks(range(grid.shape[1]))
+    ax.set_title(f"{model}: heads modelled by helix(a,b,a+b)\n(blank: TE below 5% of the largest)")
+    return fig
+
+
+def mixed_heads(mixed: pd.DataFrame, model: str):
+    """Fig. D5: effect of the categorised top heads vs the number of mixed heads."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    _fraction_curve(ax, mixed, "m", 0.8, "m (least confident heads allowed to be mixed)")
+    ax.set_ylabel("fraction of patching the top heads' actual outputs")
+    ax.legend(frameon=False)
+    ax.set_title(f"{model}: a,b heads as helix(a,b), a+b heads as helix(a+b) to the logits")
+    return fig
+
+
+CATEGORY_COLOR = {"a,b": "C0", "a+b": "C3", "mixed": "C2"}
+
+
+def head_categories(props: pd.DataFrame, model: str):
+    """Fig. D6: per category, the heads' layers and where they attend from the last token."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    cats = [c for c in CATEGORY_COLOR if c in set(props["category"])]
+    for i, cat in enumerate(cats):
+        part = props[props["category"] == cat]
+        jitter = np.linspace(-0.15, 0.15, len(part)) if len(part) > 1 else np.zeros(1)
+        axes[0].scatter(np.full(len(part), i) + jitter, part["layer"], color=CATEGORY_COLOR[cat], s=30)
+        axes[1].scatter(np.full(len(part), i) + jitter, part["attn_last"], color=CATEGORY_COLOR[cat], s=30)
+        axes[2].scatter(part["attn_a"], part["attn_b"], color=CATEGORY_COLOR[cat], s=30, label=f"{cat} ({len(part)})")
+    for ax, ylabel in zip(axes[:2], ("layer", "attention to the last token")):
+        ax.set_xticks(range(len(cats)), [f"{c} heads" for c in cats])
+        ax.set_ylabel(ylabel)
+    axes[0].yaxis.get_major_locator().set_params(integer=True)
+    axes[2].set_xlabel("attention to the a token")
+    axes[2].set_ylabel("attention to the b token")
+    axes[2].legend(frameon=False)
+    fig.suptitle(f"{model}: properties of the top heads by category")
+    fig.tight_layout()
+    return fig
+
+
+def head_paths(paths: pd.DataFrame, model: str):
+    """Fig. D7: heads as senders (effect through each downstream component) and as
+    receivers (dependence on each upstream component)."""
+    groups = list(dict.fromkeys(zip(paths["analysis"], paths["role"], paths["head"])))
+    if not groups:
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.text(0.5, 0.5, "no heads in the categories with paths", ha="center")
+        ax.axis("off")
+        return fig
+    fig, axes = plt.subplots(len(groups), 1, figsize=(max(7, 0.25 * paths.groupby("head").size().max()), 2.8 * len(groups)),
+                             squeeze=False)
+    for ax, (analysis, role, head) in zip(axes[:, 0], groups):
+        part = paths[(paths["analysis"] == analysis) & (paths["head"] == head) & (paths["role"] == role)]
+        part = part.sort_values(["other_layer", "other_kind"])
+        colors = ["C1" if k == "MLP" else "C0" for k in part["other_kind"]]
+        ax.bar(range(len(part)), part["ld_mean"], color=colors)
+        step = max(1, len(part) // 40)
+        ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
+        verb = "sends through" if analysis == "sender" else "receives from"
+        ax.set_title(f"{role} {head} as {analysis}: effect of the path it {verb} each component", fontsize=9)
+        ax.set_ylabel("logit difference")
+        ax.axhline(0, color="grey", lw=0.6)
+    from matplotlib.patches import Patch
+
+    axes[0, 0].legend(handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")], frameon=False)
+    fig.suptitle(f"{model}: path patching of heads")
+    fig.tight_layout()
+    return fig
+
+
+def mlp_topk(topk: pd.DataFrame, model: str):
+    """Fig. D8: top-k MLPs by TE patched together."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    thr = float(topk["threshold"].iloc[0])
+    _fraction_curve(ax, topk, "k", thr, "k (MLPs patched, by total effect)")
+    k = int(topk["smallest_k"].iloc[0])
+    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
+    for x, y, name in zip(topk["k"], topk["fraction"], topk["added"]):
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
+    ax.legend(frameon=False)
+    ax.set_title(f"{model}: top-k MLPs vs all MLPs")
+    return fig
+
+
+def mlp_stages(stages: pd.DataFrame, model: str):
+    """Fig. 7: per circuit MLP, helix(a+b)/TE and DE/TE."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    x = stages["layer"].to_numpy()
+    ax.plot(x, stages["helix_sum_over_te"], marker="o", color="C2", label="helix(a+b) / TE")
+    ax.plot(x, stages["de_over_te"], marker="s", color="C1", label="DE / TE")
+    ax.set_xticks(x, [f"MLP{l}" for l in x])
+    ax.set_ylabel("fraction of total effect")
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.legend(frameon=False)
+    ax.set_title(f"{model}: circuit MLPs build (helix) or read out (DE) a+b")
+    return fig

@@ -62,3 +62,29 @@ def model_weights(wildcards):
     if REGISTRY[wildcards.model]["source"] == "toy":
         return f"resources/models/{wildcards.model}/training.json"
     return []
+
+
+def figure_rule(name, fig_id, inputs, category, **params):
+    """One plotting rule: tables in, the figure's PDF and PNG out; scripts/<name>.py draws it
+    and workflow/report/<figure number>.rst captions it."""
+
+    rule:
+        name:
+            name
+        input:
+            inputs,
+        output:
+            report(figure(fig_id)[0], caption=f"../report/{fig_id.split('_')[0]}.rst", category=category),
+            figure(fig_id)[1],
+        log:
+            f"logs/{{model}}/{name}.log",
+        benchmark:
+            f"logs/{{model}}/{name}.benchmark.tsv"
+        params:
+            **params,
+        conda:
+            "../../envs/helixclock.yaml"
+        script:
+            f"../../scripts/{name}.py"
+
+    register(*figure(fig_id))

@@ -94,39 +94,14 @@ rule tab_other_tasks:
         "../../scripts/tab_other_tasks.py"
 
 
-def helix_figure_rule(name, fig_id, inputs, caption=None, **params):
-    """One plotting rule: tables in, figure out (scripts/<name>.py draws it)."""
-
-    rule:
-        name:
-            name
-        input:
-            inputs,
-        output:
-            report(figure(fig_id)[0], caption=f"../report/{fig_id.split('_')[0]}.rst", category="Helix"),
-            figure(fig_id)[1],
-        log:
-            f"logs/{{model}}/{name}.log",
-        benchmark:
-            f"logs/{{model}}/{name}.benchmark.tsv"
-        params:
-            **params,
-        conda:
-            "../../envs/helixclock.yaml"
-        script:
-            f"../../scripts/{name}.py"
-
-    register(*figure(fig_id))
-
-
-helix_figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]],
+figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]], "Helix",
                   periods=config["helix"]["periods"])
-helix_figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]])
-helix_figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]])
-helix_figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]])
-helix_figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_PATCHING["sweep"], HELIX_PATCHING["best"]])
-helix_figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_PATCHING["controls"]])
-helix_figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_PATCHING["ablation"]])
-helix_figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"])
+figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]], "Helix")
+figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], "Helix")
+figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], "Helix")
+figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_PATCHING["sweep"], HELIX_PATCHING["best"]], "Helix")
+figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_PATCHING["controls"]], "Helix")
+figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_PATCHING["ablation"]], "Helix")
+figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"], "Helix")
 register(*table("tab01_other_tasks"))
 register(f"{HELIX}/fit_r2.csv")
