@@ -12,10 +12,17 @@ from .io import start_log
 
 
 def start(snakemake) -> logging.Logger:
-    """Route stderr and the library's logger to the rule's log; set torch threads."""
+    """Route stderr and the library's logger to the rule's log; set torch threads; a rule
+    with ``resources: gpu`` claims a GPU slot of its own before CUDA starts."""
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
     logger.info("rule %s, wildcards %s", snakemake.rule, dict(snakemake.wildcards))
+    resources = getattr(snakemake, "resources", None)
+    if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:
+        from .gpus import claim_gpu
+
+        slot = claim_gpu()
+        logger.info("device slot: %s", "none, running on the CPU" if slot is None else f"GPU {slot}")
     return logger
 
 

@@ -208,7 +208,7 @@ def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, bat
     max_number = spec.get("max_number", 399)
     tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"))
     train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed)
-    model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)
+    model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)  # ("steps" is not architecture)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
 

@@ -1,0 +1,95 @@
+"""GPU slots: one device per running model job.
+
+Snakemake counts GPUs (``--resources gpu=N``) but never says which device a job should
+use, so two GPU jobs started together would both land on GPU 0.  Each model job therefore
+claims a slot before CUDA starts: it takes an exclusive, non-blocking ``flock`` on
+``slot-<device>.lock`` in a directory shared by the jobs of the machine and sets
+``CUDA_VISIBLE_DEVICES`` to that device.  The kernel drops the lock when the process ends,
+however it ends, so a crashed job never keeps a slot.  With no GPU the job runs on the CPU
+and claims nothing.
+
+The devices are, in order of precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list,
+used to simulate devices in tests), the job's ``CUDA_VISIBLE_DEVICES`` (as set by Slurm),
+and the GPUs ``nvidia-smi -L`` lists.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
+``<tmp>/helixclock-gpu-slots-<uid>``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+log = logging.getLogger("helixclock")
+_held: dict[str, object] = {}  # device -> open lock file, kept for the process lifetime
+
+
+def available_devices() -> list[str]:
+    sim = os.environ.get("HELIXCLOCK_GPUS", "").strip()
+    if sim:
+        return [str(i) for i in range(int(sim))] if sim.isdigit() else [d.strip() for d in sim.split(",") if d.strip()]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+    return []
+
+
+def lock_dir() -> Path:
+    path = Path(os.environ.get("HELIXCLOCK_GPU_LOCKS") or Path(tempfile.gettempdir()) / f"helixclock-gpu-slots-{os.getuid()}")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def claim_gpu(timeout: float = 24 * 3600, poll: float = 2.0) -> str | None:
+    """Claim a free device for this process and make it the only visible one.
+
+    Returns the device id, or None when the machine has no GPU.  Waits (logging once) while
+    every device is taken, e.g. when more GPU jobs run than ``--resources gpu`` allows.
+    """
+    if _held:
+        return next(iter(_held))
+    devices = available_devices()
+    if not devices:
+        return None
+    directory = lock_dir()
+    start, told = time.monotonic(), False
+    while True:
+        for device in devices:
+            fh = open(directory / f"slot-{device}.lock", "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.close()
+                continue
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+            _held[device] = fh
+            os.environ["CUDA_VISIBLE_DEVICES"] = device
+            log.info("claimed GPU slot %s (CUDA_VISIBLE_DEVICES=%s, locks in %s)", device, device, directory)
+            return device
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"no free GPU slot among {devices} after {timeout:.0f} s (locks in {directory})")
+        if not told:
+            log.info("all GPU slots %s are taken; waiting for one", devices)
+            told = True
+        time.sleep(poll)
+
+
+def release_gpu() -> None:
+    for fh in _held.values():
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+    _held.clear()

@@ -1,0 +1,100 @@
+"""GPU slots (simulated devices) and out-of-memory retries, on the CPU."""
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+import torch
+from conftest import GPTJ_PROMPTS
+
+from helixclock import gpus
+
+CLAIM = textwrap.dedent("""
+    import os, sys, time
+    from helixclock.gpus import claim_gpu
+    slot = claim_gpu(timeout=30, poll=0.1)
+    print(slot, os.environ.get("CUDA_VISIBLE_DEVICES"), time.time(), flush=True)
+    time.sleep(float(sys.argv[1]))
+    print("done", time.time(), flush=True)
+""")
+
+
+def run_claims(tmp_path, n, hold, devices="2"):
+    env = {**os.environ, "HELIXCLOCK_GPUS": devices, "HELIXCLOCK_GPU_LOCKS": str(tmp_path / "locks")}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, str(hold)], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    outs = [p.communicate(timeout=60)[0].split() for p in procs]
+    return [(o[0], o[1], float(o[2]), float(o[4])) for o in outs]
+
+
+def test_two_concurrent_jobs_get_two_devices(tmp_path):
+    got = run_claims(tmp_path, 2, hold=1.5)
+    assert sorted(g[0] for g in got) == ["0", "1"]
+    assert all(slot == visible for slot, visible, _, _ in got)
+    (_, _, s0, e0), (_, _, s1, e1) = got
+    assert s0 < e1 and s1 < e0  # they really ran at the same time
+
+
+def test_a_third_job_waits_for_a_free_slot(tmp_path):
+    got = sorted(run_claims(tmp_path, 3, hold=1.0), key=lambda g: g[2])
+    first_end = min(g[3] for g in got[:2])
+    assert got[2][2] >= first_end - 0.05  # claimed only after one of the first two ended
+    assert got[2][0] in {"0", "1"}
+
+
+def test_a_crashed_job_releases_its_slot(tmp_path):
+    env = {**os.environ, "HELIXCLOCK_GPUS": "1", "HELIXCLOCK_GPU_LOCKS": str(tmp_path / "locks")}
+    holder = subprocess.Popen([sys.executable, "-c", CLAIM, "60"], env=env, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().split()[0] == "0"
+    holder.kill()  # no cleanup code runs
+    holder.wait()
+    got = run_claims(tmp_path, 1, hold=0.1, devices="1")
+    assert got[0][0] == "0"
+
+
+def test_no_gpu_means_cpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("HELIXCLOCK_GPUS", "0")
+    monkeypatch.setattr(gpus, "_held", {})
+    assert gpus.available_devices() == []
+    assert gpus.claim_gpu() is None
+
+
+def test_slurm_visible_devices_are_used(monkeypatch, tmp_path):
+    monkeypatch.delenv("HELIXCLOCK_GPUS", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    monkeypatch.setenv("HELIXCLOCK_GPU_LOCKS", str(tmp_path))
+    monkeypatch.setattr(gpus, "_held", {})
+    assert gpus.available_devices() == ["3", "5"]
+    assert gpus.claim_gpu() == "3" and os.environ["CUDA_VISIBLE_DEVICES"] == "3"
+    gpus.release_gpu()
+
+
+def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, caplog):
+    from helixclock.accuracy import task_accuracy
+    from helixclock.patching import PatchingEngine
+    from helixclock.tasks import TASKS
+
+    full = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], PatchingEngine(tiny_gptj, batch_size=64))
+    engine = PatchingEngine(tiny_gptj, batch_size=64)
+    real = engine._trace
+    seen = []
+
+    def small_memory(ids, *args, **kwargs):  # a device that fits 20 prompts at a time
+        seen.append(ids.shape[0])
+        if ids.shape[0] > 20:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(ids, *args, **kwargs)
+
+    engine._trace = small_memory
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        retried = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], engine)
+    pd.testing.assert_frame_equal(retried, full)
+    assert seen[:3] == [64, 32, 16] and max(seen[3:]) <= 16
+    assert "retrying with batch size 32" in caplog.text and "retrying with batch size 16" in caplog.text
+    assert engine._runner.batch_size == 16  # later calls keep the smaller batch
