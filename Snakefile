@@ -24,5 +24,6 @@ include: "workflow/rules/clock.smk"
 
 rule all:
     default_target: True
+    localrule: True
     input:
         final_outputs(),

@@ -1,10 +1,5 @@
-"""Rule fig_accuracy_heatmap: figA1, correctness over the (a, b) grid."""
-import pandas as pd
-
-from helixclock.io import save_figure
-from helixclock.pipeline import start
+"""Rule fig_accuracy_heatmap: Fig. A1, correctness over the (a, b) grid."""
+from helixclock.pipeline import figure
 from helixclock.plots import accuracy_heatmap
 
-start(snakemake)
-save_figure(accuracy_heatmap(pd.read_csv(snakemake.input[0]), snakemake.wildcards.model),
-            snakemake.output)
+figure(snakemake, accuracy_heatmap)

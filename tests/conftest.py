@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import pytest
@@ -85,3 +86,15 @@ def add_prompt_ids(tokenizer, pairs, template=GPTJ_PROMPTS["add"]):
     from helixclock.tasks import render
 
     return torch.tensor(tokenizer([render(template, a, b) for a, b in pairs])["input_ids"])
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """The tiny DAG on the CPU with two simulated GPU slots, so model jobs run two at a time."""
+    work = tmp_path_factory.mktemp("dag")
+    env = {**os.environ, "HELIXCLOCK_GPUS": "2", "HELIXCLOCK_GPU_LOCKS": str(work / "gpu-locks")}
+    t0 = time.time()
+    from dag import snakemake
+
+    snakemake(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
+    return work, time.time() - t0

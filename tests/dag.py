@@ -11,10 +11,10 @@ TINY = REPO / "tests" / "configs" / "tiny.yaml"
 
 
 def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
-              configfile: Path = TINY) -> subprocess.CompletedProcess:
+              configfile: Path = TINY, env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
            "--directory", str(workdir), f"--configfile={configfile}", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc

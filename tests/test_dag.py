@@ -1,7 +1,10 @@
 """The whole DAG on the tiny config (tests/configs/tiny.yaml), end to end on the CPU."""
 
 import json
+import os
+import re
 import time
+from datetime import datetime
 
 import h5py
 import pandas as pd
@@ -9,14 +12,6 @@ import pytest
 from dag import planned_jobs, snakemake
 
 MODELS = ("toy-gptj", "toy-llama")
-
-
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("dag")
-    t0 = time.time()
-    snakemake(work, "--cores", "2")
-    return work, time.time() - t0
 
 
 def test_every_output_is_made(tiny_run):
@@ -64,3 +59,26 @@ def test_asking_for_one_figure_reruns_only_its_plotting_job(tiny_run):
     snakemake(work, "--cores", "1", target)
     assert fig.exists() and other.stat().st_mtime == before
     assert planned_jobs(work) == {}  # nothing else is out of date
+
+
+def _job_spans(work):
+    """(rule, model, GPU slot, start, end) of every job that claimed a slot, from its log."""
+    spans = []
+    for log in (work / "logs").glob("*/*.log"):
+        text = log.read_text(errors="replace")
+        slot = re.search(r"device slot: GPU (\S+)", text)
+        if not slot:
+            continue
+        stamp = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", text, re.M)
+        start = datetime.strptime(stamp[0], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        spans.append((log.stem, log.parent.name, slot.group(1), start, log.stat().st_mtime))
+    return spans
+
+
+def test_concurrent_model_jobs_get_different_gpu_slots(tiny_run):
+    work, _ = tiny_run
+    spans = _job_spans(work)
+    assert {s[2] for s in spans} == {"0", "1"}
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[3] < b[4] and b[3] < a[4]]
+    assert overlapping, "no two model jobs ran at the same time"
+    assert all(a[2] != b[2] for a, b in overlapping), overlapping

@@ -65,8 +65,19 @@ def test_no_gpu_means_cpu(monkeypatch, tmp_path):
     assert gpus.claim_gpu() is None
 
 
-def test_slurm_visible_devices_are_used(monkeypatch, tmp_path):
+def test_inside_slurm_the_assigned_gpu_is_used_without_a_lock(monkeypatch, tmp_path):
     monkeypatch.delenv("HELIXCLOCK_GPUS", raising=False)
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # every job on the node may see "its" GPU as 0
+    monkeypatch.setenv("HELIXCLOCK_GPU_LOCKS", str(tmp_path))
+    monkeypatch.setattr(gpus, "_held", {})
+    assert gpus.claim_gpu() == "0" and gpus.claim_gpu() == "0"
+    assert not list(tmp_path.iterdir())  # no lock taken
+
+
+def test_visible_devices_restrict_the_slots(monkeypatch, tmp_path):
+    monkeypatch.delenv("HELIXCLOCK_GPUS", raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     monkeypatch.setenv("HELIXCLOCK_GPU_LOCKS", str(tmp_path))
     monkeypatch.setattr(gpus, "_held", {})

@@ -8,9 +8,12 @@ claims a slot before CUDA starts: it takes an exclusive, non-blocking ``flock`` 
 however it ends, so a crashed job never keeps a slot.  With no GPU the job runs on the CPU
 and claims nothing.
 
-The devices are, in order of precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list,
-used to simulate devices in tests), the job's ``CUDA_VISIBLE_DEVICES`` (as set by Slurm),
-and the GPUs ``nvidia-smi -L`` lists.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
+Inside a Slurm job the scheduler has already given the job its own devices (and with
+device cgroups every job sees its GPU as device 0), so the job uses what
+``CUDA_VISIBLE_DEVICES`` names and takes no lock.  Elsewhere the devices are, in order of
+precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list, used to simulate devices in
+tests), ``CUDA_VISIBLE_DEVICES`` (a user's restriction), and the GPUs ``nvidia-smi -L``
+lists.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
 ``<tmp>/helixclock-gpu-slots-<uid>``.
 """
 
@@ -59,6 +62,10 @@ def claim_gpu(timeout: float = 24 * 3600, poll: float = 2.0) -> str | None:
     """
     if _held:
         return next(iter(_held))
+    if os.environ.get("SLURM_JOB_ID") and os.environ.get("CUDA_VISIBLE_DEVICES") and not os.environ.get("HELIXCLOCK_GPUS"):
+        device = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[0]
+        log.info("Slurm job %s: using its GPU %s as assigned", os.environ["SLURM_JOB_ID"], device)
+        return device
     devices = available_devices()
     if not devices:
         return None

@@ -23,23 +23,11 @@ rule accuracy:
         "../../scripts/accuracy.py"
 
 
-rule fig_accuracy_heatmap:
-    input:
-        "results/{model}/accuracy/add.csv",
-    output:
-        report(figure("figA1_accuracy_heatmap")[0], caption="../report/figA1.rst", category="Accuracy"),
-        figure("figA1_accuracy_heatmap")[1],
-    log:
-        "logs/{model}/fig_accuracy_heatmap.log",
-    benchmark:
-        "logs/{model}/fig_accuracy_heatmap.benchmark.tsv"
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_accuracy_heatmap.py"
+figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"], "Accuracy")
 
 
 rule tab_other_tasks_accuracy:
+    localrule: True
     input:
         expand("results/{{model}}/accuracy/{task}.csv", task=OTHER_TASKS),
     output:
@@ -57,6 +45,7 @@ rule tab_other_tasks_accuracy:
 
 
 rule tab_prompts_accuracy:
+    localrule: True
     input:
         expand("results/{model}/accuracy/add.csv", model=MODELS),
     output:
@@ -74,7 +63,6 @@ rule tab_prompts_accuracy:
         "../../scripts/tab_prompts_accuracy.py"
 
 
-register(*figure("figA1_accuracy_heatmap"))
 if OTHER_TASKS:
     register(*table("tabC1_other_tasks_accuracy"))
 register(*table("tabA1_prompts_accuracy", model="all"), all_models=True)

@@ -79,6 +79,7 @@ rule head_patching:
 
 
 rule tab_head_categories:
+    localrule: True
     input:
         HEADS["categories"],
     output:

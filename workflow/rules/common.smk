@@ -71,6 +71,7 @@ def figure_rule(name, fig_id, inputs, category, **params):
     rule:
         name:
             name
+        localrule: True
         input:
             inputs,
         output:

@@ -80,6 +80,7 @@ rule other_tasks_patching:
 
 
 rule tab_other_tasks:
+    localrule: True
     input:
         f"{HELIX}/other_tasks.csv",
     output:

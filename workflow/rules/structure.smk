@@ -24,94 +24,13 @@ rule number_structure:
         "../../scripts/number_structure.py"
 
 
-rule fig_fourier_pc1:
-    input:
-        STRUCTURE["spectrum"],
-        STRUCTURE["pc1"],
-    output:
-        report(figure("fig02_fourier_pc1")[0], caption="../report/fig02.rst", category="Structure of numbers"),
-        figure("fig02_fourier_pc1")[1],
-    log:
-        "logs/{model}/fig_fourier_pc1.log",
-    benchmark:
-        "logs/{model}/fig_fourier_pc1.benchmark.tsv"
-    params:
-        n=config["cache"]["max_number"],
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_fourier_pc1.py"
-
-
-rule fig_fourier_360_vs_361:
-    input:
-        STRUCTURE["spectrum"],
-    output:
-        figure("figB1_fourier_360_vs_361"),
-    log:
-        "logs/{model}/fig_fourier_360_vs_361.log",
-    benchmark:
-        "logs/{model}/fig_fourier_360_vs_361.benchmark.tsv"
-    params:
-        n=config["cache"]["max_number"],
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_fourier_360_vs_361.py"
-
-
-rule fig_distance_similarity:
-    input:
-        STRUCTURE["similarity"],
-    output:
-        figure("figB2_distance_similarity"),
-    log:
-        "logs/{model}/fig_distance_similarity.log",
-    benchmark:
-        "logs/{model}/fig_distance_similarity.benchmark.tsv"
-    params:
-        layer=config["structure"]["layer"],
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_distance_similarity.py"
-
-
-rule fig_delta_n_distance:
-    input:
-        STRUCTURE["delta_n"],
-    output:
-        figure("figB3_delta_n_distance"),
-    log:
-        "logs/{model}/fig_delta_n_distance.log",
-    benchmark:
-        "logs/{model}/fig_delta_n_distance.benchmark.tsv"
-    params:
-        layer=config["structure"]["layer"],
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_delta_n_distance.py"
-
-
-rule fig_pc1_360:
-    input:
-        STRUCTURE["pc1"],
-    output:
-        figure("figB4_pc1_360"),
-    log:
-        "logs/{model}/fig_pc1_360.log",
-    benchmark:
-        "logs/{model}/fig_pc1_360.benchmark.tsv"
-    params:
-        layer=config["structure"]["layer"],
-    conda:
-        "../../envs/helixclock.yaml"
-    script:
-        "../../scripts/fig_pc1_360.py"
-
-
+figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]], "Structure of numbers",
+            n=config["cache"]["max_number"])
+figure_rule("fig_fourier_360_vs_361", "figB1_fourier_360_vs_361", [STRUCTURE["spectrum"]], "Structure of numbers",
+            n=config["cache"]["max_number"])
+figure_rule("fig_distance_similarity", "figB2_distance_similarity", [STRUCTURE["similarity"]], "Structure of numbers",
+            layer=config["structure"]["layer"])
+figure_rule("fig_delta_n_distance", "figB3_delta_n_distance", [STRUCTURE["delta_n"]], "Structure of numbers",
+            layer=config["structure"]["layer"])
+figure_rule("fig_pc1_360", "figB4_pc1_360", [STRUCTURE["pc1"]], "Structure of numbers", layer=config["structure"]["layer"])
 register(*table("fourier_peaks"))
-for _fig in ("fig02_fourier_pc1", "figB1_fourier_360_vs_361", "figB2_distance_similarity",
-             "figB3_delta_n_distance", "figB4_pc1_360"):
-    register(*figure(_fig))

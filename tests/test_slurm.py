@@ -1,0 +1,59 @@
+"""The tiny DAG sent to a real (single-node, localhost) Slurm through profiles/slurm."""
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from dag import snakemake
+from safetensors.torch import load_file
+from slurm_cluster import LocalSlurm, ensure_installed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("slurm")
+    with open(root / "install.log", "w") as log:
+        installed = ensure_installed(log)
+    slurm = LocalSlurm(root)
+    try:
+        slurm.start()
+        yield slurm, installed
+    finally:
+        slurm.stop()
+
+
+def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path):
+    slurm, _ = cluster
+    local, _ = tiny_run
+    before = slurm.submissions()
+    t0 = time.time()
+    proc = snakemake(tmp_path, "--workflow-profile", str(REPO / "profiles" / "slurm"),
+                     "--slurm-no-account", "--slurm-status-command", "squeue",
+                     "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+                     "--max-threads", "1", "--config", 'models=["toy-gptj"]', env=slurm.env, timeout=1200)
+    seconds = time.time() - t0
+    out = proc.stdout + proc.stderr
+    submitted = out.count("has been submitted with SLURM jobid")
+    # every job that runs a model went through sbatch; plots and tables are local rules
+    assert submitted >= 10 and slurm.submissions() - before == submitted
+    gpu_logs = [p for p in (tmp_path / "logs" / "toy-gptj").glob("*.log") if "Slurm job" in p.read_text()]
+    assert len(gpu_logs) >= 7  # model jobs got their GPU from Slurm
+    m = "toy-gptj"
+    tables = sorted(p.relative_to(local) for p in (local / "results" / m).rglob("*.csv"))
+    assert len(tables) >= 30
+    for rel in tables:
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / rel), pd.read_csv(local / rel),
+                                      check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel))
+    a = load_file(local / f"resources/models/{m}/model.safetensors")
+    b = load_file(tmp_path / f"resources/models/{m}/model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    acc = lambda root: json.loads((root / f"resources/models/{m}/training.json").read_text())["accuracy"]  # noqa: E731
+    assert acc(local) == acc(tmp_path)
+    for fig in (local / "results" / m / "figures").glob("*.png"):
+        assert (tmp_path / fig.relative_to(local)).stat().st_size > 0
+    print(f"\nSlurm: {submitted} jobs through sbatch, {seconds:.0f} s")
