@@ -1,8 +1,11 @@
 """Patching throughput: the engine against a plain forward (the floor) and the usual loop.
 
-Workload: the Fig. 4 layer sweep - at every layer, the a-token residual of 100 corrupted
-prompts a'+b replaced by the clean one and by each of 38 fits (helix, circle, polynomial,
-PCA) - that is 39 * n_layers patch variants of 100 pairs each.
+Workloads:
+* layer sweep (Fig. 4): at every layer, the a-token residual of 100 corrupted prompts a'+b
+  replaced by the clean one and by each of 38 fits (helix, circle, polynomial, PCA) - that
+  is 39 * n_layers patch variants of 100 pairs each;
+* head sweep (Fig. D2): every head's output at the last token of a'+b' replaced by the
+  clean one - n_layers * n_heads variants of 100 pairs each.
 
 * engine: :class:`PatchingEngine`, every variant stacked along the batch; one clean and one
   corrupted run, reused.
@@ -55,6 +58,23 @@ def workload(model, n_pairs: int, layers: list[int]):
     return pairs, variants
 
 
+def head_workload(model, n_pairs: int):
+    """Pairs a+b vs a'+b' and one variant per head (its clean output at the last token)."""
+    from helixclock.patching import Patch
+
+    tok, device, ad = model.tokenizer, model.device, model.adapter
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 100, n_pairs), rng.integers(0, 100, n_pairs)
+    a2, b2 = (a + rng.integers(1, 100, n_pairs)) % 100, (b + rng.integers(1, 100, n_pairs)) % 100
+    text = lambda x, y: [f"Output ONLY a number.\n{i}+{j}=" for i, j in zip(x, y)]  # noqa: E731
+    ids = lambda t: torch.tensor(tok(t)["input_ids"], device=device)  # noqa: E731
+    ans = torch.tensor([tok.convert_tokens_to_ids(str(i + j)) for i, j in zip(a, b)], device=device)
+    pairs = Pairs(ids(text(a, b)), ids(text(a2, b2)), ans, ans)
+    last = pairs.clean.shape[1] - 1
+    variants = [[Patch(Point("head_out", l, (last,), head=h))] for l in range(ad.n_layers) for h in range(ad.n_heads)]
+    return pairs, variants
+
+
 def naive(model, pairs: Pairs, variants) -> float:
     """One clean trace and one patched trace per variant, LD summed with .item()."""
     lm, ad = model.lm, model.adapter
@@ -65,31 +85,49 @@ def naive(model, pairs: Pairs, variants) -> float:
         base_ans = base.gather(1, pairs.clean_answer[:, None])[:, 0]
         for variant in variants:
             patch = variant[0]
-            layer = patch.point.layer
-            block = lm.transformer.h[layer]
-            with lm.trace(pairs.clean):
-                clean = block.input[:, POS_A].save()
-            if isinstance(patch.value, torch.Tensor):
-                value = patch.value[:, 0]
-            elif callable(patch.value):
-                value = patch.value(clean[:, None], None)[:, 0]
+            point = patch.point
+            layer = point.layer
+            pos = point.positions[0]
+            if point.kind == "head_out":  # the head's slice of the output projection's input
+                proj = lm.transformer.h[layer].attn.out_proj
+                sl = slice(point.head * ad.d_head, (point.head + 1) * ad.d_head)
+                with lm.trace(pairs.clean):
+                    clean = proj.input[:, pos, sl].save()
+                with lm.trace(pairs.corrupted):
+                    x = proj.input.clone()
+                    x[:, pos, sl] = clean
+                    proj.input = x
+                    out = lm.lm_head.output[:, -1].save()
             else:
-                value = clean
-            with lm.trace(pairs.corrupted):
-                h = block.input.clone()
-                h[:, POS_A] = value
-                block.input = h
-                out = lm.lm_head.output[:, -1].save()
+                block = lm.transformer.h[layer]
+                with lm.trace(pairs.clean):
+                    clean = block.input[:, pos].save()
+                if isinstance(patch.value, torch.Tensor):
+                    value = patch.value[:, 0]
+                elif callable(patch.value):
+                    value = patch.value(clean[:, None], None)[:, 0]
+                else:
+                    value = clean
+                with lm.trace(pairs.corrupted):
+                    h = block.input.clone()
+                    h[:, pos] = value
+                    block.input = h
+                    out = lm.lm_head.output[:, -1].save()
             total += (out.gather(1, pairs.clean_answer[:, None])[:, 0] - base_ans).mean().item()
     return total
 
 
-def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layers: int | None) -> dict:
+def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layers: int | None,
+             sweep: str = "layers", model=None) -> dict:
     tok = toy_tokenizer()
-    model = random_gptj(shape, tok, device)
+    model = model or random_gptj(shape, tok, device)
     L = model.adapter.n_layers
-    layers = list(range(L)) if n_layers is None else list(np.linspace(0, L - 1, n_layers).round().astype(int))
-    pairs, variants = workload(model, n_pairs, layers)
+    if sweep == "layers":
+        layers = list(range(L)) if n_layers is None else list(np.linspace(0, L - 1, n_layers).round().astype(int))
+        pairs, variants = workload(model, n_pairs, layers)
+    else:
+        layers = list(range(L))
+        pairs, variants = head_workload(model, n_pairs)
     rows = len(variants) * n_pairs
     big = pairs.corrupted.repeat(len(variants), 1)
 
@@ -106,7 +144,7 @@ def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layer
     t_engine = timed(engine, device, repeats=2)
     sub = variants[:: max(1, len(variants) // 40)]  # the naive loop on a subset, scaled up
     t_naive = timed(lambda: naive(model, pairs, sub), device, repeats=1) * len(variants) / len(sub)
-    return {"case": shape, "device": str(device), "layers": len(layers), "variants": len(variants),
+    return {"case": shape, "sweep": sweep, "device": str(device), "layers": len(layers), "variants": len(variants),
             "pairs": n_pairs, "batch_size": batch,
             "engine_pairs_per_s": round(rows / t_engine, 1), "forward_pairs_per_s": round(rows / t_floor, 1),
             "naive_pairs_per_s": round(rows / t_naive, 1),
@@ -122,16 +160,21 @@ def main() -> None:
     args = parser.parse_args()
     results = {}
     for shape, device in cases():
-        r = run_case(shape, device, args.pairs, args.batch_size if shape == "toy" else 1024,
-                     None if shape == "toy" else args.gpu_layers)
-        print(f"{shape} on {device}: engine {r['engine_pairs_per_s']} pairs/s, floor {r['forward_pairs_per_s']}, "
-              f"naive {r['naive_pairs_per_s']}; ratio {r['throughput_ratio_vs_forward']}, "
-              f"speedup {r['speedup_vs_naive']}")
-        results[shape] = r
-    first = results["toy"]
-    emit({"benchmark": "patching",
-          "throughput_ratio_vs_forward": first["throughput_ratio_vs_forward"],
-          "speedup_vs_naive": first["speedup_vs_naive"], "cases": results})
+        model = random_gptj(shape, toy_tokenizer(), device)
+        for sweep in ("layers", "heads"):
+            r = run_case(shape, device, args.pairs, args.batch_size if shape == "toy" else 1024,
+                         None if shape == "toy" else args.gpu_layers, sweep, model)
+            print(f"{shape} {sweep} sweep on {device}: engine {r['engine_pairs_per_s']} pairs/s, floor "
+                  f"{r['forward_pairs_per_s']}, naive {r['naive_pairs_per_s']}; ratio "
+                  f"{r['throughput_ratio_vs_forward']}, speedup {r['speedup_vs_naive']}", flush=True)
+            results[f"{shape}_{sweep}"] = r
+        del model
+    main = results.get("gptj-6b_layers", results["toy_layers"])
+    emit({"benchmark": "patching", "main_case": main["case"] + "_layers",
+          "throughput_ratio_vs_forward": main["throughput_ratio_vs_forward"],
+          "speedup_vs_naive": main["speedup_vs_naive"],
+          **{f"{k}_{m}": v[m] for k, v in results.items() for m in ("throughput_ratio_vs_forward", "speedup_vs_naive")},
+          "cases": results})
 
 
 if __name__ == "__main__":
