@@ -56,3 +56,27 @@ def figure(snakemake, fn, *inputs, **kwargs) -> None:
     start(snakemake)
     frames = [pd.read_csv(p) for p in (inputs or snakemake.input)]
     save_figure(fn(*frames, snakemake.wildcards.model, **kwargs), snakemake.output)
+
+
+def clock_job(snakemake):
+    """Setup shared by the last-token model jobs: the model and engine, clean/corrupted
+    pairs of correct a+b prompts, and the seeded sample of prompts used to fit outputs.
+
+    Returns (logger, engine, pairs, fit ids, fit a, fit b, token positions of a+b)."""
+    import json
+
+    import pandas as pd
+
+    from .clock import clock_pairs, fit_prompt_ids
+
+    log = start(snakemake)
+    p = snakemake.params
+    acc = pd.read_csv(snakemake.input.accuracy)
+    correct = acc[acc["correct"]]
+    positions = json.loads(open(snakemake.input.card).read())["positions"]["add"]
+    model = load(snakemake)
+    runner = engine(snakemake, model)
+    template = p.spec["prompts"]["add"]
+    pairs = clock_pairs(runner, correct, template, p.n_pairs, p.seed, p.corrupt)
+    ids, a, b = fit_prompt_ids(model, correct, template, p.fit_prompts, p.seed)
+    return log, runner, pairs, ids, a, b, positions

@@ -366,16 +366,23 @@ def _fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, la
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def head_topk(topk: pd.DataFrame, model: str):
-    """Fig. D3: top-k heads by TE patched together."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+def _topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = False):
     thr = float(topk["threshold"].iloc[0])
-    _fraction_curve(ax, topk, "k", thr, "k (heads patched, by total effect)")
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    _fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)")
     k = int(topk["smallest_k"].iloc[0])
     ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
+    if annotate:
+        for x, y, name in zip(topk["k"], topk["fraction"], topk["added"]):
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
     ax.legend(frameon=False)
-    ax.set_title(f"{model}: top-k heads vs all {len(topk)} heads")
+    ax.set_title(f"{model}: top-k {what} vs all {len(topk)} {what}")
     return fig
+
+
+def head_topk(topk: pd.DataFrame, model: str):
+    """Fig. D3: top-k heads by TE patched together."""
+    return _topk_figure(topk, model, "heads")
 
 
 def head_helix_fit(effects: pd.DataFrame, model: str):
@@ -460,17 +467,8 @@ def head_paths(paths: pd.DataFrame, model: str):
 
 
 def mlp_topk(topk: pd.DataFrame, model: str):
-    """Fig. D8: top-k MLPs by TE patched together."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    thr = float(topk["threshold"].iloc[0])
-    _fraction_curve(ax, topk, "k", thr, "k (MLPs patched, by total effect)")
-    k = int(topk["smallest_k"].iloc[0])
-    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
-    for x, y, name in zip(topk["k"], topk["fraction"], topk["added"]):
-        ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
-    ax.legend(frameon=False)
-    ax.set_title(f"{model}: top-k MLPs vs all MLPs")
-    return fig
+    """Fig. D8: top-k MLPs by TE patched together (each point names the MLP it adds)."""
+    return _topk_figure(topk, model, "MLPs", annotate=True)
 
 
 def mlp_stages(stages: pd.DataFrame, model: str):
