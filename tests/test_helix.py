@@ -129,10 +129,11 @@ def test_bases_and_parameter_counts():
 
 
 def test_pca_caps_components_at_distinct_rows():
-    a = np.repeat(np.arange(20), 5)  # identical rows for the same a, as for the a token
-    H, _ = planted(a, layers=1, noise=0.0)
+    rng = np.random.default_rng(0)
+    distinct = torch.tensor(rng.normal(size=(1, 20, D)))
+    H = distinct.repeat_interleave(5, dim=1)  # 20 distinct rows, each 5 times (like the a token)
     pca = fit_pca(H, 100)
-    assert pca.components.shape[1] == 20
+    assert pca.components.shape[1] == 19  # 20 distinct rows span 19 directions around their mean
     recon = pca.reconstruct(H, 9)
     assert recon.shape == H.shape
 
@@ -174,3 +175,12 @@ def test_projector_ignores_zero_columns():
     C[0, 0], C[2, 1] = 2.0, 3.0  # row 1 is zero (like sin T=2), row 3 is the constant
     P = subspace_projector(C)
     torch.testing.assert_close(P, torch.diag(torch.tensor([1.0, 1, 0, 0, 0, 0])))
+
+
+def test_pca_components_follow_the_richest_layer():
+    a = np.arange(100)
+    H, _ = planted(a, layers=2, noise=0.0)
+    H[0] = H[0, :1].expand(100, -1)  # layer 0 the same for every row (like the "=" token's embedding)
+    pca = fit_pca(H, 27)
+    assert pca.components.shape[1] == 8  # the helix's rank at layer 1 (10 columns less the
+    # constant and sin(pi a) = 0), not the single row of layer 0

@@ -136,14 +136,16 @@ class PCA:
 
 def fit_pca(H: Tensor, n_components: int = 100, weights: Tensor | None = None) -> PCA:
     """PCA of each layer of H [L, rows, d] (float64), rows weighted by ``weights`` [rows]
-    (a row with weight w counts as w identical rows)."""
+    (a row with weight w counts as w identical rows).  Layers share one number of
+    components: ``n_components``, or fewer where no layer has that many distinct rows (the
+    largest rank over layers)."""
     H = H.double()
     w = _weights(weights, H)
     mean = (w[None, :, None] * H).sum(1) / w.sum()
     X = (H - mean[:, None]) * w.sqrt()[None, :, None]
-    distinct = _distinct_rows(H[0]) if H.shape[0] else H.shape[1]
-    p = int(min(n_components, X.shape[1], X.shape[2], max(1, distinct)))
     _, S, Vh = torch.linalg.svd(X, full_matrices=False)
+    rank = int((S > S[:, :1].clamp_min(1e-300) * 1e-9).sum(1).max()) if S.numel() else 1
+    p = int(min(n_components, S.shape[1], max(1, rank)))
     return PCA(mean, Vh[:, :p], (S[:, :p] ** 2) / max(1.0, float(w.sum()) - 1))
 
 
@@ -158,10 +160,6 @@ def unique_rows(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, Tensor, Tens
     one row per distinct value, with its count as weight."""
     uniq, first, counts = np.unique(np.asarray(values), return_index=True, return_counts=True)
     return uniq, H[:, torch.as_tensor(first)], torch.as_tensor(counts, dtype=torch.float64)
-
-
-def _distinct_rows(X: Tensor) -> int:
-    return int(torch.unique(X.round(decimals=6), dim=0).shape[0])
 
 
 @dataclass
