@@ -59,3 +59,12 @@ def test_snakemake_refuses_an_unknown_model_within_seconds():
     out = proc.stdout + proc.stderr
     assert "unknown model 'no-such-model'" in out and "toy-gptj" in out
     assert time.time() - t0 < 20
+
+
+def test_nested_command_line_values_are_typed():
+    """snakemake --config helix='{"n_pairs": 50}' hands the nested value over as a string."""
+    config, _ = check_config({"helix": {"n_pairs": "50", "periods": ["2", "10"]}, "toy": {"lr": "0.01"}})
+    assert config["helix"]["n_pairs"] == 50 and config["helix"]["periods"] == [2, 10]
+    assert config["toy"]["lr"] == 0.01
+    with pytest.raises(ConfigError, match="key 'helix.n_pairs': value 'many' should be of type integer"):
+        check_config({"helix": {"n_pairs": "many"}})

@@ -98,12 +98,28 @@ def _defaults(schema: dict, instance: Any) -> Any:
     return out
 
 
+def _coerce(schema: dict, value: Any) -> Any:
+    """Turn strings into the numbers or booleans the schema asks for: Snakemake's --config
+    hands over values nested in a dict (--config helix='{"n_pairs": 50}') as strings."""
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        return {k: _coerce(props.get(k, extra if isinstance(extra, dict) else {}), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_coerce(schema.get("items", {}), v) for v in value]
+    if isinstance(value, str) and schema.get("type") in ("integer", "number", "boolean"):
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, (int, float, bool)):
+            return parsed
+    return value
+
+
 def validate(instance: Any, schema_file: str | Path, what: str) -> Any:
     """Validate against a YAML JSON-schema; return the instance with defaults filled."""
     import jsonschema
 
     schema = load_yaml(schema_file)
-    instance = _defaults(schema, instance if instance is not None else {})
+    instance = _defaults(schema, _coerce(schema, instance if instance is not None else {}))
     validator = jsonschema.Draft7Validator(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
