@@ -49,9 +49,15 @@ def test_reduced_budget_learns(tmp_path):
 
 
 def test_same_seed_same_weights(tmp_path):
+    """Also when the job was given another number of threads: training pins its own."""
     kw = dict(steps=15, batch_size=64, warmup=5, progress=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
     train_toy("t", SPEC, tmp_path / "a", seed=3, **kw)
+    assert torch.get_num_threads() == 1  # restored
+    torch.set_num_threads(2)
     train_toy("t", SPEC, tmp_path / "b", seed=3, **kw)
+    torch.set_num_threads(before)
     train_toy("t", SPEC, tmp_path / "c", seed=4, **kw)
     a, b, c = (load_file(tmp_path / x / "model.safetensors") for x in "abc")
     assert a.keys() == b.keys()

@@ -200,8 +200,24 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
 
 def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, batch_size: int = 256,
               lr: float = 2e-3, weight_decay: float = 0.1, warmup: int = 100, holdout: float = 0.2,
-              seed: int = 0, eval_every: int = 0, progress: bool = True) -> dict:
-    """Train a toy model and save it (weights, tokenizer, training.json) to ``out_dir``."""
+              seed: int = 0, eval_every: int = 0, progress: bool = True, threads: int = 2) -> dict:
+    """Train a toy model and save it (weights, tokenizer, training.json) to ``out_dir``.
+
+    Training runs on ``threads`` CPU threads whatever the job was given: the float sums of a
+    matrix product depend on how they are split across threads, so the same seed gives the
+    same weights only with the same thread count.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, holdout, seed,
+                      eval_every, progress)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, holdout, seed, eval_every,
+           progress) -> dict:
     from tqdm.auto import tqdm
 
     family = spec["family"]
