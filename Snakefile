@@ -19,7 +19,9 @@ include: "workflow/rules/accuracy.smk"
 include: "workflow/rules/cache.smk"
 include: "workflow/rules/structure.smk"
 include: "workflow/rules/helix.smk"
-include: "workflow/rules/clock.smk"
+include: "workflow/rules/last_token.smk"
+include: "workflow/rules/heads.smk"
+include: "workflow/rules/mlps.smk"
 
 
 rule all:

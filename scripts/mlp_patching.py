@@ -1,11 +1,16 @@
-"""Rule mlp_patching: Fig. 6 layer effects, Fig. D8 top-k MLPs, Fig. 7 MLP stages."""
-from helixclock.mlps import mlp_stage
-from helixclock.pipeline import clock_job
+"""Rule mlp_patching: Fig. D8 top-k MLPs and every MLP's helix(a+b) fit patched in (per pair)."""
+import pandas as pd
 
-p = snakemake.params
-log, runner, pairs, ids, a, b, positions = clock_job(snakemake)
-out = mlp_stage(runner, pairs, ids, a, b, positions["last"], p.mlp_threshold, p.periods, p.n_components,
-                p.bootstrap, p.seed)
+from helixclock.fits import FitSettings
+from helixclock.pipeline import clock_job, settings
+from helixclock.stages.mlps.patching import mlp_stage
+from helixclock.statistics import pair_values
+
+job = clock_job(snakemake)
+fit = settings(snakemake, "fit", FitSettings)
+effects = pd.read_csv(snakemake.input.layer_effects)
+mlp = effects[(effects["component"] == "MLP") & (effects["effect"] == "te")].sort_values("layer")
+out = mlp_stage(job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, job.positions["last"],
+                pair_values(mlp).mean(1), fit.periods, fit.pca_components)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
-log.info("circuit MLPs:\n%s", out["mlp_stages"].to_string())

@@ -1,6 +1,6 @@
 """Rule number_structure: spectrum, peaks, PC1, distances of bare numbers (Fig. 2, B1-B4)."""
 from helixclock.cache import read_residual_cache
-from helixclock.fourier import structure_tables
+from helixclock.stages.structure.analysis import structure_tables
 from helixclock.io import write_table
 from helixclock.pipeline import start
 

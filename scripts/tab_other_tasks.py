@@ -1,11 +1,12 @@
-"""Rule tab_other_tasks: Table 1, max over layers of mean LD per task and fit."""
+"""Rule tab_other_tasks: Table 1, max over layers of mean LD per task and fit (and Fig. C7's curves)."""
 import pandas as pd
 
-from helixclock.tables import other_tasks_fit_table
 from helixclock.io import write_table
-from helixclock.pipeline import start
-from helixclock.tasks import TASKS
+from helixclock.pipeline import resampling, start
+from helixclock.stages.helix.tables import other_tasks_fit_table
+from helixclock.statistics import summarise
 
 start(snakemake)
-curves = pd.read_csv(snakemake.input[0])
-write_table(other_tasks_fit_table(curves, {t: TASKS[t].label for t in TASKS}), *snakemake.output, floatfmt=".3f")
+curves = summarise(pd.read_csv(snakemake.input[0]), resampling(snakemake))
+curves.to_csv(snakemake.output.curves, index=False)
+write_table(other_tasks_fit_table(curves), snakemake.output.table, snakemake.output.table_md, floatfmt=".3f")

@@ -1,7 +1,7 @@
 """Rule tab_prompts_accuracy: tabA1, the a+b prompt and accuracy of every model."""
 import pandas as pd
 
-from helixclock.tables import prompts_accuracy_table
+from helixclock.stages.accuracy.tables import prompts_accuracy_table
 from helixclock.io import write_table
 from helixclock.pipeline import start
 

@@ -7,7 +7,7 @@ import torch
 from reference_hooks import _replace, capture, logit_difference
 from test_patching import make_pairs
 
-from helixclock.heads import categorise, with_mixed
+from helixclock.stages.heads.tables import categorise, with_mixed
 from helixclock.patching import Patch, PatchingEngine, Point
 
 LAST = 8
@@ -40,7 +40,7 @@ def test_path_patching_to_the_logits_is_the_frozen_downstream_effect(tiny_model)
     pairs = make_pairs(tiny_model)
     engine = PatchingEngine(tiny_model)
     ad = tiny_model.adapter
-    senders = [Point("attn_out", 0, (LAST,)), Point("mlp_out", 0, (LAST,)), Point("head_out", 0, (LAST,), head=2)]
+    senders = [Point("attn_out", 0, (LAST,)), Point("mlp_out", 0, (LAST,)), Point("head_out", 0, (LAST,), index=2)]
     variants = []
     for s in senders:
         frozen = _downstream_of(ad, s)
@@ -59,8 +59,8 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
     pairs = make_pairs(tiny_model)
     engine = PatchingEngine(tiny_model)
     hf, ad = tiny_model.hf, tiny_model.adapter
-    sender = Point("head_out", 0, (LAST,), head=1)
-    receivers = [Point("mlp_out", 1, (LAST,)), Point("head_out", 1, (LAST,), head=3)]
+    sender = Point("head_out", 0, (LAST,), index=1)
+    receivers = [Point("mlp_out", 1, (LAST,)), Point("head_out", 1, (LAST,), index=3)]
     got = engine.path_patch(pairs, [(sender, r) for r in receivers])
 
     site = ad.site("head_out", 0)
@@ -106,9 +106,9 @@ def test_a_receiver_must_be_downstream(tiny_gptj):
     engine = PatchingEngine(tiny_gptj)
     pairs = make_pairs(tiny_gptj)
     with pytest.raises(ValueError, match="not downstream"):
-        engine.path_patch(pairs, [(Point("mlp_out", 1, (LAST,)), Point("head_out", 0, (LAST,), head=0))])
+        engine.path_patch(pairs, [(Point("mlp_out", 1, (LAST,)), Point("head_out", 0, (LAST,), index=0))])
     with pytest.raises(ValueError, match="not downstream"):  # parallel block: the MLP does not read its attention
-        engine.path_patch(pairs, [(Point("head_out", 1, (LAST,), head=0), Point("mlp_out", 1, (LAST,)))])
+        engine.path_patch(pairs, [(Point("head_out", 1, (LAST,), index=0), Point("mlp_out", 1, (LAST,)))])
 
 
 def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
@@ -117,15 +117,15 @@ def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
     ad = tiny_model.adapter
     variants = []
     for l in range(ad.n_layers):
-        variants.append([Patch(Point("head_out", l, (LAST,), head=h)) for h in range(ad.n_heads)])
+        variants.append([Patch(Point("head_out", l, (LAST,), index=h)) for h in range(ad.n_heads)])
         variants.append([Patch(Point("attn_out", l, (LAST,)))])
     ld = engine.run(pairs, variants).metric
     for l in range(ad.n_layers):
         torch.testing.assert_close(ld[2 * l], ld[2 * l + 1], atol=1e-4, rtol=1e-4)
-    de_heads = engine.direct_effects(pairs, [Point("head_out", 0, (LAST,), head=h) for h in range(ad.n_heads)])
+    de_heads = engine.direct_effects(pairs, [Point("head_out", 0, (LAST,), index=h) for h in range(ad.n_heads)])
     de_attn = engine.direct_effects(pairs, [Point("attn_out", 0, (LAST,))])
     # the direct path is linear in the written vectors only up to the final norm: compare the writes
-    writes = sum(engine.delta(pairs, Point("head_out", 0, (LAST,), head=h)) for h in range(ad.n_heads))
+    writes = sum(engine.delta(pairs, Point("head_out", 0, (LAST,), index=h)) for h in range(ad.n_heads))
     torch.testing.assert_close(writes, engine.delta(pairs, Point("attn_out", 0, (LAST,))), atol=1e-5, rtol=1e-4)
     assert de_heads.shape == (ad.n_heads, len(pairs)) and de_attn.shape == (1, len(pairs))
 

@@ -87,13 +87,13 @@ def test_visible_devices_restrict_the_slots(monkeypatch, tmp_path):
 
 
 def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, caplog):
-    from helixclock.accuracy import task_accuracy
+    from helixclock.stages.accuracy.sweep import task_accuracy
     from helixclock.patching import PatchingEngine
     from helixclock.tasks import TASKS
 
-    full = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], PatchingEngine(tiny_gptj, batch_size=64))
+    full, _ = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], PatchingEngine(tiny_gptj, batch_size=64))
     engine = PatchingEngine(tiny_gptj, batch_size=64)
-    real = engine._trace
+    real = engine.trace
     seen = []
 
     def small_memory(ids, *args, **kwargs):  # a device that fits 20 prompts at a time
@@ -102,10 +102,10 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, capl
             raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
         return real(ids, *args, **kwargs)
 
-    engine._trace = small_memory
+    engine.trace = small_memory
     with caplog.at_level(logging.WARNING, logger="helixclock"):
-        retried = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], engine)
+        retried, _ = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], engine)
     pd.testing.assert_frame_equal(retried, full)
     assert seen[:3] == [64, 32, 16] and max(seen[3:]) <= 16
     assert "retrying with batch size 32" in caplog.text and "retrying with batch size 16" in caplog.text
-    assert engine._runner.batch_size == 16  # later calls keep the smaller batch
+    assert engine.batches.batch_size == 16  # later calls keep the smaller batch

@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from helixclock.fourier import (delta_n_distance, distance_and_cosine, fourier_spectrum,
-                                line_fit, pca_first_component, spectrum_peaks, top_periods)
-from helixclock.helix import (Basis, best_subsets, column_cosine, fit_bases, fit_pca,
-                              helix_projection, load_fits, period_subsets, save_fits,
-                              standard_bases, subspace_projector)
+from helixclock.fits import (Basis, column_cosine, fit_bases, fit_pca, helix_projection, load_fits,
+                             period_subsets, save_fits, standard_bases, subspace_projector)
+from helixclock.fourier import fourier_spectrum, spectrum_peaks, top_periods
+from helixclock.stages.helix.tables import best_subsets
+from helixclock.stages.structure.analysis import (delta_n_distance, distance_and_cosine, line_fit,
+                                                  pca_first_component)
 
 D = 48
 PLANTED = (2, 5, 10, 100)
@@ -154,7 +155,7 @@ def test_save_and_load_fits(tmp_path):
 
 
 def test_weighted_unique_rows_equal_the_full_fit():
-    from helixclock.helix import unique_rows
+    from helixclock.fits import unique_rows
 
     rng = np.random.default_rng(1)
     a = rng.integers(0, 100, 500)

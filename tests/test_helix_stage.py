@@ -6,10 +6,13 @@ import pytest
 import torch
 from conftest import GPTJ_PROMPTS
 
-import helixclock.helix_patching as hp
+import helixclock.stages.helix.patching as hp
 from helixclock.cache import read_residual_cache, write_residual_cache
-from helixclock.helix import standard_bases
+from helixclock.fits import FitSettings, fit_token, standard_bases
+from helixclock.pairs import split_values
 from helixclock.patching import PatchingEngine
+from helixclock.stages.helix.tables import helix_summary
+from helixclock.statistics import Resampling
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +26,15 @@ def stage_inputs(tiny_gptj, tmp_path_factory):
     correct = pd.DataFrame({"a": cache.ab[:, 0], "b": cache.ab[:, 1], "answer": cache.ab.sum(1),
                             "answer_token": [tok.convert_tokens_to_ids(str(x)) for x in cache.ab.sum(1)]})
     H = torch.from_numpy(cache.a).transpose(0, 1)
-    fits = hp.fit_token(H, cache.ab[:, 0], standard_bases(), 20)
+    fits = fit_token(H, cache.ab[:, 0], standard_bases(), 20)
     return cache, correct, fits
 
 
 def run(tiny_gptj, stage_inputs, seed=3):
     cache, correct, fits = stage_inputs
-    return hp.helix_stage(PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"],
-                          n_pairs=24, seed=seed, n_boot=50, test_fraction=0.2, n_components=20)
+    raw = hp.helix_stage(PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"],
+                         FitSettings(pca_components=20), n_pairs=24, seed=seed, test_fraction=0.2)
+    return helix_summary(raw, Resampling(bootstrap=50, seed=seed))
 
 
 def test_one_seeded_split_fits_and_patches(tiny_gptj, stage_inputs, monkeypatch):
@@ -41,7 +45,7 @@ def test_one_seeded_split_fits_and_patches(tiny_gptj, stage_inputs, monkeypatch)
     real_draw = hp.draw_pairs
     monkeypatch.setattr(hp, "draw_pairs", lambda *a, **k: drawn.append(k.get("clean_a")) or real_draw(*a, **k))
     out = run(tiny_gptj, stage_inputs)
-    train_a, test_a = hp.split_values(stage_inputs[0].ab[:, 0], 0.2, 3)
+    train_a, test_a = split_values(stage_inputs[0].ab[:, 0], 0.2, 3)
     assert len(test_a) == 8 and not set(train_a) & set(test_a)
     split = out["controls"][out["controls"]["control"] == "train/test split"]
     assert split["test_a"].iloc[0] == " ".join(map(str, test_a))

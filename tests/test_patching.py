@@ -7,7 +7,9 @@ import torch
 from conftest import GPTJ_PROMPTS, add_prompt_ids
 from reference_hooks import capture, logit_difference, patched_logits
 
-from helixclock.patching import Pairs, Patch, PatchingEngine, Point, bootstrap_ci, draw_pairs
+from helixclock.pairs import draw_pairs
+from helixclock.patching import Pairs, Patch, PatchingEngine, Point
+from helixclock.statistics import bootstrap_ci
 
 CLEAN = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80), (60, 39), (25, 25)]
 CORRUPT = [(5, 4), (70, 57), (1, 0), (8, 41), (33, 80), (2, 39), (90, 25)]
@@ -73,7 +75,7 @@ def test_agrees_with_plain_pytorch_hooks(tiny_model):
         clean = capture(hf, site.path, site.io, pairs.clean)
         h = 1
         sl = slice(h * ad.d_head, (h + 1) * ad.d_head)
-        cases.append((Patch(Point("head_out", l, (last,), head=h)), site.path, "input", last, clean[:, last, sl], h))
+        cases.append((Patch(Point("head_out", l, (last,), index=h)), site.path, "input", last, clean[:, last, sl], h))
         # a function of clean and corrupted values, and an explicit tensor
         site = ad.site("attn_out", l)
         clean = capture(hf, site.path, site.io, pairs.clean)
@@ -93,7 +95,7 @@ def test_agrees_with_plain_pytorch_hooks(tiny_model):
 def test_batch_size_does_not_change_results(tiny_gptj):
     pairs = make_pairs(tiny_gptj)
     variants = [[Patch(Point("resid_pre", l, (POS_A,)))] for l in range(2)] + \
-               [[Patch(Point("head_out", 1, (8,), head=h))] for h in range(4)]
+               [[Patch(Point("head_out", 1, (8,), index=h))] for h in range(4)]
     a = PatchingEngine(tiny_gptj, batch_size=1000).run(pairs, variants).metric
     b = PatchingEngine(tiny_gptj, batch_size=3).run(pairs, variants).metric
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

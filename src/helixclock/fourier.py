@@ -1,8 +1,8 @@
-"""Structure of numbers (paper section 4.1, appendix B).
+"""Fourier spectra along the number axis (shared by the structure, neuron and error stages).
 
-All functions take the residual stream of bare number tokens at one layer, shaped
-[n_numbers, d_model], row i holding the number i.  The paper analyses the output of
-layer 0, i.e. ``resid_pre[1]``.
+Functions take values over consecutive numbers, shaped [n_numbers, ...], row i holding the
+number i (the structure of numbers uses the residual stream of bare number tokens at one
+layer, [n_numbers, d_model]).
 """
 
 from __future__ import annotations
@@ -41,88 +41,3 @@ def spectrum_peaks(periods: np.ndarray, magnitude: np.ndarray, k: int = 10) -> l
     return [{"rank": r + 1, "period": float(periods[i]), "frequency": int(i + 1),
              "magnitude": float(m[i]), "relative_to_median": float(m[i] / med) if med > 0 else np.inf}
             for r, i in enumerate(idx)]
-
-
-def pca_first_component(X: np.ndarray) -> tuple[np.ndarray, float]:
-    """Projection of each row on the first principal component (sign: increasing with the
-    row index on average) and that component's explained-variance ratio."""
-    X = np.asarray(X, dtype=np.float64)
-    Xc = X - X.mean(0, keepdims=True)
-    U, S, Vt = np.linalg.svd(Xc, full_matrices=False)
-    pc1 = Xc @ Vt[0]
-    if np.corrcoef(np.arange(len(pc1)), pc1)[0, 1] < 0:
-        pc1 = -pc1
-    return pc1, float(S[0] ** 2 / np.sum(S ** 2))
-
-
-def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
-    """Least-squares line y = slope * x + intercept, and its R^2."""
-    slope, intercept = np.polyfit(x, y, 1)
-    resid = y - (slope * x + intercept)
-    r2 = 1 - resid.var() / y.var() if y.var() > 0 else 1.0
-    return float(slope), float(intercept), float(r2)
-
-
-def distance_and_cosine(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Euclidean distance and cosine similarity between all pairs of rows."""
-    X = np.asarray(X, dtype=np.float64)
-    sq = (X ** 2).sum(1)
-    dist = np.sqrt(np.maximum(sq[:, None] + sq[None] - 2 * X @ X.T, 0))
-    unit = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
-    return dist, unit @ unit.T
-
-
-def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Mean distance between a and a + dn over a in [0, a_max], for dn = 1..dn_max (rows
-    beyond the data are skipped)."""
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    dn_max = dn_max or n - 1 - a_max
-    dns = np.arange(1, dn_max + 1)
-    means = []
-    for dn in dns:
-        a = np.arange(0, min(a_max, n - 1 - dn) + 1)
-        means.append(np.linalg.norm(X[a + dn] - X[a], axis=1).mean() if len(a) else np.nan)
-    return dns, np.array(means)
-
-
-def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_small: int = 100,
-                     n_peaks: int = 10) -> dict:
-    """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d].
-
-    spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``
-    peaks: the strongest local maxima of the spectra of 0..n_fourier-1 and 0..n_small-1
-    pc1: PC1 against a for 0..n_small-1 (with its line fit) and for every cached number
-    similarity: distance and cosine similarity between all pairs in 0..n_small-1
-    delta_n: mean distance between a and a+dn, for a in [0, 9] and a in [0, n_small-1]
-    """
-    import pandas as pd
-
-    X = np.asarray(numbers[:, layer], dtype=np.float64)
-    n_fourier = min(n_fourier, X.shape[0] - 1)
-    spectra, peaks = [], []
-    for n in (n_fourier, n_fourier + 1, n_small):
-        periods, mag = fourier_spectrum(X[:n])
-        spectra.append(pd.DataFrame({"n_numbers": n, "layer": layer, "frequency": np.arange(1, len(mag) + 1),
-                                     "period": periods, "magnitude": mag}))
-        if n != n_fourier + 1:
-            peaks += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
-    pc_small, ratio_small = pca_first_component(X[:n_small])
-    pc_all, ratio_all = pca_first_component(X)
-    slope, intercept, r2 = line_fit(np.arange(n_small), pc_small)
-    pc1 = pd.concat([
-        pd.DataFrame({"range": f"0-{n_small - 1}", "a": np.arange(n_small), "pc1": pc_small,
-                      "line": slope * np.arange(n_small) + intercept, "line_r2": r2,
-                      "explained_variance": ratio_small}),
-        pd.DataFrame({"range": f"0-{len(X) - 1}", "a": np.arange(len(X)), "pc1": pc_all, "line": np.nan,
-                      "line_r2": np.nan, "explained_variance": ratio_all}),
-    ])
-    dist, cos = distance_and_cosine(X[:n_small])
-    a1, a2 = np.meshgrid(np.arange(n_small), np.arange(n_small), indexing="ij")
-    similarity = pd.DataFrame({"a1": a1.ravel(), "a2": a2.ravel(), "distance": dist.ravel(), "cosine": cos.ravel()})
-    dn_rows = []
-    for a_max in (9, n_small - 1):
-        dns, means = delta_n_distance(X[:n_small], a_max=a_max, dn_max=n_small - 1)
-        dn_rows.append(pd.DataFrame({"a_range": f"0-{a_max}", "delta_n": dns, "mean_distance": means}))
-    return {"spectrum": pd.concat(spectra), "peaks": pd.DataFrame(peaks), "pc1": pc1,
-            "similarity": similarity, "delta_n": pd.concat(dn_rows).dropna()}

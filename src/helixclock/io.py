@@ -32,6 +32,15 @@ def start_log(path: str | os.PathLike | None, threads: int | None = None) -> log
     return logger
 
 
+def to_numpy(tensor) -> np.ndarray:
+    """A tensor leaving the device: floating point as float32 (numpy has no bfloat16), other
+    dtypes as they are.  Every tensor that becomes a table or a file goes through here."""
+    tensor = tensor.detach()
+    if tensor.is_floating_point():
+        tensor = tensor.float()
+    return tensor.cpu().numpy()
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(obj, indent=2, default=_jsonable) + "\n")

@@ -117,6 +117,16 @@ class Adapter:
         w = hf_model.get_submodule(f"{self.blocks}.{layer}.{self.attn_proj}").weight  # [d, H*dh]
         return w.T.reshape(self.n_heads, self.d_head, self.d_model)
 
+    def neuron_weights(self, hf_model: torch.nn.Module, layer: int) -> torch.Tensor:
+        """The MLP output projection per neuron: [d_mlp, d_model] (post_n * W[n] is neuron n's write)."""
+        return hf_model.get_submodule(f"{self.blocks}.{layer}.{self.neuron_out}").weight.T
+
+    def logits_from_final_residual(self, hf_model: torch.nn.Module, residual: torch.Tensor) -> torch.Tensor:
+        """Logits of final-residual vectors [..., d]: the final norm, then the unembedding."""
+        norm = hf_model.get_submodule(self.final_norm)
+        unembed = hf_model.get_submodule(self.unembed)
+        return unembed(norm(residual.to(next(unembed.parameters()).dtype)))
+
     def attn_bias(self, hf_model: torch.nn.Module, layer: int) -> torch.Tensor | None:
         return hf_model.get_submodule(f"{self.blocks}.{layer}.{self.attn_proj}").bias
 

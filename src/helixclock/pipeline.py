@@ -1,12 +1,14 @@
 """What every pipeline script does first: log to the rule's log, set threads, load the model.
 
 Scripts under ``scripts/`` stay thin: they call :func:`start`, maybe :func:`load`, one
-library function, and write ``snakemake.output``.
+library function, and write ``snakemake.output``.  Rule params arrive grouped as the
+settings objects of the library (``fit``, ``resampling``, ``pairs``, ...).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from .io import start_log
 
@@ -47,36 +49,65 @@ def engine(snakemake, model):
     return PatchingEngine(model, batch_size=snakemake.params.batch_size)
 
 
-def figure(snakemake, fn, *inputs, **kwargs) -> None:
-    """A plotting job: read the input tables (CSV), draw with ``fn``, save PDF and PNG."""
+def settings(snakemake, name: str, cls):
+    """The settings object ``cls`` built from the rule's params group ``name``."""
+    return cls(**getattr(snakemake.params, name))
+
+
+def resampling(snakemake):
+    from .statistics import Resampling
+
+    return settings(snakemake, "resampling", Resampling)
+
+
+def figure(snakemake) -> None:
+    """A plotting job: read the input tables (CSV), draw with the function params.function
+    names ("package.module:function"), save PDF and PNG."""
+    import importlib
+
     import pandas as pd
 
+    from . import style  # noqa: F401  (the shared look, before any figure is made)
     from .io import save_figure
 
     start(snakemake)
-    frames = [pd.read_csv(p) for p in (inputs or snakemake.input)]
-    save_figure(fn(*frames, snakemake.wildcards.model, **kwargs), snakemake.output)
+    module, name = snakemake.params.function.split(":")
+    fn = getattr(importlib.import_module(module), name)
+    frames = [pd.read_csv(p) for p in snakemake.input]
+    save_figure(fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs), snakemake.output)
 
 
-def clock_job(snakemake):
-    """Setup shared by the last-token model jobs: the model and engine, clean/corrupted
-    pairs of correct a+b prompts, and the seeded sample of prompts used to fit outputs.
+@dataclass
+class ClockJob:
+    """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
+    correct a+b prompts, and the seeded sample of correct prompts whose outputs are fitted."""
 
-    Returns (logger, engine, pairs, fit ids, fit a, fit b, token positions of a+b)."""
-    import json
+    log: logging.Logger
+    engine: object
+    pairs: object
+    fit_ids: object
+    fit_a: object
+    fit_b: object
+    positions: dict
 
+
+def clock_job(snakemake) -> ClockJob:
+    """Set up a last-token model job from params ``pairs`` (n_pairs, vary, seed) and
+    ``fit_prompts``."""
     import pandas as pd
 
-    from .clock import clock_pairs, fit_prompt_ids
+    from .io import read_json
+    from .pairs import draw_pairs, prompt_sample
 
     log = start(snakemake)
     p = snakemake.params
     acc = pd.read_csv(snakemake.input.accuracy)
     correct = acc[acc["correct"]]
-    positions = json.loads(open(snakemake.input.card).read())["positions"]["add"]
+    positions = read_json(snakemake.input.card)["positions"]["add"]
     model = load(snakemake)
-    runner = engine(snakemake, model)
     template = p.spec["prompts"]["add"]
-    pairs = clock_pairs(runner, correct, template, p.n_pairs, p.seed, p.corrupt)
-    ids, a, b = fit_prompt_ids(model, correct, template, p.fit_prompts, p.seed)
-    return log, runner, pairs, ids, a, b, positions
+    pairs = draw_pairs(correct, p.pairs["n_pairs"], p.pairs["seed"], model.tokenizer, template,
+                       tuple(p.pairs["vary"]), device=model.device)
+    ids, a, b = prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"]) \
+        if hasattr(p, "fit_prompts") else (None, None, None)
+    return ClockJob(log, engine(snakemake, model), pairs, ids, a, b, positions)

@@ -281,3 +281,8 @@ def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list
     if len({len(x) for x in out}) != 1:
         raise TokenisationError(f"model {model!r}: bare numbers tokenise to different lengths")
     return out
+
+
+def check_all_tasks(tokenizer, model: str, prompts: dict[str, str], tasks) -> dict[str, Positions]:
+    """Tokenisation check of every task before any forward pass; positions per task."""
+    return {t: check_task_tokens(tokenizer, model, get_task(t), prompts[t]).positions for t in tasks}

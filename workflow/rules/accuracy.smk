@@ -1,4 +1,5 @@
 # Stage 2 - accuracy (paper section 3, appendix A, table C1): every prompt of every task.
+# helixclock.stages.accuracy
 
 
 rule accuracy:
@@ -6,7 +7,8 @@ rule accuracy:
         card="results/{model}/model.json",
         weights=model_weights,
     output:
-        expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
+        tables=expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
+        logits="results/{model}/accuracy/add_logits.h5",
     log:
         "logs/{model}/accuracy.log",
     benchmark:
@@ -18,12 +20,13 @@ rule accuracy:
     resources:
         gpu=1,
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/accuracy.py"
 
 
-figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"], "Accuracy")
+figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"],
+            "helixclock.stages.accuracy.figures:accuracy_heatmap", "Accuracy")
 
 
 rule tab_other_tasks_accuracy:
@@ -37,9 +40,9 @@ rule tab_other_tasks_accuracy:
     benchmark:
         "logs/{model}/tab_other_tasks_accuracy.benchmark.tsv"
     params:
-        spec=spec,
+        prompts=lambda w: {t: REGISTRY[w.model]["prompts"][t] for t in OTHER_TASKS},
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/tab_other_tasks_accuracy.py"
 
@@ -58,11 +61,12 @@ rule tab_prompts_accuracy:
         models=MODELS,
         templates={m: REGISTRY[m]["prompts"]["add"] for m in MODELS},
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/tab_prompts_accuracy.py"
 
 
+register("results/{model}/accuracy/add_logits.h5")
 if OTHER_TASKS:
     register(*table("tabC1_other_tasks_accuracy"))
 register(*table("tabA1_prompts_accuracy", model="all"), all_models=True)

@@ -21,7 +21,7 @@ rule residual_cache:
     resources:
         gpu=1,
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/residual_cache.py"
 

@@ -18,6 +18,7 @@ config.update(_validated)
 MODELS = config["models"]
 TASKS = config["accuracy"]["tasks"]
 OTHER_TASKS = [t for t in TASKS if t != "add"]
+ENV = "../../envs/helixclock.yaml"
 
 # Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
 PER_MODEL_OUTPUTS = []  # patterns with {model}
@@ -64,9 +65,20 @@ def model_weights(wildcards):
     return []
 
 
-def figure_rule(name, fig_id, inputs, category, **params):
-    """One plotting rule: tables in, the figure's PDF and PNG out; scripts/<name>.py draws it
-    and workflow/report/<figure number>.rst captions it."""
+def fit_settings():
+    """helixclock.fits.FitSettings from config key helix."""
+    return {k: config["helix"][k] for k in ("periods", "pca_components")}
+
+
+def resampling():
+    """helixclock.statistics.Resampling from config keys helix.bootstrap and seed."""
+    return {"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]}
+
+
+def figure_rule(name, fig_id, inputs, function, category, **kwargs):
+    """One plotting rule: tables in, the figure's PDF and PNG out.  scripts/figure.py calls
+    ``function`` ("helixclock.stages.<stage>.figures:<name>") with the tables, the model and
+    ``kwargs``; workflow/report/<figure number>.rst captions it."""
 
     rule:
         name:
@@ -82,10 +94,11 @@ def figure_rule(name, fig_id, inputs, category, **params):
         benchmark:
             f"logs/{{model}}/{name}.benchmark.tsv"
         params:
-            **params,
+            function=function,
+            kwargs=kwargs,
         conda:
-            "../../envs/helixclock.yaml"
+            ENV
         script:
-            f"../../scripts/{name}.py"
+            "../../scripts/figure.py"
 
     register(*figure(fig_id))

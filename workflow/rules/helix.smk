@@ -1,9 +1,12 @@
 # Stage 5 - the helix (paper sections 4.2-4.5, appendix C): fits to the a-token residuals
-# (from the cache) and their causal tests by activation patching (model jobs).
+# (from the cache), their causal tests by activation patching (model jobs, raw per-pair
+# tables) and the summaries with intervals (table jobs).  helixclock.stages.helix
 
 HELIX = "results/{model}/helix"
 HELIX_TABLES = {k: f"{HELIX}/{k}.csv" for k in ("projection", "magnitudes", "cosine", "continuity")}
-HELIX_PATCHING = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation")}
+HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation")}
+HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation")}
+HELIX_FIGURES = "helixclock.stages.helix.figures"
 
 
 rule helix_fits:
@@ -12,20 +15,36 @@ rule helix_fits:
     output:
         fits=f"{HELIX}/fits_a.h5",
         r2=f"{HELIX}/fit_r2.csv",
-        **HELIX_TABLES,
     log:
         "logs/{model}/helix_fits.log",
     benchmark:
         "logs/{model}/helix_fits.benchmark.tsv"
     params:
-        periods=config["helix"]["periods"],
-        n_components=config["helix"]["pca_components"],
-        figure_layer=config["helix"]["figure_layer"],
+        fit=fit_settings(),
     threads: 2
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/helix_fits.py"
+
+
+rule helix_figure_tables:
+    input:
+        cache="results/{model}/cache/residuals.h5",
+        fits=f"{HELIX}/fits_a.h5",
+    output:
+        **HELIX_TABLES,
+    log:
+        "logs/{model}/helix_figure_tables.log",
+    benchmark:
+        "logs/{model}/helix_figure_tables.benchmark.tsv"
+    params:
+        periods=config["helix"]["periods"],
+        figure_layer=config["helix"]["figure_layer"],
+    conda:
+        ENV
+    script:
+        "../../scripts/helix_figure_tables.py"
 
 
 rule helix_patching:
@@ -36,22 +55,42 @@ rule helix_patching:
         cache="results/{model}/cache/residuals.h5",
         fits=f"{HELIX}/fits_a.h5",
     output:
-        **HELIX_PATCHING,
+        **HELIX_RAW,
     log:
         "logs/{model}/helix_patching.log",
     benchmark:
         "logs/{model}/helix_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        **config["helix"],
+        fit=fit_settings(),
+        n_pairs=config["helix"]["n_pairs"],
+        test_fraction=config["helix"]["test_fraction"],
         seed=config["seed"],
     threads: 2
     resources:
         gpu=1,
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/helix_patching.py"
+
+
+rule helix_summary:
+    localrule: True
+    input:
+        **HELIX_RAW,
+    output:
+        **HELIX_SUMMARY,
+    log:
+        "logs/{model}/helix_summary.log",
+    benchmark:
+        "logs/{model}/helix_summary.benchmark.tsv"
+    params:
+        resampling=resampling(),
+    conda:
+        ENV
+    script:
+        "../../scripts/helix_summary.py"
 
 
 rule other_tasks_patching:
@@ -60,21 +99,22 @@ rule other_tasks_patching:
         weights=model_weights,
         accuracy=expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
     output:
-        f"{HELIX}/other_tasks.csv",
+        f"{HELIX}/raw/other_tasks.csv",
     log:
         "logs/{model}/other_tasks_patching.log",
     benchmark:
         "logs/{model}/other_tasks_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        **config["helix"],
+        fit=fit_settings(),
+        n_pairs=config["helix"]["n_pairs"],
         seed=config["seed"],
         tasks=TASKS,
     threads: 2
     resources:
         gpu=1,
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/other_tasks_patching.py"
 
@@ -82,27 +122,38 @@ rule other_tasks_patching:
 rule tab_other_tasks:
     localrule: True
     input:
-        f"{HELIX}/other_tasks.csv",
+        f"{HELIX}/raw/other_tasks.csv",
     output:
-        table("tab01_other_tasks"),
+        curves=f"{HELIX}/other_tasks.csv",
+        table=table("tab01_other_tasks")[0],
+        table_md=table("tab01_other_tasks")[1],
     log:
         "logs/{model}/tab_other_tasks.log",
     benchmark:
         "logs/{model}/tab_other_tasks.benchmark.tsv"
+    params:
+        resampling=resampling(),
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/tab_other_tasks.py"
 
 
-figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]], "Helix",
-                  periods=config["helix"]["periods"])
-figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]], "Helix")
-figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], "Helix")
-figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], "Helix")
-figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_PATCHING["sweep"], HELIX_PATCHING["best"]], "Helix")
-figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_PATCHING["controls"]], "Helix")
-figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_PATCHING["ablation"]], "Helix")
-figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"], "Helix")
+figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]],
+            f"{HELIX_FIGURES}:helix_projection", "Helix", periods=config["helix"]["periods"])
+figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]],
+            f"{HELIX_FIGURES}:helix_magnitudes", "Helix")
+figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:helix_cosine",
+            "Helix")
+figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:continuity",
+            "Helix")
+figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_SUMMARY["sweep"], HELIX_SUMMARY["best"]],
+            f"{HELIX_FIGURES}:helix_patching", "Helix")
+figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_SUMMARY["controls"]],
+            f"{HELIX_FIGURES}:helix_controls", "Helix")
+figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_SUMMARY["ablation"]],
+            f"{HELIX_FIGURES}:helix_ablation", "Helix")
+figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"],
+            f"{HELIX_FIGURES}:other_tasks_patching", "Helix")
 register(*table("tab01_other_tasks"))
 register(f"{HELIX}/fit_r2.csv")

@@ -16,7 +16,7 @@ rule train_toy:
     resources:
         gpu=1,
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/train_toy.py"
 
@@ -35,7 +35,7 @@ rule model_card:
         tasks=TASKS,
         max_number=config["cache"]["max_number"],
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/model_card.py"
 

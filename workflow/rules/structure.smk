@@ -1,7 +1,9 @@
 # Stage 4 - structure of numbers (paper section 4.1, appendix B): bare number tokens at the
 # output of layer 0 - Fourier spectrum, PC1, distances.  Reads the cache, not the model.
+# helixclock.stages.structure
 
 STRUCTURE = {k: f"results/{{model}}/structure/{k}.csv" for k in ("spectrum", "pc1", "similarity", "delta_n")}
+STRUCTURE_FIGURES = "helixclock.stages.structure.figures"
 
 
 rule number_structure:
@@ -19,18 +21,19 @@ rule number_structure:
         layer=config["structure"]["layer"],
         n_fourier=config["cache"]["max_number"],
     conda:
-        "../../envs/helixclock.yaml"
+        ENV
     script:
         "../../scripts/number_structure.py"
 
 
-figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]], "Structure of numbers",
-            n=config["cache"]["max_number"])
-figure_rule("fig_fourier_360_vs_361", "figB1_fourier_360_vs_361", [STRUCTURE["spectrum"]], "Structure of numbers",
-            n=config["cache"]["max_number"])
-figure_rule("fig_distance_similarity", "figB2_distance_similarity", [STRUCTURE["similarity"]], "Structure of numbers",
-            layer=config["structure"]["layer"])
-figure_rule("fig_delta_n_distance", "figB3_delta_n_distance", [STRUCTURE["delta_n"]], "Structure of numbers",
-            layer=config["structure"]["layer"])
-figure_rule("fig_pc1_360", "figB4_pc1_360", [STRUCTURE["pc1"]], "Structure of numbers", layer=config["structure"]["layer"])
+figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]],
+            f"{STRUCTURE_FIGURES}:fourier_pc1", "Structure of numbers", n=config["cache"]["max_number"])
+figure_rule("fig_fourier_360_vs_361", "figB1_fourier_360_vs_361", [STRUCTURE["spectrum"]],
+            f"{STRUCTURE_FIGURES}:fourier_360_vs_361", "Structure of numbers", n=config["cache"]["max_number"])
+figure_rule("fig_distance_similarity", "figB2_distance_similarity", [STRUCTURE["similarity"]],
+            f"{STRUCTURE_FIGURES}:distance_similarity", "Structure of numbers", layer=config["structure"]["layer"])
+figure_rule("fig_delta_n_distance", "figB3_delta_n_distance", [STRUCTURE["delta_n"]],
+            f"{STRUCTURE_FIGURES}:delta_n_distance_plot", "Structure of numbers", layer=config["structure"]["layer"])
+figure_rule("fig_pc1_360", "figB4_pc1_360", [STRUCTURE["pc1"]], f"{STRUCTURE_FIGURES}:pc1_all",
+            "Structure of numbers", layer=config["structure"]["layer"])
 register(*table("fourier_peaks"))

@@ -1,0 +1,10 @@
+"""Rule helix_summary: means with bootstrap intervals and the best period subsets (Fig. 4, C5, C6)."""
+import pandas as pd
+
+from helixclock.pipeline import resampling, start
+from helixclock.stages.helix.tables import helix_summary
+
+log = start(snakemake)
+raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation")}
+for name, df in helix_summary(raw, resampling(snakemake)).items():
+    df.to_csv(snakemake.output[name], index=False)

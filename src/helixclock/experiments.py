@@ -1,0 +1,102 @@
+"""Experiment templates the stages share, each one batched engine run with a raw table out.
+
+* :func:`patch_sweep` - fits of a token's residual patched in at every layer (Figs. 4, 5, C5, C7)
+* :func:`total_and_direct` - TE by activation patching and DE by path patching (Figs. 6, D2)
+* :func:`topk_sweep` - the top k components patched together, for every k (Figs. D3, D8)
+
+Raw tables hold one row per variant and one column per pair (see :mod:`helixclock.statistics`);
+table jobs turn them into means with intervals.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from .fits import PCA, Basis, Fits
+from .patching import Pairs, Patch, PatchingEngine, Point
+from .statistics import raw_table
+
+
+def pca_patch(pca: PCA, layer: int, n: int) -> Callable[[Tensor, Tensor], Tensor]:
+    """The PCA baseline as a patch: the clean value projected on its first n components."""
+    mean = pca.mean[layer].float()
+    comps = pca.components[layer, :n].float()
+
+    def fn(clean: Tensor, corrupted: Tensor) -> Tensor:
+        c = clean.float() - mean
+        return mean + (c @ comps.T) @ comps
+
+    return fn
+
+
+def fit_variants(fits: Fits, layers: Sequence[int], position: int, clean_values,
+                 bases: Sequence[Basis] | None = None, pca_ks: Sequence[int] = (1, 2, 3, 4),
+                 layer_patch: bool = True, pca_ns: Sequence[int] = ()) -> tuple[list[list[Patch]], list[dict]]:
+    """One variant per (layer, method): the layer patch, PCA with 2k+1 components for each
+    k in ``pca_ks`` (and n components for each n in ``pca_ns``), and each basis evaluated at
+    the clean values of the pairs."""
+    bases = list(bases if bases is not None else fits.bases)
+    device = fits.C.device
+    variants: list[list[Patch]] = []
+    labels: list[dict] = []
+    preds = {b: fits.predict(b, clean_values, layers) for b in bases}  # [len(layers), n, d]
+    for li, layer in enumerate(layers):
+        point = Point("resid_pre", layer, (position,))
+        if layer_patch:
+            variants.append([Patch(point, "clean")])
+            labels.append({"layer": layer, "method": "layer", "periods": "", "k": np.nan, "n_params": np.nan})
+        for k, n in [(k, 2 * k + 1) for k in pca_ks] + [(np.nan, n) for n in pca_ns]:
+            variants.append([Patch(point, pca_patch(fits.pca, layer, n))])
+            labels.append({"layer": layer, "method": "pca", "periods": "", "k": k, "n_params": n})
+        for b in bases:
+            variants.append([Patch(point, preds[b][li][:, None].to(device))])
+            labels.append({"layer": layer, "method": b.kind, "periods": ",".join(map(str, b.periods)),
+                           "k": b.k, "n_params": b.n_params, "basis": b.name})
+    return variants, labels
+
+
+def patch_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, layers: Sequence[int], position: int,
+                clean_values, bases=None, pca_ks=(1, 2, 3, 4), desc: str = "helix patching",
+                layer_patch: bool = True, pca_ns: Sequence[int] = (), **extra) -> pd.DataFrame:
+    """Every fit of every layer patched in at ``position``: the raw LD table."""
+    variants, labels = fit_variants(fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns)
+    return raw_table(engine.run(pairs, variants, desc=desc).metric, labels, **extra)
+
+
+COMPONENT = {"attn_out": "attention", "mlp_out": "MLP", "head_out": "head"}
+
+
+def component_points(adapter, last: int, kinds=("attn_out", "mlp_out")) -> list[Point]:
+    return [Point(k, layer, (last,)) for layer in range(adapter.n_layers) for k in kinds]
+
+
+def total_and_direct(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point],
+                     desc: str = "total effects") -> pd.DataFrame:
+    """TE (activation patching) and DE (path patching to the logits) of each point: a raw table
+    with columns layer, component, head, effect (te or de) and the pairs."""
+    te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc).metric
+    de = engine.direct_effects(pairs, points)
+    labels = [{"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
+              for p in points]
+    return pd.concat([raw_table(te, labels, effect="te"), raw_table(de, labels, effect="de")], ignore_index=True)
+
+
+def topk_sweep(engine: PatchingEngine, pairs: Pairs, ordered: Sequence[Point], ks: Sequence[int] | None = None,
+               desc: str = "top-k") -> pd.DataFrame:
+    """Patch the first k of ``ordered`` together, for each k, and all of them (k = "all"):
+    a raw table with columns k, added (the component the k-th step adds) and the pairs."""
+    ks = list(ks) if ks is not None else list(range(1, len(ordered) + 1))
+    variants = [[Patch(p) for p in ordered[:k]] for k in ks] + [[Patch(p) for p in ordered]]
+    ld = engine.run(pairs, variants, desc=desc).metric
+    labels = [{"k": k, "added": ordered[k - 1].name if k >= 1 else ""} for k in ks] + [{"k": -1, "added": "all"}]
+    return raw_table(ld, labels)
+
+
+def stack_points(values: dict[Point, Tensor], points: Sequence[Point]) -> Tensor:
+    """Values of points at one position each, stacked: [len(points), n, ...]."""
+    return torch.stack([values[p][:, 0] for p in points])

@@ -1,0 +1,382 @@
+"""Helix, circle and polynomial fits, shared by every stage (paper sections 4.2-5.3).
+
+A number a is modelled as ``h = helix(a) = B(a) C``, with the basis
+
+    B(a) = [a / scale, cos(2 pi a / T_1), sin(2 pi a / T_1), ..., cos(2 pi a / T_k), sin(2 pi a / T_k), 1]
+
+(the authors' code normalises the linear term by max(a) and adds a constant column).
+Baselines: a *circle* drops the linear term, a *polynomial* of degree 2k+1 replaces the
+Fourier terms by powers of a / scale, and *PCA* keeps the first 2k+1 principal
+components of h itself.  Several variables add their bases:
+``helix(a, b, a+b) = helix(a) + helix(b) + helix(a+b)`` (one constant column).
+
+Fitting follows the paper: per layer, project h to its first 100 principal components
+(fewer where there are fewer distinct rows), solve least squares for C_PCA, and map back
+through the PCA to C.  Every layer and every basis is solved at once: the pseudo-inverses
+of all bases are stacked and contracted against all layers' projections in one einsum.
+Shapes follow the convention ``C: [layers, m, d]`` (rows = basis columns), so
+``h_fit = mean + B(a) @ C``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+PERIODS = (2, 5, 10, 100)
+SCALES = {"a": 99.0, "b": 99.0, "a+b": 198.0}
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """The periods of the helix bases and the PCA the fits are solved in."""
+
+    periods: tuple[int, ...] = PERIODS
+    pca_components: int = 100
+
+    def __post_init__(self):
+        object.__setattr__(self, "periods", tuple(int(t) for t in self.periods))
+
+
+@dataclass(frozen=True)
+class Basis:
+    """A basis of functions of one or more variables (a, b, a+b).
+
+    kind: "helix" (linear + Fourier), "circle" (Fourier only) or "poly" (powers 1..degree).
+    A constant column is always last.
+    """
+
+    kind: str
+    periods: tuple[int, ...] = ()
+    degree: int = 0
+    variables: tuple[str, ...] = ("a",)
+
+    def __post_init__(self):
+        if self.kind not in ("helix", "circle", "poly"):
+            raise ValueError(f"basis kind {self.kind!r}; allowed: helix, circle, poly")
+        if self.kind == "poly" and self.degree < 1:
+            raise ValueError("a polynomial basis needs degree >= 1")
+        if self.kind != "poly" and not self.periods:
+            raise ValueError(f"a {self.kind} basis needs at least one period")
+
+    @property
+    def k(self) -> int:
+        """Number of Fourier features (poly: (degree - 1) / 2, matching parameter counts)."""
+        return len(self.periods) if self.kind != "poly" else (self.degree - 1) // 2
+
+    @property
+    def name(self) -> str:
+        var = ",".join(self.variables)
+        if self.kind == "poly":
+            return f"poly{self.degree}({var})"
+        return f"{self.kind}({var})[{','.join(str(t) for t in self.periods)}]"
+
+    def columns(self) -> list[str]:
+        cols = []
+        for v in self.variables:
+            if self.kind == "poly":
+                cols += [f"{v}^{j}" for j in range(1, self.degree + 1)]
+                continue
+            if self.kind == "helix":
+                cols.append(v)
+            for T in self.periods:
+                cols += [f"cos {v} T={T}", f"sin {v} T={T}"]
+        return cols + ["const"]
+
+    @property
+    def n_params(self) -> int:
+        """Columns without the constant (the paper's parameter count: helix 2k+1)."""
+        return len(self.columns()) - 1
+
+    def __call__(self, values: Mapping[str, np.ndarray] | np.ndarray) -> np.ndarray:
+        if not isinstance(values, Mapping):
+            values = {self.variables[0]: values}
+        n = len(next(iter(values.values())))
+        cols = []
+        for v in self.variables:
+            x = np.asarray(values[v], dtype=np.float64)
+            s = x / SCALES.get(v, 99.0)
+            if self.kind == "poly":
+                cols += [s ** j for j in range(1, self.degree + 1)]
+                continue
+            if self.kind == "helix":
+                cols.append(s)
+            for T in self.periods:
+                cols += [np.cos(2 * np.pi * x / T), np.sin(2 * np.pi * x / T)]
+        cols.append(np.ones(n))
+        return np.stack(cols, 1)
+
+
+def period_subsets(periods: Sequence[int] = PERIODS, k: int | None = None) -> list[tuple[int, ...]]:
+    ks = [k] if k else range(1, len(periods) + 1)
+    return [s for kk in ks for s in itertools.combinations(periods, kk)]
+
+
+def standard_bases(periods: Sequence[int] = PERIODS, variables=("a",)) -> list[Basis]:
+    """Helix and circle for every subset of ``periods``, polynomial of degree 2k+1 for each k."""
+    out = []
+    for kind in ("helix", "circle"):
+        out += [Basis(kind, s, variables=variables) for s in period_subsets(periods)]
+    out += [Basis("poly", degree=2 * k + 1, variables=variables) for k in range(1, len(periods) + 1)]
+    return out
+
+
+@dataclass
+class PCA:
+    """Per-layer PCA: mean [L, d], components [L, p, d] (orthonormal rows), variance [L, p]."""
+
+    mean: Tensor
+    components: Tensor
+    variance: Tensor
+
+    def project(self, H: Tensor, n: int | None = None) -> Tensor:
+        """[L, rows, d] -> [L, rows, n] coordinates on the first n components."""
+        comps = self.components if n is None else self.components[:, :n]
+        return torch.einsum("lrd,lpd->lrp", H - self.mean[:, None], comps)
+
+    def reconstruct(self, H: Tensor, n: int) -> Tensor:
+        """The PCA baseline: H projected on its first n components, plus the mean."""
+        comps = self.components[:, :n]
+        return self.mean[:, None] + torch.einsum("lrp,lpd->lrd", self.project(H, n), comps)
+
+
+def fit_pca(H: Tensor, n_components: int = 100, weights: Tensor | None = None) -> PCA:
+    """PCA of each layer of H [L, rows, d] (float64), rows weighted by ``weights`` [rows]
+    (a row with weight w counts as w identical rows).  Layers share one number of
+    components: ``n_components``, or fewer where no layer has that many distinct rows (the
+    largest rank over layers)."""
+    H = H.double()
+    w = _weights(weights, H)
+    mean = (w[None, :, None] * H).sum(1) / w.sum()
+    X = (H - mean[:, None]) * w.sqrt()[None, :, None]
+    _, S, Vh = torch.linalg.svd(X, full_matrices=False)
+    rank = int((S > S[:, :1].clamp_min(1e-300) * 1e-9).sum(1).max()) if S.numel() else 1
+    p = int(min(n_components, S.shape[1], max(1, rank)))
+    return PCA(mean, Vh[:, :p], (S[:, :p] ** 2) / max(1.0, float(w.sum()) - 1))
+
+
+def _weights(weights: Tensor | None, H: Tensor) -> Tensor:
+    if weights is None:
+        return torch.ones(H.shape[1], dtype=torch.float64, device=H.device)
+    return torch.as_tensor(weights, dtype=torch.float64, device=H.device)
+
+
+def unique_rows(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, Tensor, Tensor]:
+    """Collapse rows that share a value (the a token's residual depends on a alone):
+    one row per distinct value, with its count as weight."""
+    uniq, first, counts = np.unique(np.asarray(values), return_index=True, return_counts=True)
+    return uniq, H[:, torch.as_tensor(first)], torch.as_tensor(counts, dtype=torch.float64)
+
+
+@dataclass
+class Fits:
+    """Fits of several bases to all layers: C [S, L, m_max, d] (rows past a basis' m are zero)."""
+
+    bases: list[Basis]
+    C: Tensor
+    coef_pca: Tensor  # [S, L, m_max, p]
+    r2: Tensor  # [S, L]
+    pca: PCA
+    attrs: dict = field(default_factory=dict)
+
+    def index(self, basis: Basis) -> int:
+        return self.bases.index(basis)
+
+    def coefficients(self, basis: Basis) -> Tensor:
+        """C of one basis, [L, m, d]."""
+        s = self.index(basis)
+        return self.C[s, :, : len(basis.columns())]
+
+    def predict(self, basis: Basis, values, layers: Sequence[int] | None = None) -> Tensor:
+        """h_fit for the given variable values, [L, rows, d] (float32, C's device)."""
+        B = torch.as_tensor(basis(values), dtype=self.C.dtype, device=self.C.device)
+        C = self.coefficients(basis)
+        mean = self.pca.mean
+        if layers is not None:
+            C, mean = C[list(layers)], mean[list(layers)]
+        return (mean[:, None].to(C.dtype) + torch.einsum("rm,lmd->lrd", B, C)).float()
+
+    def r2_of(self, basis: Basis) -> Tensor:
+        return self.r2[self.index(basis)]
+
+
+def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: Sequence[Basis],
+              n_components: int = 100, pca: PCA | None = None, weights: Tensor | None = None) -> Fits:
+    """Least-squares fits of every basis to every layer of H [L, rows, d], via PCA.
+
+    Rows may carry weights (weighted least squares, as if repeated).  R^2 is measured
+    in the PCA space: 1 - |P - B C_PCA|^2 / |P - mean(P)|^2 per layer (weighted).
+    """
+    pca = pca or fit_pca(H, n_components, weights)
+    device = H.device
+    sw = _weights(weights, H).sqrt()
+    P = pca.project(H.double()) * sw[None, :, None]  # [L, rows, p], rows scaled by sqrt(w)
+    m_max = max(len(b.columns()) for b in bases)
+    rows = P.shape[1]
+    pinvs = torch.zeros(len(bases), m_max, rows, dtype=torch.float64, device=device)
+    Bs = torch.zeros(len(bases), rows, m_max, dtype=torch.float64, device=device)
+    for s, basis in enumerate(bases):
+        B = torch.as_tensor(basis(values), dtype=torch.float64, device=device) * sw[:, None]
+        m = B.shape[1]
+        Bs[s, :, :m] = B
+        pinvs[s, :m] = torch.linalg.pinv(B)
+    coef = torch.einsum("smr,lrp->slmp", pinvs, P)  # [S, L, m, p]
+    pred = torch.einsum("srm,slmp->slrp", Bs, coef)
+    ss_res = ((P[None] - pred) ** 2).sum((2, 3))
+    # P is already centred (weighted) by the PCA mean
+    ss_tot = (P ** 2).sum((1, 2))
+    r2 = 1 - ss_res / ss_tot.clamp_min(1e-30)[None]
+    C = torch.einsum("slmp,lpd->slmd", coef, pca.components)
+    return Fits(list(bases), C.float(), coef, r2.float(), pca)
+
+
+def helix_projection(C: Tensor, H: Tensor) -> Tensor:
+    """Coordinates of h in the basis' subspace: C^+ applied to h.  C [m, d], H [rows, d]
+    -> [rows, m]; for a good fit the coordinates reproduce B(a) (cos, sin, a/scale, 1)."""
+    return H.double() @ torch.linalg.pinv(C.double())
+
+
+def column_cosine(C: Tensor) -> Tensor:
+    """Cosine similarity between the columns of the paper's C (rows of ours): [m, m]."""
+    unit = C / C.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    return unit @ unit.T
+
+
+def subspace_projector(C: Tensor, drop_const: bool = True) -> Tensor:
+    """Orthogonal projector [d, d] onto the span of the basis directions (C's rows)."""
+    rows = (C[:-1] if drop_const else C).double()
+    U, S, _ = torch.linalg.svd(rows.T, full_matrices=False)
+    U = U[:, S > S.max() * 1e-6]  # an unidentifiable column (sin 2 pi a / 2 = 0) spans nothing
+    return (U @ U.T).to(C.dtype)
+
+
+def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = None, **attrs) -> None:
+    """Write fits to HDF5: one group per basis with C [L, m, d], R^2 [L] and its columns."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        f.create_dataset("pca/mean", data=fits.pca.mean.float().cpu().numpy())
+        f.create_dataset("pca/components", data=fits.pca.components.float().cpu().numpy())
+        f.create_dataset("pca/variance", data=fits.pca.variance.float().cpu().numpy())
+        for s, basis in enumerate(fits.bases):
+            g = f.create_group(f"fits/{basis.name}")
+            m = len(basis.columns())
+            g.create_dataset("C", data=fits.C[s, :, :m].cpu().numpy())
+            g.create_dataset("r2", data=fits.r2[s].cpu().numpy())
+            g.attrs.update({"kind": basis.kind, "periods": np.array(basis.periods, dtype=np.int64),
+                            "degree": basis.degree, "variables": ",".join(basis.variables),
+                            "columns": ",".join(basis.columns()), "n_params": basis.n_params,
+                            "description": _describe(basis)})
+        f["fits"].attrs["order"] = [b.name for b in fits.bases]
+        for k, v in (layer_values or {}).items():
+            f.create_dataset(f"values/{k}", data=np.asarray(v))
+        f.attrs.update({k: v for k, v in attrs.items() if v is not None})
+
+
+def load_fits(path) -> Fits:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        pca = PCA(*(torch.from_numpy(f[f"pca/{k}"][...]).double() for k in ("mean", "components", "variance")))
+        bases, Cs, r2 = [], [], []
+        for name in f["fits"].attrs["order"]:
+            g = f["fits"][name]
+            bases.append(Basis(g.attrs["kind"], tuple(int(t) for t in g.attrs["periods"]),
+                               int(g.attrs["degree"]), tuple(g.attrs["variables"].split(","))))
+            Cs.append(torch.from_numpy(g["C"][...]))
+            r2.append(torch.from_numpy(g["r2"][...]))
+        attrs = dict(f.attrs)
+    m_max = max(c.shape[1] for c in Cs)
+    C = torch.zeros(len(Cs), Cs[0].shape[0], m_max, Cs[0].shape[2])
+    for s, c in enumerate(Cs):
+        C[s, :, : c.shape[1]] = c
+    return Fits(bases, C, torch.empty(0), torch.stack(r2), pca, attrs)
+
+
+def _describe(basis: Basis) -> str:
+    var = ", ".join(basis.variables)
+    if basis.kind == "poly":
+        return f"polynomial of degree {basis.degree} in {var} (scaled), plus a constant"
+    lin = "a linear term, " if basis.kind == "helix" else ""
+    return (f"{basis.kind} in {var}: {lin}cos/sin with periods "
+            f"{', '.join(str(t) for t in basis.periods)}, plus a constant")
+
+
+def projection(fits: Fits, basis: Basis, layer: int, H: Tensor) -> Tensor:
+    """Coordinates of residuals H [rows, d] of one layer in a basis' subspace: the x that
+    best solves h - mean - c_const = x C (C without its constant row), i.e. C^+ h."""
+    C = fits.coefficients(basis)[layer].double()
+    centred = H.double() - fits.pca.mean[layer].double() - C[-1]
+    return helix_projection(C[:-1], centred)
+
+
+
+SUM = "a+b"
+
+
+def sum_values(a, b) -> dict[str, np.ndarray]:
+    """The variables of the last-token fits: a, b and a+b."""
+    a, b = np.asarray(a), np.asarray(b)
+    return {"a": a, "b": b, SUM: a + b}
+
+
+def clock_bases(periods: Sequence[int] = PERIODS) -> list[Basis]:
+    """The last-token fits of the Clock: helix(a, b, a+b), helix(a+b) and helix(a, b)."""
+    T = tuple(periods)
+    return [Basis("helix", T, variables=("a", "b", SUM)), Basis("helix", T, variables=(SUM,)),
+            Basis("helix", T, variables=("a", "b"))]
+
+
+def full_bases(periods: Sequence[int] = PERIODS, variable: str = "a") -> list[Basis]:
+    """Helix and circle with every period, polynomial with as many parameters as the helix."""
+    v = (variable,)
+    return [Basis("helix", tuple(periods), variables=v), Basis("circle", tuple(periods), variables=v),
+            Basis("poly", degree=2 * len(periods) + 1, variables=v)]
+
+
+def fit_token(H: Tensor, values, bases: Sequence[Basis], n_components: int = 100,
+              dedupe: bool = True, max_elements: int = 2 ** 27) -> Fits:
+    """Fit ``bases`` to residuals H [L, rows, d] of one token.
+
+    With ``dedupe`` rows sharing a value are collapsed, weighted by their counts (the a
+    token's residual depends on a alone).  Layers are fitted in chunks of at most
+    ``max_elements`` residual entries, so a 6B model's b-token fit stays in memory.
+    """
+    weights = None
+    if dedupe:
+        values, H, weights = unique_rows(values, H)
+        weights = weights.to(H.device)
+    per_layer = H.shape[1] * H.shape[2]
+    step = max(1, max_elements // max(1, per_layer))
+    parts = [fit_bases(H[i:i + step], values, bases, n_components, weights=weights)
+             for i in range(0, H.shape[0], step)]
+    return parts[0] if len(parts) == 1 else concat_fits(parts)
+
+
+def concat_fits(parts: Sequence[Fits]) -> Fits:
+    """Fits of consecutive layer chunks as one (PCA components padded to a common size)."""
+    p = max(f.pca.components.shape[1] for f in parts)
+
+    def pad(x: Tensor, dim: int) -> Tensor:
+        extra = p - x.shape[dim]
+        if extra == 0:
+            return x
+        shape = list(x.shape)
+        shape[dim] = extra
+        return torch.cat([x, x.new_zeros(shape)], dim)
+
+    pca = PCA(torch.cat([f.pca.mean for f in parts]), torch.cat([pad(f.pca.components, 1) for f in parts]),
+              torch.cat([pad(f.pca.variance, 1) for f in parts]))
+    return Fits(parts[0].bases, torch.cat([f.C for f in parts], 1), torch.cat([pad(f.coef_pca, 3) for f in parts], 1),
+                torch.cat([f.r2 for f in parts], 1), pca)
+
+
+def to_device(fits: Fits, device) -> Fits:
+    """The fits with their coefficients and PCA on ``device``."""
+    pca = PCA(fits.pca.mean.to(device), fits.pca.components.to(device), fits.pca.variance.to(device))
+    return Fits(fits.bases, fits.C.to(device), fits.coef_pca.to(device), fits.r2.to(device), pca, fits.attrs)

@@ -1,0 +1,88 @@
+"""Clean/corrupted prompt pairs and prompt samples, drawn (seeded) from correct prompts.
+
+"All patching experiments only use prompts the model can successfully complete": every draw
+here starts from a task's accuracy table restricted to its correct rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .patching import Pairs
+from .tasks import render
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """How many pairs, which operands differ in the corrupted prompt, and the seed."""
+
+    n_pairs: int = 100
+    vary: tuple[str, ...] = ("a",)
+    seed: int = 0
+
+
+def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, template: str,
+               vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None, device=None) -> Pairs:
+    """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
+
+    ``correct`` is a task's accuracy table restricted to correct rows (columns a, b,
+    answer, answer_token).  The corrupted prompt changes the operands in ``vary`` and keeps
+    the others (a'+b for vary=("a",), a+b' for ("b",), a'+b' for ("a", "b")); its answer
+    differs from the clean one.  ``clean_a`` restricts the clean prompts' a (e.g. to a
+    held-out test split).
+    """
+    rows = correct.reset_index(drop=True)
+    keep = [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
+    rng = np.random.default_rng(seed)
+    clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
+    if len(clean_pool) == 0:
+        raise ValueError("no correct prompts to draw clean prompts from")
+    groups = rows.groupby(keep).indices if keep else {(): np.arange(len(rows))}
+    answers = rows["answer"].to_numpy()
+    order = rng.permutation(len(clean_pool))
+    clean_idx, corrupt_idx = [], []
+    for i in order:
+        row = clean_pool.iloc[i]
+        key = tuple(int(row[c]) for c in keep)
+        cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
+        cands = cands[answers[cands] != row["answer"]]
+        if len(cands) == 0:
+            continue
+        clean_idx.append(int(clean_pool.index[i]))
+        corrupt_idx.append(int(rng.choice(cands)))
+        if len(clean_idx) == n_pairs:
+            break
+    if not clean_idx:
+        raise ValueError(f"no clean/corrupted pairs with different answers (varying {', '.join(vary)})")
+    c, x = rows.iloc[clean_idx], rows.iloc[corrupt_idx]
+    meta = {"clean_a": c["a"].to_numpy(), "clean_b": c["b"].to_numpy(), "clean_answer": c["answer"].to_numpy(),
+            "corrupted_a": x["a"].to_numpy(), "corrupted_b": x["b"].to_numpy(),
+            "corrupted_answer": x["answer"].to_numpy(), "vary": tuple(vary), "seed": seed}
+    return Pairs(prompt_ids(tokenizer, template, c, device), prompt_ids(tokenizer, template, x, device),
+                 torch.tensor(c["answer_token"].to_numpy(), device=device),
+                 torch.tensor(x["answer_token"].to_numpy(), device=device), meta)
+
+
+def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> torch.Tensor:
+    """Token ids [n, seq] of the prompts of ``rows`` (columns a, b)."""
+    text = [render(template, int(a), int(b)) for a, b in zip(rows["a"], rows["b"])]
+    return torch.tensor(tokenizer(text, add_special_tokens=True)["input_ids"], device=device)
+
+
+def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed: int):
+    """A seeded sample of at most n correct prompts: (token ids, a, b)."""
+    rows = correct.sample(n=min(n, len(correct)), random_state=seed) if len(correct) > n else correct
+    return prompt_ids(tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
+
+
+def split_values(values: np.ndarray, frac_test: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One seeded split of distinct values into (train, test)."""
+    uniq = np.unique(values)
+    rng = np.random.default_rng(seed)
+    test = np.sort(rng.choice(uniq, size=max(1, int(round(frac_test * len(uniq)))), replace=False))
+    return np.setdiff1d(uniq, test), test

@@ -1,0 +1,24 @@
+"""The patching engine: every causal experiment of the paper goes through it.
+
+==================  ===================================================================
+module              what
+==================  ===================================================================
+``points``          Point (a hook point at positions, optionally one head or neuron),
+                    Patch, Record
+``runs``            Pairs of clean/corrupted prompts and the cached unpatched runs
+``metrics``         metrics of a patched run (LD by default)
+``prefix``          the shared prompt prefix, run once
+``batching``        chunks of rows, halved on CUDA out-of-memory
+``engine``          PatchingEngine: collect, run (batched activation patching)
+``paths``           direct effects and sender -> receiver path patching
+==================  ===================================================================
+"""
+
+from .batching import OOMRetry
+from .engine import PatchingEngine, RunResult
+from .metrics import answer_correct, clean_answer_logit, logit_difference
+from .points import Patch, Point, Record
+from .runs import Pairs, RunCache
+
+__all__ = ["OOMRetry", "PatchingEngine", "RunResult", "Patch", "Point", "Record", "Pairs", "RunCache",
+           "logit_difference", "clean_answer_logit", "answer_correct"]

@@ -1,0 +1,274 @@
+"""The batched activation-patching engine.
+
+Activation patching asks which internal value carries the information a model uses.
+Run the model on a *clean* prompt (``a+b``) and on a *corrupted* one (``a'+b``); then
+rerun the corrupted prompt with one internal value replaced by its clean counterpart
+(or by a model of it, such as a helix fit) and measure how far the output moves back
+towards the clean answer.  The default metric is the logit difference
+
+    LD = logit_patched(clean answer) - logit_corrupted(clean answer),
+
+so LD = 0 means the patched value carries nothing the model uses, and patching
+everything the model needs restores the clean logit.
+
+This engine is the one place every causal experiment goes through.  A variant (a list of
+:class:`~helixclock.patching.points.Patch` and ``Record`` objects) is applied to every pair;
+:meth:`PatchingEngine.run` stacks all variants along the batch dimension (row
+``v * n_pairs + i`` is pair ``i`` under variant ``v``), so a whole layer sweep of many fits is
+a handful of forward passes.  The unpatched clean and corrupted runs are cached on the pairs
+(:class:`~helixclock.patching.runs.RunCache`), the shared prompt prefix is run once
+(:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
+device until the final result.  Direct effects and path patching are in
+:mod:`helixclock.patching.paths`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import torch
+from torch import Tensor
+
+from ..models import LoadedModel, Site
+from .batching import OOMRetry
+from .metrics import Metric, logit_difference
+from .paths import PathPatching
+from .points import Patch, Point, Record
+from .prefix import PrefixCache
+from .runs import Pairs
+
+# per site, the functions called on its value in forward order; one returning a tensor replaces it
+Plan = dict[Site, list[Callable[[Tensor], Tensor | None]]]
+
+
+@dataclass
+class RunResult:
+    """Per-row outputs of a patched run, shaped [n_variants, n_pairs, ...]."""
+
+    metric: Tensor
+    answer_logit: Tensor
+    records: dict[Point, Tensor]
+    variant_records: list[dict[Point, Tensor]]
+
+
+class PatchingEngine(PathPatching):
+    """Batched activation patching, collection and recording on one model."""
+
+    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True,
+                 prefix_cache: bool = True):
+        self.model = model
+        self.adapter = model.adapter
+        self.batches = OOMRetry(batch_size, progress=progress)
+        self.prefix = PrefixCache(model.hf, enabled=prefix_cache)
+
+    # -- sites and values ------------------------------------------------------------------
+    def site(self, point: Point) -> Site:
+        return self.adapter.site(point.kind, point.layer)
+
+    def view(self, point: Point, value: Tensor) -> Tensor:
+        """The value at a site as the vocabulary shapes it (head_out split per head)."""
+        if point.kind == "head_out":
+            return value.view(*value.shape[:-1], self.adapter.n_heads, self.adapter.d_head)
+        return value
+
+    @staticmethod
+    def positions(point: Point, offset: int) -> list[int]:
+        """Positions of a point inside a forward pass that starts at token ``offset``."""
+        return [p - offset if p >= 0 else p for p in point.positions]
+
+    def select(self, point: Point, value: Tensor, offset: int = 0) -> Tensor:
+        """[rows, n_positions, *features] of the point (one head or neuron if indexed)."""
+        v = self.view(point, value)[:, self.positions(point, offset)]
+        return v[:, :, point.index] if point.index is not None else v
+
+    # -- one forward pass ------------------------------------------------------------------
+    def trace(self, ids: Tensor, plan: Plan, on_logits: Callable[[Tensor], None] | None,
+              prefix: tuple[int, list | None] = (0, None)) -> None:
+        """One forward pass of ``ids``: at each site, in forward order, call the plan's
+        functions on the site's value; a function returning a tensor replaces it.  With
+        ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run.
+        ``on_logits`` receives the last-token logits."""
+        model = self.model
+        kwargs = {}
+        if prefix[0] > 0:
+            ids = ids[:, prefix[0]:]
+            kwargs = {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
+        with model.lm.trace(ids, **kwargs):
+            for site in sorted(plan, key=lambda s: s.order):
+                env = model.envoy(site.path)
+                raw = env.input if site.io == "input" else env.output
+                is_tuple = isinstance(raw, tuple)
+                current = raw[0] if is_tuple else raw
+                replaced = False
+                for fn in plan[site]:
+                    new = fn(current)
+                    if new is not None:
+                        current, replaced = new, True
+                if replaced:
+                    value = (current,) + tuple(raw[1:]) if is_tuple else current
+                    if site.io == "input":
+                        env.input = value
+                    else:
+                        env.output = value
+            if on_logits is not None:
+                on_logits(model.envoy(self.adapter.unembed).output[:, -1])
+
+    # -- collection --------------------------------------------------------------------------
+    def collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
+                desc: str = "collect") -> tuple[dict[Point, Tensor], Tensor | None]:
+        """Values of ``points`` [n, n_positions, ...] and last-token logits [n, vocab] (float32)
+        for every row of ``ids``."""
+        out: dict[Point, list[Tensor]] = {p: [] for p in points}
+        last: list[Tensor] = []
+        for chunk in self.iter_collect(ids, points, logits, desc):
+            for p in points:
+                out[p].append(chunk[p])
+            if logits:
+                last.append(chunk["logits"])
+        values = {p: torch.cat(v) for p, v in out.items()}
+        return values, (torch.cat(last) if logits else None)
+
+    def iter_collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
+                     desc: str = "collect") -> Iterator[dict]:
+        """Like :meth:`collect`, one dict per chunk (for streaming to disk)."""
+        ids = ids.to(self.model.device)
+        prefix = self.prefix.get(ids, self.prefix.length([ids], points))
+
+        def step(start: int, stop: int) -> dict:
+            got: dict = {}
+            plan: Plan = {}
+            for p in points:
+                plan.setdefault(self.site(p), []).append(
+                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0]).detach().clone()))
+            grab = (lambda x: got.__setitem__("logits", x.detach().float().clone())) if logits else None
+            with torch.no_grad():
+                self.trace(ids[start:stop], plan, grab, prefix)
+            return got
+
+        yield from self.batches.iterate(ids.shape[0], step, desc)
+
+    # -- the unpatched runs of a pair set ----------------------------------------------------
+    def clean_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
+        return pairs.clean_run.get(self, points)
+
+    def corrupted_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
+        return pairs.corrupted_run.get(self, points)
+
+    def clean_logits(self, pairs: Pairs) -> Tensor:
+        pairs.clean_run.get(self, [])
+        return pairs.clean_run.logits
+
+    def corrupted_logits(self, pairs: Pairs) -> Tensor:
+        pairs.corrupted_run.get(self, [])
+        return pairs.corrupted_run.logits
+
+    def clean_ld(self, pairs: Pairs) -> Tensor:
+        """LD of the clean run itself: the most any patch can restore, per pair."""
+        return pairs.clean_run.answer_logit(self, pairs.clean_answer) - \
+            pairs.corrupted_run.answer_logit(self, pairs.clean_answer)
+
+    # -- patching ------------------------------------------------------------------------------
+    def run(self, pairs: Pairs, variants: Sequence[Sequence[Patch | Record]], metric: Metric = logit_difference,
+            record: Sequence[Point] = (), desc: str = "patching") -> RunResult:
+        """Run every variant on every pair; return ``metric`` as [n_variants, n_pairs].
+
+        ``metric`` is a function of the patched last-token logits (see
+        :mod:`helixclock.patching.metrics`; LD by default).  ``record`` points are read in every
+        patched run, a variant's ``Record`` elements in that variant's rows, after the patches
+        upstream of them took effect.
+        """
+        sweep = _Sweep(self, pairs, variants, metric, record)
+        self.batches(len(variants) * len(pairs), sweep.step, desc)
+        return sweep.result()
+
+
+class _Sweep:
+    """The state of one :meth:`PatchingEngine.run`: which rows get which patches, and what
+    they produce."""
+
+    def __init__(self, engine: PatchingEngine, pairs: Pairs, variants, metric: Metric, record: Sequence[Point]):
+        self.engine, self.pairs, self.variants, self.metric, self.record = engine, pairs, variants, metric, record
+        self.n, device = len(pairs), engine.model.device
+        patches = [p for v in variants for p in v if isinstance(p, Patch)]
+        needs_clean = list(dict.fromkeys(p.point for p in patches if not isinstance(p.value, Tensor)))
+        self.clean = engine.clean_values(pairs, needs_clean)
+        engine.corrupted_logits(pairs)
+        self.tensors = {id(p): p.value.to(device) for p in patches if isinstance(p.value, Tensor)}
+        touched = [p.point for v in variants for p in v] + list(record)
+        self.prefix = engine.prefix.get(pairs.corrupted, engine.prefix.length([pairs.clean, pairs.corrupted], touched))
+        size = len(variants) * self.n
+        self.metric_out = torch.empty(size, device=device)
+        self.answer = torch.empty(size, device=device)
+        self.recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
+        self.per_variant: list[dict[Point, list[Tensor]]] = [
+            {r.point: [] for r in v if isinstance(r, Record)} for v in variants]
+
+    def step(self, start: int, stop: int) -> None:
+        engine, offset = self.engine, self.prefix[0]
+        plan: Plan = {}
+        for vi, variant in enumerate(self.variants):
+            lo, hi = max(start, vi * self.n), min(stop, (vi + 1) * self.n)
+            if lo >= hi:
+                continue
+            rows = slice(lo - start, hi - start)
+            pair_idx = slice(lo - vi * self.n, hi - vi * self.n)
+            for item in variant:
+                plan.setdefault(engine.site(item.point), []).append(
+                    self._record_fn(item.point, rows, self.per_variant[vi][item.point]) if isinstance(item, Record)
+                    else self._patch_fn(item, rows, pair_idx))
+        got: dict = {}
+        for p in self.record:
+            plan.setdefault(engine.site(p), []).append(
+                lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset).detach().clone()))
+        pair_rows = torch.arange(start, stop, device=self.metric_out.device) % self.n
+
+        def on_logits(x: Tensor) -> None:
+            x = x.detach().float()
+            self.answer[start:stop] = x.gather(1, self.pairs.clean_answer[pair_rows][:, None])[:, 0]
+            self.metric_out[start:stop] = self.metric(x, pair_rows, engine, self.pairs)
+
+        with torch.no_grad():
+            engine.trace(self.pairs.corrupted[pair_rows], plan, on_logits, self.prefix)
+        for p in self.record:
+            self.recorded[p].append(got[p])
+
+    def _record_fn(self, point: Point, rows: slice, into: list):
+        offset = self.prefix[0]
+        return lambda x: into.append(self.engine.select(point, x[rows], offset).detach().clone())
+
+    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice):
+        engine, point = self.engine, patch.point
+        pos = engine.positions(point, self.prefix[0])
+
+        def fn(x: Tensor) -> Tensor:
+            y = x.clone()
+            sub = engine.view(point, y)[rows]  # a view into y
+            target = sub[:, pos] if point.index is None else sub[:, pos, point.index]
+            new = self._value(patch, target, pair_idx)
+            new = (target + new) if patch.add else new.expand_as(target)
+            if point.index is None:
+                sub[:, pos] = new.to(y.dtype)
+            else:
+                sub[:, pos, point.index] = new.to(y.dtype)
+            return y
+
+        return fn
+
+    def _value(self, patch: Patch, target: Tensor, pair_idx: slice) -> Tensor:
+        """The replacement for the rows of ``pair_idx`` (target: their corrupted values)."""
+        if isinstance(patch.value, Tensor):
+            val = self.tensors[id(patch)]
+            return val[pair_idx] if val.dim() == target.dim() and val.shape[0] == self.n else val
+        if isinstance(patch.value, str) and patch.value == "clean":
+            return self.clean[patch.point][pair_idx]
+        if callable(patch.value):
+            return patch.value(self.clean[patch.point][pair_idx], target)
+        raise ValueError(f"unknown replacement {patch.value!r}; allowed: 'clean', a tensor or a function "
+                         "of (clean, corrupted)")
+
+    def result(self) -> RunResult:
+        V, n = len(self.variants), self.n
+        recs = {p: torch.cat(v).view(V, n, *v[0].shape[1:]) for p, v in self.recorded.items()}
+        by_variant = [{p: torch.cat(chunks) for p, chunks in d.items()} for d in self.per_variant]
+        return RunResult(self.metric_out.view(V, n), self.answer.view(V, n), recs, by_variant)

@@ -1,0 +1,60 @@
+"""The shared prompt prefix, run once.
+
+Prompts of a task share their instruction ("Output ONLY a number.\\n"), and no patch at or
+after the first operand can change it.  The prefix is run once and its key/value cache is
+handed to every row, so a forward pass computes only the positions from the earliest patched
+or recorded one onwards (exact up to float rounding).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from .points import Point
+
+
+class PrefixCache:
+    """Key/value caches of shared prompt prefixes of one model, memoised by their tokens."""
+
+    def __init__(self, hf_model: torch.nn.Module, enabled: bool = True):
+        self.hf = hf_model
+        self.enabled = enabled
+        self._kv: dict = {}
+
+    def length(self, ids: Sequence[Tensor], points: Sequence[Point]) -> int:
+        """Tokens shared by every row of every ``ids`` [n, seq] and before every point's
+        positions (at least one token is always left to run)."""
+        if not self.enabled:
+            return 0
+        seq = ids[0].shape[1]
+        first = ids[0][:1]
+        same = torch.ones(seq, dtype=torch.bool, device=first.device)
+        for x in ids:
+            same &= (x == first).all(0)
+        shared = int(same.long().cumprod(0).sum())
+        earliest = min([p if p >= 0 else seq + p for pt in points for p in pt.positions], default=seq - 1)
+        return max(0, min(shared, earliest, seq - 1))
+
+    def get(self, ids: Tensor, length: int) -> tuple[int, list | None]:
+        """(length, per-layer (keys, values)) of the first ``length`` tokens of ``ids[0]``."""
+        if length == 0:
+            return 0, None
+        key = (ids.device, tuple(ids[0, :length].tolist()))
+        if key not in self._kv:
+            with torch.no_grad():
+                out = self.hf(ids[:1, :length], use_cache=True)
+            self._kv[key] = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return length, self._kv[key]
+
+    @staticmethod
+    def expand(kv: list, rows: int):
+        """A transformers cache holding the prefix for ``rows`` rows (views, no copies)."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        for i, (k, v) in enumerate(kv):
+            cache.update(k.expand(rows, *k.shape[1:]), v.expand(rows, *v.shape[1:]), i)
+        return cache

@@ -1,0 +1,219 @@
+"""Attention heads at the last token (section 5.2, appendix D.1): the model job.
+
+Heads are activation- and path-patched at the last token and ranked by total effect (TE).
+The top heads' outputs are modelled with helix fits and categorised (see
+:mod:`helixclock.stages.heads.tables`); the categorisation is tested by patching the top
+heads as their categories say (Fig. D5), and the most confident heads of each kind are
+path-patched as senders and receivers (Fig. D7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ...experiments import topk_sweep, total_and_direct
+from ...fits import PERIODS, Basis, Fits, clock_bases, fit_token, sum_values
+from ...io import to_numpy
+from ...patching import Pairs, Patch, PatchingEngine, Point
+from ...statistics import pair_values, raw_table
+from .tables import categorise, mean_effects, with_mixed
+
+MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
+
+
+@dataclass(frozen=True)
+class HeadSettings:
+    """How many heads are categorised and the share of the all-heads effect the mixed sweep
+    must reach; the fits' periods and PCA."""
+
+    top_heads: int = 20
+    threshold: float = 0.8
+    periods: tuple[int, ...] = PERIODS
+    pca_components: int = 100
+
+
+def head_points(adapter, last: int) -> list[Point]:
+    return [Point("head_out", layer, (last,), index=h) for layer in range(adapter.n_layers)
+            for h in range(adapter.n_heads)]
+
+
+def fit_heads(engine: PatchingEngine, prompt_ids: torch.Tensor, a: np.ndarray, b: np.ndarray, last: int,
+              periods: Sequence[int] = PERIODS, n_components: int = 100) -> Fits:
+    """helix(a,b,a+b), helix(a+b) and helix(a,b) fitted to every head's output at the last
+    token; heads are stacked along the fit's layer axis (index layer * n_heads + head)."""
+    ad = engine.adapter
+    points = [Point("head_out", layer, (last,)) for layer in range(ad.n_layers)]
+    values, _ = engine.collect(prompt_ids, points, logits=False, desc="head outputs")
+    H = torch.stack([values[p][:, 0] for p in points], 1)  # [n, L, H, dh]
+    H = H.reshape(H.shape[0], -1, ad.d_head).transpose(0, 1)  # [L*H, n, dh]
+    return fit_token(H.float(), sum_values(a, b), clock_bases(periods), n_components, dedupe=False)
+
+
+def fitted_output(fits: Fits, basis: Basis, point: Point, n_heads: int, clean: dict) -> torch.Tensor:
+    """A head's fitted output at the clean values, [n, 1, d_head]."""
+    return fits.predict(basis, clean, layers=[point.layer * n_heads + point.index])[0][:, None]
+
+
+def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point, Basis]], fits: Fits
+                ) -> pd.DataFrame:
+    """LD when a head's output is replaced by a fit (evaluated at the clean a, b), per (head,
+    basis) in ``jobs``: raw table with columns layer, head, fit."""
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    H = engine.adapter.n_heads
+    variants = [[Patch(p, fitted_output(fits, b, p, H, clean))] for p, b in jobs]
+    labels = [{"layer": p.layer, "head": p.index, "fit": b.name.split("[")[0]} for p, b in jobs]
+    return raw_table(engine.run(pairs, variants, desc="head fits").metric, labels)
+
+
+def mixed_sweep(engine: PatchingEngine, pairs: Pairs, categorised: pd.DataFrame, fits: Fits, last: int,
+                periods: Sequence[int] = PERIODS) -> pd.DataFrame:
+    """Fig. D5: the top heads patched as their categories say with m mixed heads, for m = 0..k,
+    and all of them with their actual clean outputs (m = -1, the reference): raw table.
+    a,b heads are replaced by their helix(a, b) fit, a+b heads write their helix(a+b) fit
+    only to the logits, mixed heads keep their clean output."""
+    H = engine.adapter.n_heads
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    _, helix_sum, helix_ab = clock_bases(periods)
+    points = [Point("head_out", int(r.layer), (last,), index=int(r.head)) for r in categorised.itertuples()]
+    corr = engine.corrupted_values(pairs, points)
+    final = Point("resid_pre", engine.adapter.n_layers, (last,))
+    variants = []
+    for m in range(len(points) + 1):
+        patches = []
+        for p, cat in zip(points, with_mixed(categorised, m)):
+            if cat == "mixed":
+                patches.append(Patch(p, "clean"))
+            elif cat == "a,b":
+                patches.append(Patch(p, fitted_output(fits, helix_ab, p, H, clean)))
+            else:  # a+b: helix(a+b) written only to the logits
+                delta = engine.contribution(p, fitted_output(fits, helix_sum, p, H, clean)) - \
+                    engine.contribution(p, corr[p])
+                patches.append(Patch(final, delta, add=True))
+        variants.append(patches)
+    variants.append([Patch(p, "clean") for p in points])
+    ld = engine.run(pairs, variants, desc="mixed heads").metric
+    return raw_table(ld, [{"m": m} for m in range(len(points) + 1)] + [{"m": -1}])
+
+
+def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], batch_size: int = 256) -> pd.DataFrame:
+    """Mean attention of every head from the query position to the given key positions."""
+    hf = model.hf
+    previous = hf.config._attn_implementation
+    hf.set_attn_implementation("eager")  # attention weights are only materialised by eager
+    sums = None
+    try:
+        with torch.no_grad():
+            for i in range(0, ids.shape[0], batch_size):
+                out = hf(ids[i:i + batch_size].to(model.device), output_attentions=True)
+                att = torch.stack(out.attentions)[:, :, :, query]  # [L, B, H, S]
+                part = torch.stack([att[..., k].float().sum(1) for k in keys.values()], -1)  # [L, H, K]
+                sums = part if sums is None else sums + part
+    finally:
+        hf.set_attn_implementation(previous)
+    mean = to_numpy(sums / ids.shape[0])
+    L, H, _ = mean.shape
+    rows = [{"layer": layer, "head": h, **{f"attn_{k}": float(mean[layer, h, j]) for j, k in enumerate(keys)}}
+            for layer in range(L) for h in range(H)]
+    return pd.DataFrame(rows)
+
+
+def _downstream(adapter, p: Point, last: int) -> list[Point]:
+    """Components that read a head's write at the last token."""
+    same_layer_mlp = [] if adapter.parallel else [Point("mlp_out", p.layer, (last,))]
+    later = [Point("mlp_out", layer, (last,)) for layer in range(p.layer + 1, adapter.n_layers)]
+    heads = [Point("head_out", layer, (last,), index=h) for layer in range(p.layer + 1, adapter.n_layers)
+             for h in range(adapter.n_heads)]
+    return same_layer_mlp + later + heads
+
+
+def _upstream(adapter, p: Point, last: int) -> list[Point]:
+    """Components whose write at the last token a head reads."""
+    mlps = [Point("mlp_out", layer, (last,)) for layer in range(p.layer)]
+    heads = [Point("head_out", layer, (last,), index=h) for layer in range(p.layer) for h in range(adapter.n_heads)]
+    return mlps + heads
+
+
+def path_analysis(engine: PatchingEngine, pairs: Pairs, senders: dict[str, Point], receivers: dict[str, Point],
+                  last: int) -> pd.DataFrame:
+    """Fig. D7: each sender's effect through each downstream component, and each receiver's
+    dependence on each upstream component (path patching); raw table."""
+    rows, paths = [], []
+    for analysis, heads, others in (("sender", senders, _downstream), ("receiver", receivers, _upstream)):
+        for role, p in heads.items():
+            for q in others(engine.adapter, p, last):
+                paths.append((p, q) if analysis == "sender" else (q, p))
+                rows.append({"analysis": analysis, "role": role, "head": p.name, "other": q.name,
+                             "other_kind": "MLP" if q.kind == "mlp_out" else "head", "other_layer": q.layer})
+    if not paths:
+        return pd.DataFrame(columns=["analysis", "role", "head", "other", "other_kind", "other_layer"])
+    return raw_table(engine.path_patch(pairs, paths, desc="head paths"), rows)
+
+
+def _most_confident(cats: pd.DataFrame, column: str, category: str, score: str, usable, last: int,
+                    exclude: Point | None = None) -> Point | None:
+    ok = cats.apply(usable, axis=1)
+    if exclude is not None:
+        ok &= ~((cats["layer"] == exclude.layer) & (cats["head"] == exclude.index))
+    rows = cats[(cats[column] == category) & ok].sort_values(score, ascending=False)
+    if not len(rows):
+        return None
+    return Point("head_out", int(rows.iloc[0]["layer"]), (last,), index=int(rows.iloc[0]["head"]))
+
+
+def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_a: np.ndarray,
+               fit_b: np.ndarray, positions: dict[str, int], settings: HeadSettings = HeadSettings()
+               ) -> dict[str, pd.DataFrame]:
+    """Everything of section 5.2 that runs the model: raw tables (effects, fits, topk, mixed,
+    paths) and the categorised top heads and the heads' attention (plain tables)."""
+    ad = engine.adapter
+    last = positions["last"]
+    points = head_points(ad, last)
+    effects = total_and_direct(engine, pairs, points, desc="head effects")
+    te = pair_values(effects[effects["effect"] == "te"]).mean(1)
+    order = np.argsort(-te, kind="stable")
+    ordered = [points[i] for i in order]
+    topk = topk_sweep(engine, pairs, ordered, desc="top-k heads")
+
+    fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
+    helix_all, helix_sum, helix_ab = clock_bases(settings.periods)
+    # the top heads by TE; heads without a measurable effect (< MIN_EFFECT of the largest)
+    # are not categorised: their ratios are noise
+    te_sorted = te[order]
+    k = int(min(settings.top_heads, len(points), max(1, (te_sorted > MIN_EFFECT * te_sorted[0]).sum())))
+    top = ordered[:k]
+    jobs = [(p, helix_all) for p in points] + [(p, b) for p in top for b in (helix_sum, helix_ab)]
+    fit_raw = fit_effects(engine, pairs, jobs, fits)
+
+    means = mean_effects(effects, fit_raw)
+    top_names = {p.name for p in top}
+    table = means[means["name"].isin(top_names)]
+    table = table.set_index("name").loc[[p.name for p in top]].reset_index()
+    cats = categorise(table[["name", "layer", "head", "te", "de", "fit_all", "fit_sum", "fit_ab"]])
+    mixed = mixed_sweep(engine, pairs, cats, fits, last, settings.periods)
+    mix_means = pair_values(mixed).mean(1)
+    fraction = mix_means[:-1] / mix_means[-1] if mix_means[-1] != 0 else np.full(len(mix_means) - 1, np.nan)
+    reached = np.flatnonzero(fraction >= settings.threshold)
+    m_star = int(reached.min()) if len(reached) else len(cats)
+    cats["category_without_mixed"] = cats["category"]
+    cats["category"] = with_mixed(cats, m_star).to_numpy()
+    cats["m"] = m_star
+
+    attention = attention_to(engine.model, fit_ids[: min(len(fit_ids), 512)], last,
+                             {"a": positions["a"], "b": positions["b"], "last": last})
+    # senders need something downstream, receivers something upstream
+    has_downstream = lambda r: r["layer"] < ad.n_layers - 1 or not ad.parallel  # noqa: E731
+    has_upstream = lambda r: r["layer"] > 0  # noqa: E731
+    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or \
+        _most_confident(cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last)
+    senders = {"a,b head": ab, "mixed head": _most_confident(cats, "category", "mixed", "c", has_downstream, last, ab)}
+    receivers = {"a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
+                 "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last)}
+    paths = path_analysis(engine, pairs, {k: v for k, v in senders.items() if v is not None},
+                          {k: v for k, v in receivers.items() if v is not None}, last)
+    return {"effects": effects, "fits": fit_raw, "topk": topk, "mixed": mixed, "paths": paths,
+            "categories": cats, "attention": attention}

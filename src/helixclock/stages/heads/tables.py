@@ -1,0 +1,89 @@
+"""Head categories and the heads stage's tables (pandas only).
+
+Heads are sorted into *a,b heads* (move the a and b helices to the last token: mostly
+indirect effect, well modelled by helix(a, b)) and *a+b heads* (write helix(a+b) to the
+logits: mostly direct effect), with the paper's confidences
+
+    c_ab  = (1 - DE/TE) * helix(a,b) / helix(a,b,a+b)
+    c_a+b = (DE/TE)     * helix(a+b) / helix(a,b,a+b)
+
+where helix(.) is the LD recovered when the head's output is replaced by that fit.  The m
+least confident heads may be *mixed*.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...statistics import Resampling, fraction_table, pair_values, smallest_k, summarise, te_de_table
+
+CATEGORIES = ("a,b", "a+b", "mixed")
+FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
+
+
+def categorise(heads: pd.DataFrame) -> pd.DataFrame:
+    """Add c_ab, c_a+b, c = max of both, and the category a,b or a+b; sort by c (descending).
+
+    ``heads`` has columns te, de and the fit LDs fit_ab = helix(a,b), fit_sum = helix(a+b),
+    fit_all = helix(a,b,a+b).  DE/TE and the fit ratios are clipped to [0, 1].
+    """
+    df = heads.copy()
+    # the formulas read DE/TE and fit/helix(a,b,a+b) as fractions: clip noise outside [0, 1]
+    ratio = (df["de"] / df["te"]).clip(0, 1)
+    df["c_ab"] = (1 - ratio) * (df["fit_ab"] / df["fit_all"]).clip(0, 1)
+    df["c_a+b"] = ratio * (df["fit_sum"] / df["fit_all"]).clip(0, 1)
+    df["c"] = df[["c_ab", "c_a+b"]].max(axis=1)
+    df["category"] = np.where(df["c_ab"] >= df["c_a+b"], "a,b", "a+b")
+    return df.sort_values("c", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def with_mixed(categorised: pd.DataFrame, m: int) -> pd.Series:
+    """Categories when the m least confident heads (lowest c) are mixed."""
+    cats = categorised["category"].copy()
+    if m > 0:
+        cats.iloc[len(cats) - m:] = "mixed"
+    return cats
+
+
+def mean_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame) -> pd.DataFrame:
+    """Per head: name, layer, head, mean TE, DE and fit LDs (no intervals; what the model job
+    ranks and categorises by)."""
+    means = raw_effects.assign(mean=pair_values(raw_effects).mean(1))
+    df = means.pivot_table(index=["layer", "head"], columns="effect", values="mean").reset_index()
+    fits = raw_fits.assign(mean=pair_values(raw_fits).mean(1))
+    fits = fits.pivot_table(index=["layer", "head"], columns="fit", values="mean").rename(columns=FIT_KEYS)
+    df = df.merge(fits.reset_index(), on=["layer", "head"], how="left")
+    df.insert(0, "name", [f"L{int(l)}H{int(h)}" for l, h in zip(df["layer"], df["head"])])
+    return df
+
+
+def effects_table(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """figD2/D4: TE and DE with intervals, and helix(a,b,a+b)'s LD, for every head."""
+    out = te_de_table(raw_effects, resampling)
+    out["name"] = [f"L{int(l)}H{int(h)}" for l, h in zip(out["layer"], out["head"])]
+    fits = summarise(raw_fits[raw_fits["fit"] == "helix(a,b,a+b)"], resampling)
+    out = out.merge(fits[["layer", "head", "ld_mean"]].rename(columns={"ld_mean": "fit_all"}), on=["layer", "head"])
+    out["fit_fraction"] = out["fit_all"] / out["te"]
+    return out
+
+
+def head_summary(raw: Mapping[str, pd.DataFrame], categories: pd.DataFrame, attention: pd.DataFrame,
+                 resampling: Resampling, threshold: float) -> dict[str, pd.DataFrame]:
+    """Every table of the heads stage from the model job's raw tables."""
+    topk = fraction_table(raw["topk"], "k", resampling)
+    topk["threshold"] = threshold
+    topk["smallest_k"] = smallest_k(topk, threshold)
+    paths = summarise(raw["paths"], resampling) if len(raw["paths"]) else raw["paths"].assign(ld_mean=[])
+    return {"effects": effects_table(raw["effects"], raw["fits"], resampling), "topk": topk,
+            "categories": categories, "mixed": fraction_table(raw["mixed"], "m", resampling),
+            "properties": categories.merge(attention, on=["layer", "head"]), "paths": paths}
+
+
+def category_table(cats: pd.DataFrame) -> pd.DataFrame:
+    """tabD1: the top heads with TE, DE, c_ab, c_a+b and category."""
+    cols = ["name", "layer", "head", "te", "de", "fit_all", "fit_ab", "fit_sum", "c_ab", "c_a+b", "category",
+            "category_without_mixed"]
+    return cats[cols].rename(columns={v: k for k, v in FIT_KEYS.items()})

@@ -1,0 +1,162 @@
+"""Fig. 3, Fig. 4 and Figs. C1-C7: the helix, its fits and their causal tests."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ...style import METHOD_STYLE, band, ld_axes, layer_name
+from ...tasks import TASKS
+
+
+def helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):
+    """Fig. 3: each a projected through C^+: sin vs cos per period, and the linear component."""
+    periods = list(periods)
+    fig = plt.figure(figsize=(3.0 * len(periods), 6.2))
+    grid = fig.add_gridspec(2, len(periods), height_ratios=[1.2, 1])
+    a = proj["a"].to_numpy()
+    for i, T in enumerate(periods):
+        ax = fig.add_subplot(grid[0, i])
+        x, y = proj[f"cos a T={T}"].to_numpy(), proj[f"sin a T={T}"].to_numpy()
+        classes = a % T
+        palette = "tab10" if T <= 10 else "viridis"
+        sns.scatterplot(x=x, y=y, hue=classes, palette=palette, s=16, ax=ax, legend=False, linewidth=0)
+        for r in range(0, T, 1 if T <= 10 else 10):
+            sel = classes == r
+            if sel.any():
+                ax.annotate(str(r), (x[sel].mean(), y[sel].mean()), fontsize=8, ha="center", va="center",
+                            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7))
+        ax.set_title(f"T = {T}")
+        ax.set_xlabel(f"cos(2πa/{T})")
+        ax.set_ylabel(f"sin(2πa/{T})")
+        ax.set_aspect("equal", adjustable="datalim")
+    ax = fig.add_subplot(grid[1, :])
+    sns.scatterplot(x=a, y=proj["linear"].to_numpy(), hue=a, palette="viridis", s=14, ax=ax, legend=False,
+                    linewidth=0)
+    ax.set_xlabel("a")
+    ax.set_ylabel("linear component")
+    layer = int(proj["layer"].iloc[0]) if "layer" in proj else 0
+    fig.suptitle(f"{model}: a projected onto the T={periods} helix subspace, {layer_name(layer)}"
+                 "\n(labels: mean of each class a mod T)")
+    fig.tight_layout()
+    return fig
+
+
+def helix_magnitudes(mags: pd.DataFrame, model: str):
+    """Fig. C1: norm of each Fourier column of C (the linear one is on another scale)."""
+    part = mags[mags["column"] != "linear"].copy()
+    part["feature"] = [c.split(" ")[0] for c in part["column"]]
+    part["label"] = [c.replace(" a ", " ") for c in part["column"]]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    sns.barplot(data=part, x="label", y="norm", hue="feature", palette={"cos": "C0", "sin": "C1"}, ax=ax,
+                dodge=False)
+    ax.tick_params(axis="x", rotation=45)
+    ax.set_xlabel("")
+    ax.set_ylabel("‖column of C‖")
+    ax.set_title(f"{model}: magnitude of the helix's Fourier features, {layer_name(int(mags['layer'].iloc[0]))}")
+    return fig
+
+
+def helix_cosine(cos: pd.DataFrame, model: str):
+    """Fig. C2: cosine similarity between the columns of C."""
+    cols = list(dict.fromkeys(cos["column_1"]))
+    M = cos.pivot(index="column_1", columns="column_2", values="cosine").loc[cols, cols]
+    labels = [c.replace(" a ", " ") for c in cols]
+    fig, ax = plt.subplots(figsize=(6.6, 5.4))
+    sns.heatmap(pd.DataFrame(M.to_numpy(), index=labels, columns=labels), ax=ax, cmap="RdBu_r", vmin=-1, vmax=1,
+                annot=True, fmt=".1f", annot_kws={"fontsize": 6}, cbar_kws={"label": "cosine similarity"})
+    ax.set_title(f"{model}: cosine similarity between columns of C")
+    return fig
+
+
+def continuity(cont: pd.DataFrame, model: str):
+    """Fig. C3: a T=100 helix fitted without the a ending in 3; those a projected into it."""
+    fig, ax = plt.subplots(figsize=(5.6, 5.0))
+    train, held = cont[~cont["held_out"]], cont[cont["held_out"]]
+    sc = ax.scatter(train["cos a T=100"], train["sin a T=100"], c=train["a"], cmap="viridis", s=14, label="fitted a")
+    ax.scatter(held["cos a T=100"], held["sin a T=100"], color="C3", marker="*", s=80, label="held-out a (…3)")
+    for a, x, y in zip(held["a"], held["cos a T=100"], held["sin a T=100"]):
+        ax.annotate(str(a), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color="C3")
+    fig.colorbar(sc, ax=ax, shrink=0.8, label="a")
+    ax.set_xlabel("cos(2πa/100)")
+    ax.set_ylabel("sin(2πa/100)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.legend(loc="lower left")
+    ax.set_title(f"{model}: continuity of the T=100 helix")
+    return fig
+
+
+def helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
+    """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial."""
+    ks = sorted(int(k) for k in best["k"].unique())
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.0 * len(ks), 3.8), sharey=True)
+    for ax, k in zip(np.atleast_1d(axes), ks):
+        band(ax, sweep[sweep["method"] == "layer"], "layer patch", "k")
+        band(ax, sweep[(sweep["method"] == "pca") & (sweep["k"] == k)], f"PCA ({2 * k + 1} comps)", "C0")
+        for kind in ("helix", "circle"):
+            row = best[(best["method"] == kind) & (best["k"] == k)]
+            if len(row):
+                per = row["periods"].iloc[0]
+                part = sweep[(sweep["method"] == kind) & (sweep["periods"].astype(str) == str(per))]
+                band(ax, part, f"{kind} T=[{per}]", METHOD_STYLE[kind][1])
+        band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], f"poly (deg {2 * k + 1})", "C1")
+        ld_axes(ax, f"k = {k}")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
+    fig.tight_layout()
+    return fig
+
+
+CONTROL_TITLES = {"train/test split": "fit on 80% of a, patch held-out 20%",
+                  "shuffled a": "helix fitted to shuffled a", "b token": "b token: helix(b), pairs a+b' → a+b"}
+
+
+def helix_controls(controls: pd.DataFrame, model: str):
+    """Fig. C5: train/test split of a, helix fitted to shuffled a, and the b token."""
+    names = list(dict.fromkeys(controls["control"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), sharey=True)
+    for ax, name in zip(np.atleast_1d(axes), names):
+        part = controls[controls["control"] == name]
+        for method in dict.fromkeys(part["method"]):
+            label, color = METHOD_STYLE.get(method, (method, None))
+            band(ax, part[part["method"] == method], label, color)
+        ld_axes(ax, CONTROL_TITLES.get(name, name))
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{model}: helix controls (mean LD over pairs, 95% CI)")
+    fig.tight_layout()
+    return fig
+
+
+def helix_ablation(abl: pd.DataFrame, model: str):
+    """Fig. C6: mean-ablating the helix subspace of h_a vs mean-ablating h_a entirely."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for method, color in (("entire h_a", "k"), ("helix subspace", "C3")):
+        band(ax, abl[abl["method"] == method], f"ablate {method}", color)
+    ld_axes(ax, f"{model}: ablation at the a token")
+    ax.set_ylabel("change of the clean answer's logit")
+    ax.legend()
+    return fig
+
+
+def other_tasks_patching(curves: pd.DataFrame, model: str):
+    """Fig. C7: full fits patched at the a token on six tasks."""
+    tasks = list(dict.fromkeys(curves["task"]))
+    cols = 3
+    rows = int(np.ceil(len(tasks) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax, task in zip(axes.ravel(), tasks):
+        part = curves[curves["task"] == task]
+        for method in ("layer", "pca", "helix", "circle", "poly"):
+            label, color = METHOD_STYLE[method]
+            band(ax, part[part["method"] == method], label, color)
+        ld_axes(ax, TASKS[task].label if task in TASKS else task)
+        if ax is not axes.ravel()[0]:
+            ax.get_legend().remove()
+    for ax in axes.ravel()[len(tasks):]:
+        ax.axis("off")
+    axes.ravel()[0].legend(fontsize=7)
+    fig.suptitle(f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,55 @@
+"""The helix fitted to the a token's residuals (section 4.3, Fig. 3, Figs. C1-C3): tables
+from the cache alone."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from ...fits import PERIODS, Basis, Fits, column_cosine, fit_bases, projection
+
+
+def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS,
+                  continuity_period: int = 100, held_out_digit: int = 3) -> dict[str, pd.DataFrame]:
+    """Tables behind Fig. 3 and Figs. C1-C3 for one layer.
+
+    H [L, rows, d] holds one row per distinct value in ``values``.
+    projection: each a's coordinates in the full helix subspace (Fig. 3)
+    magnitudes: norm of each column of C (Fig. C1); cosine: cosine similarity between them (C2)
+    continuity: a T=[continuity_period] helix fitted to every a whose units digit is not
+    ``held_out_digit``, with all a projected into it (Fig. C3)
+    """
+    basis = Basis("helix", tuple(periods))
+    cols = ["linear" if c == "a" else c for c in basis.columns()[:-1]]
+    proj = pd.DataFrame(projection(fits, basis, layer, H[layer]).cpu().numpy(), columns=cols)
+    proj.insert(0, "a", values)
+    C = fits.coefficients(basis)[layer, :-1]
+    mags = pd.DataFrame({"column": cols, "norm": C.norm(dim=-1).cpu().numpy(), "layer": layer})
+    cos = column_cosine(C).cpu().numpy()
+    cosine = pd.DataFrame([{"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
+                           for i in range(len(cols)) for j in range(len(cols))])
+    keep = np.asarray(values) % 10 != held_out_digit
+    one_period = Basis("helix", (continuity_period,))
+    cont_fits = fit_bases(H[layer:layer + 1, torch.as_tensor(np.flatnonzero(keep))], np.asarray(values)[keep],
+                          [one_period], n_components=H.shape[1])
+    c_coords = projection(cont_fits, one_period, 0, H[layer]).cpu().numpy()
+    continuity = pd.DataFrame(c_coords, columns=["linear" if c == "a" else c for c in one_period.columns()[:-1]])
+    continuity.insert(0, "a", values)
+    continuity["held_out"] = ~keep
+    continuity["layer"] = layer
+    proj["layer"] = layer
+    return {"projection": proj, "magnitudes": mags, "cosine": cosine, "continuity": continuity}
+
+
+def r2_table(fits: Fits) -> pd.DataFrame:
+    """R² of every basis at every layer."""
+    rows = []
+    for s, b in enumerate(fits.bases):
+        for layer, r2 in enumerate(fits.r2[s].cpu().numpy()):
+            rows.append({"basis": b.name, "kind": b.kind, "periods": ",".join(map(str, b.periods)),
+                         "degree": b.degree, "n_params": b.n_params, "layer": layer, "r2": float(r2)})
+    return pd.DataFrame(rows)

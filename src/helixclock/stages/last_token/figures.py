@@ -1,0 +1,44 @@
+"""Fig. 5 (last-token fits) and Fig. 6 (layer effects)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from ...style import band, ld_axes
+
+FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
+
+
+def last_token_helix(curves: pd.DataFrame, model: str):
+    """Fig. 5: last-token fits patched at every layer."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for fit in dict.fromkeys(curves["fit"]):
+        n = curves.loc[curves["fit"] == fit, "n_params"].iloc[0]
+        label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
+        band(ax, curves[curves["fit"] == fit], label, FIT_COLOR.get(fit, "C0"))
+    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def layer_patching(effects: pd.DataFrame, model: str):
+    """Fig. 6: TE and DE of each attention and MLP layer at the last token."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, comp in zip(axes, ("MLP", "attention")):
+        part = effects[effects["component"] == comp].sort_values("layer")
+        long = pd.concat([pd.DataFrame({"layer": part["layer"], "effect": part[e], "low": part[f"{e}_low"],
+                                        "high": part[f"{e}_high"], "kind": name})
+                          for e, name in (("te", "total effect (activation patching)"),
+                                          ("de", "direct effect (path patching)"))])
+        sns.barplot(data=long, x="layer", y="effect", hue="kind", ax=ax, palette=["C0", "C1"], errorbar=None)
+        for bars, (_, group) in zip(ax.containers, long.groupby("kind", sort=False)):
+            x = [b.get_x() + b.get_width() / 2 for b in bars]
+            ax.errorbar(x, group["effect"], yerr=[group["effect"] - group["low"], group["high"] - group["effect"]],
+                        fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
+        ld_axes(ax, f"{comp} outputs at the last token", convention="block")
+        ax.legend(fontsize=8, title=None)
+    fig.suptitle(f"{model}: which layers compute a+b")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,50 @@
+"""Last-token fits and layer effects (section 5.1): the model jobs' raw tables.
+
+To compute a+b the model must build helix(a+b) on the last token.  Its last-token residual
+is fitted with helix(a, b, a+b) (27 parameters with T = [2, 5, 10, 100]), helix(a+b) and
+helix(a, b), compared with a parameter-matched PCA and the layer patch (Fig. 5).  Per layer,
+the total effect (TE, activation patching) and direct effect (DE, path patching to the
+logits) of each attention and MLP output say where the computation happens (Fig. 6).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from ...experiments import component_points, patch_sweep, total_and_direct
+from ...fits import PERIODS, clock_bases, fit_token, sum_values
+from ...patching import Pairs, PatchingEngine
+
+
+def last_token_curves(engine: PatchingEngine, pairs: Pairs, cache, periods: Sequence[int] = PERIODS,
+                      n_components: int = 100) -> pd.DataFrame:
+    """Fig. 5: fits of the last-token residual patched at every layer (incl. the final one);
+    raw table with a ``fit`` label per curve."""
+    L = int(cache.attrs["n_layers"])
+    last = int(cache.attrs["position_last"])
+    bases = clock_bases(periods)
+    H = torch.from_numpy(cache.last).transpose(0, 1).to(pairs.clean.device)  # [L+1, n, d]
+    fits = fit_token(H, sum_values(cache.ab[:, 0], cache.ab[:, 1]), bases, n_components, dedupe=False)
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    n_pca = min(bases[0].n_params, fits.pca.components.shape[1])
+    df = patch_sweep(engine, pairs, fits, list(range(L + 1)), last, clean, bases, pca_ks=(), pca_ns=(n_pca,),
+                     desc="last-token fits")
+    df.insert(0, "fit", [_fit_label(r) for r in df.to_dict("records")])
+    return df
+
+
+def _fit_label(row: dict) -> str:
+    if row["method"] == "layer":
+        return "layer patch"
+    if row["method"] == "pca":
+        return f"PCA ({int(row['n_params'])} comps)"
+    return row["basis"].split("[")[0]
+
+
+def layer_effects(engine: PatchingEngine, pairs: Pairs) -> pd.DataFrame:
+    """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table)."""
+    last = pairs.corrupted.shape[1] - 1
+    return total_and_direct(engine, pairs, component_points(engine.adapter, last), desc="layer effects")

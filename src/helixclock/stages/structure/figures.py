@@ -1,0 +1,93 @@
+"""Fig. 2 and Figs. B1-B4: the structure of bare number tokens."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ...style import heatmap, layer_name
+
+
+def _spectrum_axis(ax, spec: pd.DataFrame, annotate: int = 0, color=None):
+    sns.lineplot(x=spec["period"].to_numpy(), y=spec["magnitude"].to_numpy(), ax=ax, lw=1.2, color=color,
+                 errorbar=None)
+    ax.set_xscale("log")
+    ax.set_xlabel("period T (numbers)")
+    ax.set_ylabel("mean |FFT| over model dims")
+    for row in spec.nlargest(annotate, "magnitude").itertuples():
+        ax.annotate(f"T={row.period:.3g}", (row.period, row.magnitude), textcoords="offset points",
+                    xytext=(0, 4), ha="center", fontsize=8)
+
+
+def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str, n: int = 360):
+    """Fig. 2: spectrum of the layer-0 output over 0..n-1 (top), PC1 of 0..99 vs a (bottom)."""
+    spec = spectrum[spectrum["n_numbers"] == n]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 6.4))
+    _spectrum_axis(top, spec, annotate=6)
+    top.set_title(f"{model}: Fourier spectrum of the {layer_name(int(spec['layer'].iloc[0]))}, a in [0, {n - 1}]")
+    small = pc1[pc1["range"] == pc1["range"].iloc[0]]
+    sns.scatterplot(x=small["a"].to_numpy(), y=small["pc1"].to_numpy(), ax=bottom, s=14, label="PC1", linewidth=0)
+    bottom.plot(small["a"], small["line"], color="C3", label=f"line fit, R² = {small['line_r2'].iloc[0]:.3f}")
+    bottom.set_xlabel("a")
+    bottom.set_ylabel("PC1")
+    bottom.set_title(f"PC1 of a in [{small['a'].min()}, {small['a'].max()}] "
+                     f"({small['explained_variance'].iloc[0]:.0%} of variance)")
+    bottom.legend()
+    fig.tight_layout()
+    return fig
+
+
+def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
+    """Fig. B1: the spectrum for n vs n+1 numbers (T = 2 is exact only for an even count)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, count, color in zip(axes, (n, n + 1), ("C0", "C1")):
+        _spectrum_axis(ax, spectrum[spectrum["n_numbers"] == count], annotate=4, color=color)
+        ax.set_title(f"a in [0, {count - 1}] ({count} numbers)")
+    fig.suptitle(f"{model}: spectrum of the {layer_name(int(spectrum['layer'].iloc[0]))}, {n} vs {n + 1} numbers")
+    fig.tight_layout()
+    return fig
+
+
+def distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
+    """Fig. B2: Euclidean distance and cosine similarity between all pairs a1, a2."""
+    n = int(sim["a1"].max()) + 1
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
+    for ax, col, cmap, title in zip(axes, ("distance", "cosine"), ("viridis", "RdBu_r"),
+                                    ("Euclidean distance", "cosine similarity")):
+        heatmap(ax, sim[col].to_numpy().reshape(n, n), cmap, title, center=0 if col == "cosine" else None,
+                xlabel="a2", ylabel="a1", ticks=10)
+        ax.set_title(title)
+    fig.suptitle(f"{model}: {layer_name(layer)} of a in [0, {n - 1}]")
+    fig.tight_layout()
+    return fig
+
+
+def delta_n_distance_plot(dn: pd.DataFrame, model: str, layer: int = 1):
+    """Fig. B3: mean distance between a and a+dn vs dn, for two ranges of a."""
+    ranges = list(dict.fromkeys(dn["a_range"]))
+    fig, axes = plt.subplots(1, len(ranges), figsize=(10, 3.6))
+    for ax, rng in zip(np.atleast_1d(axes), ranges):
+        part = dn[dn["a_range"] == rng]
+        sns.lineplot(x=part["delta_n"].to_numpy(), y=part["mean_distance"].to_numpy(), ax=ax, marker=".",
+                     errorbar=None)
+        ax.set_xlabel("δn")
+        ax.set_ylabel("mean ‖h(a+δn) − h(a)‖")
+        ax.set_title(f"a in [{rng.replace('-', ', ')}]")
+    fig.suptitle(f"{model}: distance between a and a+δn, {layer_name(layer)}")
+    fig.tight_layout()
+    return fig
+
+
+def pc1_all(pc1: pd.DataFrame, model: str, layer: int = 1):
+    """Fig. B4: PC1 over every cached number (the paper sees a jump at 100)."""
+    part = pc1[pc1["range"] == pc1["range"].iloc[-1]]
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    sns.scatterplot(x=part["a"].to_numpy(), y=part["pc1"].to_numpy(), ax=ax, s=8, linewidth=0)
+    ax.axvline(100, color="grey", ls="--", lw=0.8, label="a = 100")
+    ax.set_xlabel("a")
+    ax.set_ylabel("PC1")
+    ax.set_title(f"{model}: PC1 of the {layer_name(layer)}, a in [0, {int(part['a'].max())}]")
+    ax.legend()
+    return fig

@@ -1,0 +1,121 @@
+"""Per-pair effects, their means and bootstrap intervals.
+
+Model jobs save *raw* tables: one row per variant (label columns) and one column per pair
+(``pair_0`` ... ``pair_{n-1}``) holding the metric of that pair under that variant.  Table jobs
+summarise them: the mean over pairs with a percentile-bootstrap 95% interval.  Resampling
+settings therefore never rerun a job that loads a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .io import to_numpy
+
+PAIR = "pair_"
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How means over pairs get their intervals: ``bootstrap`` resamples, seeded."""
+
+    bootstrap: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+
+def raw_table(values, labels: list[dict], **extra) -> pd.DataFrame:
+    """Per-pair values [n_variants, n_pairs] beside one label dict per variant."""
+    values = np.asarray(to_numpy(values) if hasattr(values, "detach") else values, dtype=np.float32)
+    df = pd.DataFrame(labels)
+    for k, v in extra.items():
+        df[k] = v
+    pairs = pd.DataFrame(values, columns=[f"{PAIR}{i}" for i in range(values.shape[1])])
+    return pd.concat([df.reset_index(drop=True), pairs], axis=1)
+
+
+def pair_columns(raw: pd.DataFrame) -> list[str]:
+    return [c for c in raw.columns if c.startswith(PAIR)]
+
+
+def pair_values(raw: pd.DataFrame) -> np.ndarray:
+    """[n_variants, n_pairs] float32."""
+    return raw[pair_columns(raw)].to_numpy(dtype=np.float32)
+
+
+def labels_of(raw: pd.DataFrame) -> pd.DataFrame:
+    return raw.drop(columns=pair_columns(raw))
+
+
+def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
+    """Mean over the last axis with a percentile bootstrap interval: (mean, low, high), as
+    tensors.  The resampled indices depend only on (n_boot, n_pairs, seed), so every row is
+    resampled alike."""
+    import torch
+
+    values = torch.as_tensor(values).float()
+    n = values.shape[-1]
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    idx = torch.randint(0, n, (n_boot, n), generator=g).to(values.device)
+    boots = values[..., idx].mean(-1)  # [..., n_boot]
+    alpha = (1 - level) / 2
+    lo = torch.quantile(boots, alpha, dim=-1)
+    hi = torch.quantile(boots, 1 - alpha, dim=-1)
+    return values.mean(-1), lo, hi
+
+
+def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: str = "ld") -> pd.DataFrame:
+    """Labels with ``{prefix}_mean``, ``{prefix}_low``, ``{prefix}_high`` and ``n_pairs``.
+
+    Rows may come from runs with different numbers of pairs (missing pairs are empty): each
+    row is summarised over its own pairs."""
+    values = pair_values(raw)
+    df = labels_of(raw).reset_index(drop=True)
+    out = {f"{prefix}_{col}": np.full(len(df), np.nan, dtype=np.float32) for col in ("mean", "low", "high")}
+    counts = (~np.isnan(values)).sum(1)
+    for n in np.unique(counts):
+        rows = counts == n
+        if n == 0:
+            continue
+        stats = bootstrap_ci(values[rows, :n], resampling.bootstrap, resampling.seed, resampling.level)
+        for col, x in zip(("mean", "low", "high"), stats):
+            out[f"{prefix}_{col}"][rows] = x.numpy()
+    for col, x in out.items():
+        df[col] = x
+    df["n_pairs"] = counts
+    return df
+
+
+def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k") -> int:
+    """The smallest ``x`` whose fraction reaches ``threshold`` (the largest if none does)."""
+    hit = curve[curve["fraction"] >= threshold]
+    return int(hit[x].min()) if len(hit) else int(curve[x].max())
+
+
+def fraction_table(raw: pd.DataFrame, key: str, resampling: Resampling = Resampling()) -> pd.DataFrame:
+    """A sweep (k components, or m mixed heads) as a fraction of its reference row (``key`` = -1,
+    all components patched with their clean values): means, intervals, ``all_effect`` and
+    ``fraction`` = mean LD / mean LD of the reference."""
+    summary = summarise(raw, resampling)
+    ref = summary[summary[key] == -1]
+    df = summary[summary[key] != -1].reset_index(drop=True)
+    full = float(ref["ld_mean"].iloc[0])
+    df["all_effect"] = full
+    df["fraction"] = df["ld_mean"] / full if full != 0 else np.nan
+    return df
+
+
+def te_de_table(raw: pd.DataFrame, resampling: Resampling = Resampling()) -> pd.DataFrame:
+    """TE and DE side by side (te, te_low, te_high, de, de_low, de_high) from a raw table with an
+    ``effect`` column (te or de), one row per component."""
+    summary = summarise(raw, resampling)
+    keys = [c for c in summary.columns if c not in ("effect", "ld_mean", "ld_low", "ld_high", "n_pairs")]
+    te = summary[summary["effect"] == "te"].reset_index(drop=True)
+    de = summary[summary["effect"] == "de"].reset_index(drop=True)
+    out = te[keys + ["n_pairs"]].copy()
+    for name, part in (("te", te), ("de", de)):
+        out[name], out[f"{name}_low"], out[f"{name}_high"] = part["ld_mean"], part["ld_low"], part["ld_high"]
+    return out[keys + ["te", "te_low", "te_high", "n_pairs", "de", "de_low", "de_high"]]

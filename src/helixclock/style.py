@@ -1,0 +1,106 @@
+"""The figures' shared look (seaborn) and the helpers every stage's figures use.
+
+Figures are drawn from saved tables, never from the model, and this module imports no torch.
+Layers are numbered as the paper numbers them; the axis label says which convention a
+figure uses (see README, "Layer numbering").
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+sns.set_theme(context="paper", style="ticks", font_scale=1.1,
+              rc={"axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100,
+                  "legend.frameon": False})
+
+METHOD_STYLE = {"layer": ("layer patch", "k"), "pca": ("PCA", "C0"), "helix": ("helix", "C3"),
+                "circle": ("circle", "C2"), "poly": ("polynomial", "C1"),
+                "helix (shuffled a)": ("helix, shuffled a", "C4")}
+CATEGORY_COLOR = {"a,b": "C0", "a+b": "C3", "mixed": "C2"}
+
+# What "layer l" means on an axis, per convention (README, "Layer numbering")
+LAYER_AXIS = {
+    "input": "layer l (patched at the input of block l)",
+    "output": "layer l (output of block l)",
+    "block": "layer",
+}
+
+
+def layer_name(resid_layer: int) -> str:
+    """resid_pre[l] in the paper's words: the output of layer l-1 (l = 0: the embedding)."""
+    return "embedding (resid_pre[0])" if resid_layer == 0 else f"layer {resid_layer - 1} output (resid_pre[{resid_layer}])"
+
+
+def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: str = "ld"):
+    """A mean line with its 95% interval as a band (nothing for an empty table)."""
+    if part.empty:
+        return
+    part = part.sort_values(x)
+    sns.lineplot(x=part[x].to_numpy(), y=part[f"{prefix}_mean"].to_numpy(), ax=ax, marker="o", markersize=4,
+                 lw=1.4, label=label, color=color, errorbar=None)
+    ax.fill_between(part[x], part[f"{prefix}_low"], part[f"{prefix}_high"], color=color, alpha=0.15, lw=0)
+
+
+def ld_axes(ax, title: str, convention: str = "input"):
+    from matplotlib.ticker import MaxNLocator
+
+    if convention != "block":  # bar charts of blocks keep their categorical ticks
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_xlabel(LAYER_AXIS[convention])
+    ax.set_ylabel("logit difference")
+    ax.set_title(title, fontsize=10)
+
+
+def heatmap(ax, grid: np.ndarray, cmap: str, label: str, center=None, vmin=None, vmax=None,
+            xlabel: str = "", ylabel: str = "", ticks: int | str = "auto"):
+    """A heatmap with row 0 at the bottom (layers and numbers grow upwards)."""
+    sns.heatmap(grid, ax=ax, cmap=cmap, center=center, vmin=vmin, vmax=vmax, cbar_kws={"label": label},
+                xticklabels=ticks, yticklabels=ticks, rasterized=True)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, label: str):
+    """A sweep's fraction of the all-components effect, with its interval as a band."""
+    sns.lineplot(x=curve[x].to_numpy(), y=curve["fraction"].to_numpy(), ax=ax, marker="o", markersize=4,
+                 errorbar=None)
+    ax.fill_between(curve[x], curve["ld_low"] / curve["all_effect"], curve["ld_high"] / curve["all_effect"],
+                    alpha=0.15, lw=0)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
+    ax.set_xlabel(label)
+    ax.set_ylabel("fraction of the all-components effect")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = False):
+    """A top-k curve (Figs. D3, D8): fraction of the all-components effect vs k."""
+    thr = float(topk["threshold"].iloc[0])
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)")
+    k = int(topk["smallest_k"].iloc[0])
+    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
+    if annotate:
+        for x, y, name in zip(topk["k"], topk["fraction"], topk["added"]):
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
+    ax.legend()
+    ax.set_title(f"{model}: top-k {what} vs all {len(topk)} {what}")
+    return fig
+
+
+def empty(message: str):
+    """A figure that says why there is nothing to draw (instead of a misleading plot)."""
+    fig, ax = plt.subplots(figsize=(6, 2))
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    ax.axis("off")
+    return fig

@@ -1,0 +1,66 @@
+# Stage 7 - attention heads (paper section 5.2, appendix D.1): head effects, top-k, helix fits
+# of head outputs, categories, mixed heads, properties and paths.  helixclock.stages.heads
+
+HEADS = "results/{model}/heads"
+HEADS_RAW = {k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories",
+                                                  "attention")}
+HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
+HEADS_FIGURES = "helixclock.stages.heads.figures"
+
+
+rule head_patching:
+    input:
+        **clock_job_inputs(),
+    output:
+        **HEADS_RAW,
+    log:
+        "logs/{model}/head_patching.log",
+    benchmark:
+        "logs/{model}/head_patching.benchmark.tsv"
+    params:
+        **model_job_params(),
+        pairs=clock_pairs(),
+        fit_prompts=config["clock"]["fit_prompts"],
+        heads={"top_heads": config["clock"]["top_heads"], "threshold": config["clock"]["head_threshold"],
+               **fit_settings()},
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/head_patching.py"
+
+
+rule head_summary:
+    localrule: True
+    input:
+        **HEADS_RAW,
+    output:
+        **HEADS_SUMMARY,
+        table=table("tabD1_head_categories")[0],
+        table_md=table("tabD1_head_categories")[1],
+    log:
+        "logs/{model}/head_summary.log",
+    benchmark:
+        "logs/{model}/head_summary.benchmark.tsv"
+    params:
+        resampling=resampling(),
+        threshold=config["clock"]["head_threshold"],
+    conda:
+        ENV
+    script:
+        "../../scripts/head_summary.py"
+
+
+figure_rule("fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]],
+            f"{HEADS_FIGURES}:head_patching", "Heads")
+figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:head_topk", "Heads")
+figure_rule("fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]],
+            f"{HEADS_FIGURES}:head_helix_fit", "Heads")
+figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:mixed_heads",
+            "Heads")
+figure_rule("fig_head_categories", "figD6_head_categories", [HEADS_SUMMARY["properties"]],
+            f"{HEADS_FIGURES}:head_categories", "Heads")
+figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "Heads")
+register(*table("tabD1_head_categories"))

@@ -1,0 +1,65 @@
+# Stage 6 - the Clock algorithm at the last token (paper section 5.1, appendix D): last-token
+# helix fits (Fig. 5) and the TE and DE of every layer (Fig. 6).  helixclock.stages.last_token
+
+LAST_TOKEN = "results/{model}/last_token"
+LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects")}
+LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects")}
+LAST_TOKEN_FIGURES = "helixclock.stages.last_token.figures"
+
+
+def clock_job_inputs():
+    """Inputs of every last-token model job."""
+    return dict(card="results/{model}/model.json", weights=model_weights,
+                accuracy="results/{model}/accuracy/add.csv")
+
+
+def clock_pairs():
+    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock)."""
+    return {"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]}
+
+
+rule last_token_patching:
+    input:
+        **clock_job_inputs(),
+        cache="results/{model}/cache/residuals.h5",
+    output:
+        **LAST_TOKEN_RAW,
+    log:
+        "logs/{model}/last_token_patching.log",
+    benchmark:
+        "logs/{model}/last_token_patching.benchmark.tsv"
+    params:
+        **model_job_params(),
+        pairs=clock_pairs(),
+        fit=fit_settings(),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/last_token_patching.py"
+
+
+rule last_token_summary:
+    localrule: True
+    input:
+        **LAST_TOKEN_RAW,
+    output:
+        **LAST_TOKEN_SUMMARY,
+    log:
+        "logs/{model}/last_token_summary.log",
+    benchmark:
+        "logs/{model}/last_token_summary.benchmark.tsv"
+    params:
+        resampling=resampling(),
+    conda:
+        ENV
+    script:
+        "../../scripts/last_token_summary.py"
+
+
+figure_rule("fig_last_token_helix", "fig05_last_token_helix", [LAST_TOKEN_SUMMARY["fits"]],
+            f"{LAST_TOKEN_FIGURES}:last_token_helix", "Clock")
+figure_rule("fig_layer_patching", "fig06_layer_patching", [LAST_TOKEN_SUMMARY["layer_effects"]],
+            f"{LAST_TOKEN_FIGURES}:layer_patching", "Clock")

@@ -1,0 +1,57 @@
+# Stage 8 - MLPs (paper section 5.3, appendix D.2): top-k MLPs and the circuit MLPs' stages.
+# The model job patches every MLP; which ones are the circuit is the table job's choice
+# (config key clock.mlp_threshold), so a new threshold reruns no model job.
+# helixclock.stages.mlps
+
+MLPS = "results/{model}/mlps"
+MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("topk", "fits")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages")}
+MLPS_FIGURES = "helixclock.stages.mlps.figures"
+
+
+rule mlp_patching:
+    input:
+        **clock_job_inputs(),
+        layer_effects=LAST_TOKEN_RAW["layer_effects"],
+    output:
+        **MLPS_RAW,
+    log:
+        "logs/{model}/mlp_patching.log",
+    benchmark:
+        "logs/{model}/mlp_patching.benchmark.tsv"
+    params:
+        **model_job_params(),
+        pairs=clock_pairs(),
+        fit_prompts=config["clock"]["fit_prompts"],
+        fit=fit_settings(),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/mlp_patching.py"
+
+
+rule mlp_summary:
+    localrule: True
+    input:
+        **MLPS_RAW,
+        layer_effects=LAST_TOKEN_SUMMARY["layer_effects"],
+    output:
+        **MLPS_SUMMARY,
+    log:
+        "logs/{model}/mlp_summary.log",
+    benchmark:
+        "logs/{model}/mlp_summary.benchmark.tsv"
+    params:
+        resampling=resampling(),
+        threshold=config["clock"]["mlp_threshold"],
+    conda:
+        ENV
+    script:
+        "../../scripts/mlp_summary.py"
+
+
+figure_rule("fig_mlp_topk", "figD8_mlp_topk", [MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:mlp_topk", "MLPs")
+figure_rule("fig_mlp_stages", "fig07_mlp_stages", [MLPS_SUMMARY["mlp_stages"]], f"{MLPS_FIGURES}:mlp_stages", "MLPs")
