@@ -16,6 +16,10 @@ WORD_LEVEL = ("gptj", "neox", "llama", "gpt2", "gpt_neo", "olmo", "olmo2", "phi"
 DIGIT_SPLITTING = ("qwen2", "mistral", "gemma2", "gemma3")
 ALL = WORD_LEVEL + DIGIT_SPLITTING
 GEMMA2_SOFTCAP = 2.0  # small, so that a missing soft-cap shows in every logit
+# weights drawn 5x wider than transformers' default (0.02), so that logits reach the soft-cap
+# and patching effects are far above float noise; GPT-J, NeoX and Llama keep the default the
+# engine's tests were written against
+INIT = 0.1
 
 
 def _ids() -> dict:
@@ -25,7 +29,7 @@ def _ids() -> dict:
 def _build(family: str, V: int, d: int, L: int, H: int):
     """(config class name, model class name, config kwargs) of one family."""
     kv = max(1, H // 2)
-    no_drop = dict(attention_dropout=0.0)
+    common = dict(attention_dropout=0.0, initializer_range=INIT)
     if family == "gptj":
         return "GPTJConfig", "GPTJForCausalLM", dict(
             vocab_size=V, n_positions=64, n_embd=d, n_layer=L, n_head=H, rotary_dim=4, n_inner=2 * d,
@@ -42,36 +46,37 @@ def _build(family: str, V: int, d: int, L: int, H: int):
     if family == "gpt2":  # n_inner left None: the MLP is 4 * d wide
         return "GPT2Config", "GPT2LMHeadModel", dict(
             vocab_size=V, n_positions=64, n_embd=d, n_layer=L, n_head=H, resid_pdrop=0.0, embd_pdrop=0.0,
-            attn_pdrop=0.0, bos_token_id=2, eos_token_id=3)
+            attn_pdrop=0.0, initializer_range=INIT, bos_token_id=2, eos_token_id=3)
     if family == "gpt_neo":  # alternating global and local (window 4) attention
         return "GPTNeoConfig", "GPTNeoForCausalLM", dict(
             vocab_size=V, max_position_embeddings=64, hidden_size=d, num_layers=L, num_heads=H,
             attention_types=[[["global", "local"], L // 2]], window_size=4, intermediate_size=3 * d,
-            embed_dropout=0.0, resid_dropout=0.0, attention_dropout=0.0, bos_token_id=2, eos_token_id=3)
+            embed_dropout=0.0, resid_dropout=0.0, attention_dropout=0.0, initializer_range=INIT, bos_token_id=2,
+            eos_token_id=3)
     if family == "olmo":
         return "OlmoConfig", "OlmoForCausalLM", dict(
             vocab_size=V, hidden_size=d, intermediate_size=48, num_hidden_layers=L, num_attention_heads=H,
-            num_key_value_heads=kv, max_position_embeddings=64, clip_qkv=8.0, **no_drop, **_ids())
+            num_key_value_heads=kv, max_position_embeddings=64, clip_qkv=8.0, **common, **_ids())
     if family == "olmo2":
         return "Olmo2Config", "Olmo2ForCausalLM", dict(
             vocab_size=V, hidden_size=d, intermediate_size=48, num_hidden_layers=L, num_attention_heads=H,
-            num_key_value_heads=kv, max_position_embeddings=64, **no_drop, **_ids())
+            num_key_value_heads=kv, max_position_embeddings=64, **common, **_ids())
     if family == "phi":
         return "PhiConfig", "PhiForCausalLM", dict(
             vocab_size=V, hidden_size=d, intermediate_size=2 * d, num_hidden_layers=L, num_attention_heads=H,
             num_key_value_heads=kv, partial_rotary_factor=0.5, max_position_embeddings=64, resid_pdrop=0.0,
-            embd_pdrop=0.0, **no_drop, bos_token_id=2, eos_token_id=3)
+            embd_pdrop=0.0, **common, bos_token_id=2, eos_token_id=3)
     if family == "qwen2":
         return "Qwen2Config", "Qwen2ForCausalLM", dict(
             vocab_size=V, hidden_size=d, intermediate_size=48, num_hidden_layers=L, num_attention_heads=H,
-            num_key_value_heads=kv, max_position_embeddings=64, **no_drop, **_ids())
+            num_key_value_heads=kv, max_position_embeddings=64, **common, **_ids())
     if family == "mistral":
         return "MistralConfig", "MistralForCausalLM", dict(
             vocab_size=V, hidden_size=d, intermediate_size=48, num_hidden_layers=L, num_attention_heads=H,
-            num_key_value_heads=kv, max_position_embeddings=64, sliding_window=64, **no_drop, **_ids())
+            num_key_value_heads=kv, max_position_embeddings=64, sliding_window=64, **common, **_ids())
     gemma = dict(vocab_size=V, hidden_size=d, intermediate_size=48, num_hidden_layers=L, num_attention_heads=H,
                  num_key_value_heads=kv, head_dim=16, query_pre_attn_scalar=16, max_position_embeddings=64,
-                 sliding_window=32, **no_drop, **_ids())
+                 sliding_window=32, **common, **_ids())
     if family == "gemma2":
         return "Gemma2Config", "Gemma2ForCausalLM", dict(gemma, final_logit_softcapping=GEMMA2_SOFTCAP,
                                                          attn_logit_softcapping=50.0)

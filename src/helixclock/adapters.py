@@ -89,6 +89,7 @@ class FamilySpec:
     d_mlp_key: str = "intermediate_size"  # config attribute with d_mlp; 4 * d_model when None
     embed_scale: bool = False  # the embedding module multiplies by sqrt(d_model) itself (Gemma)
     final_softcap_key: str | None = None  # config attribute: logits = c * tanh(unembed / c) (Gemma-2)
+    window_key: str | None = None  # config attribute with the attention window of local layers
 
     def __post_init__(self):
         if self.proj_layout not in LAYOUTS:
@@ -97,9 +98,6 @@ class FamilySpec:
         if len(self.neuron_in) != (2 if self.gated else 1):
             raise ValueError(f"family {self.name!r}: neuron_in {self.neuron_in} must name "
                              f"{'gate and up' if self.gated else 'one input projection'}")
-        if not self.parallel and self.mlp_norm is None and self.mlp_post_norm is None:
-            raise ValueError(f"family {self.name!r}: a sequential block without any MLP norm is "
-                             "not a known architecture")
 
 
 _LLAMA_LIKE = dict(blocks="model.layers", final_norm="model.norm", unembed="lm_head", embed="model.embed_tokens",
@@ -107,8 +105,20 @@ _LLAMA_LIKE = dict(blocks="model.layers", final_norm="model.norm", unembed="lm_h
                    neuron_in=("mlp.gate_proj", "mlp.up_proj"), neuron_out="mlp.down_proj",
                    attn_norm="input_layernorm", mlp_norm="post_attention_layernorm", parallel=False, gated=True)
 _GEMMA = dict(_LLAMA_LIKE, mlp_norm="pre_feedforward_layernorm", attn_post_norm="post_attention_layernorm",
-              mlp_post_norm="post_feedforward_layernorm", embed_scale=True, final_softcap_key="final_logit_softcapping")
+              mlp_post_norm="post_feedforward_layernorm", embed_scale=True,
+              final_softcap_key="final_logit_softcapping", window_key="sliding_window")
+_LOCAL = ("sliding_attention", "local")  # windowed layers in config.layer_types / attention_layers
 
+# What the rows encode, beyond module names (checked against transformers 5.23's sources):
+# - parallel blocks: GPT-J, Phi (one norm feeds both), NeoX unless use_parallel_residual=False;
+# - gated MLPs (gate, up): Llama, OLMo, OLMo-2, Qwen2, Mistral, Gemma-2/3 (none fuses gate and up);
+# - post-norms: OLMo-2 (and no pre-norms), Gemma-2/3 (post_attention_layernorm is a post-norm there,
+#   pre_feedforward_layernorm the MLP's pre-norm); attn_out/mlp_out are the post-norms' outputs;
+# - GPT-2 stores attn.c_proj and mlp.c_proj as Conv1D, weight [in, out];
+# - output-projection bias: GPT-2, GPT-Neo, NeoX, Phi always; Llama, OLMo(-2), Gemma when
+#   config.attention_bias; never GPT-J, Qwen2, Mistral (attn_bias reads the module);
+# - Phi's unembedding has a bias (kept: logits come from the module itself);
+# - Gemma's embedding module multiplies by sqrt(d_model); Gemma-2 soft-caps the final logits.
 _SPECS = (
     FamilySpec("gptj", ("gptj",), "GPTJForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
                unembed="lm_head", embed="transformer.wte", attn="attn", attn_proj="attn.out_proj", mlp="mlp",
@@ -127,7 +137,8 @@ _SPECS = (
     FamilySpec("gpt_neo", ("gpt_neo",), "GPTNeoForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
                unembed="lm_head", embed="transformer.wte", attn="attn.attention",
                attn_proj="attn.attention.out_proj", mlp="mlp", neuron_in=("mlp.c_fc",), neuron_out="mlp.c_proj",
-               attn_norm="ln_1", mlp_norm="ln_2", parallel=False, gated=False, head_dim_key=None),
+               attn_norm="ln_1", mlp_norm="ln_2", parallel=False, gated=False, head_dim_key=None,
+               window_key="window_size"),
     FamilySpec("olmo", ("olmo",), "OlmoForCausalLM", **_LLAMA_LIKE),
     FamilySpec("olmo2", ("olmo2",), "Olmo2ForCausalLM", **dict(
         _LLAMA_LIKE, attn_norm=None, mlp_norm=None, attn_post_norm="post_attention_layernorm",
@@ -136,8 +147,8 @@ _SPECS = (
                unembed="lm_head", embed="model.embed_tokens", attn="self_attn", attn_proj="self_attn.dense",
                mlp="mlp", neuron_in=("mlp.fc1",), neuron_out="mlp.fc2", attn_norm="input_layernorm",
                mlp_norm="input_layernorm", parallel=True, gated=False),
-    FamilySpec("qwen2", ("qwen2",), "Qwen2ForCausalLM", **_LLAMA_LIKE),
-    FamilySpec("mistral", ("mistral",), "MistralForCausalLM", **_LLAMA_LIKE),
+    FamilySpec("qwen2", ("qwen2",), "Qwen2ForCausalLM", **dict(_LLAMA_LIKE, window_key="sliding_window")),
+    FamilySpec("mistral", ("mistral",), "MistralForCausalLM", **dict(_LLAMA_LIKE, window_key="sliding_window")),
     FamilySpec("gemma2", ("gemma2",), "Gemma2ForCausalLM", **_GEMMA),
     FamilySpec("gemma3", ("gemma3_text",), "Gemma3ForCausalLM", **_GEMMA),
 )
@@ -202,6 +213,17 @@ class Adapter:
         self.embed_scale = self.d_model ** 0.5 if spec.embed_scale else 1.0
         cap = getattr(hf_config, spec.final_softcap_key, None) if spec.final_softcap_key else None
         self.final_softcap: float | None = float(cap) if cap else None
+        self.sliding_window = self._window(hf_config)
+
+    def _window(self, cfg) -> int | None:
+        """The attention window of the family's local layers (Mistral, Qwen2 with
+        use_sliding_window, Gemma-2/3, GPT-Neo), or None when every layer sees the whole
+        prompt.  A prompt longer than it must not reuse a prefix key/value cache."""
+        window = getattr(cfg, self.spec.window_key, None) if self.spec.window_key else None
+        types = getattr(cfg, "layer_types", None) or getattr(cfg, "attention_layers", None)
+        if window is None or (types is not None and not any(t in _LOCAL for t in types)):
+            return None
+        return int(window)
 
     # -- hook points -----------------------------------------------------------------
     def site(self, kind: str, layer: int | None = None) -> Site:
@@ -308,7 +330,7 @@ class Adapter:
                 "n_layers": self.n_layers, "n_heads": self.n_heads, "n_kv_heads": self.n_kv_heads,
                 "d_model": self.d_model, "d_head": self.d_head, "d_mlp": self.d_mlp,
                 "vocab_size": self.vocab_size, "embed_scale": self.embed_scale,
-                "final_softcap": self.final_softcap}
+                "final_softcap": self.final_softcap, "sliding_window": self.sliding_window}
 
 
 def make_adapter(hf_model: torch.nn.Module, family: str | None = None) -> Adapter:

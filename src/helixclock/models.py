@@ -100,5 +100,5 @@ def load_model(name: str, spec: dict, device: str = "auto", resources: str = "re
     _freeze(hf_model)
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
-    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, spec["source"] if spec["source"] != TOY_SOURCE else path,
-                       dtype)
+    source = spec["source"] if spec["source"] != TOY_SOURCE else path
+    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype)
