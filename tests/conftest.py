@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from families import ALL, tiny_hf_model  # noqa: F401 (tests import tiny_hf_model from here)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -21,35 +22,7 @@ GPTJ_PROMPTS = {
     "mod2": "Output ONLY a number.\n{a} modulo 2=",
     "solve_x": "Output ONLY a number.\nx-{a}=0, x=",
 }
-FAMILIES = ("gptj", "neox", "llama")
-
-
-def tiny_hf_model(family: str, vocab_size: int, d: int = 32, layers: int = 2, heads: int = 4,
-                  seed: int = 0):
-    """A random-weight model of the family's real architecture class."""
-    from transformers import (GPTJConfig, GPTJForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM,
-                              LlamaConfig, LlamaForCausalLM)
-
-    torch.manual_seed(seed)
-    if family == "gptj":
-        cfg = GPTJConfig(vocab_size=vocab_size, n_positions=64, n_embd=d, n_layer=layers, n_head=heads,
-                         rotary_dim=4, n_inner=2 * d, bos_token_id=2, eos_token_id=3)
-        model = GPTJForCausalLM(cfg)
-    elif family == "neox":
-        cfg = GPTNeoXConfig(vocab_size=vocab_size, hidden_size=d, num_hidden_layers=layers,
-                            num_attention_heads=heads, intermediate_size=3 * d, rotary_pct=0.25,
-                            max_position_embeddings=64, use_parallel_residual=True,
-                            bos_token_id=2, eos_token_id=3)
-        model = GPTNeoXForCausalLM(cfg)
-    elif family == "llama":
-        cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d, intermediate_size=48,
-                          num_hidden_layers=layers, num_attention_heads=heads,
-                          num_key_value_heads=max(1, heads // 2), max_position_embeddings=64,
-                          bos_token_id=2, eos_token_id=3, pad_token_id=0)
-        model = LlamaForCausalLM(cfg)
-    else:
-        raise ValueError(family)
-    return model.eval()
+FAMILIES = ("gptj", "neox", "llama")  # the engine's tests run on these (tests/families.py has all)
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +42,15 @@ def bos_tokenizer():
 @pytest.fixture(scope="session", params=FAMILIES)
 def tiny_model(request, tokenizer):
     """A LoadedModel (nnsight-wrapped) of each family with random weights."""
+    from helixclock.models import wrap_model
+
+    hf = tiny_hf_model(request.param, len(tokenizer))
+    return wrap_model(hf, tokenizer, name=f"tiny-{request.param}")
+
+
+@pytest.fixture(scope="session", params=ALL)
+def family_model(request, tokenizer):
+    """A LoadedModel of every supported family (tests/families.py) with random weights."""
     from helixclock.models import wrap_model
 
     hf = tiny_hf_model(request.param, len(tokenizer))

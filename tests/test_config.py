@@ -39,10 +39,11 @@ def test_config_errors_name_key_and_value(config, message):
 
 def test_registry_errors(tmp_path):
     reg = load_yaml(REPO / "config/models.yaml")
-    reg["toy-gptj"]["family"] = "gpt2"
+    reg["toy-gptj"]["family"] = "bert"
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump(reg))
-    with pytest.raises(ConfigError, match="registry key 'toy-gptj.family': value 'gpt2' is not one of the allowed values gptj, neox, llama"):
+    with pytest.raises(ConfigError, match="registry key 'toy-gptj.family': value 'bert' is not one of the allowed values gptj, neox, llama, "
+                       "gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, gemma2, gemma3"):
         check_config({"registry": str(path)})
     reg["toy-gptj"]["family"] = "gptj"
     del reg["toy-gptj"]["prompts"]["mod2"]

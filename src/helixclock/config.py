@@ -17,29 +17,19 @@ from typing import Any
 
 import yaml
 
+from .adapters import FAMILIES as _FAMILY_TABLE
+from .adapters import MODEL_TYPES, UnsupportedFamilyError, detect_family  # noqa: F401 (re-exported)
+
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "workflow" / "schemas"
 TOY_SOURCE = "toy"
-FAMILIES = ("gptj", "neox", "llama")  # architecture families with an adapter (models.py)
-MODEL_TYPES = {"gptj": "gptj", "gpt_neox": "neox", "llama": "llama"}  # HF model_type -> family
+FAMILIES = tuple(_FAMILY_TABLE)  # architecture families with an adapter (adapters.py)
+# MODEL_TYPES (HF model_type -> family), detect_family and UnsupportedFamilyError come from
+# adapters.py, whose table imports no torch
 
 
 class ConfigError(ValueError):
     """The config or the model registry is invalid; the message says where and why."""
-
-
-class UnsupportedFamilyError(ValueError):
-    """A model's architecture has no adapter."""
-
-
-def detect_family(hf_config) -> str:
-    """The family of a Hugging Face config, or an error naming the supported ones."""
-    model_type = getattr(hf_config, "model_type", None)
-    if model_type not in MODEL_TYPES:
-        raise UnsupportedFamilyError(
-            f"model type {model_type!r} is not supported; supported families: "
-            f"{', '.join(FAMILIES)} (model types {', '.join(MODEL_TYPES)})")
-    return MODEL_TYPES[model_type]
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -60,7 +60,7 @@ class PatchingEngine(PathPatching):
         self.model = model
         self.adapter = model.adapter
         self.batches = OOMRetry(batch_size, progress=progress)
-        self.prefix = PrefixCache(model.hf, enabled=prefix_cache)
+        self.prefix = PrefixCache(model.hf, enabled=prefix_cache, window=model.adapter.sliding_window)
 
     # -- sites and values ------------------------------------------------------------------
     def site(self, point: Point) -> Site:
@@ -112,7 +112,7 @@ class PatchingEngine(PathPatching):
                     else:
                         env.output = value
             if on_logits is not None:
-                on_logits(model.envoy(self.adapter.unembed).output[:, -1])
+                on_logits(self.adapter.cap_logits(model.envoy(self.adapter.unembed).output[:, -1]))
 
     # -- collection --------------------------------------------------------------------------
     def collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,

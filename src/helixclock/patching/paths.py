@@ -30,9 +30,18 @@ class PathPatching:
         if point.kind in ("attn_out", "mlp_out"):
             return value
         if point.kind == "head_out" and point.index is not None:
+            if self.adapter.attn_post_norm:
+                raise ValueError(f"{self.adapter.family} normalises the attention output after its projection "
+                                 f"({self.adapter.attn_post_norm}): one head's write into the residual stream is "
+                                 "not defined, so single-head direct effects and path patching are not either "
+                                 "(activation patching of heads is)")
             W = self.adapter.head_weights(self.model.hf, point.layer)[point.index]  # [dh, d]
             return value @ W.to(value.dtype)
         if point.kind == "neuron_post" and point.index is not None:
+            if self.adapter.mlp_post_norm:
+                raise ValueError(f"{self.adapter.family} normalises the MLP output after its projection "
+                                 f"({self.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
+                                 "not defined")
             w = self.adapter.neuron_weights(self.model.hf, point.layer)[point.index]  # [d]
             return value[..., None] * w.to(value.dtype)
         raise ValueError(f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "

@@ -19,17 +19,18 @@ from .points import Point
 class PrefixCache:
     """Key/value caches of shared prompt prefixes of one model, memoised by their tokens."""
 
-    def __init__(self, hf_model: torch.nn.Module, enabled: bool = True):
+    def __init__(self, hf_model: torch.nn.Module, enabled: bool = True, window: int | None = None):
         self.hf = hf_model
         self.enabled = enabled
+        self.window = window  # sliding-window attention: a cached prefix is exact only within it
         self._kv: dict = {}
 
     def length(self, ids: Sequence[Tensor], points: Sequence[Point]) -> int:
         """Tokens shared by every row of every ``ids`` [n, seq] and before every point's
         positions (at least one token is always left to run)."""
-        if not self.enabled:
-            return 0
         seq = ids[0].shape[1]
+        if not self.enabled or (self.window is not None and seq > self.window):
+            return 0
         first = ids[0][:1]
         same = torch.ones(seq, dtype=torch.bool, device=first.device)
         for x in ids:
