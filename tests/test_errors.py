@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from helixclock.stages.errors import figures as F
-from helixclock.stages.errors.errors import (carry_test, de_set, dominant_periods, error_distribution,
+from helixclock.stages.errors.errors import (appendix_f_tables, carry_test, de_set, dominant_periods, error_distribution,
                                              error_summary, error_table, line_fits, logit_examples,
                                              logit_lens_periods, logit_lens_table, logit_line_fourier,
-                                             period_counts, read_answer_logits)
+                                             neuron_lens_tables, period_counts, read_answer_logits)
 from helixclock.stages.errors.linear_addition import (accuracy_below, fit_number_line, linear_addition_tables,
                                                       linear_sums)
 
@@ -227,6 +227,11 @@ def test_logit_line_fourier_and_examples(tmp_path):
         assert np.allclose(part["logit"], Y[r]) and np.isclose(part["slope"].iloc[0], per["slope"].iloc[r])
     with pytest.raises(ValueError, match="rows of logits"):
         logit_line_fourier(Y[:10], acc)
+    tables = appendix_f_tables(acc, Y, n_examples=3, seed=5)
+    assert set(tables) == {"errors", "error_distribution", "error_summary", "carry_test", "logit_examples",
+                           "logit_line_fourier"}
+    pd.testing.assert_frame_equal(tables["logit_examples"], ex)
+    assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["errors"]) == 0
     # the h5 reader
     import h5py
 
@@ -276,6 +281,9 @@ def test_neuron_logit_lens_and_periods():
     assert (per["matches"].to_numpy() == (planted != 1)).all()
     with pytest.raises(KeyError, match="top_sum_period"):
         logit_lens_periods(neurons.drop(columns="top_sum_period"), lens)
+    both = neuron_lens_tables(neurons, lens, rows=[0, 3])
+    pd.testing.assert_frame_equal(both["logit_lens"], table)
+    pd.testing.assert_frame_equal(both["logit_lens_periods"], per)
 
 
 # ---------------------------------------------------------------- figures
@@ -327,3 +335,22 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     assert fig.axes[0].get_xlabel() == "a + b" and "slope < 0" in fig.axes[0].get_title()
     assert fig.axes[1].get_xlabel().startswith("top Fourier period")
     save(fig, tmp_path, "figF6_logit_slope_fourier")
+
+
+def test_figures_survive_a_model_without_numeric_errors(tmp_path):
+    """A toy model may answer (almost) everything right: the figures still draw."""
+    correct = np.ones(10_000, bool)
+    correct[5] = False
+    pred = np.array([str(a + b) for a, b in GRID], dtype=object)
+    pred[5] = "x"
+    acc = add_table(correct, pred)
+    errors = error_table(acc)
+    assert len(errors) == 1 and not errors["numeric"].any()
+    save(F.error_distribution(errors, error_summary(acc, errors), "toy"), tmp_path, "empty_F1")
+    carry = carry_test(errors)
+    assert carry["p"].isna().all()
+    save(F.carry_test(errors, carry, "toy"), tmp_path, "empty_F2")
+    neurons, lens = planted_neurons(8)
+    empty = logit_lens_periods(neurons.assign(top_sum_period=3), lens)
+    assert empty.empty
+    save(F.logit_lens_periods(empty, "toy"), tmp_path, "empty_F4")

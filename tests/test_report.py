@@ -17,8 +17,8 @@ from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import (best_sum_layer, clock_angles, fit_sum_helix, sum_basis,
                                             sum_helix_coordinates)
 from helixclock.stages.report.compare import (REGISTRY, TABLE_FILES, comparison_markdown, load_paper_values,
-                                              paper_accuracy, paper_comparison, paper_tab01, run_values,
-                                              stage_boundary)
+                                              paper_accuracy, paper_comparison, paper_comparison_report,
+                                              paper_tab01, run_values, stage_boundary)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "config" / "paper_values.yaml"
@@ -238,6 +238,9 @@ def test_paper_comparison_ratios_models_and_bounds(tmp_path):
     assert pd.isna(table.loc[("gptj", "line_r2"), "bound_holds"])
     assert table.loc[("gptj", "mixed_fraction_m4"), "approx"]
     md = comparison_markdown(table.reset_index())
+    again, md_again = paper_comparison_report(tmp_path, ["gptj", "pythia", "toy-gptj"], PAPER)
+    pd.testing.assert_frame_equal(again.set_index(["model", "id"]), table)
+    assert md_again == md
     assert "## gptj" in md and "## toy-gptj" in md
     assert "| mixed_fraction_m4 |" in md and "~0.8 (GPT-J)" in md and "< 0.2" in md and "| fails |" in md
     assert f"{len(set(paper['id']))} of {len(set(paper['id']))} quantities measured" in md

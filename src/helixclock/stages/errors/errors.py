@@ -342,3 +342,29 @@ def logit_lens_periods(neurons: pd.DataFrame, lens: np.ndarray, fraction: float 
     sub["lens_period"], sub["lens_frequency"] = top["period"], top["frequency"]
     sub["matches"] = near(sub["lens_period"], sub["top_sum_period"].to_numpy(np.float64))
     return sub
+
+
+# ---------------------------------------------------------------- all tables of a stage
+
+def appendix_f_tables(accuracy: pd.DataFrame, logits: np.ndarray | None = None, n_examples: int = 3,
+                      seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The App. F tables that need no neurons, from ``add.csv`` (and ``add_logits.h5``'s
+    logits, [10000, 199] in the same row order): errors (F1, F2), error_distribution,
+    error_summary (F1), carry_test (F2), and with logits logit_examples (F5) and
+    logit_line_fourier (F6)."""
+    errors = error_table(accuracy)
+    out = {"errors": errors, "error_distribution": error_distribution(errors),
+           "error_summary": error_summary(accuracy, errors), "carry_test": carry_test(errors)}
+    if logits is not None:
+        out["logit_examples"] = logit_examples(logits, accuracy, n_examples, seed)
+        out["logit_line_fourier"] = logit_line_fourier(logits, accuracy)
+    return out
+
+
+def neuron_lens_tables(neurons: pd.DataFrame, lens: np.ndarray, rows=None, fraction: float = 0.8,
+                       periods=PERIODS) -> dict[str, pd.DataFrame]:
+    """The neuron tables of App. F: logit_lens (F3, neurons ``rows``, e.g. Fig. 8's four) and
+    logit_lens_periods (F4, the ``fraction`` DE set).  Columns needed in ``neurons``:
+    :data:`NEURON_COLUMNS`; row i of ``neurons`` is row i of ``lens``."""
+    return {"logit_lens": logit_lens_table(neurons, lens, rows),
+            "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods)}

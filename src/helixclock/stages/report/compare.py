@@ -364,3 +364,10 @@ def comparison_markdown(df: pd.DataFrame) -> str:
         found = int((part["status"] == "ok").sum())
         lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured.", "", markdown_table(table), ""]
     return "\n".join(lines)
+
+
+def paper_comparison_report(root: str | Path, models: Sequence[str],
+                            paper_path: str | Path = "config/paper_values.yaml") -> tuple[pd.DataFrame, str]:
+    """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
+    table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
+    return table, comparison_markdown(table)
