@@ -1,0 +1,144 @@
+"""App. E: why not add along a line? (figE1_linear_addition)
+
+The paper conjectures that models use the Clock algorithm because addition along a line
+needs a precision that real representations lack.  Its test: fit a line to the numbers'
+representations and add on that line.
+
+Decision (methods-neurons-errors.md, "App. E"): the bare-number residuals of 0..99 at the
+output of layer 0 (``resid_pre[1]``), reduced by PCA to 50 dimensions, are fitted with the
+least-squares line ``x(a) ~ x0 + a v``.  Each real representation has the position
+``t(a) = v . (x(a) - x0) / |v|^2`` on that line (t(a) = a exactly if x lies on the line).
+Linear addition predicts the answer n in [0, 198] nearest to ``t(a1) + t(a2)`` and
+succeeds when n = a1 + a2.  Accuracy over the problems whose answer a1 + a2 is below a
+threshold alpha is set against the model's own accuracy on the same problems (paper, GPT-J:
+line R^2 = 0.997; at alpha = 100 linear addition < 20%, GPT-J > 80%).
+
+Everything is numpy (no torch): the inputs are the cached residuals and ``add.csv``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+N_ANSWERS = 199  # answers 0..198 of a + b with a, b in [0, 99]
+
+
+@dataclass(frozen=True)
+class NumberLine:
+    """A least-squares line through the numbers' PCA coordinates.
+
+    coords: [n, p] PCA coordinates of the numbers 0..n-1; x0, v: [p] intercept and direction;
+    r2: 1 - sum |x - x_line|^2 / sum |x - mean x|^2 over all p dims (variance-weighted);
+    r2_mean_dim: the mean of the per-dimension R^2 (scikit-learn's "uniform_average").
+    """
+
+    coords: np.ndarray
+    x0: np.ndarray
+    v: np.ndarray
+    r2: float
+    r2_mean_dim: float
+
+    @property
+    def positions(self) -> np.ndarray:
+        """t(a) = v . (x(a) - x0) / |v|^2 for every number, [n]."""
+        return (self.coords - self.x0) @ self.v / float(self.v @ self.v)
+
+
+def pca_coordinates(X: np.ndarray, n_components: int = 50) -> np.ndarray:
+    """Coordinates of the rows of X [n, d] on its first ``n_components`` principal
+    components (centred; fewer where n or d is smaller), [n, p]."""
+    X = np.asarray(X, dtype=np.float64)
+    Xc = X - X.mean(0, keepdims=True)
+    _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
+    return Xc @ Vt[:n_components].T
+
+
+def fit_number_line(X: np.ndarray, n_components: int = 50) -> NumberLine:
+    """PCA of the numbers 0..n-1 (rows of X [n, d]) to ``n_components`` dims, then one
+    least-squares solve of [1, a] C = coords for the line x(a) = x0 + a v."""
+    coords = pca_coordinates(X, n_components)
+    a = np.arange(len(coords), dtype=np.float64)
+    design = np.stack([np.ones_like(a), a], 1)  # [n, 2]
+    coef, *_ = np.linalg.lstsq(design, coords, rcond=None)  # [2, p]
+    resid = coords - design @ coef
+    centred = coords - coords.mean(0)
+    ss_tot = (centred ** 2).sum(0)
+    ss_res = (resid ** 2).sum(0)
+    r2 = 1.0 - ss_res.sum() / ss_tot.sum() if ss_tot.sum() > 0 else 1.0
+    live = ss_tot > 1e-12 * max(ss_tot.max(), 1e-300)
+    r2_dims = 1.0 - ss_res[live] / ss_tot[live]
+    return NumberLine(coords, coef[0], coef[1], float(r2), float(r2_dims.mean()) if live.any() else 1.0)
+
+
+def linear_sums(positions: np.ndarray, n_answers: int = N_ANSWERS) -> np.ndarray:
+    """Linear addition of every pair: the n in [0, n_answers - 1] nearest to t(a1) + t(a2),
+    as a grid [n, n] indexed [a1, a2]."""
+    t = np.asarray(positions, dtype=np.float64)
+    s = t[:, None] + t[None, :]
+    return np.clip(np.floor(s + 0.5), 0, n_answers - 1).astype(np.int64)
+
+
+def correctness_grid(accuracy: pd.DataFrame, n: int = 100) -> np.ndarray:
+    """The model's correctness on a+b as a boolean grid [n, n] indexed [a, b], from
+    ``add.csv`` (columns a, b, correct; every (a, b) with a, b < n must be present)."""
+    missing = {"a", "b", "correct"} - set(accuracy.columns)
+    if missing:
+        raise KeyError(f"accuracy table lacks columns {sorted(missing)}; it needs a, b, correct")
+    grid = np.full((n, n), -1, dtype=np.int8)
+    a, b = accuracy["a"].to_numpy(int), accuracy["b"].to_numpy(int)
+    keep = (a < n) & (b < n)
+    grid[a[keep], b[keep]] = accuracy["correct"].to_numpy(bool)[keep]
+    if (grid < 0).any():
+        raise ValueError(f"accuracy table misses {(grid < 0).sum()} of the {n * n} problems a, b in [0, {n - 1}]")
+    return grid.astype(bool)
+
+
+def accuracy_below(success: np.ndarray, answers: np.ndarray, alphas: np.ndarray,
+                   n_answers: int = N_ANSWERS) -> tuple[np.ndarray, np.ndarray]:
+    """Accuracy over the problems with answer < alpha, for each alpha (NaN where none):
+    (accuracy [len(alphas)], problem counts [len(alphas)]).  One bincount, one cumsum."""
+    answers = np.asarray(answers).ravel()
+    hits = np.cumsum(np.bincount(answers, weights=np.asarray(success, float).ravel(), minlength=n_answers))
+    counts = np.cumsum(np.bincount(answers, minlength=n_answers))
+    idx = np.clip(np.asarray(alphas, dtype=np.int64) - 1, -1, len(counts) - 1)
+    n = np.where(idx >= 0, counts[np.maximum(idx, 0)], 0)
+    h = np.where(idx >= 0, hits[np.maximum(idx, 0)], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, h / np.maximum(n, 1), np.nan), n
+
+
+def linear_addition_tables(numbers: np.ndarray, accuracy: pd.DataFrame | None = None,
+                           n_components: int = 50, n_numbers: int = 100,
+                           alphas: np.ndarray | None = None) -> dict[str, pd.DataFrame]:
+    """Everything behind Fig. E1.
+
+    numbers: [>= n_numbers, d] bare-number residuals at one layer (the cache's
+    ``numbers[:, 1]`` = the output of layer 0); accuracy: ``add.csv`` (a, b, correct) or None.
+
+    "accuracy": alpha, linear_accuracy, model_accuracy, n_problems, line_r2, line_r2_mean_dim
+    (one row per alpha; default alpha = 1..199; answers a1 + a2 < alpha).
+    "line": a, position t(a), offset t(a) - a, residual_norm |x(a) - (x0 + a v)|.
+    """
+    X = np.asarray(numbers, dtype=np.float64)[:n_numbers]
+    if len(X) < n_numbers:
+        raise ValueError(f"linear addition needs the numbers 0..{n_numbers - 1}; got {len(X)} rows")
+    line = fit_number_line(X, n_components)
+    t = line.positions
+    pred = linear_sums(t)
+    a1, a2 = np.meshgrid(np.arange(n_numbers), np.arange(n_numbers), indexing="ij")
+    answers = a1 + a2
+    alphas = np.arange(1, N_ANSWERS + 1) if alphas is None else np.asarray(alphas)
+    lin_acc, n = accuracy_below(pred == answers, answers, alphas)
+    if accuracy is not None:
+        model_acc, _ = accuracy_below(correctness_grid(accuracy, n_numbers), answers, alphas)
+    else:
+        model_acc = np.full(len(alphas), np.nan)
+    table = pd.DataFrame({"alpha": alphas, "linear_accuracy": lin_acc, "model_accuracy": model_acc,
+                          "n_problems": n, "line_r2": line.r2, "line_r2_mean_dim": line.r2_mean_dim})
+    on_line = line.x0 + np.outer(np.arange(n_numbers), line.v)
+    positions = pd.DataFrame({"a": np.arange(n_numbers), "position": t, "offset": t - np.arange(n_numbers),
+                              "residual_norm": np.linalg.norm(line.coords - on_line, axis=1)})
+    return {"accuracy": table, "line": positions}

@@ -1,0 +1,373 @@
+"""The paper's published numbers beside the run's (paper_comparison).
+
+``config/paper_values.yaml`` holds every number the paper publishes (id, description,
+section, per-model values, approximate or a bound).  :data:`REGISTRY` maps each id to the
+output tables it is read from (:data:`TABLE_FILES`, paths with ``{model}``) and the function
+that extracts the run's value from them.  :func:`run_values` reads a results folder,
+:func:`paper_comparison` sets the two side by side per model (a model the paper does not
+report is compared with GPT-J's value, marked as such), :func:`comparison_markdown` writes
+``paper_comparison.md``.
+
+Imports no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...io import markdown_table
+from ...tasks import TASKS
+from ..errors.errors import N_ANSWERS, de_set
+
+REFERENCE_MODEL = "gptj"
+PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
+
+# Where each table lives (relative to the project root).  Tables marked "neuron stage" are
+# those of the neuron stage, under the names and columns this module assumes (see the
+# extractors below); the lead maps them to the stage's real outputs.
+TABLE_FILES = {
+    "card": "results/{model}/model.json",
+    "tabA1": "results/all/tables/tabA1_prompts_accuracy.csv",
+    "tabC1": "results/{model}/tables/tabC1_other_tasks_accuracy.csv",
+    "tab01": "results/{model}/tables/tab01_other_tasks.csv",
+    "heads_topk": "results/{model}/clock/heads_topk.csv",
+    "heads_mixed": "results/{model}/clock/heads_mixed.csv",
+    "heads_categories": "results/{model}/clock/heads_categories.csv",
+    "mlp_topk": "results/{model}/clock/mlp_topk.csv",
+    "mlp_stages": "results/{model}/clock/mlp_stages.csv",
+    "neurons": "results/{model}/neurons/top_neurons.csv",  # neuron stage
+    "neuron_ablation": "results/{model}/neurons/ablation.csv",  # neuron stage
+    "neuron_fit_eval": "results/{model}/neurons/fit_eval.csv",  # neuron stage
+    "linear_addition": "results/{model}/errors/linear_addition.csv",
+    "error_summary": "results/{model}/errors/error_summary.csv",
+    "carry_test": "results/{model}/errors/carry_test.csv",
+    "logit_line_fourier": "results/{model}/errors/logit_line_fourier.csv",
+}
+
+Tables = Mapping[str, "pd.DataFrame | dict"]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """How the run's value of one quantity is found: the tables it needs (keys of
+    :data:`TABLE_FILES`) and ``extract(tables, model) -> float`` (NaN where the run has no
+    such value, e.g. k = 20 for a model with fewer heads)."""
+
+    tables: tuple[str, ...]
+    extract: Callable[[Tables, str], float]
+
+
+# ---------------------------------------------------------------- small readers
+
+def _at(df: pd.DataFrame, key: str, value, col: str) -> float:
+    """``col`` of the first row where ``key == value`` (NaN if none)."""
+    if key not in df.columns or col not in df.columns:
+        raise KeyError(f"table lacks column {key!r} or {col!r}; it has {list(df.columns)}")
+    rows = df.loc[df[key] == value, col]
+    return float(rows.iloc[0]) if len(rows) else np.nan
+
+
+def _first(df: pd.DataFrame, col: str) -> float:
+    if col not in df.columns:
+        raise KeyError(f"table lacks column {col!r}; it has {list(df.columns)}")
+    return float(df[col].iloc[0]) if len(df) else np.nan
+
+
+def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k") -> float:
+    """The smallest k whose ``fraction`` reaches ``threshold`` (NaN if none does)."""
+    hit = curve.loc[curve["fraction"] >= threshold, x]
+    return float(hit.min()) if len(hit) else np.nan
+
+
+def stage_boundary(stages: pd.DataFrame) -> float:
+    """The first read-out circuit MLP (Fig. 7): the layer b that best splits the circuit MLPs
+    into builders before b (helix(a+b)/TE > DE/TE) and readers from b on (DE/TE >=
+    helix(a+b)/TE), counting agreeing MLPs; ties go to the earliest b.  ``mlp_stages.csv``:
+    layer, helix_sum_over_te, de_over_te."""
+    st = stages.sort_values("layer")
+    layers = st["layer"].to_numpy()
+    if not len(layers):
+        return np.nan
+    build = (st["helix_sum_over_te"] > st["de_over_te"]).to_numpy()
+    candidates = np.append(layers, layers[-1] + 1)
+    score = [np.sum(build & (layers < b)) + np.sum(~build & (layers >= b)) for b in candidates]
+    return float(candidates[int(np.argmax(score))])
+
+
+def _category(t: Tables, category: str, what: str) -> float:
+    cats = t["heads_categories"]
+    layers = cats.loc[cats["category"] == category, "layer"]
+    if what == "count":
+        return float(len(layers))
+    return float(getattr(layers, what)()) if len(layers) else np.nan
+
+
+def _circuit_share(t: Tables, model: str) -> float:
+    """Share of the top neurons (``neurons``: layer) in the circuit MLPs (mlp_stages' layers)."""
+    return float(t["neurons"]["layer"].isin(t["mlp_stages"]["layer"]).mean())
+
+
+def _de80(t: Tables) -> np.ndarray:
+    return de_set(t["neurons"]["de"].to_numpy(), 0.8)
+
+
+def _late_share(t: Tables, model: str) -> float:
+    """Share of the 80% DE neurons (``neurons``: layer, de) in layers >= the run's stage boundary."""
+    b = stage_boundary(t["mlp_stages"])
+    layers = t["neurons"]["layer"].to_numpy()[_de80(t)]
+    return float((layers >= b).mean()) if len(layers) and np.isfinite(b) else np.nan
+
+
+def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01) -> float:
+    """Accuracy at ``fraction`` of the neurons kept (``neuron_ablation``: fraction_kept,
+    accuracy), interpolated linearly in log(fraction_kept)."""
+    df = t["neuron_ablation"].sort_values("fraction_kept")
+    x, y = np.log(df["fraction_kept"].to_numpy(float)), df["accuracy"].to_numpy(float)
+    if not len(x) or not (x[0] <= np.log(fraction) <= x[-1]):
+        return np.nan
+    return float(np.interp(np.log(fraction), x, y))
+
+
+def _fit_recovery(t: Tables, model: str) -> float:
+    """Mean over k of fitted / actual accuracy (``neuron_fit_eval``: k, actual_accuracy,
+    fitted_accuracy; k with actual accuracy 0 skipped)."""
+    df = t["neuron_fit_eval"]
+    ok = df["actual_accuracy"] > 0
+    return float((df.loc[ok, "fitted_accuracy"] / df.loc[ok, "actual_accuracy"]).mean()) if ok.any() else np.nan
+
+
+def _logit_top_period(t: Tables, model: str) -> float:
+    """The most common top period of the detrended final logits (period 199 / k of the
+    modal frequency k; k = 20 is 9.95, the paper's "10")."""
+    k = t["logit_line_fourier"]["top_frequency"].mode()
+    return float(N_ANSWERS / k.min()) if len(k) else np.nan
+
+
+# ---------------------------------------------------------------- the registry
+
+TAB01_COLUMNS = {"full": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
+
+
+def _registry() -> dict[str, Quantity]:
+    reg: dict[str, Quantity] = {
+        "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
+        "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
+        "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: smallest_k(t["heads_topk"], 0.8)),
+        "heads_fraction_k20": Quantity(("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction")),
+        "mixed_fraction_m4": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction")),
+        "mixed_fraction_m0": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction")),
+        "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: smallest_k(t["mlp_topk"], 0.95)),
+        "mlp_circuit_first_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min())),
+        "mlp_circuit_last_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max())),
+        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),
+        "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
+        "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction),
+        "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
+        "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
+        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share),
+        "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery),
+        "line_r2": Quantity(("linear_addition",), lambda t, m: _first(t["linear_addition"], "line_r2")),
+        "linear_accuracy_alpha100": Quantity(
+            ("linear_addition",), lambda t, m: _at(t["linear_addition"], "alpha", 100, "linear_accuracy")),
+        "model_accuracy_alpha100": Quantity(
+            ("linear_addition",), lambda t, m: _at(t["linear_addition"], "alpha", 100, "model_accuracy")),
+        "carry_test_p": Quantity(("carry_test",), lambda t, m: _at(t["carry_test"], "split", ">= 10 (carry)", "p")),
+        "carry_test_p_authors": Quantity(
+            ("carry_test",), lambda t, m: _at(t["carry_test"], "split", "> 10 (authors' code)", "p")),
+        "logit_top_period": Quantity(("logit_line_fourier",), _logit_top_period),
+        "logit_slope_negative_share": Quantity(
+            ("logit_line_fourier",), lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean())),
+    }
+    for col in ("wrong_share", "numeric_share_of_wrong", "minus10_share", "plus10_share", "top2_cumulative_share"):
+        reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c))
+    for name, task in TASKS.items():
+        if name != "add":
+            reg[f"{name}_accuracy"] = Quantity(("tabC1",), lambda t, m, lb=task.label: _at(t["tabC1"], "task", lb,
+                                                                                            "accuracy"))
+        for key, col in TAB01_COLUMNS.items():
+            reg[f"tab01_{name}_{key}"] = Quantity(("tab01",), lambda t, m, lb=task.label, c=col:
+                                                  _at(t["tab01"], "task", lb, c))
+    for cat, key in (("a,b", "ab"), ("a+b", "sum"), ("mixed", "mixed")):
+        reg[f"n_{key}_heads"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "count"))
+        reg[f"{key}_heads_layer_min"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "min"))
+        reg[f"{key}_heads_layer_max"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "max"))
+    return reg
+
+
+REGISTRY: dict[str, Quantity] = _registry()
+
+
+# ---------------------------------------------------------------- paper values
+
+PAPER_COLUMNS = ["id", "description", "section", "model", "value", "approx", "relation", "quote"]
+
+
+def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataFrame:
+    """The paper's numbers, one row per (quantity, model): id, description, section, model,
+    value, approx, relation, quote."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text())
+    rows, seen = [], set()
+    for i, q in enumerate(data.get("quantities", [])):
+        missing = {"id", "description", "section", "values"} - set(q)
+        if missing:
+            raise ValueError(f"{path}: quantity #{i} ({q.get('id', '?')}) lacks keys {sorted(missing)}")
+        if q["id"] in seen:
+            raise ValueError(f"{path}: quantity id {q['id']!r} appears twice")
+        seen.add(q["id"])
+        relation = q.get("relation", "=")
+        if relation not in ("=", "<", ">"):
+            raise ValueError(f"{path}: quantity {q['id']!r} has relation {relation!r}; allowed: '=', '<', '>'")
+        for model, value in q["values"].items():
+            rows.append({"id": q["id"], "description": q["description"], "section": q["section"], "model": model,
+                         "value": float(value), "approx": bool(q.get("approx", False)), "relation": relation,
+                         "quote": q.get("quote", "")})
+    return pd.DataFrame(rows, columns=PAPER_COLUMNS)
+
+
+def paper_accuracy(paper: pd.DataFrame) -> pd.DataFrame:
+    """The paper's accuracies (Table A1, Table C1) as model, task, accuracy (task labels as
+    in tabA1 and tabC1)."""
+    labels = {f"{name}_accuracy": t.label for name, t in TASKS.items()}
+    part = paper[paper["id"].isin(list(labels))]
+    return pd.DataFrame({"model": part["model"].to_numpy(), "task": part["id"].map(labels).to_numpy(),
+                         "accuracy": part["value"].to_numpy()})
+
+
+def paper_tab01(paper: pd.DataFrame, model: str = REFERENCE_MODEL) -> pd.DataFrame:
+    """The paper's Table 1 in tab01's format: task, Full, PCA, Helix, Circle, Poly."""
+    rows = []
+    for name, task in TASKS.items():
+        vals = {col: paper.loc[(paper["id"] == f"tab01_{name}_{key}") & (paper["model"] == model), "value"]
+                for key, col in TAB01_COLUMNS.items()}
+        if all(len(v) for v in vals.values()):
+            rows.append({"task": task.label, **{c: float(v.iloc[0]) for c, v in vals.items()}})
+    return pd.DataFrame(rows, columns=["task", *TAB01_COLUMNS.values()])
+
+
+# ---------------------------------------------------------------- run values
+
+def read_table(path: str | Path) -> pd.DataFrame | dict:
+    path = Path(path)
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
+    return pd.read_csv(path)
+
+
+def run_values(root: str | Path, models: Sequence[str], registry: Mapping[str, Quantity] = REGISTRY,
+               files: Mapping[str, str] = TABLE_FILES) -> pd.DataFrame:
+    """The run's value of every registered quantity for every model: model, id, value, file,
+    status ("ok", or "missing: <path>" where an input table does not exist).  Each table is
+    read once per model."""
+    root = Path(root)
+    rows = []
+    for model in models:
+        cache: dict[str, pd.DataFrame | dict | None] = {}
+
+        def table(key):
+            if key not in files:
+                raise KeyError(f"no file registered for table {key!r}; known: {sorted(files)}")
+            if key not in cache:
+                path = root / files[key].format(model=model)
+                cache[key] = read_table(path) if path.exists() else None
+            return cache[key]
+
+        for qid, q in registry.items():
+            paths = [files[k].format(model=model) for k in q.tables]
+            tables = {k: table(k) for k in q.tables}
+            missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
+            if missing:
+                rows.append({"model": model, "id": qid, "value": np.nan, "file": ", ".join(paths),
+                             "status": "missing: " + ", ".join(missing)})
+                continue
+            rows.append({"model": model, "id": qid, "value": float(q.extract(tables, model)),
+                         "file": ", ".join(paths), "status": "ok"})
+    return pd.DataFrame(rows, columns=["model", "id", "value", "file", "status"])
+
+
+# ---------------------------------------------------------------- the comparison
+
+COMPARISON_COLUMNS = ["model", "id", "description", "section", "run_value", "paper_value", "paper_model",
+                      "same_model", "approx", "relation", "ratio", "bound_holds", "status", "file"]
+
+
+def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
+    """One row per (run model, paper quantity): the run's value beside the paper's for the
+    same model, or GPT-J's where the paper gives none for it (same_model False).
+
+    paper: :func:`load_paper_values`; run: model, id, value (and optionally file, status).
+    ratio = run / paper; bound_holds says, for a bound ("<" or ">"), whether the run's value
+    satisfies it (NaN for "=" quantities and missing values).
+    """
+    quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation"]]
+    by_key = paper.set_index(["id", "model"])["value"]
+    run = run.set_index(["model", "id"])
+    rows = []
+    for model in dict.fromkeys(run.index.get_level_values(0)):
+        for q in quantities.itertuples(index=False):
+            paper_model = model if (q.id, model) in by_key.index else REFERENCE_MODEL
+            if (q.id, paper_model) not in by_key.index:
+                paper_model = paper.loc[paper["id"] == q.id, "model"].iloc[0]
+            pv = float(by_key.loc[(q.id, paper_model)])
+            if (model, q.id) in run.index:
+                r = run.loc[(model, q.id)]
+                rv, status, file = float(r["value"]), r.get("status", "ok"), r.get("file", "")
+            else:
+                rv, status, file = np.nan, "no extractor", ""
+            ratio = rv / pv if pv != 0 and np.isfinite(rv) else np.nan
+            holds = np.nan
+            if q.relation != "=" and np.isfinite(rv):
+                holds = bool(rv < pv) if q.relation == "<" else bool(rv > pv)
+            rows.append({"model": model, "id": q.id, "description": q.description, "section": q.section,
+                         "run_value": rv, "paper_value": pv, "paper_model": paper_model,
+                         "same_model": paper_model == model, "approx": bool(q.approx), "relation": q.relation,
+                         "ratio": ratio, "bound_holds": holds, "status": status, "file": file})
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def _fmt(v: float) -> str:
+    if not np.isfinite(v):
+        return "–"
+    return f"{v:.0f}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.4g}"
+
+
+def paper_cell(row) -> str:
+    """The paper's value as the paper states it: "~0.8", "< 0.2", "693 (GPT-J)"."""
+    prefix = {"<": "< ", ">": "> "}.get(row["relation"], "")
+    text = ("~" if row["approx"] else "") + prefix + _fmt(row["paper_value"])
+    if not row["same_model"]:
+        text += f" ({PAPER_MODEL_NAMES.get(row['paper_model'], row['paper_model'])})"
+    return text
+
+
+def comparison_markdown(df: pd.DataFrame) -> str:
+    """paper_comparison.md: one section per model with quantity, where, paper, run, ratio."""
+    lines = ["# The paper's numbers beside this run's", "",
+             "Paper values: `~` approximate (\"roughly\", \"almost\"), `<`/`>` a bound the paper states; a model "
+             "name in brackets marks GPT-J's value shown for a model the paper does not report. "
+             "ratio = run / paper; for a bound, the last column says whether the run satisfies it.", ""]
+    for model, part in df.groupby("model", sort=False):
+        table = pd.DataFrame({
+            "quantity": part["id"], "what": part["description"], "where": part["section"],
+            "paper": [paper_cell(r) for _, r in part.iterrows()],
+            "run": [_fmt(v) if s == "ok" else "missing" for v, s in zip(part["run_value"], part["status"])],
+            "ratio": [_fmt(v) for v in part["ratio"]],
+            "bound": ["" if pd.isna(h) else ("holds" if h else "fails") for h in part["bound_holds"]],
+        })
+        found = int((part["status"] == "ok").sum())
+        lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured.", "", markdown_table(table), ""]
+    return "\n".join(lines)
+
+
+def paper_comparison_report(root: str | Path, models: Sequence[str],
+                            paper_path: str | Path = "config/paper_values.yaml") -> tuple[pd.DataFrame, str]:
+    """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
+    table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
+    return table, comparison_markdown(table)

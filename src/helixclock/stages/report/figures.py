@@ -1,0 +1,158 @@
+"""Fig. 1 (the Clock drawn from the model's fits) and the cross-model figures figAll_accuracy
+and figAll_ld_ratios, drawn from tables (no torch)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ...tasks import TASKS
+from .clock import SUM, clock_angles
+from .look import PALETTE, figure, percent_axis
+
+TASK_ORDER = [t.label for t in TASKS.values()]
+PAPER_GREYS = ["#4d4d4d", "#8c8c8c", "#bdbdbd"]
+
+
+def _layer_name(layer: int) -> str:
+    return "embedding (resid_pre[0])" if layer == 0 else f"layer {layer - 1} output (resid_pre[{layer}])"
+
+
+def _clock_face(ax, coords: pd.DataFrame, value: str, var: str, T: int, marks: Mapping[str, tuple[int, str]],
+                predicted: float | None = None):
+    """One circle: every number faint (coloured by value mod T), class means labelled as on a
+    clock face, and hands from the centre to the marked numbers."""
+    c, s = coords[f"cos {var} T={T}"].to_numpy(), coords[f"sin {var} T={T}"].to_numpy()
+    vals = coords[value].to_numpy()
+    ax.scatter(c, s, c=vals % T, cmap="hsv", vmin=0, vmax=T, s=10, alpha=0.3, edgecolor="none")
+    radius = float(np.median(np.hypot(c, s)))
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(radius * np.cos(t), radius * np.sin(t), color="grey", lw=0.6, ls=":")
+    step = 1 if T <= 10 else T // 10
+    for r in range(0, T, step):
+        sel = vals % T == r
+        if sel.any():
+            mc, ms = c[sel].mean(), s[sel].mean()
+            norm = max(np.hypot(mc, ms), 1e-12)
+            ax.text(mc / norm * radius * 1.18, ms / norm * radius * 1.18, str(r), ha="center", va="center",
+                    fontsize=7, color="grey")
+    for name, (v, color) in marks.items():
+        row = coords[coords[value] == v]
+        if row.empty:
+            continue
+        x, y = float(row[f"cos {var} T={T}"].iloc[0]), float(row[f"sin {var} T={T}"].iloc[0])
+        ax.annotate("", (x, y), (0, 0), arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2})
+        ax.scatter([x], [y], color=color, s=40, zorder=3, label=f"{name} = {v}")
+    ax.scatter([0], [0], color="k", s=8)
+    if predicted is not None:  # where the Clock puts a+b: the angles of a and b added
+        th = np.radians(predicted)
+        ax.plot([0, radius * np.cos(th)], [0, radius * np.sin(th)], color="k", ls="--", lw=1.2,
+                label="θ(a) + θ(b)")
+    ax.set_aspect("equal", "datalim")
+    ax.set_xlabel(f"cos(2π {var} / {T}) coordinate")
+    ax.set_ylabel(f"sin(2π {var} / {T}) coordinate")
+    ax.legend(loc="upper right", fontsize=8, bbox_to_anchor=(1.35, 1.0))
+
+
+def clock(projection: pd.DataFrame, sum_coords: pd.DataFrame, model: str, a: int = 37, b: int = 45,
+          periods: Sequence[int] = (10, 100)):
+    """Fig. 1: the Clock algorithm drawn from the model's own fits.
+
+    projection: Fig. 3's coordinates of each a (``helix/projection.csv``: a, cos a T=..,
+    sin a T=.., linear, layer); sum_coords: the last-token helix(a+b) coordinates per a+b
+    (:func:`..clock.sum_helix_coordinates`).  Left: a and b as hands on the circle of period T;
+    right: a+b on the same period of the answer helix, with the angles the Clock predicts.
+    """
+    angles = clock_angles(projection, sum_coords, a, b, periods).set_index("T")
+    fig, axes = figure(len(periods), 2, figsize=(10.5, 4.6 * len(periods)), squeeze=False)
+    la = int(projection["layer"].iloc[0]) if "layer" in projection else None
+    ls = int(sum_coords["layer"].iloc[0])
+    for row, T in zip(axes, periods):
+        g = angles.loc[T]
+        _clock_face(row[0], projection, "a", "a", T, {"a": (a, PALETTE["a"]), "b": (b, PALETTE["b"])})
+        where = f", {_layer_name(la)}" if la is not None else ""
+        row[0].set_title(f"T = {T}: a and b on helix(a) (a token{where})\n"
+                         f"θ(a) = {g.theta_a:.0f}°, θ(b) = {g.theta_b:.0f}°", fontsize=10)
+        _clock_face(row[1], sum_coords, SUM, SUM, T, {"a+b": (a + b, PALETTE["a+b"])}, predicted=g.predicted_sum)
+        row[1].set_title(f"T = {T}: a+b on helix(a+b) (last token, {_layer_name(ls)})\n"
+                         f"θ(a+b) = {g.theta_sum:.0f}°; Clock: θ(a) + θ(b) = {g.predicted_sum:.0f}° "
+                         f"(off by {g.error:+.0f}°)", fontsize=10)
+    fig.suptitle(f"{model}: the Clock algorithm for {a}+{b}={a + b}, drawn from the model's own helix fits\n"
+                 "(an illustration built from the data: points are projections into the fitted helix "
+                 "subspaces; the paper's Fig. 1 is a schematic)", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _accuracy_long(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    rows = [tabA1[["model", "task", "accuracy"]]]
+    rows += [df[["task", "accuracy"]].assign(model=m) for m, df in tabC1.items()]
+    return pd.concat(rows, ignore_index=True)
+
+
+def all_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+    """figAll_accuracy: every model's accuracy on the six tasks (a+b from tabA1, the others
+    from each model's tabC1), beside the paper's values (``paper``: model, task, accuracy,
+    e.g. :func:`..compare.paper_accuracy`)."""
+    long = _accuracy_long(tabA1, tabC1)
+    models = list(dict.fromkeys(long["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    if paper is not None and len(paper):
+        p = paper.assign(model="paper: " + paper["model"].astype(str))
+        long = pd.concat([long, p[["model", "task", "accuracy"]]], ignore_index=True)
+        palette.update(zip(dict.fromkeys(p["model"]), PAPER_GREYS))
+    tasks = [t for t in TASK_ORDER if t in set(long["task"])]
+    fig, ax = figure(figsize=(max(8, 1.6 * len(tasks) + 0.4 * len(palette)), 4.2))
+    sns.barplot(long, x="task", y="accuracy", hue="model", order=tasks, hue_order=list(palette), palette=palette,
+                ax=ax)
+    ax.set_xlabel("task")
+    ax.set_ylabel("accuracy (top token = answer)")
+    ax.set_ylim(0, 1.05)
+    percent_axis(ax)
+    ax.legend(title=None, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("accuracy of every model on the six tasks (paper: Table A1 and Table C1, GPT-J)")
+    return fig
+
+
+RATIOS = (("Helix", "Helix / Full"), ("PCA", "PCA / Full"), ("Poly", "Poly / Full"))
+
+
+def ld_ratios_long(tab01: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """tab01 of each model as ratios to Full: model, task, ratio, value."""
+    rows = []
+    for m, df in tab01.items():
+        for col, name in RATIOS:
+            rows.append(pd.DataFrame({"model": m, "task": df["task"], "ratio": name, "value": df[col] / df["Full"]}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["model", "task", "ratio", "value"])
+
+
+def all_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+    """figAll_ld_ratios: per task, tab01's Helix/Full, PCA/Full and Poly/Full (max-over-layers
+    LD of the fit patched at the a token over that of the layer patch), side by side per model;
+    ``paper``: the paper's tab01 for GPT-J in the same format (task, Full, PCA, ...)."""
+    long = ld_ratios_long(tab01)
+    models = list(dict.fromkeys(long["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
+    if paper is not None and len(paper):
+        long = pd.concat([long, ld_ratios_long({"paper: gptj": paper})], ignore_index=True)
+        palette["paper: gptj"] = PAPER_GREYS[0]
+    tasks = [t for t in TASK_ORDER if t in set(long["task"])]
+    fig, axes = figure(1, len(RATIOS), figsize=(5.2 * len(RATIOS), 4.2), sharey=True, squeeze=False)
+    for ax, (_, name) in zip(axes[0], RATIOS):
+        sns.barplot(long[long["ratio"] == name], x="task", y="value", hue="model", order=tasks,
+                    hue_order=list(palette), palette=palette, ax=ax, legend=ax is axes[0, -1])
+        ax.axhline(1.0, color="k", lw=0.6, ls="--")
+        ax.set_title(f"{name}")
+        ax.set_xlabel("task")
+        ax.set_ylabel("max-over-layers LD, fit / layer patch")
+        ax.tick_params(axis="x", rotation=30)
+    axes[0, -1].legend(title=None, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("fits of h_a patched at the a token, relative to the layer patch (Table 1 per model)")
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {"fig01_clock": clock, "figAll_accuracy": all_accuracy, "figAll_ld_ratios": all_ld_ratios}

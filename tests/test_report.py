@@ -1,0 +1,316 @@
+"""Known-answer tests of the report: Fig. 1 from a planted helix(a+b), the paper comparison,
+and the cross-model figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helixclock.stages.report import figures as R
+from helixclock.stages.report.clock import (best_sum_layer, clock_angles, fit_sum_helix, sum_basis,
+                                            sum_helix_coordinates)
+from helixclock.stages.report.compare import (REGISTRY, TABLE_FILES, comparison_markdown, load_paper_values,
+                                              paper_accuracy, paper_comparison, paper_comparison_report,
+                                              paper_tab01, run_values, stage_boundary)
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "config" / "paper_values.yaml"
+SRC = ROOT / "src"
+
+
+def save(fig, tmp_path: Path, name: str) -> Path:
+    from helixclock.io import save_figure
+
+    paths = [tmp_path / f"{name}.png"]
+    if os.environ.get("HELIXCLOCK_TEST_FIGURES"):
+        paths.append(Path(os.environ["HELIXCLOCK_TEST_FIGURES"]) / f"{name}.png")
+    save_figure(fig, paths)
+    assert paths[0].stat().st_size > 10_000
+    return paths[0]
+
+
+# ---------------------------------------------------------------- Fig. 1
+
+def planted_last(layers: int = 4, layer: int = 2, d: int = 40, noise: float = 0.02, seed: int = 0,
+                 distract: float = 1.0):
+    """Last-token residuals of every a+b: at ``layer`` h = mean + helix(a+b) C + Fourier parts
+    of a and b (distractors) + noise; other layers pure noise."""
+    rng = np.random.default_rng(seed)
+    a, b = np.meshgrid(np.arange(100), np.arange(100), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    B, _ = sum_basis(a + b)
+    Da, _ = sum_basis(a, (10, 100))
+    Db, _ = sum_basis(b, (10, 100))
+    # helix(a+b) and the a, b parts in orthogonal subspaces (random orthonormal directions)
+    Q, _ = np.linalg.qr(rng.normal(size=(d, B.shape[1] + 8)))
+    C = Q[:, : B.shape[1]].T * rng.uniform(1, 3, (B.shape[1], 1))
+    W = Q[:, B.shape[1]:].T  # [8, d]
+    H = rng.normal(size=(len(a), layers + 1, d)) * noise
+    H[:, layer] += B @ C + distract * np.concatenate([Da[:, 1:-1], Db[:, 1:-1]], 1) @ W
+    return H, np.stack([a, b], 1)
+
+
+def test_sum_helix_coordinates_recover_the_planted_helix():
+    H, ab = planted_last(distract=0.0)
+    table = sum_helix_coordinates(H, ab, layer=2)
+    s = table["a+b"].to_numpy()
+    assert (s == np.arange(199)).all() and table["n_prompts"].sum() == 10_000
+    assert table["n_prompts"].iloc[99] == 100 and table["n_prompts"].iloc[0] == 1
+    assert table["r2"].iloc[0] > 0.995 and (table["layer"] == 2).all()
+    many = table["n_prompts"].to_numpy() >= 10  # single prompts (0+0) keep their noise
+    for T in (2, 5, 10, 100):
+        assert np.allclose(table[f"cos a+b T={T}"][many], np.cos(2 * np.pi * s[many] / T), atol=0.03)
+        assert np.allclose(table[f"sin a+b T={T}"][many], np.sin(2 * np.pi * s[many] / T), atol=0.03)
+    assert np.allclose(table["linear"], s / 198, atol=0.02)
+    # with helix(a) and helix(b) parts beside it: the circles stay, R^2 drops to helix(a+b)'s share
+    H, ab = planted_last(distract=1.0)
+    table = sum_helix_coordinates(H, ab, layer=2)
+    assert 0.3 < table["r2"].iloc[0] < 0.95
+    for T in (10, 100):
+        assert np.allclose(table[f"cos a+b T={T}"][many], np.cos(2 * np.pi * s[many] / T), atol=0.05)
+    # at a layer without the helix the fit explains little
+    assert sum_helix_coordinates(H, ab, layer=3)["r2"].iloc[0] < 0.1
+
+
+def test_sum_helix_fit_agrees_with_the_helix_library():
+    torch = pytest.importorskip("torch")
+    from helixclock.helix import Basis, fit_bases, projection
+
+    H, ab = planted_last(noise=0.3, seed=1)
+    s = ab.sum(1)
+    X = H[:, 2]
+    ours = fit_sum_helix(X, s).coordinates(X)
+    basis = Basis("helix", (2, 5, 10, 100), variables=("a+b",))
+    fits = fit_bases(torch.from_numpy(X)[None], {"a+b": s}, [basis], n_components=100)
+    ref = projection(fits, basis, 0, torch.from_numpy(X)).numpy()
+    ident = [i for i, c in enumerate(basis.columns()[:-1]) if c != "sin a+b T=2"]
+    assert np.allclose(ours[:, ident], ref[:, ident], atol=1e-6)
+    assert np.isclose(fit_sum_helix(X, s).r2, float(fits.r2[0, 0]))
+
+
+def test_best_layer_and_clock_angles():
+    last_token = pd.DataFrame({"layer": [0, 1, 2, 3] * 2, "fit": ["helix(a+b)"] * 4 + ["layer patch"] * 4,
+                               "ld_mean": [0.1, 2.0, 5.0, 1.0, 9, 9, 9, 9]})
+    assert best_sum_layer(last_token) == 2
+    with pytest.raises(KeyError, match="helix\\(a\\+b\\)"):
+        best_sum_layer(last_token[last_token["fit"] == "layer patch"])
+    H, ab = planted_last()
+    sums = sum_helix_coordinates(H, ab, layer=2)
+    proj = ideal_projection(noise=0.0)
+    ang = clock_angles(proj, sums, 37, 45).set_index("T")
+    assert np.allclose(ang["theta_a"], [37 * 36 % 360, 37 * 3.6], atol=0.5)
+    assert np.allclose(ang[["theta_sum", "ideal_sum"]].diff(axis=1).iloc[:, 1], 0, atol=1.0)
+    assert (ang["error"].abs() < 1.0).all()
+
+
+def ideal_projection(noise: float = 0.03, seed: int = 0) -> pd.DataFrame:
+    """Fig. 3's projection table for an ideal helix(a) with a little noise."""
+    rng = np.random.default_rng(seed)
+    a = np.arange(100)
+    cols = {"a": a}
+    for T in (2, 5, 10, 100):
+        cols[f"cos a T={T}"] = np.cos(2 * np.pi * a / T) + noise * rng.normal(size=100)
+        cols[f"sin a T={T}"] = np.sin(2 * np.pi * a / T) + noise * rng.normal(size=100)
+    cols["linear"] = a / 99
+    cols["layer"] = 1
+    return pd.DataFrame(cols)
+
+
+def test_fig01_clock(tmp_path):
+    H, ab = planted_last(noise=0.2)
+    fig = R.clock(ideal_projection(0.08), sum_helix_coordinates(H, ab, layer=2), "toy", a=37, b=45)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("T = 10: a and b on helix(a)") and "layer 0 output" in titles[0]
+    assert titles[1].startswith("T = 10: a+b on helix(a+b) (last token, layer 1 output")
+    assert "illustration built from the data" in fig._suptitle.get_text()
+    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {"a = 37", "b = 45"}
+    assert fig.axes[2].get_xlabel() == "cos(2π a / 100) coordinate"
+    save(fig, tmp_path, "fig01_clock")
+
+
+# ---------------------------------------------------------------- the paper comparison
+
+def write(root: Path, key: str, model: str, obj) -> None:
+    path = root / TABLE_FILES[key].format(model=model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(obj, dict):
+        path.write_text(json.dumps(obj))
+    else:
+        obj.to_csv(path, index=False)
+
+
+def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
+    """Every table the registry reads, with known answers; returns the expected values."""
+    labels = ["a+b", "a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
+    write(root, "card", model, {"n_layers": 28, "n_heads": 16})
+    write(root, "tab01", model, pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0,
+                                              "Circle": 6.5, "Poly": 3.0}))
+    write(root, "tabC1", model, pd.DataFrame({"task": labels[1:], "domain": "", "prompt": "", "n": 100,
+                                              "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}))
+    k = np.arange(1, 26)
+    write(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction": k / 25, "smallest_k": 20}))
+    write(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
+    cats = ["a,b"] * 11 + ["a+b"] * 5 + ["mixed"] * 4
+    layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
+    write(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
+    k = np.arange(1, 29)
+    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction": 1 - 0.5 ** k}))
+    circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
+    build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
+    write(root, "mlp_stages", model, pd.DataFrame({"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2),
+                                                   "de_over_te": np.where(build, 0.1, 0.6)}))
+    # 10 top neurons: 7 in circuit MLPs; DE 5, 3, 1, 1, 0 ... -> the 80% set is the first two
+    write(root, "neurons", model, pd.DataFrame({"layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
+                                                "neuron": np.arange(10),
+                                                "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0]}))
+    write(root, "neuron_ablation", model, pd.DataFrame({"fraction_kept": [0.001, 0.005, 0.02, 1.0],
+                                                        "accuracy": [0.2, 0.4, 0.6, 1.0]}))
+    write(root, "neuron_fit_eval", model, pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8],
+                                                        "fitted_accuracy": [0.0, 0.25, 0.6]}))
+    write(root, "linear_addition", model, pd.DataFrame({"alpha": [50, 100], "linear_accuracy": [0.3, 0.1],
+                                                        "model_accuracy": [0.9, 0.85], "n_problems": [1, 2],
+                                                        "line_r2": 0.99}))
+    write(root, "error_summary", model, pd.DataFrame([{"wrong_share": 0.2, "numeric_share_of_wrong": 0.6,
+                                                       "minus10_share": 0.4, "plus10_share": 0.3,
+                                                       "top2_cumulative_share": 0.7}]))
+    write(root, "carry_test", model, pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"],
+                                                   "p": [0.3, 0.01]}))
+    write(root, "logit_line_fourier", model, pd.DataFrame({"slope": [-1, -2, 3, -1], "top_frequency": [20, 20, 2, 1]}))
+    tab = pd.DataFrame({"model": ["gptj", "pythia", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000,
+                        "accuracy": [0.7245, 0.772, 0.5]})
+    write(root, "tabA1", model, tab)
+    return {"heads_k_for_80pct": 20, "heads_fraction_k20": 0.8, "mixed_fraction_m4": 0.74, "mixed_fraction_m0": 0.7,
+            "n_heads_total": 448, "n_ab_heads": 11, "n_sum_heads": 5, "n_mixed_heads": 4, "ab_heads_layer_min": 9,
+            "ab_heads_layer_max": 18, "sum_heads_layer_min": 19, "sum_heads_layer_max": 26,
+            "mixed_heads_layer_min": 15, "mixed_heads_layer_max": 18, "mlp_k_for_95pct": 5,
+            "mlp_circuit_first_layer": 14, "mlp_circuit_last_layer": 27, "mlp_stage_boundary": 19,
+            "n_top_neurons": 10, "top_neurons_in_circuit_share": 0.7, "n_neurons_de80": 2, "de80_late_share": 1.0,
+            "neuron_accuracy_at_1pct": 0.5, "neuron_fit_recovery": 0.625, "line_r2": 0.99,
+            "linear_accuracy_alpha100": 0.1, "model_accuracy_alpha100": 0.85, "wrong_share": 0.2,
+            "carry_test_p": 0.3, "carry_test_p_authors": 0.01, "logit_top_period": 9.95,
+            "logit_slope_negative_share": 0.75, "tab01_add_full": 8.0 * scale, "tab01_mod2_poly": 3.0,
+            "div5_accuracy": 0.95}
+
+
+def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
+    paper = load_paper_values(PAPER)
+    ids = set(paper["id"])
+    assert ids == set(REGISTRY), (f"no extractor: {sorted(ids - set(REGISTRY))}; "
+                                  f"no paper value: {sorted(set(REGISTRY) - ids)}")
+    models = ["gptj", "pythia", "toy-gptj"]
+    expected = {m: synthetic_results(tmp_path, m) for m in models}
+    run = run_values(tmp_path, models)
+    assert (run["status"] == "ok").all()
+    got = run.set_index(["model", "id"])["value"]
+    for m in models:
+        for qid, value in expected[m].items():
+            assert np.isclose(got[(m, qid)], value), (m, qid, got[(m, qid)], value)
+    assert np.isclose(got[("gptj", "add_accuracy")], 0.7245) and np.isclose(got[("pythia", "add_accuracy")], 0.772)
+    table = paper_comparison(paper, run)
+    assert len(table) == len(models) * len(ids)
+    assert not table.duplicated(["model", "id"]).any()
+    assert set(map(tuple, table[["model", "id"]].to_numpy())) == {(m, i) for m in models for i in ids}
+
+
+def test_paper_comparison_ratios_models_and_bounds(tmp_path):
+    paper = load_paper_values(PAPER)
+    for m in ("gptj", "pythia", "toy-gptj"):
+        synthetic_results(tmp_path, m)
+    table = paper_comparison(paper, run_values(tmp_path, ["gptj", "pythia", "toy-gptj"])).set_index(["model", "id"])
+    assert np.isclose(table.loc[("gptj", "add_accuracy"), "ratio"], 0.7245 / 0.805)
+    assert np.isclose(table.loc[("gptj", "add_accuracy"), "ratio"], 0.9)
+    row = table.loc[("pythia", "add_accuracy")]
+    assert row["paper_model"] == "pythia" and row["same_model"] and np.isclose(row["ratio"], 1.0)
+    row = table.loc[("pythia", "tab01_add_full")]  # the paper gives Table 1 for GPT-J only
+    assert row["paper_model"] == "gptj" and not row["same_model"] and np.isclose(row["ratio"], 8.0 / 8.34)
+    row = table.loc[("toy-gptj", "heads_k_for_80pct")]
+    assert row["paper_model"] == "gptj" and np.isclose(row["ratio"], 20 / 17)
+    # bounds: linear < 20% holds with 0.1; p > 0.05 fails with the authors' split (0.01)
+    assert table.loc[("gptj", "linear_accuracy_alpha100"), "bound_holds"] is True
+    assert table.loc[("gptj", "carry_test_p_authors"), "bound_holds"] is False
+    assert pd.isna(table.loc[("gptj", "line_r2"), "bound_holds"])
+    assert table.loc[("gptj", "mixed_fraction_m4"), "approx"]
+    md = comparison_markdown(table.reset_index())
+    again, md_again = paper_comparison_report(tmp_path, ["gptj", "pythia", "toy-gptj"], PAPER)
+    pd.testing.assert_frame_equal(again.set_index(["model", "id"]), table)
+    assert md_again == md
+    assert "## gptj" in md and "## toy-gptj" in md
+    assert "| mixed_fraction_m4 |" in md and "~0.8 (GPT-J)" in md and "< 0.2" in md and "| fails |" in md
+    assert f"{len(set(paper['id']))} of {len(set(paper['id']))} quantities measured" in md
+
+
+def test_missing_outputs_leave_rows_with_a_status(tmp_path):
+    paper = load_paper_values(PAPER)
+    run = run_values(tmp_path, ["gptj"])
+    assert run["value"].isna().all() and run["status"].str.startswith("missing: results/").all()
+    table = paper_comparison(paper, run)
+    assert len(table) == len(set(paper["id"])) and table["ratio"].isna().all()
+    assert "missing" in comparison_markdown(table)
+
+
+def test_paper_values_file_errors(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}, relation: '~'}\n")
+    with pytest.raises(ValueError, match="relation '~'"):
+        load_paper_values(bad)
+    bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}}\n"
+                   "  - {id: x, description: d, section: s, values: {gptj: 2}}\n")
+    with pytest.raises(ValueError, match="'x' appears twice"):
+        load_paper_values(bad)
+
+
+def test_paper_tables_and_stage_boundary():
+    paper = load_paper_values(PAPER)
+    tab = paper_tab01(paper).set_index("task")
+    assert tab.loc["a+b"].tolist() == [8.34, 6.13, 7.21, 6.83, 3.09]
+    assert tab.loc["x-a=0, x="].tolist() == [6.70, 4.77, 4.56, 4.34, 2.98]
+    acc = paper_accuracy(paper).set_index(["model", "task"])["accuracy"]
+    assert acc[("llama", "a+b")] == 0.98 and acc[("gptj", "a//5")] == 0.9778 and len(acc) == 8
+    stages = pd.DataFrame({"layer": [3, 5, 7], "helix_sum_over_te": [0.1, 0.1, 0.1], "de_over_te": [0.5, 0.5, 0.5]})
+    assert stage_boundary(stages) == 3  # every MLP reads out
+    stages["helix_sum_over_te"] = 0.9
+    assert stage_boundary(stages) == 8  # every MLP builds: the boundary is past the last
+
+
+# ---------------------------------------------------------------- cross-model figures
+
+def test_cross_model_figures(tmp_path):
+    paper = load_paper_values(PAPER)
+    tabA1 = pd.DataFrame({"model": ["gptj", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000,
+                          "accuracy": [0.79, 0.99]})
+    labels = ["a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
+    tabC1 = {m: pd.DataFrame({"task": labels, "accuracy": acc})
+             for m, acc in (("gptj", [0.88, 0.97, 0.81, 0.95, 0.96]), ("toy-gptj", [0.99, 0.98, 0.7, 1.0, 1.0]))}
+    fig = R.all_accuracy(tabA1, tabC1, paper_accuracy(paper))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a+b", *labels]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"gptj", "toy-gptj", "paper: gptj",
+                                                                    "paper: pythia", "paper: llama"}
+    heights = sorted(round(p.get_height(), 4) for p in ax.patches if p.get_height() > 0)
+    assert 0.9778 in heights and 0.772 in heights and 0.79 in heights
+    save(fig, tmp_path, "figAll_accuracy")
+
+    tab01 = {m: paper_tab01(paper).assign(Helix=lambda d, s=s: d["Helix"] * s)
+             for m, s in (("gptj", 1.0), ("toy-gptj", 0.5))}
+    fig = R.all_ld_ratios(tab01, paper_tab01(paper))
+    assert [ax.get_title() for ax in fig.axes] == ["Helix / Full", "PCA / Full", "Poly / Full"]
+    assert fig.axes[0].get_ylabel() == "max-over-layers LD, fit / layer patch"
+    heights = {round(p.get_height(), 4) for p in fig.axes[0].patches}
+    assert round(7.21 / 8.34, 4) in heights and round(0.5 * 7.21 / 8.34, 4) in heights
+    save(fig, tmp_path, "figAll_ld_ratios")
+
+
+def test_plotting_and_table_modules_import_no_torch():
+    code = ("import sys; import helixclock.stages.errors.figures, helixclock.stages.errors.errors, "
+            "helixclock.stages.errors.linear_addition, helixclock.stages.report.figures, "
+            "helixclock.stages.report.compare, helixclock.stages.report.clock; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
