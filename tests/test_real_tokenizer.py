@@ -173,9 +173,9 @@ def test_engine_forward_on_the_saved_model(model_path, tok):
     # different operands give different residuals at a (the prefix cache does not leak rows)
     assert (values[points[1]][:, 0].diff(dim=0).abs().amax(-1) > 1e-4).all()
     # the accuracy sweep end to end on a one-operand task: ranks agree with the plain logits
-    from helixclock.accuracy import task_accuracy
+    from helixclock.stages.accuracy.sweep import task_accuracy
 
-    df = task_accuracy(model, get_task("sub23"), GPTJ_PROMPTS["sub23"], PatchingEngine(model, progress=False))
+    df, _ = task_accuracy(model, get_task("sub23"), GPTJ_PROMPTS["sub23"], PatchingEngine(model, progress=False))
     assert len(df) == 77 and [tok.decode([t]) for t in df["answer_token"]] == df["answer"].astype(str).tolist()
     with torch.no_grad():
         plain = ref(torch.tensor(tok(get_task("sub23").problems().prompts(GPTJ_PROMPTS["sub23"]))["input_ids"])).logits[:, -1]
