@@ -11,6 +11,7 @@ module              what
 ``batching``        chunks of rows, halved on CUDA out-of-memory
 ``engine``          PatchingEngine: collect, run (batched activation patching)
 ``paths``           direct effects and sender -> receiver path patching
+``attribution``     attribution patching (gradient x difference) of every neuron at once
 ==================  ===================================================================
 """
 

@@ -19,7 +19,8 @@ a handful of forward passes.  The unpatched clean and corrupted runs are cached 
 (:class:`~helixclock.patching.runs.RunCache`), the shared prompt prefix is run once
 (:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
 device until the final result.  Direct effects and path patching are in
-:mod:`helixclock.patching.paths`.
+:mod:`helixclock.patching.paths`, the gradient path (attribution patching) in
+:mod:`helixclock.patching.attribution`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from torch import Tensor
 from ..models import LoadedModel, Site
 from .batching import OOMRetry
 from .metrics import Metric, logit_difference
+from .attribution import AttributionPatching
 from .paths import PathPatching
 from .points import Patch, Point, Record
 from .prefix import PrefixCache
@@ -52,7 +54,7 @@ class RunResult:
     variant_records: list[dict[Point, Tensor]]
 
 
-class PatchingEngine(PathPatching):
+class PatchingEngine(PathPatching, AttributionPatching):
     """Batched activation patching, collection and recording on one model."""
 
     def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True,
@@ -79,8 +81,12 @@ class PatchingEngine(PathPatching):
 
     def select(self, point: Point, value: Tensor, offset: int = 0) -> Tensor:
         """[rows, n_positions, *features] of the point (one head or neuron if indexed)."""
-        v = self.view(point, value)[:, self.positions(point, offset)]
-        return v[:, :, point.index] if point.index is not None else v
+        return self.narrow(point, self.view(point, value)[:, self.positions(point, offset)])
+
+    @staticmethod
+    def narrow(point: Point, site_value: Tensor) -> Tensor:
+        """An indexed point's value from its site's value [rows, n_positions, ...]."""
+        return site_value[:, :, point.index] if point.index is not None else site_value
 
     # -- one forward pass ------------------------------------------------------------------
     def trace(self, ids: Tensor, plan: Plan, on_logits: Callable[[Tensor], None] | None,

@@ -9,6 +9,7 @@ reaches only the receiver's input, and the receiver's changed output travels on 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
 import torch
@@ -48,9 +49,12 @@ class PathPatching:
                          "head_out with a head index, neuron_post with a neuron index")
 
     def delta(self, pairs: "Pairs", point: Point) -> Tensor:
-        """Clean minus corrupted contribution of a component, [n, n_pos, d_model]."""
-        clean = self.clean_values(pairs, [point])[point]
-        corr = self.corrupted_values(pairs, [point])[point]
+        """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
+        point's values are read from its whole site (one cached run for all its heads or
+        neurons)."""
+        site = replace(point, index=None)
+        clean = self.narrow(point, self.clean_values(pairs, [site])[site])
+        corr = self.narrow(point, self.corrupted_values(pairs, [site])[site])
         return self.contribution(point, clean) - self.contribution(point, corr)
 
     def final_logits(self, residual: Tensor) -> Tensor:
@@ -65,6 +69,9 @@ class PathPatching:
         base = self.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
         ans = pairs.clean_answer[:, None]
         corrupted_answer = pairs.corrupted_run.answer_logit(self, pairs.clean_answer)
+        sites = list(dict.fromkeys(replace(p, index=None) for p in points))
+        self.clean_values(pairs, sites)  # one clean and one corrupted pass for every site
+        self.corrupted_values(pairs, sites)
         out = []
         for i in range(0, len(points), chunk):
             deltas = torch.stack([self.delta(pairs, p)[:, -1] for p in points[i:i + chunk]])  # [c, n, d]
