@@ -10,16 +10,16 @@ b).  The paper models it as
 with a~ = 2 a / (n_a - 1) - 1 and b~ = 2 b / (n_b - 1) - 1 scaled to [-1, 1].  Since
 A cos(w (t - d)) = alpha cos(w t) + beta sin(w t) with alpha = A cos(w d), beta = A sin(w d),
 the model is *linear* in (alpha, beta, w, c): least squares gives its global optimum, and
-because every neuron is fitted on the same grid, one pseudo-inverse of the shared design
-matrix and one matrix product fit all neurons at once.  Amplitudes are sqrt(alpha^2 + beta^2)
+because every neuron is fitted on the same grid, one SVD of the shared design matrix and
+one matrix product fit all neurons at once.  Amplitudes are sqrt(alpha^2 + beta^2)
 and phases d = atan2(beta, alpha) / w (in units of t, in [0, T)).
 
 The design is rank-deficient on purpose (it is the paper's functional form): the column
 a~ + b~ is the sum of the a~ and b~ columns, and sin(2 pi t / 2) = sin(pi t) is zero on the
 integers (the columns are set to exactly 0).  The answer is the *minimum-norm* least-squares
-solution (``torch.linalg.pinv``): the sin T=2 coefficients are 0, so the T=2 phases are 0 or 1
-(the sign of the cosine), and a slope along a~ + b~ is shared between w_a, w_b and w_ab as
-(1/3, 1/3, 2/3) of it.  Only w_a + w_ab and w_b + w_ab (the slopes along a~ and b~) are
+solution (the pseudo-inverse, from the design's SVD): the sin T=2 coefficients are 0, so the
+T=2 phases are 0 or 1 (the sign of the cosine), and a slope along a~ + b~ is shared between
+w_a, w_b and w_ab as (1/3, 1/3, 2/3) of it.  Only w_a + w_ab and w_b + w_ab (the slopes along a~ and b~) are
 identified; the fitted grid, RMSE and every Fourier amplitude are unaffected.
 
 The paper fitted Eq. 5 by full-batch SGD (lr 0.1, 2,500 epochs, cosine annealing, MSE,
@@ -45,7 +45,6 @@ VARIABLES = ("a", "b", "a+b")
 LINEAR = ("lin a", "lin b", "lin a+b")
 LINEAR_LABEL = {"lin a": "ã", "lin b": "b̃", "lin a+b": "(ã+b̃)"}
 METHODS = ("lstsq", "sgd")
-PAPER_SGD = {"lr": 0.1, "epochs": 2500, "schedule": "cosine", "init": "normal(0, 1)"}
 
 
 # ----------------------------------------------------------------------------- the basis
@@ -221,11 +220,18 @@ def fit_neurons(grids, periods: Sequence[int] = PERIODS, method: str = "lstsq",
     """Fit Eq. 5 to every neuron's grid at once.
 
     grids: [n, n_a, n_b] preactivations N(a, b) (torch tensor on any device, or numpy);
-    work is float64 on the grids' device, ``chunk_size`` neurons at a time (memory only:
-    each chunk is one matrix product against the shared pseudo-inverse).
+    work is float64 on the grids' device, ``chunk_size`` neurons at a time (memory only).
     method: "lstsq" (closed form, the global optimum; minimum-norm where the design is
     collinear) or "sgd" (the paper's optimiser; keywords of :func:`sgd_fit`).
     layer, neuron: ids [n] carried into the tables.
+
+    How: the thin SVD of the shared design, X = U S V' (rank r), gives the minimum-norm
+    solution theta* = V S^-1 U'y and, with U orthonormal and the constant in span(X), the
+    residual sum of squares ||y - X theta*||^2 = ||y - mean y||^2 - ||U'(y - mean y)||^2.  Per
+    chunk that is one float64 pass over the grids and one product with U [P, r]; no residual
+    grid is formed.  Any other theta (the SGD's) has SSE = SSE* + (theta - theta*)' X'X
+    (theta - theta*) (the residual of theta* is orthogonal to span(X)).  The figD12 periods
+    are taken from the same float64 chunk.
     """
     if method not in METHODS:
         raise ValueError(f"method={method!r}; allowed: {', '.join(METHODS)}")
@@ -234,24 +240,53 @@ def fit_neurons(grids, periods: Sequence[int] = PERIODS, method: str = "lstsq",
     periods = tuple(int(T) if float(T).is_integer() else float(T) for T in periods)
     g = _as_tensor(grids)
     n, n_a, n_b = g.shape
-    dev = g.device
-    X = torch.as_tensor(design(periods, n_a, n_b), device=dev)  # [P, m]
-    Y = g.reshape(n, -1)
-    if method == "lstsq":
-        pinv = torch.linalg.pinv(X, rtol=1e-10)  # [m, P], minimum-norm solution operator
-        coef = torch.cat([Y[i:i + chunk_size].double() @ pinv.T for i in range(0, n, chunk_size)])
-        info = {}
-    else:
-        coef, info = sgd_fit(Y, X, periods, **sgd)
+    X = torch.as_tensor(design(periods, n_a, n_b), device=g.device)  # [P, m]
+    coef, sse, vrange, dominant = _least_squares(g, X, chunk_size)
+    info = {}
+    if method == "sgd":
+        theta, info = sgd_fit(g.reshape(n, -1), X, periods, **sgd)
         # the same fitted grid, written as its minimum-norm coefficients (drops what the SGD
         # put on the zero sin T=2 columns and along the collinear linear terms)
-        coef = coef @ (torch.linalg.pinv(X, rtol=1e-10) @ X).T
-    rmse, vrange = _errors(Y, X, coef, chunk_size)
+        theta = theta @ (torch.linalg.pinv(X, rtol=RTOL) @ X).T
+        delta = theta - coef
+        sse = sse + (delta @ (X.T @ X) * delta).sum(1)
+        coef = theta
+    rmse = (sse / X.shape[0]).sqrt().cpu().numpy()
+    vrange = vrange.cpu().numpy()
     ids = np.full(n, -1, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         nrmse = np.where(vrange > 0, rmse / np.where(vrange > 0, vrange, 1), np.nan)
-    return NeuronFits(periods, coef.cpu().numpy(), rmse, nrmse, vrange, dominant_periods(g, chunk_size),
+    return NeuronFits(periods, coef.cpu().numpy(), rmse, nrmse, vrange, dominant,
                       _ids(layer, ids), _ids(neuron, ids), method, (n_a, n_b), info)
+
+
+RTOL = 1e-10  # singular values below RTOL * the largest are the design's exact collinearities
+
+
+def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
+    """Minimum-norm coefficients [n, m], residual sums of squares [n], max - min [n] and the
+    figD12 periods of grids g [n, n_a, n_b] against the design X [P, m]."""
+    n, n_a, n_b = g.shape
+    U, S, Vh = torch.linalg.svd(X, full_matrices=False)
+    r = int((S > RTOL * S[0]).sum())
+    U, W = U[:, :r], (Vh[:r].T / S[:r]).T  # [P, r], [r, m]: theta* = (y U) W
+    u1 = U.sum(0)  # U' 1
+    s, counts = _sums_index(n_a, n_b, g.device)
+    coef, sse, vrange, periods = [], [], [], {v: [] for v in ("a+b", "a", "b")}
+    for i in range(0, n, chunk_size):
+        x = g[i:i + chunk_size].double()  # [k, n_a, n_b]
+        y = x.reshape(len(x), -1)
+        z = y @ U  # [k, r]
+        var, mean = torch.var_mean(y, 1, correction=0)
+        zc = z - mean[:, None] * u1  # U'(y - mean)
+        sse.append((X.shape[0] * var - zc.pow(2).sum(1)).clamp_min(0))
+        coef.append(z @ W)
+        lo, hi = torch.aminmax(y, dim=1)
+        vrange.append(hi - lo)
+        for v, p in _chunk_periods(x, s, counts).items():
+            periods[v].append(p)
+    dominant = {v: torch.cat(p).cpu().numpy() for v, p in periods.items()}
+    return torch.cat(coef), torch.cat(sse), torch.cat(vrange), dominant
 
 
 def _ids(x, default):
@@ -261,17 +296,6 @@ def _ids(x, default):
     if x.shape != default.shape:
         raise ValueError(f"ids of shape {x.shape}: expected one per neuron, {default.shape}")
     return x
-
-
-def _errors(Y: torch.Tensor, X: torch.Tensor, coef: torch.Tensor, chunk_size: int):
-    """RMSE and max - min of each neuron, [n] each (residuals formed chunk by chunk)."""
-    rmse, vrange = [], []
-    for i in range(0, len(Y), chunk_size):
-        y = Y[i:i + chunk_size].double()
-        r = y - coef[i:i + chunk_size] @ X.T
-        rmse.append(r.pow(2).mean(1).sqrt())
-        vrange.append(y.amax(1) - y.amin(1))
-    return torch.cat(rmse).cpu().numpy(), torch.cat(vrange).cpu().numpy()
 
 
 # ----------------------------------------------------------------------------- the paper's SGD
@@ -294,12 +318,27 @@ def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float 
 
     phase_units: "t" (the paper: d in units of t, as written in Eq. 5) or "angle"
     (phi = 2 pi d / T in radians; same model, other parametrisation).  Why it matters: the
-    curvature of the MSE along d is about A^2 (2 pi / T)^2, i.e. 2.5e2 times smaller at T=100
-    than along phi, while at T=2 it is A^2 pi^2.  With lr 0.1 and a cosine schedule the summed
-    step size over 2,500 epochs is 125, so a T=100 phase of amplitude A relaxes only by a
-    factor ~exp(-0.5 A^2) (a phase off by ~T/4 barely moves unless A is several units), and
-    the large-amplitude T=2 and T=5 phases are unstable (lr A^2 (2 pi / T)^2 > 2) until the
-    schedule has annealed lr.  "angle" removes the 1/T from the phase's gradient.
+    curvature of the MSE along d is A^2 (2 pi / T)^2 near the optimum, 250 times smaller at
+    T=100 than along phi, while at T=2 (a cosine alone) it reaches 2 pi^2 A^2.  With lr 0.1
+    and a cosine schedule the summed step size over 2,500 epochs is 125, so a T=100 phase of
+    amplitude A relaxes only by a factor ~exp(-0.5 A^2) (a phase off by ~T/4 barely moves
+    unless A is several units), and a large-amplitude T=2 phase is unstable (lr 2 pi^2 A^2 > 2)
+    until the schedule has annealed lr.  "angle" removes the 1/T from the phase's gradient.
+
+    Measured (one planted term A cos(2 pi (t - d) / T) per neuron, random d, every other
+    parameter planted 0, noise 0.1; final MSE / least-squares MSE, worst of 4 phases):
+
+        d in units of t (paper)  A = 0.25   0.5    1     2     4     8
+        T = 2   (a, b, a+b)          1.00  1.00  1.00  1.00  1.01   ~150
+        T = 5                        1.00  1.00  1.00  1.00  1.00   1.00
+        T = 10                      <=2.0  1.00  1.00  1.00  1.00   1.00
+        T = 100                    2.2-4  3.8-12 17-34 6-73  2-8    1.00
+        phase in radians: <= 1.01 everywhere except A = 8 at T = 5, 10, 100 (1.01-1.08)
+        and b at A = 0.25, T = 100 (1.25).
+
+    So with the paper's values, T = 100 terms of amplitude 0.25-4 (units of N) keep their
+    phases near the init and the fit's MSE ends several times above the optimum; T = 2 amplitudes ~8 stay chaotic (lr * 2 pi^2 A^2 >> 2) until the last ~10% of
+    the schedule and end short.  The default stays the paper's; least squares is exact.
     record_every: if > 0, info["loss_history"] holds the per-neuron MSE [records, n] every
     that many epochs (and info["history_epochs"] the epochs).
 
@@ -367,18 +406,27 @@ def dominant_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> di
     an option to see what the trend hides)."""
     g = _as_tensor(grids)
     n, n_a, n_b = g.shape
-    s = torch.as_tensor(grid_values(n_a, n_b)["a+b"], device=g.device)
-    counts = torch.bincount(s).double()  # [n_a + n_b - 1]
+    s, counts = _sums_index(n_a, n_b, g.device)
     out = {"a+b": [], "a": [], "b": []}
     for i in range(0, n, chunk_size):
-        x = g[i:i + chunk_size].double()
-        k = len(x)
-        over_s = torch.zeros(k, len(counts), dtype=torch.float64, device=g.device)
-        over_s.index_add_(1, s, x.reshape(k, -1))
-        means = {"a+b": over_s / counts, "a": x.mean(2), "b": x.mean(1)}
-        for v, m in means.items():
-            out[v].append(_top_period(_detrended(m) if detrend else m))
+        for v, p in _chunk_periods(g[i:i + chunk_size].double(), s, counts, detrend).items():
+            out[v].append(p)
     return {v: torch.cat(p).cpu().numpy() for v, p in out.items()}
+
+
+def _sums_index(n_a: int, n_b: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """s = a+b of each flattened grid point [P] and the number of points per s [n_a+n_b-1]."""
+    s = torch.as_tensor(grid_values(n_a, n_b)["a+b"], device=device)
+    return s, torch.bincount(s).double()
+
+
+def _chunk_periods(x: torch.Tensor, s: torch.Tensor, counts: torch.Tensor, detrend: bool = False) -> dict:
+    """Dominant periods over a+b, a, b of a float64 chunk x [k, n_a, n_b]; [k] each."""
+    k = len(x)
+    over_s = torch.zeros(k, len(counts), dtype=x.dtype, device=x.device)
+    over_s.index_add_(1, s, x.reshape(k, -1))
+    means = {"a+b": over_s / counts, "a": x.mean(2), "b": x.mean(1)}
+    return {v: _top_period(_detrended(m) if detrend else m) for v, m in means.items()}
 
 
 def _detrended(m: torch.Tensor) -> torch.Tensor:
