@@ -12,6 +12,10 @@ random grids (float32) with some Eq. 5 structure; the fit does not care what is 
   paper's SGD (2,500 epochs) for all neurons at once on the sufficient statistics, and its
   cost per epoch on the 10,000 points (a few epochs, scaled).
 
+``--sgd-study`` instead prints the table in :func:`sgd_fit`'s docstring: how close the
+paper's SGD (and the same with phases in radians) gets to the least-squares loss on neurons
+with one planted term, per variable, period and amplitude.
+
 ``--threads N`` pins torch's and numpy's BLAS to N threads on both sides (the machine this
 was written on has 2 shared cores; unpinned BLAS threads fight over them and slow the
 per-neuron loop's many small calls more than the batched product).
@@ -26,11 +30,12 @@ import argparse
 import time
 
 import numpy as np
+import pandas as pd
 import torch
 
 from common import emit, timed
 
-from helixclock.stages.neurons.fit import PERIODS, design, fit_neurons, sgd_fit
+from helixclock.stages.neurons.fit import PERIODS, VARIABLES, design, fit_neurons, planted_grids, sgd_fit
 
 TOP_NEURONS = 4587
 
@@ -92,18 +97,45 @@ def run_case(device: torch.device, n: int, subset: int, sgd_epochs: int) -> dict
             "sgd_points_2500_epochs_s_estimated": round(t_points * 2500, 1)}
 
 
+def sgd_study(reps: int = 4, amplitudes=(0.25, 0.5, 1, 2, 4, 8), noise: float = 0.1) -> pd.DataFrame:
+    """Final MSE / least-squares MSE (worst of ``reps`` random phases) for one planted term
+    A cos(2 pi (t - d) / T) per neuron, every other parameter 0, under both phase units."""
+    rng = np.random.default_rng(1)
+    cases = [(j, k, A) for j in range(3) for k in range(len(PERIODS)) for A in amplitudes]
+    n = len(cases) * reps
+    amp, phase = np.zeros((n, 3, len(PERIODS))), np.zeros((n, 3, len(PERIODS)))
+    for i, (j, k, A) in enumerate(c for c in cases for _ in range(reps)):
+        amp[i, j, k] = A
+        phase[i, j, k] = rng.uniform(0, PERIODS[k]) if PERIODS[k] != 2 else rng.integers(0, 2)
+    G = planted_grids(amp, phase, np.zeros((n, 3)), np.zeros(n), noise=noise)
+    ls = fit_neurons(G)
+    rows = []
+    for units in ("t", "angle"):
+        sgd = fit_neurons(G, method="sgd", phase_units=units)
+        ratio = (sgd.rmse ** 2 / ls.rmse ** 2).reshape(len(cases), reps).max(1)
+        rows += [{"phase_units": units, "variable": VARIABLES[j], "T": PERIODS[k], "A": A, "worst_ratio": r}
+                 for (j, k, A), r in zip(cases, ratio)]
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--neurons", type=int, default=TOP_NEURONS)
     parser.add_argument("--subset", type=int, default=200, help="neurons the per-neuron loop is timed on")
     parser.add_argument("--sgd-epochs", type=int, default=2500, help="SGD epochs timed (scaled to 2,500)")
     parser.add_argument("--threads", type=int, default=0, help="BLAS/torch threads on both sides (0: leave)")
+    parser.add_argument("--sgd-study", action="store_true", help="print the SGD-vs-least-squares table only")
     args = parser.parse_args()
     if args.threads:
         from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(args.threads)
         threadpool_limits(args.threads)
+    if args.sgd_study:
+        table = sgd_study()
+        print(table.pivot_table(index=["phase_units", "variable", "T"], columns="A", values="worst_ratio")
+              .round(3).to_string())
+        return
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     results = {}
     for device in devices:

@@ -170,6 +170,7 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     for row in trends.itertuples():
         right.annotate(str(row.n_neurons), (row.layer, row.ab_fraction), textcoords="offset points",
                        xytext=(0, -12), fontsize=7, ha="center", color="C3")
-    fig.suptitle(f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)")
+    fig.suptitle(f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) "
+                 "vs write (DE / TE)")
     fig.tight_layout()
     return fig

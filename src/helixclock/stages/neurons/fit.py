@@ -325,8 +325,9 @@ def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float 
     unless A is several units), and a large-amplitude T=2 phase is unstable (lr 2 pi^2 A^2 > 2)
     until the schedule has annealed lr.  "angle" removes the 1/T from the phase's gradient.
 
-    Measured (one planted term A cos(2 pi (t - d) / T) per neuron, random d, every other
-    parameter planted 0, noise 0.1; final MSE / least-squares MSE, worst of 4 phases):
+    Measured (``benchmarks/neuron_fit.py --sgd-study``: one planted term A cos(2 pi (t - d)
+    / T) per neuron, random d, every other parameter planted 0, noise 0.1, seed 0; final MSE
+    / least-squares MSE, worst of 4 phases):
 
         d in units of t (paper)  A = 0.25   0.5    1     2     4     8
         T = 2   (a, b, a+b)          1.00  1.00  1.00  1.00  1.01   ~150
@@ -337,8 +338,10 @@ def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float 
         and b at A = 0.25, T = 100 (1.25).
 
     So with the paper's values, T = 100 terms of amplitude 0.25-4 (units of N) keep their
-    phases near the init and the fit's MSE ends several times above the optimum; T = 2 amplitudes ~8 stay chaotic (lr * 2 pi^2 A^2 >> 2) until the last ~10% of
-    the schedule and end short.  The default stays the paper's; least squares is exact.
+    phases near the init and the fit's MSE ends several times above the optimum; T = 2
+    amplitudes ~8 stay chaotic (lr 2 pi^2 A^2 >> 2) until the last ~10% of the schedule and
+    end short.  The default stays the paper's; least squares is exact.
+
     record_every: if > 0, info["loss_history"] holds the per-neuron MSE [records, n] every
     that many epochs (and info["history_epochs"] the epochs).
 
