@@ -1,0 +1,128 @@
+"""The neuron figures (fig08, figD12, figD13, fig10) drawn from tables of real fits of planted
+neurons; what they print (shares, R², rho) is checked against numbers computed here."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helixclock.stages.neurons.figures import (fig08_neuron_preacts, fig10_neuron_trends,
+                                               figD12_neuron_fourier, figD13_neuron_nrmse, layer_trends,
+                                               period_shares)
+from helixclock.stages.neurons.fit import PERIODS, fit_neurons, neuron_table, planted_grids
+
+LAYERS = list(range(14, 28))
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """120 planted neurons over layers 14..27: later layers lean on a+b terms (the paper's
+    trend), noise grows with rank; TE falls with rank, DE/TE grows with layer."""
+    rng = np.random.default_rng(0)
+    n = 120
+    layer = np.sort(rng.choice(LAYERS, n))
+    lean = (layer - 14) / 13  # 0 .. 1
+    A = rng.uniform(0.1, 1.0, size=(n, 3, len(PERIODS)))
+    A[:, :2] *= (1.2 - lean)[:, None, None]
+    A[:, 2] *= (0.2 + 2 * lean)[:, None]
+    A[np.arange(n), 2, rng.integers(0, 4, n)] += 2.0 * lean  # a dominant a+b period in later layers
+    d = rng.uniform(0, 1, size=A.shape) * np.asarray(PERIODS, dtype=float)
+    noise = np.linspace(0.05, 0.8, n)
+    grids = np.concatenate([planted_grids(A[i:i + 1], d[i:i + 1], rng.normal(0, 0.3, (1, 3)), rng.normal(size=1),
+                                          noise=noise[i], seed=i) for i in range(n)])
+    fits = fit_neurons(grids, layer=layer, neuron=rng.integers(0, 16384, n))
+    table = neuron_table(fits)
+    te = np.exp(rng.normal(0, 0.3, n)) * np.geomspace(3, 0.03, n)
+    table["te"] = te
+    table["de"] = te * (0.1 + 0.8 * lean + rng.normal(0, 0.05, n))
+    table.loc[5, "te"] = -0.01  # a negative attribution: off the log axis
+    return grids, fits, table
+
+
+def _save(fig, tmp_path, name):
+    path = tmp_path / f"{name}.png"
+    fig.savefig(path, dpi=90)
+    assert path.stat().st_size > 10_000
+    return path
+
+
+def test_figures_module_imports_no_torch():
+    code = "import sys, helixclock.stages.neurons.figures; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_fig08(fitted, tmp_path):
+    grids, fits, table = fitted
+    pick = [119, 100, 80, 60]
+    fig = fig08_neuron_preacts(grids[pick], fits.predict(pick), table.iloc[pick], "synthetic")
+    titles = [sub.get_suptitle() for sub in fig.subfigs]
+    assert all(f"NRMSE {table['nrmse'].iloc[i]:.3f}" in t for i, t in zip(pick, titles))
+    assert all(table["top_terms"].iloc[i].split(" + ")[0] in t for i, t in zip(pick, titles))
+    images = [ax.get_images()[0].get_array() for sub in fig.subfigs for ax in sub.axes if ax.get_images()]
+    assert np.allclose(images[0], grids[119]) and np.allclose(images[1], fits.predict(119)[0])
+    axis = fig.subfigs[0].axes[0]
+    assert axis.get_xlabel() == "b" and axis.get_ylabel() == "a"
+    _save(fig, tmp_path, "fig08_neuron_preacts")
+    with pytest.raises(ValueError, match="must agree"):
+        fig08_neuron_preacts(grids[pick], fits.predict(pick[:3]), table.iloc[pick], "synthetic")
+
+
+def test_figD12(fitted, tmp_path):
+    _, _, table = fitted
+    fig = figD12_neuron_fourier(table, "synthetic")
+    ab = table["dominant_period_ab"].to_numpy()
+    expected = {T: np.mean(np.abs(ab - T) <= 0.05 * T) for T in PERIODS}
+    assert period_shares(ab) == pytest.approx(expected)
+    assert sum(expected.values()) > 0.5  # the planted a+b periods are found
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == [f"T = {T}: {expected[T]:.1%}" for T in PERIODS]
+    assert fig.axes[0].get_xscale() == "log" and "a+b" in fig.axes[0].get_xlabel()
+    _save(fig, tmp_path, "figD12_neuron_fourier")
+    with pytest.raises(ValueError, match="dominant_period_ab"):
+        figD12_neuron_fourier(table.drop(columns="dominant_period_ab"), "x")
+
+
+def test_figD13(fitted, tmp_path):
+    from scipy.stats import spearmanr
+
+    _, _, table = fitted
+    fig = figD13_neuron_nrmse(table, "synthetic")
+    pos = table[table["te"] > 0]
+    rho = spearmanr(pos["te"], pos["nrmse"]).statistic
+    assert rho < -0.5  # planted: larger TE, smaller noise
+    title = fig.axes[0].get_title()
+    assert f"ρ = {rho:.2f}" in title and "1 with TE ≤ 0 not shown" in title
+    assert fig.axes[0].get_xscale() == "log"
+    assert len(fig.axes[0].collections[0].get_offsets()) == len(table) - 1
+    _save(fig, tmp_path, "figD13_neuron_nrmse")
+
+
+def test_fig10(fitted, tmp_path):
+    _, _, table = fitted
+    circuit = [14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26]
+    trends = layer_trends(table, circuit)
+    for row in trends.itertuples():  # plain means over each layer's neurons
+        part = table[table["layer"] == row.layer]
+        assert row.n_neurons == len(part) and row.n_te_nonpositive == (part["te"] <= 0).sum()
+        kept = part[part["te"] > 0]
+        assert np.isclose(row.de_over_te, np.mean(kept["de"] / kept["te"]))
+        assert np.isclose(row.ab_fraction, part["ab_fraction"].mean())
+    assert list(trends["layer"]) == sorted(set(table["layer"]) & set(circuit))
+    assert trends["ab_fraction"].iloc[-1] > trends["ab_fraction"].iloc[0] + 0.3  # the planted trend
+    assert trends["n_te_nonpositive"].sum() == 1  # the one negative TE (a layer-14 neuron)
+    fig = fig10_neuron_trends(table, circuit, "synthetic")
+    x, y = trends["ab_fraction"].to_numpy(), trends["de_over_te"].to_numpy()
+    r2 = np.corrcoef(x, y)[0, 1] ** 2  # R^2 of a least-squares line = squared correlation
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [f"least squares, R² = {r2:.2f}"]
+    assert len(fig.axes[0].collections[0].get_offsets()) == len(trends)
+    _save(fig, tmp_path, "fig10_neuron_trends")
+    with pytest.raises(ValueError, match=r"\['de'\]"):
+        layer_trends(table.drop(columns="de"), circuit)
+
+
+def test_period_shares_edges():
+    shares = period_shares(np.array([2.01, 4.9, 9.95, 99.5, 105.1, 50.0]))
+    assert shares == pytest.approx({2: 1 / 6, 5: 1 / 6, 10: 1 / 6, 100: 1 / 6})
+    assert np.isnan(period_shares(np.array([]))[2])
