@@ -22,6 +22,7 @@ include: "workflow/rules/helix.smk"
 include: "workflow/rules/last_token.smk"
 include: "workflow/rules/heads.smk"
 include: "workflow/rules/mlps.smk"
+include: "workflow/rules/neurons.smk"
 
 
 rule all:

@@ -76,7 +76,7 @@ def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> tor
 
 def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed: int):
     """A seeded sample of at most n correct prompts: (token ids, a, b)."""
-    rows = correct.sample(n=min(n, len(correct)), random_state=seed) if len(correct) > n else correct
+    rows = seeded_rows(correct, n, seed)
     return prompt_ids(tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
 
 
@@ -86,3 +86,17 @@ def split_values(values: np.ndarray, frac_test: float, seed: int) -> tuple[np.nd
     rng = np.random.default_rng(seed)
     test = np.sort(rng.choice(uniq, size=max(1, int(round(frac_test * len(uniq)))), replace=False))
     return np.setdiff1d(uniq, test), test
+
+
+def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None) -> Pairs:
+    """Each prompt of ``rows`` (columns a, b, answer_token) paired with itself: for ablations,
+    where the metric compares a patched run with the unpatched one."""
+    ids = prompt_ids(tokenizer, template, rows, device)
+    answers = torch.tensor(rows["answer_token"].to_numpy(), device=device)
+    meta = {"clean_a": rows["a"].to_numpy(), "clean_b": rows["b"].to_numpy(), "clean_answer": rows["answer"].to_numpy()}
+    return Pairs(ids, ids, answers, answers, meta).same()
+
+
+def seeded_rows(frame: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """At most n rows of ``frame``, a seeded sample (all of them when there are fewer)."""
+    return frame.sample(n=min(n, len(frame)), random_state=seed) if len(frame) > n else frame

@@ -201,6 +201,7 @@ class _Sweep:
         self.clean = engine.clean_values(pairs, needs_clean)
         engine.corrupted_logits(pairs)
         self.tensors = {id(p): p.value.to(device) for p in patches if isinstance(p.value, Tensor)}
+        self.masks = {id(p): p.where.to(device) for p in patches if p.where is not None}
         touched = [p.point for v in variants for p in v] + list(record)
         self.prefix = engine.prefix.get(pairs.corrupted, engine.prefix.length([pairs.clean, pairs.corrupted], touched))
         size = len(variants) * self.n
@@ -253,6 +254,8 @@ class _Sweep:
             target = sub[:, pos] if point.index is None else sub[:, pos, point.index]
             new = self._value(patch, target, pair_idx)
             new = (target + new) if patch.add else new.expand_as(target)
+            if patch.where is not None:
+                new = torch.where(self.masks[id(patch)], new.to(target.dtype), target)
             if point.index is None:
                 sub[:, pos] = new.to(y.dtype)
             else:

@@ -51,11 +51,14 @@ class Patch:
     """Replace ``point`` by ``value``: "clean" (the clean run's value), a tensor of shape
     [n_pairs, n_positions, *features] (or broadcastable to it), or a function
     ``f(clean, corrupted) -> value`` of tensors of that shape.  ``add=True`` adds the value to
-    the corrupted one instead of replacing it."""
+    the corrupted one instead of replacing it.  ``where`` (a boolean tensor over the last
+    feature axis, e.g. [d_mlp]) limits the patch to those features: a few neurons of a layer
+    in one patch."""
 
     point: Point
     value: Replacement = "clean"
     add: bool = False
+    where: Tensor | None = None
 
 
 @dataclass(frozen=True)

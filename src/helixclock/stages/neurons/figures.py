@@ -174,3 +174,104 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
                  "vs write (DE / TE)")
     fig.tight_layout()
     return fig
+
+
+# -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
+def preacts_figure(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
+    """fig08 from tables: ``grids`` long (layer, neuron, a, b, actual, fitted) for the chosen
+    neurons, ``neurons`` the per-neuron table (nrmse, top_terms)."""
+    order = list(dict.fromkeys(zip(grids["layer"], grids["neuron"])))
+    n_a, n_b = int(grids["a"].max()) + 1, int(grids["b"].max()) + 1
+    actual, fitted, rows = [], [], []
+    for layer, neuron in order:
+        part = grids[(grids["layer"] == layer) & (grids["neuron"] == neuron)].sort_values(["a", "b"])
+        actual.append(part["actual"].to_numpy().reshape(n_a, n_b))
+        fitted.append(part["fitted"].to_numpy().reshape(n_a, n_b))
+        rows.append(neurons[(neurons["layer"] == layer) & (neurons["neuron"] == neuron)].iloc[0])
+    return fig08_neuron_preacts(np.stack(actual), np.stack(fitted), pd.DataFrame(rows).reset_index(drop=True), model)
+
+
+def trends_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
+    """fig10 from tables: the per-neuron table and the MLP stage's circuit MLPs (mlp_stages)."""
+    return fig10_neuron_trends(neurons, stages["layer"].tolist(), model)
+
+
+def ablation_figure(ablation: pd.DataFrame, model: str):
+    """figD9: accuracy and LD when only the top x% of neurons keep their values (log x)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.9))
+    x = ablation["fraction_kept"].to_numpy() * 100
+    for ax, prefix, label in ((left, "accuracy", "accuracy on the prompts"),
+                              (right, "ld", "logit_unablated − logit_ablated (answer)")):
+        sns.lineplot(x=x, y=ablation[f"{prefix}_mean"].to_numpy(), marker="o", ax=ax, errorbar=None)
+        ax.fill_between(x, ablation[f"{prefix}_low"], ablation[f"{prefix}_high"], alpha=0.15, lw=0)
+        ax.set_xscale("log")
+        ax.set_xlabel("neurons kept (% of all last-token neurons, by attribution)")
+        ax.set_ylabel(label)
+    left.axhline(0.8, color="grey", ls="--", lw=0.8, label="80%")
+    left.axvline(1, color="C3", ls=":", lw=1, label="1% of neurons (paper: ~80% accuracy)")
+    left.legend(frameon=False, fontsize=8)
+    fig.suptitle(f"{model}: every other neuron mean-ablated (n = {int(ablation['n_prompts'].iloc[0])} prompts)")
+    fig.tight_layout()
+    return fig
+
+
+def layers_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
+    """figD10: layers of the top neurons; circuit-MLP layers outlined, their share in the legend."""
+    circuit = set(stages["layer"].tolist())
+    counts = neurons["layer"].value_counts().sort_index()
+    layers = np.arange(int(neurons["layer"].max()) + 1)
+    values = counts.reindex(layers, fill_value=0).to_numpy()
+    share = float(neurons["layer"].isin(circuit).mean())
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bars = ax.bar(layers, values, color="C0", label=f"top neurons (n = {len(neurons)})")
+    for bar, layer in zip(bars, layers):
+        if layer in circuit:
+            bar.set_edgecolor("k")
+            bar.set_linewidth(1.5)
+    ax.bar([], [], color="white", edgecolor="k", linewidth=1.5, label=f"circuit MLP layers: {share:.0%} of top neurons")
+    ax.set_xlabel("layer")
+    ax.set_ylabel("top neurons")
+    ax.legend(frameon=False)
+    ax.set_title(f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)")
+    return fig
+
+
+def direct_effect_figure(cumulative: pd.DataFrame, model: str):
+    """figD11: cumulative share of the top neurons' DE vs how many (sorted by DE), with the
+    counts reaching 70/80/90/95%; below, the layers of all top neurons and of the 80% set."""
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.4))
+    sns.lineplot(x=cumulative["count"].to_numpy(), y=cumulative["cumulative_share"].to_numpy(), ax=top, errorbar=None)
+    cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
+    for row in cumulative[cumulative["reaches"] != ""].itertuples():
+        top.axvline(row.count, color="grey", ls=":", lw=0.8)
+        top.annotate(f"{row.reaches}: {row.count}", (row.count, row.cumulative_share), textcoords="offset points",
+                     xytext=(4, -10), fontsize=8)
+    top.set_xlabel("top neurons, sorted by direct effect")
+    top.set_ylabel("share of their total DE")
+    top.set_title(f"{model}: direct effects of the top neurons (paper: ~700 for 80%)")
+    n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
+    n80 = int(n80.min()) if len(n80) else len(cumulative)
+    both = pd.concat([cumulative.assign(set="all top neurons"),
+                      cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE")])
+    sns.histplot(data=both, x="layer", hue="set", discrete=True, multiple="dodge", shrink=0.8, ax=bottom)
+    bottom.set_xticks(range(int(both["layer"].min()), int(both["layer"].max()) + 1))
+    bottom.set_xlabel("layer")
+    bottom.set_ylabel("neurons")
+    fig.tight_layout()
+    return fig
+
+
+def fit_eval_figure(evaluation: pd.DataFrame, model: str):
+    """fig09: accuracy vs k with the top k neurons' actual vs fitted preactivations."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for col, label, color in (("actual_accuracy", "actual preactivations", "k"),
+                              ("fitted_accuracy", "fitted N̂(a, b)", "C3")):
+        sns.lineplot(x=evaluation["k"].to_numpy(), y=evaluation[col].to_numpy(), marker="o", ax=ax, label=label,
+                     color=color, errorbar=None)
+    ax.set_xscale("log")
+    ax.set_xlabel("k (top neurons kept, the rest mean-ablated)")
+    ax.set_ylabel("accuracy")
+    mean_ratio = float(np.nanmean(evaluation["fitted_over_actual"]))
+    ax.set_title(f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average (paper: ~75%)")
+    ax.legend(frameon=False)
+    return fig

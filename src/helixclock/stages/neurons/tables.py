@@ -1,0 +1,87 @@
+"""The neuron stage's tables (pandas only): figD9's ablation curve, the top neurons with their
+TE, DE and fits (tabD2), the cumulative DE of figD11 and fig09's fit evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...statistics import Resampling, labels_of, pair_values, summarise
+
+DE_SHARES = (0.7, 0.8, 0.9, 0.95)
+
+
+def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """figD9: per k, accuracy (share of prompts still answered) and mean LD with intervals."""
+    acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy").drop(columns="measure")
+    ld = summarise(raw[raw["measure"] == "ld"], resampling).drop(columns=["measure", "n_pairs"])
+    return acc.merge(ld, on=["k", "fraction_kept"]).rename(columns={"n_pairs": "n_prompts"})
+
+
+def top_neuron_table(attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame,
+                     circuit_layers, resampling: Resampling) -> pd.DataFrame:
+    """One row per top neuron (attribution rank order): te (attribution), de with its interval,
+    de_over_te, whether its layer is a circuit MLP, and its fit (nrmse, a+b fraction, leading
+    terms, dominant periods)."""
+    de = summarise(raw_de, resampling, prefix="de").rename(columns={"de_mean": "de"})
+    top = attribution.merge(de, on=["rank", "layer", "neuron"]).rename(columns={"attribution": "te"})
+    top["de_over_te"] = top["de"] / top["te"]
+    top["in_circuit"] = top["layer"].isin(list(circuit_layers))
+    out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=["layer", "neuron"], how="left")
+    return out.sort_values("rank").reset_index(drop=True)
+
+
+def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
+    """figD11: top neurons sorted by DE, the cumulative share of their total DE, and where it
+    first reaches each of DE_SHARES (``reaches``: the smallest count, on that row)."""
+    df = neurons.sort_values("de", ascending=False, kind="stable").reset_index(drop=True)
+    positive = df["de"].clip(lower=0)
+    total = positive.sum()
+    df["count"] = np.arange(1, len(df) + 1)
+    df["cumulative_share"] = positive.cumsum() / total if total > 0 else np.nan
+    df["reaches"] = ""
+    for share in DE_SHARES:
+        hit = np.flatnonzero(df["cumulative_share"].to_numpy() >= share - 1e-12)
+        if len(hit):
+            df.loc[hit[0], "reaches"] = ",".join(x for x in (df.loc[hit[0], "reaches"], f"{share:.0%}") if x)
+    return df[["count", "rank", "layer", "neuron", "de", "cumulative_share", "reaches", "in_circuit"]]
+
+
+def de_share_count(cumulative: pd.DataFrame, share: float) -> int:
+    """How many top neurons (by DE) hold ``share`` of their total DE."""
+    hit = cumulative[cumulative["cumulative_share"] >= share - 1e-12]
+    return int(hit["count"].min()) if len(hit) else int(cumulative["count"].max())
+
+
+def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """fig09: accuracy per k with actual and with fitted preactivations, and their ratio."""
+    acc = summarise(raw, resampling, prefix="accuracy")
+    wide = acc.pivot_table(index="k", columns="preactivation", values="accuracy_mean").reset_index()
+    wide.columns.name = None
+    wide = wide.rename(columns={"actual": "actual_accuracy", "fitted": "fitted_accuracy"})
+    wide["fitted_over_actual"] = wide["fitted_accuracy"] / wide["actual_accuracy"]
+    return wide
+
+
+def mean_values(raw: pd.DataFrame) -> pd.DataFrame:
+    """Labels with the plain mean over pairs (no interval)."""
+    return labels_of(raw).assign(mean=pair_values(raw).mean(1))
+
+
+def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
+    """tabD2: layer, neuron, TE, DE, DE/TE, NRMSE, leading fitted terms, a+b fraction."""
+    cols = {"rank": "rank", "layer": "layer", "neuron": "neuron", "te": "TE", "de": "DE", "de_over_te": "DE/TE",
+            "nrmse": "NRMSE", "top_terms": "top fitted terms", "ab_fraction": "a+b fraction"}
+    return neurons[list(cols)].rename(columns=cols)
+
+
+def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) -> pd.DataFrame:
+    """fig08's data: the actual and fitted N(a, b) of the neurons at the given attribution ranks
+    (those that are top neurons), long: layer, neuron, a, b, actual, fitted."""
+    rank = np.asarray(grids["rank"])
+    rows = [int(np.flatnonzero(rank == r)[0]) for r in ranks if (rank == r).any()] or [0]
+    n_a, n_b = grids["pre"].shape[1:]
+    a, b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
+    return pd.concat([pd.DataFrame({"layer": int(table["layer"].iloc[i]), "neuron": int(table["neuron"].iloc[i]),
+                                    "a": a.ravel(), "b": b.ravel(), "actual": grids["pre"][i].ravel(),
+                                    "fitted": fitted[i].ravel()}) for i in rows], ignore_index=True)

@@ -1,0 +1,158 @@
+# Stage 9 - neurons (paper section 5.4, appendix D.2): attribution patching of every
+# last-token neuron, the top neurons' direct effects, the ablation sweep, their preactivation
+# grids N(a, b), the Eq. 5 fits and the fits patched back in.  helixclock.stages.neurons
+
+NEURONS = "results/{model}/neurons"
+NEURONS_RAW = {k: f"{NEURONS}/raw/{k}.csv" for k in ("attribution", "direct_effects", "ablation")}
+NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}
+NEURON_FIGURES = "helixclock.stages.neurons.figures"
+
+
+def neuron_settings(*keys):
+    """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
+    neurons.top_share overrides the share per model) and the seed."""
+
+    def settings(wildcards):
+        values = {**config["neurons"], **REGISTRY[wildcards.model].get("neurons", {}), "seed": config["seed"]}
+        return {k: values[k] for k in keys}
+
+    return settings
+
+
+rule neuron_attribution:
+    input:
+        card="results/{model}/model.json",
+        weights=model_weights,
+        accuracy="results/{model}/accuracy/add.csv",
+    output:
+        **NEURONS_RAW,
+        means=f"{NEURONS}/mean_post.npy",
+    log:
+        "logs/{model}/neuron_attribution.log",
+    benchmark:
+        "logs/{model}/neuron_attribution.benchmark.tsv"
+    params:
+        **model_job_params(),
+        neurons=neuron_settings("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share",
+                                "seed"),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/neuron_attribution.py"
+
+
+rule neuron_grids:
+    input:
+        card="results/{model}/model.json",
+        weights=model_weights,
+        accuracy="results/{model}/accuracy/add.csv",
+        attribution=NEURONS_RAW["attribution"],
+    output:
+        f"{NEURONS}/grids.h5",
+    log:
+        "logs/{model}/neuron_grids.log",
+    benchmark:
+        "logs/{model}/neuron_grids.benchmark.tsv"
+    params:
+        **model_job_params(),
+        neurons=neuron_settings("top_share"),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/neuron_grids.py"
+
+
+rule neuron_fits:
+    input:
+        f"{NEURONS}/grids.h5",
+    output:
+        fits=f"{NEURONS}/fits.h5",
+        table=f"{NEURONS}/fits.csv",
+        terms=f"{NEURONS}/terms.csv",
+        fig08=f"{NEURONS}/fig08_grids.csv",
+    log:
+        "logs/{model}/neuron_fits.log",
+    benchmark:
+        "logs/{model}/neuron_fits.benchmark.tsv"
+    params:
+        periods=config["helix"]["periods"],
+        method=config["neurons"]["fit_method"],
+        figure_ranks=config["neurons"]["figure_ranks"],
+    threads: 2
+    conda:
+        ENV
+    script:
+        "../../scripts/neuron_fits.py"
+
+
+rule neuron_fit_eval:
+    input:
+        card="results/{model}/model.json",
+        weights=model_weights,
+        accuracy="results/{model}/accuracy/add.csv",
+        fits=f"{NEURONS}/fits.h5",
+        means=f"{NEURONS}/mean_post.npy",
+    output:
+        f"{NEURONS}/raw/fit_eval.csv",
+    log:
+        "logs/{model}/neuron_fit_eval.log",
+    benchmark:
+        "logs/{model}/neuron_fit_eval.benchmark.tsv"
+    params:
+        **model_job_params(),
+        neurons=neuron_settings("ablation_prompts", "seed"),
+    threads: 2
+    resources:
+        gpu=1,
+    conda:
+        ENV
+    script:
+        "../../scripts/neuron_fit_eval.py"
+
+
+rule neuron_summary:
+    localrule: True
+    input:
+        **NEURONS_RAW,
+        fit_eval=f"{NEURONS}/raw/fit_eval.csv",
+        fits=f"{NEURONS}/fits.csv",
+        stages=MLPS_SUMMARY["mlp_stages"],
+    output:
+        **NEURONS_SUMMARY,
+        table=table("tabD2_top_neurons")[0],
+        table_md=table("tabD2_top_neurons")[1],
+    log:
+        "logs/{model}/neuron_summary.log",
+    benchmark:
+        "logs/{model}/neuron_summary.benchmark.tsv"
+    params:
+        resampling=resampling(),
+    conda:
+        ENV
+    script:
+        "../../scripts/neuron_summary.py"
+
+
+figure_rule("fig_neuron_ablation", "figD9_neuron_ablation", [NEURONS_SUMMARY["ablation"]],
+            f"{NEURON_FIGURES}:ablation_figure", "Neurons")
+figure_rule("fig_neuron_layers", "figD10_neuron_layers", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
+            f"{NEURON_FIGURES}:layers_figure", "Neurons")
+figure_rule("fig_neuron_direct_effect", "figD11_neuron_direct_effect", [NEURONS_SUMMARY["cumulative_de"]],
+            f"{NEURON_FIGURES}:direct_effect_figure", "Neurons")
+figure_rule("fig_neuron_fourier", "figD12_neuron_fourier", [f"{NEURONS}/fits.csv"],
+            f"{NEURON_FIGURES}:figD12_neuron_fourier", "Neurons")
+figure_rule("fig_neuron_preacts", "fig08_neuron_preacts", [f"{NEURONS}/fig08_grids.csv", NEURONS_SUMMARY["neurons"]],
+            f"{NEURON_FIGURES}:preacts_figure", "Neurons")
+figure_rule("fig_neuron_fit_eval", "fig09_neuron_fit_eval", [NEURONS_SUMMARY["fit_eval"]],
+            f"{NEURON_FIGURES}:fit_eval_figure", "Neurons")
+figure_rule("fig_neuron_nrmse", "figD13_neuron_nrmse", [NEURONS_SUMMARY["neurons"]],
+            f"{NEURON_FIGURES}:figD13_neuron_nrmse", "Neurons")
+figure_rule("fig_neuron_trends", "fig10_neuron_trends", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
+            f"{NEURON_FIGURES}:trends_figure", "Neurons")
+register(*table("tabD2_top_neurons"))
