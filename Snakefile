@@ -23,6 +23,7 @@ include: "workflow/rules/last_token.smk"
 include: "workflow/rules/heads.smk"
 include: "workflow/rules/mlps.smk"
 include: "workflow/rules/neurons.smk"
+include: "workflow/rules/compat.smk"
 
 
 rule all:

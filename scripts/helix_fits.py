@@ -10,7 +10,7 @@ log = start(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
 cache = read_residual_cache(snakemake.input[0], datasets=("a", "ab"))
 H = torch.from_numpy(cache.a).transpose(0, 1)  # [layers, rows, d]
-fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods), fit.pca_components)
+fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
 save_fits(snakemake.output.fits, fits, model=snakemake.wildcards.model, token="a",
           layer_convention=cache.attrs["layer_convention"])
 r2 = r2_table(fits)

@@ -6,5 +6,5 @@ from helixclock.stages.helix.tables import helix_summary
 
 log = start(snakemake)
 raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation")}
-for name, df in helix_summary(raw, resampling(snakemake)).items():
+for name, df in helix_summary(raw, resampling(snakemake), snakemake.params.compat).items():
     df.to_csv(snakemake.output[name], index=False)

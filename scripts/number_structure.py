@@ -6,7 +6,8 @@ from helixclock.pipeline import start
 
 log = start(snakemake)
 cache = read_residual_cache(snakemake.input[0], datasets=("numbers",))
-tables = structure_tables(cache.numbers, snakemake.params.layer, n_fourier=snakemake.params.n_fourier)
+tables = structure_tables(cache.numbers, snakemake.params.layer, n_fourier=snakemake.params.n_fourier,
+                          compat=snakemake.params.compat)
 for name in ("spectrum", "pc1", "similarity", "delta_n"):
     tables[name].to_csv(snakemake.output[name], index=False)
 write_table(tables["peaks"], snakemake.output.peaks, snakemake.output.peaks_md)

@@ -185,3 +185,34 @@ def test_pca_components_follow_the_richest_layer():
     pca = fit_pca(H, 27)
     assert pca.components.shape[1] == 8  # the helix's rank at layer 1 (10 columns less the
     # constant and sin(pi a) = 0), not the single row of layer 0
+
+
+def test_pca_and_least_squares_agree_with_scikit_learn():
+    """scikit-learn is the reference: the batched PCA of every layer and the least squares of
+    every basis equal sklearn's PCA and LinearRegression on the same data."""
+    from sklearn.decomposition import PCA as SkPCA
+    from sklearn.linear_model import LinearRegression
+
+    a = np.repeat(np.arange(100), 2)
+    H, _ = planted(a, noise=0.1, layers=2)
+    bases = standard_bases()
+    fits = fit_bases(H, a, bases, n_components=12)
+    for layer in range(2):
+        X = H[layer].numpy()
+        sk = SkPCA(n_components=12).fit(X)
+        ours = fits.pca.components[layer].numpy()
+        # components agree up to sign; so do the coordinates
+        signs = np.sign((ours * sk.components_).sum(1))
+        np.testing.assert_allclose(ours * signs[:, None], sk.components_, atol=1e-5)
+        np.testing.assert_allclose(fits.pca.variance[layer].numpy(), sk.explained_variance_, rtol=1e-5)
+        P = fits.pca.project(H.double())[layer].numpy()
+        np.testing.assert_allclose(P * signs, sk.transform(X), atol=1e-5)
+        for s, basis in enumerate(bases):
+            B = basis(a)
+            # an exact solve: scikit-learn 1.9's default tol (1e-6) would drop the smallest
+            # direction of the scaled degree-9 polynomial (singular values down to ~1e-6)
+            ref = LinearRegression(fit_intercept=False, tol=1e-12).fit(B, P)
+            m = B.shape[1]
+            np.testing.assert_allclose(B @ fits.coef_pca[s, layer, :m].numpy(), ref.predict(B), atol=1e-5)
+            r2 = 1 - ((P - ref.predict(B)) ** 2).sum() / (P ** 2).sum()
+            assert abs(float(fits.r2[s, layer]) - r2) < 1e-5

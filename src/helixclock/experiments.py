@@ -88,9 +88,10 @@ def total_and_direct(engine: PatchingEngine, pairs: Pairs, points: Sequence[Poin
 
 def topk_sweep(engine: PatchingEngine, pairs: Pairs, ordered: Sequence[Point], ks: Sequence[int] | None = None,
                desc: str = "top-k") -> pd.DataFrame:
-    """Patch the first k of ``ordered`` together, for each k, and all of them (k = "all"):
-    a raw table with columns k, added (the component the k-th step adds) and the pairs."""
-    ks = list(ks) if ks is not None else list(range(1, len(ordered) + 1))
+    """Patch the first k of ``ordered`` together, for each k (0..all by default), and all of
+    them (k = -1, the reference): a raw table with columns k, added (the component the k-th
+    step adds) and the pairs."""
+    ks = list(ks) if ks is not None else list(range(0, len(ordered) + 1))
     variants = [[Patch(p) for p in ordered[:k]] for k in ks] + [[Patch(p) for p in ordered]]
     ld = engine.run(pairs, variants, desc=desc).metric
     labels = [{"k": k, "added": ordered[k - 1].name if k >= 1 else ""} for k in ks] + [{"k": -1, "added": "all"}]

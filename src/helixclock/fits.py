@@ -34,13 +34,16 @@ SCALES = {"a": 99.0, "b": 99.0, "a+b": 198.0}
 
 @dataclass(frozen=True)
 class FitSettings:
-    """The periods of the helix bases and the PCA the fits are solved in."""
+    """The periods of the helix bases, the PCA the fits are solved in, and ``compat`` (the
+    authors' unscaled polynomial with "authors")."""
 
     periods: tuple[int, ...] = PERIODS
     pca_components: int = 100
+    compat: str = "corrected"
 
     def __post_init__(self):
         object.__setattr__(self, "periods", tuple(int(t) for t in self.periods))
+        check_compat(self.compat)
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,17 @@ class Basis:
     """A basis of functions of one or more variables (a, b, a+b).
 
     kind: "helix" (linear + Fourier), "circle" (Fourier only) or "poly" (powers 1..degree).
-    A constant column is always last.
+    A constant column is always last.  ``scaled=False`` (``compat: authors``) makes a
+    polynomial of raw powers a^1..a^degree, solved as the authors did with scikit-learn's
+    LinearRegression: with powers up to 99^9 the basis' condition number is ~1e18 and least
+    squares keeps only a few of its directions.
     """
 
     kind: str
     periods: tuple[int, ...] = ()
     degree: int = 0
     variables: tuple[str, ...] = ("a",)
+    scaled: bool = True
 
     def __post_init__(self):
         if self.kind not in ("helix", "circle", "poly"):
@@ -63,6 +70,8 @@ class Basis:
             raise ValueError("a polynomial basis needs degree >= 1")
         if self.kind != "poly" and not self.periods:
             raise ValueError(f"a {self.kind} basis needs at least one period")
+        if not self.scaled and self.kind != "poly":
+            raise ValueError("only a polynomial basis can be unscaled (compat: authors)")
 
     @property
     def k(self) -> int:
@@ -100,7 +109,7 @@ class Basis:
         cols = []
         for v in self.variables:
             x = np.asarray(values[v], dtype=np.float64)
-            s = x / SCALES.get(v, 99.0)
+            s = x / SCALES.get(v, 99.0) if self.scaled else x
             if self.kind == "poly":
                 cols += [s ** j for j in range(1, self.degree + 1)]
                 continue
@@ -117,12 +126,23 @@ def period_subsets(periods: Sequence[int] = PERIODS, k: int | None = None) -> li
     return [s for kk in ks for s in itertools.combinations(periods, kk)]
 
 
-def standard_bases(periods: Sequence[int] = PERIODS, variables=("a",)) -> list[Basis]:
-    """Helix and circle for every subset of ``periods``, polynomial of degree 2k+1 for each k."""
+COMPAT = ("corrected", "authors")
+
+
+def check_compat(compat: str) -> str:
+    if compat not in COMPAT:
+        raise ValueError(f"config key 'compat': value {compat!r} is not one of the allowed values {', '.join(COMPAT)}")
+    return compat
+
+
+def standard_bases(periods: Sequence[int] = PERIODS, variables=("a",), compat: str = "corrected") -> list[Basis]:
+    """Helix and circle for every subset of ``periods``, polynomial of degree 2k+1 for each k
+    (scaled powers; raw powers with ``compat="authors"``)."""
     out = []
     for kind in ("helix", "circle"):
         out += [Basis(kind, s, variables=variables) for s in period_subsets(periods)]
-    out += [Basis("poly", degree=2 * k + 1, variables=variables) for k in range(1, len(periods) + 1)]
+    out += [Basis("poly", degree=2 * k + 1, variables=variables, scaled=check_compat(compat) == "corrected")
+            for k in range(1, len(periods) + 1)]
     return out
 
 
@@ -226,6 +246,9 @@ def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: S
         Bs[s, :, :m] = B
         pinvs[s, :m] = torch.linalg.pinv(B)
     coef = torch.einsum("smr,lrp->slmp", pinvs, P)  # [S, L, m, p]
+    for s, basis in enumerate(bases):
+        if not basis.scaled:  # the authors' solver, whatever directions it keeps
+            coef[s, :, : len(basis.columns())] = authors_least_squares(Bs[s, :, : len(basis.columns())], P)
     pred = torch.einsum("srm,slmp->slrp", Bs, coef)
     ss_res = ((P[None] - pred) ** 2).sum((2, 3))
     # P is already centred (weighted) by the PCA mean
@@ -233,6 +256,20 @@ def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: S
     r2 = 1 - ss_res / ss_tot.clamp_min(1e-30)[None]
     C = torch.einsum("slmp,lpd->slmd", coef, pca.components)
     return Fits(list(bases), C.float(), coef, r2.float(), pca)
+
+
+def authors_least_squares(B: Tensor, P: Tensor) -> Tensor:
+    """scikit-learn's LinearRegression(fit_intercept=False) of every layer's P [L, rows, p] on
+    B [rows, m], as the authors solved their polynomial: [L, m, p].  scikit-learn before 1.9
+    (the authors') solved with scipy's default cutoff for small singular values, machine
+    epsilon relative to the largest; 1.9 made the cutoff its ``tol`` (1e-6), so the cutoff is
+    set explicitly to keep the directions their fit kept."""
+    from sklearn.linear_model import LinearRegression
+
+    X = B.cpu().numpy()
+    eps = float(np.finfo(X.dtype).eps)
+    out = [LinearRegression(fit_intercept=False, tol=eps).fit(X, Y).coef_.T for Y in P.cpu().numpy()]
+    return torch.as_tensor(np.stack(out), dtype=P.dtype, device=P.device)
 
 
 def helix_projection(C: Tensor, H: Tensor) -> Tensor:
@@ -269,7 +306,7 @@ def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = 
             g.create_dataset("C", data=fits.C[s, :, :m].cpu().numpy())
             g.create_dataset("r2", data=fits.r2[s].cpu().numpy())
             g.attrs.update({"kind": basis.kind, "periods": np.array(basis.periods, dtype=np.int64),
-                            "degree": basis.degree, "variables": ",".join(basis.variables),
+                            "degree": basis.degree, "variables": ",".join(basis.variables), "scaled": basis.scaled,
                             "columns": ",".join(basis.columns()), "n_params": basis.n_params,
                             "description": _describe(basis)})
         f["fits"].attrs["order"] = [b.name for b in fits.bases]
@@ -287,7 +324,8 @@ def load_fits(path) -> Fits:
         for name in f["fits"].attrs["order"]:
             g = f["fits"][name]
             bases.append(Basis(g.attrs["kind"], tuple(int(t) for t in g.attrs["periods"]),
-                               int(g.attrs["degree"]), tuple(g.attrs["variables"].split(","))))
+                               int(g.attrs["degree"]), tuple(g.attrs["variables"].split(",")),
+                               bool(g.attrs.get("scaled", True))))
             Cs.append(torch.from_numpy(g["C"][...]))
             r2.append(torch.from_numpy(g["r2"][...]))
         attrs = dict(f.attrs)
@@ -301,7 +339,8 @@ def load_fits(path) -> Fits:
 def _describe(basis: Basis) -> str:
     var = ", ".join(basis.variables)
     if basis.kind == "poly":
-        return f"polynomial of degree {basis.degree} in {var} (scaled), plus a constant"
+        how = "scaled" if basis.scaled else "raw powers, the authors' least squares"
+        return f"polynomial of degree {basis.degree} in {var} ({how}), plus a constant"
     lin = "a linear term, " if basis.kind == "helix" else ""
     return (f"{basis.kind} in {var}: {lin}cos/sin with periods "
             f"{', '.join(str(t) for t in basis.periods)}, plus a constant")
@@ -332,11 +371,11 @@ def clock_bases(periods: Sequence[int] = PERIODS) -> list[Basis]:
             Basis("helix", T, variables=("a", "b"))]
 
 
-def full_bases(periods: Sequence[int] = PERIODS, variable: str = "a") -> list[Basis]:
+def full_bases(periods: Sequence[int] = PERIODS, variable: str = "a", compat: str = "corrected") -> list[Basis]:
     """Helix and circle with every period, polynomial with as many parameters as the helix."""
     v = (variable,)
     return [Basis("helix", tuple(periods), variables=v), Basis("circle", tuple(periods), variables=v),
-            Basis("poly", degree=2 * len(periods) + 1, variables=v)]
+            Basis("poly", degree=2 * len(periods) + 1, variables=v, scaled=check_compat(compat) == "corrected")]
 
 
 def fit_token(H: Tensor, values, bases: Sequence[Basis], n_components: int = 100,

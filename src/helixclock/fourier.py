@@ -10,13 +10,22 @@ from __future__ import annotations
 import numpy as np
 
 
-def fourier_spectrum(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def fourier_spectrum(X: np.ndarray, compat: str = "corrected") -> tuple[np.ndarray, np.ndarray]:
     """Centre over numbers, FFT along the number axis, average |FFT| over model dims.
 
-    Returns (periods, magnitude) for frequencies k = 1..n//2 (period n / k).
+    Returns (periods, magnitude) for frequencies k = 1..n//2 (period n / k).  With
+    ``compat="authors"`` the authors' estimator: no centring, power |FFT|^2, and for an even
+    count the Nyquist bin k = n/2 (period exactly 2) dropped - which is what makes T = 2
+    appear or vanish with the parity of the count (Fig. B1), a binning artefact.
     """
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
+    if compat == "authors":
+        power = (np.abs(np.fft.rfft(X, axis=0)) ** 2).mean(1)[1:]
+        if n % 2 == 0:
+            power = power[:-1]
+        k = np.arange(1, len(power) + 1)
+        return n / k, power
     F = np.fft.rfft(X - X.mean(0, keepdims=True), axis=0)
     mag = np.abs(F).mean(1)[1:]  # drop k = 0 (zero after centring)
     k = np.arange(1, len(mag) + 1)

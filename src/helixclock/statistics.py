@@ -89,22 +89,37 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
     return df
 
 
-def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k") -> int:
-    """The smallest ``x`` whose fraction reaches ``threshold`` (the largest if none does)."""
-    hit = curve[curve["fraction"] >= threshold]
+def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction") -> int:
+    """The smallest ``x`` whose ``by`` column reaches ``threshold`` (the largest if none does)."""
+    hit = curve[curve[by] >= threshold]
     return int(hit[x].min()) if len(hit) else int(curve[x].max())
+
+
+def topk_table(raw: pd.DataFrame, threshold: float, resampling: Resampling = Resampling()) -> pd.DataFrame:
+    """A top-k curve (Figs. D3, D8) with both normalisations and the smallest k reaching
+    ``threshold`` under each: ``smallest_k`` by the authors' (the largest effect over k) and
+    ``smallest_k_all`` by patching every component."""
+    topk = fraction_table(raw, "k", resampling)
+    topk["threshold"] = threshold
+    topk["smallest_k"] = smallest_k(topk, threshold, by="fraction_of_max")
+    topk["smallest_k_all"] = smallest_k(topk, threshold)
+    return topk
 
 
 def fraction_table(raw: pd.DataFrame, key: str, resampling: Resampling = Resampling()) -> pd.DataFrame:
     """A sweep (k components, or m mixed heads) as a fraction of its reference row (``key`` = -1,
-    all components patched with their clean values): means, intervals, ``all_effect`` and
-    ``fraction`` = mean LD / mean LD of the reference."""
+    all components patched with their clean values): means, intervals, ``all_effect``,
+    ``fraction`` = mean LD / mean LD of the reference, and ``fraction_of_max`` = mean LD / its
+    largest value over the sweep (the authors' normalisation of the top-k curves)."""
     summary = summarise(raw, resampling)
     ref = summary[summary[key] == -1]
     df = summary[summary[key] != -1].reset_index(drop=True)
     full = float(ref["ld_mean"].iloc[0])
+    peak = float(df["ld_mean"].max())
     df["all_effect"] = full
     df["fraction"] = df["ld_mean"] / full if full != 0 else np.nan
+    df["max_effect"] = peak
+    df["fraction_of_max"] = df["ld_mean"] / peak if peak != 0 else np.nan
     return df
 
 

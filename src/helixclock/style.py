@@ -26,9 +26,9 @@ CATEGORY_COLOR = {"a,b": "C0", "a+b": "C3", "mixed": "C2"}
 
 # What "layer l" means on an axis, per convention (README, "Layer numbering")
 LAYER_AXIS = {
-    "input": "layer l (patched at the input of block l)",
-    "output": "layer l (output of block l)",
-    "block": "layer",
+    "input": "layer l (residual stream entering block l)",
+    "output": "layer l (residual stream after block l)",
+    "block": "layer l (block l)",
 }
 
 
@@ -68,16 +68,17 @@ def heatmap(ax, grid: np.ndarray, cmap: str, label: str, center=None, vmin=None,
     ax.set_ylabel(ylabel)
 
 
-def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, label: str):
-    """A sweep's fraction of the all-components effect, with its interval as a band."""
-    sns.lineplot(x=curve[x].to_numpy(), y=curve["fraction"].to_numpy(), ax=ax, marker="o", markersize=4,
-                 errorbar=None)
-    ax.fill_between(curve[x], curve["ld_low"] / curve["all_effect"], curve["ld_high"] / curve["all_effect"],
-                    alpha=0.15, lw=0)
+def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, label: str, by: str = "fraction"):
+    """A sweep's fraction of its reference, with its interval as a band: ``by`` "fraction" (of
+    patching every component) or "fraction_of_max" (of the largest effect over the sweep, the
+    authors' normalisation of the top-k curves)."""
+    ref = curve["all_effect"] if by == "fraction" else curve["max_effect"]
+    sns.lineplot(x=curve[x].to_numpy(), y=curve[by].to_numpy(), ax=ax, marker="o", markersize=4, errorbar=None)
+    ax.fill_between(curve[x], curve["ld_low"] / ref, curve["ld_high"] / ref, alpha=0.15, lw=0)
     if threshold is not None:
         ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
     ax.set_xlabel(label)
-    ax.set_ylabel("fraction of the all-components effect")
+    ax.set_ylabel("fraction of the all-components effect" if by == "fraction" else "fraction of the largest effect")
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -87,14 +88,15 @@ def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = Fals
     """A top-k curve (Figs. D3, D8): fraction of the all-components effect vs k."""
     thr = float(topk["threshold"].iloc[0])
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)")
+    fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
     k = int(topk["smallest_k"].iloc[0])
-    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k}")
+    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k} "
+               f"({int(topk['smallest_k_all'].iloc[0])} of the all-{what} effect)")
     if annotate:
-        for x, y, name in zip(topk["k"], topk["fraction"], topk["added"]):
+        for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
     ax.legend()
-    ax.set_title(f"{model}: top-k {what} vs all {len(topk)} {what}")
+    ax.set_title(f"{model}: top-k {what} ({len(topk) - 1} in all)")
     return fig
 
 

@@ -49,8 +49,13 @@ def final_outputs():
     return out + ALL_MODELS_OUTPUTS
 
 
+MODEL_KEYS = ("source", "family", "dtype", "max_number", "prompts", "toy")  # what loading and training read
+
+
 def spec(wildcards):
-    return REGISTRY[wildcards.model]
+    """The registry entry of a model as loading and training read it (per-stage overrides such
+    as neurons.top_share reach only their own rules)."""
+    return {k: v for k, v in REGISTRY[wildcards.model].items() if k in MODEL_KEYS}
 
 
 def model_job_params():
@@ -65,9 +70,11 @@ def model_weights(wildcards):
     return []
 
 
-def fit_settings():
-    """helixclock.fits.FitSettings from config key helix."""
-    return {k: config["helix"][k] for k in ("periods", "pca_components")}
+def fit_settings(compat=False):
+    """helixclock.fits.FitSettings from config key helix; with compat=True also config key
+    compat, for the rules whose polynomial fits it changes."""
+    settings = {k: config["helix"][k] for k in ("periods", "pca_components")}
+    return {**settings, "compat": config["compat"]} if compat else settings
 
 
 def resampling():

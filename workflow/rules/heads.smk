@@ -21,7 +21,7 @@ rule head_patching:
         **model_job_params(),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
-        heads={"top_heads": config["clock"]["top_heads"], "threshold": config["clock"]["head_threshold"],
+        heads={"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"],
                **fit_settings()},
     threads: 2
     resources:

@@ -20,7 +20,7 @@ rule helix_fits:
     benchmark:
         "logs/{model}/helix_fits.benchmark.tsv"
     params:
-        fit=fit_settings(),
+        fit=fit_settings(compat=True),
     threads: 2
     conda:
         ENV
@@ -62,7 +62,7 @@ rule helix_patching:
         "logs/{model}/helix_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        fit=fit_settings(),
+        fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         test_fraction=config["helix"]["test_fraction"],
         seed=config["seed"],
@@ -87,6 +87,7 @@ rule helix_summary:
         "logs/{model}/helix_summary.benchmark.tsv"
     params:
         resampling=resampling(),
+        compat=config["compat"],
     conda:
         ENV
     script:
@@ -106,7 +107,7 @@ rule other_tasks_patching:
         "logs/{model}/other_tasks_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        fit=fit_settings(),
+        fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         seed=config["seed"],
         tasks=TASKS,

@@ -31,7 +31,7 @@ rule last_token_patching:
     params:
         **model_job_params(),
         pairs=clock_pairs(),
-        fit=fit_settings(),
+        fit={"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]},
     threads: 2
     resources:
         gpu=1,

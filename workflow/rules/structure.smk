@@ -20,6 +20,7 @@ rule number_structure:
     params:
         layer=config["structure"]["layer"],
         n_fourier=config["cache"]["max_number"],
+        compat=config["compat"],
     conda:
         ENV
     script:
@@ -27,7 +28,7 @@ rule number_structure:
 
 
 figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]],
-            f"{STRUCTURE_FIGURES}:fourier_pc1", "Structure of numbers", n=config["cache"]["max_number"])
+            f"{STRUCTURE_FIGURES}:fourier_pc1", "Structure of numbers")
 figure_rule("fig_fourier_360_vs_361", "figB1_fourier_360_vs_361", [STRUCTURE["spectrum"]],
             f"{STRUCTURE_FIGURES}:fourier_360_vs_361", "Structure of numbers", n=config["cache"]["max_number"])
 figure_rule("fig_distance_similarity", "figB2_distance_similarity", [STRUCTURE["similarity"]],

@@ -28,11 +28,11 @@ MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not c
 
 @dataclass(frozen=True)
 class HeadSettings:
-    """How many heads are categorised and the share of the all-heads effect the mixed sweep
-    must reach; the fits' periods and PCA."""
+    """How many heads are categorised, how many of them are mixed (the authors' m = 4, chosen
+    by hand), and the fits' periods and PCA."""
 
     top_heads: int = 20
-    threshold: float = 0.8
+    mixed_heads: int = 4
     periods: tuple[int, ...] = PERIODS
     pca_components: int = 100
 
@@ -70,29 +70,39 @@ def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point
     return raw_table(engine.run(pairs, variants, desc="head fits").metric, labels)
 
 
+def ab_head_patches(engine: PatchingEngine, point: Point, fitted: torch.Tensor, corrupted: torch.Tensor,
+                    final: Point) -> list[Patch]:
+    """An a,b head as the authors patch it: its output replaced by its helix(a, b) fit, and
+    the change of its write taken back out of the final residual (original - patched), so it
+    acts only through later components."""
+    undo = engine.contribution(point, corrupted) - engine.contribution(point, fitted)
+    return [Patch(point, fitted), Patch(final, undo, add=True)]
+
+
 def mixed_sweep(engine: PatchingEngine, pairs: Pairs, categorised: pd.DataFrame, fits: Fits, last: int,
                 periods: Sequence[int] = PERIODS) -> pd.DataFrame:
-    """Fig. D5: the top heads patched as their categories say with m mixed heads, for m = 0..k,
-    and all of them with their actual clean outputs (m = -1, the reference): raw table.
-    a,b heads are replaced by their helix(a, b) fit, a+b heads write their helix(a+b) fit
-    only to the logits, mixed heads keep their clean output."""
+    """Fig. D5, as the authors do it: the top heads patched as their categories say with m
+    mixed heads, for m = 0..k, and all of them with their actual clean outputs (m = -1, the
+    reference): raw table.  a,b heads get their helix(a, b) fit with their direct path
+    removed, a+b heads write their helix(a+b) fit only to the logits, mixed heads get their
+    helix(a, b, a+b) fit."""
     H = engine.adapter.n_heads
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
-    _, helix_sum, helix_ab = clock_bases(periods)
+    helix_all, helix_sum, helix_ab = clock_bases(periods)
     points = [Point("head_out", int(r.layer), (last,), index=int(r.head)) for r in categorised.itertuples()]
     corr = engine.corrupted_values(pairs, points)
     final = Point("resid_pre", engine.adapter.n_layers, (last,))
+    fitted = {(p, b): fitted_output(fits, b, p, H, clean) for p in points for b in (helix_all, helix_sum, helix_ab)}
     variants = []
     for m in range(len(points) + 1):
         patches = []
         for p, cat in zip(points, with_mixed(categorised, m)):
             if cat == "mixed":
-                patches.append(Patch(p, "clean"))
+                patches.append(Patch(p, fitted[p, helix_all]))
             elif cat == "a,b":
-                patches.append(Patch(p, fitted_output(fits, helix_ab, p, H, clean)))
+                patches += ab_head_patches(engine, p, fitted[p, helix_ab], corr[p], final)
             else:  # a+b: helix(a+b) written only to the logits
-                delta = engine.contribution(p, fitted_output(fits, helix_sum, p, H, clean)) - \
-                    engine.contribution(p, corr[p])
+                delta = engine.contribution(p, fitted[p, helix_sum]) - engine.contribution(p, corr[p])
                 patches.append(Patch(final, delta, add=True))
         variants.append(patches)
     variants.append([Patch(p, "clean") for p in points])
@@ -195,13 +205,10 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
     table = table.set_index("name").loc[[p.name for p in top]].reset_index()
     cats = categorise(table[["name", "layer", "head", "te", "de", "fit_all", "fit_sum", "fit_ab"]])
     mixed = mixed_sweep(engine, pairs, cats, fits, last, settings.periods)
-    mix_means = pair_values(mixed).mean(1)
-    fraction = mix_means[:-1] / mix_means[-1] if mix_means[-1] != 0 else np.full(len(mix_means) - 1, np.nan)
-    reached = np.flatnonzero(fraction >= settings.threshold)
-    m_star = int(reached.min()) if len(reached) else len(cats)
+    m = min(settings.mixed_heads, len(cats))
     cats["category_without_mixed"] = cats["category"]
-    cats["category"] = with_mixed(cats, m_star).to_numpy()
-    cats["m"] = m_star
+    cats["category"] = with_mixed(cats, m).to_numpy()
+    cats["m"] = m
 
     attention = attention_to(engine.model, fit_ids[: min(len(fit_ids), 512)], last,
                              {"a": positions["a"], "b": positions["b"], "last": last})

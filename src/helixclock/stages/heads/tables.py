@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, fraction_table, pair_values, smallest_k, summarise, te_de_table
+from ...statistics import Resampling, fraction_table, pair_values, smallest_k, summarise, te_de_table, topk_table
 
 CATEGORIES = ("a,b", "a+b", "mixed")
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
@@ -73,12 +73,14 @@ def effects_table(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling:
 def head_summary(raw: Mapping[str, pd.DataFrame], categories: pd.DataFrame, attention: pd.DataFrame,
                  resampling: Resampling, threshold: float) -> dict[str, pd.DataFrame]:
     """Every table of the heads stage from the model job's raw tables."""
-    topk = fraction_table(raw["topk"], "k", resampling)
-    topk["threshold"] = threshold
-    topk["smallest_k"] = smallest_k(topk, threshold)
+    topk = topk_table(raw["topk"], threshold, resampling)
     paths = summarise(raw["paths"], resampling) if len(raw["paths"]) else raw["paths"].assign(ld_mean=[])
+    mixed = fraction_table(raw["mixed"], "m", resampling)
+    mixed["threshold"] = threshold
+    mixed["smallest_m"] = smallest_k(mixed, threshold, x="m")
+    mixed["m_used"] = int(categories["m"].iloc[0]) if len(categories) else 0
     return {"effects": effects_table(raw["effects"], raw["fits"], resampling), "topk": topk,
-            "categories": categories, "mixed": fraction_table(raw["mixed"], "m", resampling),
+            "categories": categories, "mixed": mixed,
             "properties": categories.merge(attention, on=["layer", "head"]), "paths": paths}
 
 

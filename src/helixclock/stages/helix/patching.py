@@ -69,7 +69,7 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     a_vals, b_vals = cache.ab[:, 0], cache.ab[:, 1]
     pairs = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), device=device)
     sweep = patch_sweep(engine, pairs, fits, layers, pos_a, pairs.meta["clean_a"])
-    bases = full_bases(periods)
+    bases = full_bases(periods, compat=settings.compat)
     helix = bases[0]
     k = (len(periods),)
 
@@ -92,7 +92,7 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     reference["control"] = "shuffled a"
 
     H_b = torch.from_numpy(cache.b).transpose(0, 1).to(device)
-    bases_b = full_bases(periods, "b")
+    bases_b = full_bases(periods, "b", settings.compat)
     fits_b = fit_token(H_b, {"b": b_vals}, bases_b, n_components, dedupe=False)
     pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device)
     b_token = patch_sweep(engine, pairs_b, fits_b, layers, pos_b, {"b": pairs_b.meta["clean_b"]}, bases_b,
@@ -122,7 +122,7 @@ def other_tasks_stage(engine: PatchingEngine, frames: dict[str, pd.DataFrame], p
         points = [Point("resid_pre", layer, (pos,)) for layer in layers]
         values, _ = engine.collect(prompt_ids(model.tokenizer, prompts[task], correct), points, logits=False,
                                    desc=f"a-token residuals {task}")
-        bases = full_bases(settings.periods)
+        bases = full_bases(settings.periods, compat=settings.compat)
         fits = fit_token(stack_points(values, points), correct["a"].to_numpy(), bases, settings.pca_components)
         pairs = draw_pairs(correct, n_pairs, seed, model.tokenizer, prompts[task], ("a",), device=model.device)
         out.append(patch_sweep(engine, pairs, fits, layers, pos, pairs.meta["clean_a"], bases, pca_ks=(k,),

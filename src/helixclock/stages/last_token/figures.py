@@ -12,13 +12,16 @@ FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "he
 
 
 def last_token_helix(curves: pd.DataFrame, model: str):
-    """Fig. 5: last-token fits patched at every layer."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    """Fig. 5: last-token fits patched at the output of every block (the paper's layers)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    curves = curves[curves["block_output"] >= 0]
+    pca_colors = iter(("C0", "C9", "C4"))
     for fit in dict.fromkeys(curves["fit"]):
         n = curves.loc[curves["fit"] == fit, "n_params"].iloc[0]
         label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
-        band(ax, curves[curves["fit"] == fit], label, FIT_COLOR.get(fit, "C0"))
-    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')")
+        color = FIT_COLOR.get(fit) or next(pca_colors)
+        band(ax, curves[curves["fit"] == fit], label, color, x="block_output")
+    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output")
     ax.legend(fontsize=8)
     return fig
 

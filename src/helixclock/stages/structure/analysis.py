@@ -13,10 +13,13 @@ from ...fourier import fourier_spectrum, spectrum_peaks
 
 
 def pca_first_component(X: np.ndarray) -> tuple[np.ndarray, float]:
-    """Projection of each row on the first principal component (sign: increasing with the
-    row index on average) and that component's explained-variance ratio."""
+    """Projection of each row on the first principal component of the standardised data
+    (every dimension z-scored, as the authors do; constant dimensions are left at 0), its
+    sign making it increase with the row index on average, and that component's
+    explained-variance ratio."""
     X = np.asarray(X, dtype=np.float64)
-    Xc = X - X.mean(0, keepdims=True)
+    std = X.std(0, keepdims=True)
+    Xc = (X - X.mean(0, keepdims=True)) / np.where(std > 0, std, 1.0)
     U, S, Vt = np.linalg.svd(Xc, full_matrices=False)
     pc1 = Xc @ Vt[0]
     if np.corrcoef(np.arange(len(pc1)), pc1)[0, 1] < 0:
@@ -56,11 +59,13 @@ def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tu
 
 
 def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_small: int = 100,
-                     n_peaks: int = 10) -> dict:
+                     n_peaks: int = 10, compat: str = "corrected") -> dict:
     """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d].
 
-    spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``
-    peaks: the strongest local maxima of the spectra of 0..n_fourier-1 and 0..n_small-1
+    spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``;
+    ``main`` marks Fig. 2's: n_fourier numbers, or with ``compat="authors"`` the authors'
+    estimator on n_fourier + 1 numbers (0..360), as their code does
+    peaks: the strongest local maxima of Fig. 2's spectrum and of the spectrum of 0..n_small-1
     pc1: PC1 against a for 0..n_small-1 (with its line fit) and for every cached number
     similarity: distance and cosine similarity between all pairs in 0..n_small-1
     delta_n: mean distance between a and a+dn, for a in [0, 9] and a in [0, n_small-1]
@@ -69,12 +74,13 @@ def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_sm
 
     X = np.asarray(numbers[:, layer], dtype=np.float64)
     n_fourier = min(n_fourier, X.shape[0] - 1)
+    main = n_fourier + 1 if compat == "authors" else n_fourier
     spectra, peaks = [], []
     for n in (n_fourier, n_fourier + 1, n_small):
-        periods, mag = fourier_spectrum(X[:n])
+        periods, mag = fourier_spectrum(X[:n], compat)
         spectra.append(pd.DataFrame({"n_numbers": n, "layer": layer, "frequency": np.arange(1, len(mag) + 1),
-                                     "period": periods, "magnitude": mag}))
-        if n != n_fourier + 1:
+                                     "period": periods, "magnitude": mag, "main": n == main, "compat": compat}))
+        if n in (main, n_small):
             peaks += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
     pc_small, ratio_small = pca_first_component(X[:n_small])
     pc_all, ratio_all = pca_first_component(X)

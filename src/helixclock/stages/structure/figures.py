@@ -21,11 +21,14 @@ def _spectrum_axis(ax, spec: pd.DataFrame, annotate: int = 0, color=None):
                     xytext=(0, 4), ha="center", fontsize=8)
 
 
-def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str, n: int = 360):
+def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     """Fig. 2: spectrum of the layer-0 output over 0..n-1 (top), PC1 of 0..99 vs a (bottom)."""
-    spec = spectrum[spectrum["n_numbers"] == n]
+    spec = spectrum[spectrum["main"]]
+    n = int(spec["n_numbers"].iloc[0])
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 6.4))
     _spectrum_axis(top, spec, annotate=6)
+    if spec["compat"].iloc[0] == "authors":
+        top.set_ylabel("mean |FFT|² over model dims (uncentred)")
     top.set_title(f"{model}: Fourier spectrum of the {layer_name(int(spec['layer'].iloc[0]))}, a in [0, {n - 1}]")
     small = pc1[pc1["range"] == pc1["range"].iloc[0]]
     sns.scatterplot(x=small["a"].to_numpy(), y=small["pc1"].to_numpy(), ax=bottom, s=14, label="PC1", linewidth=0)
@@ -40,12 +43,17 @@ def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str, n: int = 
 
 
 def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
-    """Fig. B1: the spectrum for n vs n+1 numbers (T = 2 is exact only for an even count)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    """Fig. B1: the spectrum for n vs n+1 numbers.  T = 2 is a frequency of the transform only
+    for an even count; the authors' estimator also drops that (Nyquist) bin, so whether T = 2
+    shows depends on the count's parity: a binning artefact, not a property of the model."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for ax, count, color in zip(axes, (n, n + 1), ("C0", "C1")):
         _spectrum_axis(ax, spectrum[spectrum["n_numbers"] == count], annotate=4, color=color)
         ax.set_title(f"a in [0, {count - 1}] ({count} numbers)")
-    fig.suptitle(f"{model}: spectrum of the {layer_name(int(spectrum['layer'].iloc[0]))}, {n} vs {n + 1} numbers")
+    authors = spectrum["compat"].iloc[0] == "authors"
+    how = "authors' estimator: uncentred |FFT|², Nyquist bin dropped" if authors else \
+        "centred |FFT|; T = 2 is a Fourier frequency only for an even count"
+    fig.suptitle(f"{model}: spectrum of the {layer_name(int(spectrum['layer'].iloc[0]))}, {n} vs {n + 1} numbers\n({how})")
     fig.tight_layout()
     return fig
 

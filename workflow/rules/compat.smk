@@ -1,0 +1,48 @@
+# The numbers config key compat changes, under each mode run (README, "Differences from the
+# authors' code").  Run once with --config compat=authors and once without: the table then
+# holds both.  helixclock.stages.report.compat
+
+COMPAT_MODES = ("corrected", "authors")
+
+
+rule compat_numbers:
+    localrule: True
+    input:
+        tab01=table("tab01_other_tasks")[0],
+        best=HELIX_SUMMARY["best"],
+        peaks=table("fourier_peaks")[0],
+        head_topk=HEADS_SUMMARY["topk"],
+        mlp_topk=MLPS_SUMMARY["mlp_topk"],
+        mixed=HEADS_SUMMARY["mixed"],
+        categories=table("tabD1_head_categories")[0],
+        last_token=LAST_TOKEN_SUMMARY["fits"],
+    output:
+        "results/{model}/compat/" + config["compat"] + ".json",
+    log:
+        "logs/{model}/compat_numbers.log",
+    params:
+        compat=config["compat"],
+        spectrum_main=config["cache"]["max_number"] + (1 if config["compat"] == "authors" else 0),
+    conda:
+        ENV
+    script:
+        "../../scripts/compat_numbers.py"
+
+
+rule compat_effects:
+    localrule: True
+    input:
+        "results/{model}/compat/" + config["compat"] + ".json",
+    output:
+        table("compat_effects"),
+    log:
+        "logs/{model}/compat_effects.log",
+    params:
+        modes=lambda w: [f"results/{w.model}/compat/{m}.json" for m in COMPAT_MODES],
+    conda:
+        ENV
+    script:
+        "../../scripts/compat_effects.py"
+
+
+register(*table("compat_effects"))
