@@ -6,7 +6,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 CORES ?= all
 
-.PHONY: run test venv clean
+.PHONY: run test test-fast lint venv clean
 
 venv: $(STAMP)
 
@@ -20,8 +20,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)
 
-test: $(STAMP)
+# everything: lint, then every test (the whole tiny DAG and the Slurm run included)
+test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q
+
+# the inner loop: no whole-DAG or Slurm runs
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m "not slow"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src scripts tests benchmarks
+	$(VENV)/bin/snakemake --lint
 
 clean:
 	rm -rf results logs .snakemake

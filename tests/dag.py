@@ -20,9 +20,14 @@ def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
     return proc
 
 
-def planned_jobs(workdir: Path, *targets: str) -> dict[str, int]:
+MODEL_RULES = {"train_toy", "accuracy", "residual_cache", "helix_patching", "other_tasks_patching",
+               "last_token_patching", "head_patching", "mlp_patching", "neuron_attribution", "neuron_grids",
+               "neuron_fit_eval"}  # the jobs that load a model
+
+
+def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
     """Jobs a dry run would schedule, by rule name."""
-    proc = snakemake(workdir, *targets, "-n", "--quiet", "rules")
+    proc = snakemake(workdir, *targets, "-n", "--quiet", "rules", configfile=configfile)
     jobs: dict[str, int] = {}
     table = False
     for line in (proc.stdout + proc.stderr).splitlines():

@@ -9,7 +9,10 @@ from datetime import datetime
 import h5py
 import pandas as pd
 import pytest
-from dag import planned_jobs, snakemake
+import yaml
+from dag import MODEL_RULES, TINY, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
 
 MODELS = ("toy-gptj", "toy-llama")
 
@@ -82,3 +85,29 @@ def test_concurrent_model_jobs_get_different_gpu_slots(tiny_run):
     overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[3] < b[4] and b[3] < a[4]]
     assert overlapping, "no two model jobs ran at the same time"
     assert all(a[2] != b[2] for a, b in overlapping), overlapping
+
+
+def _changed_config(tmp_path, section: str, key: str, value) -> "Path":
+    config = yaml.safe_load(TINY.read_text())
+    config.setdefault(section, {})[key] = value
+    config["registry"] = str(TINY.parent / "models.yaml")
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path):
+    """Rules carry only the config keys they read: a new MLP threshold replans the MLP table
+    and what reads its circuit MLPs, and a new bootstrap count the summaries, never a job that
+    loads a model."""
+    work, _ = tiny_run
+    assert planned_jobs(work) == {}
+    mlp = planned_jobs(work, configfile=_changed_config(tmp_path, "clock", "mlp_threshold", 0.5))
+    print("\nclock.mlp_threshold=0.5 plans", mlp)
+    assert {"mlp_summary", "fig_mlp_topk", "fig_mlp_stages"} <= set(mlp)
+    assert not set(mlp) & MODEL_RULES
+    assert not {"helix_summary", "head_summary", "last_token_summary"} & set(mlp)
+    boot = planned_jobs(work, configfile=_changed_config(tmp_path, "helix", "bootstrap", 123))
+    print("helix.bootstrap=123 plans", boot)
+    assert {"helix_summary", "head_summary", "mlp_summary", "last_token_summary"} <= set(boot)
+    assert not set(boot) & MODEL_RULES

@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 from slurm_cluster import LocalSlurm, ensure_installed
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
 @pytest.fixture(scope="module")

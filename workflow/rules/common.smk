@@ -82,6 +82,28 @@ def resampling():
     return {"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]}
 
 
+def clock_job_inputs():
+    """Inputs of every last-token model job."""
+    return dict(card="results/{model}/model.json", weights=model_weights,
+                accuracy="results/{model}/accuracy/add.csv")
+
+
+def clock_pairs():
+    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock)."""
+    return {"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]}
+
+
+def neuron_settings(*keys):
+    """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
+    neurons.top_share overrides the share per model) and the seed."""
+
+    def settings(wildcards):
+        values = {**config["neurons"], **REGISTRY[wildcards.model].get("neurons", {}), "seed": config["seed"]}
+        return {k: values[k] for k in keys}
+
+    return settings
+
+
 def figure_rule(name, fig_id, inputs, function, category, **kwargs):
     """One plotting rule: tables in, the figure's PDF and PNG out.  scripts/figure.py calls
     ``function`` ("helixclock.stages.<stage>.figures:<name>") with the tables, the model and

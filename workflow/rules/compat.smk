@@ -17,7 +17,7 @@ rule compat_numbers:
         categories=table("tabD1_head_categories")[0],
         last_token=LAST_TOKEN_SUMMARY["fits"],
     output:
-        "results/{model}/compat/" + config["compat"] + ".json",
+        f"results/{{model}}/compat/{config['compat']}.json",
     log:
         "logs/{model}/compat_numbers.log",
     params:
@@ -32,7 +32,7 @@ rule compat_numbers:
 rule compat_effects:
     localrule: True
     input:
-        "results/{model}/compat/" + config["compat"] + ".json",
+        f"results/{{model}}/compat/{config['compat']}.json",
     output:
         table("compat_effects"),
     log:

@@ -7,17 +7,6 @@ LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effect
 LAST_TOKEN_FIGURES = "helixclock.stages.last_token.figures"
 
 
-def clock_job_inputs():
-    """Inputs of every last-token model job."""
-    return dict(card="results/{model}/model.json", weights=model_weights,
-                accuracy="results/{model}/accuracy/add.csv")
-
-
-def clock_pairs():
-    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock)."""
-    return {"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]}
-
-
 rule last_token_patching:
     input:
         **clock_job_inputs(),

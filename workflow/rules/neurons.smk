@@ -8,17 +8,6 @@ NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cum
 NEURON_FIGURES = "helixclock.stages.neurons.figures"
 
 
-def neuron_settings(*keys):
-    """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
-    neurons.top_share overrides the share per model) and the seed."""
-
-    def settings(wildcards):
-        values = {**config["neurons"], **REGISTRY[wildcards.model].get("neurons", {}), "seed": config["seed"]}
-        return {k: values[k] for k in keys}
-
-    return settings
-
-
 rule neuron_attribution:
     input:
         card="results/{model}/model.json",
