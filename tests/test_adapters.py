@@ -59,7 +59,7 @@ def test_config_and_the_family_table_import_no_torch():
 
 def test_a_spec_names_both_projections_of_a_gated_mlp():
     with pytest.raises(ValueError, match="family 'x': neuron_in \\('mlp.fc',\\) must name gate and up"):
-        adapters.FamilySpec("x", ("x",), "X", blocks="b", final_norm="n", unembed="u", embed="e", attn="a",
+        adapters.FamilySpec("x", ("x",), "X", blocks="b", final_norm="n", unembed="u",
                             attn_proj="a.o", mlp="mlp", neuron_in=("mlp.fc",), neuron_out="mlp.down",
                             attn_norm="ln1", mlp_norm="ln2", parallel=False, gated=True)
 

@@ -58,7 +58,7 @@ class UnsupportedFamilyError(ValueError):
 class FamilySpec:
     """Where one family keeps what the hook points read.
 
-    Paths of whole-model modules (``blocks``, ``final_norm``, ``unembed``, ``embed``) are
+    Paths of whole-model modules (``blocks``, ``final_norm``, ``unembed``) are
     relative to the causal-LM model; all others are relative to one block
     (``{blocks}.{layer}``).  A norm given as None is absent: the component reads the raw
     residual (OLMo-2 has no pre-norms), or adds its output unnormalised (most families have
@@ -71,8 +71,6 @@ class FamilySpec:
     blocks: str  # ModuleList of blocks; resid_pre[l] is the input of block l
     final_norm: str  # resid_pre[n_layers] is its input
     unembed: str  # logits are its output
-    embed: str  # token embedding
-    attn: str  # attention module
     attn_proj: str  # attention output projection: head_out is its input
     mlp: str  # MLP module
     neuron_in: tuple[str, ...]  # (input projection,) or gated (gate, up): neuron_pre, neuron_up
@@ -100,8 +98,8 @@ class FamilySpec:
                              f"{'gate and up' if self.gated else 'one input projection'}")
 
 
-_LLAMA_LIKE = dict(blocks="model.layers", final_norm="model.norm", unembed="lm_head", embed="model.embed_tokens",
-                   attn="self_attn", attn_proj="self_attn.o_proj", mlp="mlp",
+_LLAMA_LIKE = dict(blocks="model.layers", final_norm="model.norm", unembed="lm_head",
+                   attn_proj="self_attn.o_proj", mlp="mlp",
                    neuron_in=("mlp.gate_proj", "mlp.up_proj"), neuron_out="mlp.down_proj",
                    attn_norm="input_layernorm", mlp_norm="post_attention_layernorm", parallel=False, gated=True)
 _GEMMA = dict(_LLAMA_LIKE, mlp_norm="pre_feedforward_layernorm", attn_post_norm="post_attention_layernorm",
@@ -121,21 +119,21 @@ _LOCAL = ("sliding_attention", "local")  # windowed layers in config.layer_types
 # - Gemma's embedding module multiplies by sqrt(d_model); Gemma-2 soft-caps the final logits.
 _SPECS = (
     FamilySpec("gptj", ("gptj",), "GPTJForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head", embed="transformer.wte", attn="attn", attn_proj="attn.out_proj", mlp="mlp",
+               unembed="lm_head", attn_proj="attn.out_proj", mlp="mlp",
                neuron_in=("mlp.fc_in",), neuron_out="mlp.fc_out", attn_norm="ln_1", mlp_norm="ln_1",
                parallel=True, gated=False, head_dim_key=None, d_mlp_key="n_inner"),
     FamilySpec("neox", ("gpt_neox",), "GPTNeoXForCausalLM", blocks="gpt_neox.layers",
-               final_norm="gpt_neox.final_layer_norm", unembed="lm_head", embed="gpt_neox.embed_in",
-               attn="attention", attn_proj="attention.dense", mlp="mlp", neuron_in=("mlp.dense_h_to_4h",),
+               final_norm="gpt_neox.final_layer_norm", unembed="lm_head",
+               attn_proj="attention.dense", mlp="mlp", neuron_in=("mlp.dense_h_to_4h",),
                neuron_out="mlp.dense_4h_to_h", attn_norm="input_layernorm", mlp_norm="post_attention_layernorm",
                parallel=True, gated=False, parallel_key="use_parallel_residual", head_dim_key=None),
     FamilySpec("llama", ("llama",), "LlamaForCausalLM", **_LLAMA_LIKE),
     FamilySpec("gpt2", ("gpt2",), "GPT2LMHeadModel", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head", embed="transformer.wte", attn="attn", attn_proj="attn.c_proj", mlp="mlp",
+               unembed="lm_head", attn_proj="attn.c_proj", mlp="mlp",
                neuron_in=("mlp.c_fc",), neuron_out="mlp.c_proj", attn_norm="ln_1", mlp_norm="ln_2",
                parallel=False, gated=False, proj_layout="in_out", head_dim_key=None, d_mlp_key="n_inner"),
     FamilySpec("gpt_neo", ("gpt_neo",), "GPTNeoForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head", embed="transformer.wte", attn="attn.attention",
+               unembed="lm_head",
                attn_proj="attn.attention.out_proj", mlp="mlp", neuron_in=("mlp.c_fc",), neuron_out="mlp.c_proj",
                attn_norm="ln_1", mlp_norm="ln_2", parallel=False, gated=False, head_dim_key=None,
                window_key="window_size"),
@@ -144,7 +142,7 @@ _SPECS = (
         _LLAMA_LIKE, attn_norm=None, mlp_norm=None, attn_post_norm="post_attention_layernorm",
         mlp_post_norm="post_feedforward_layernorm")),
     FamilySpec("phi", ("phi",), "PhiForCausalLM", blocks="model.layers", final_norm="model.final_layernorm",
-               unembed="lm_head", embed="model.embed_tokens", attn="self_attn", attn_proj="self_attn.dense",
+               unembed="lm_head", attn_proj="self_attn.dense",
                mlp="mlp", neuron_in=("mlp.fc1",), neuron_out="mlp.fc2", attn_norm="input_layernorm",
                mlp_norm="input_layernorm", parallel=True, gated=False),
     FamilySpec("qwen2", ("qwen2",), "Qwen2ForCausalLM", **dict(_LLAMA_LIKE, window_key="sliding_window")),
@@ -196,7 +194,7 @@ class Adapter:
         self.spec = spec
         self.config = hf_config
         self.family = spec.name
-        for key in ("blocks", "final_norm", "unembed", "embed", "attn", "attn_proj", "mlp", "neuron_in",
+        for key in ("blocks", "final_norm", "unembed", "attn_proj", "mlp", "neuron_in",
                     "neuron_out", "attn_norm", "mlp_norm", "attn_post_norm", "mlp_post_norm", "gated"):
             setattr(self, key, getattr(spec, key))
         self.parallel = spec.parallel

@@ -6,7 +6,6 @@ here starts from a task's accuracy table restricted to its correct rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -15,15 +14,6 @@ import torch
 
 from .patching import Pairs
 from .tasks import render
-
-
-@dataclass(frozen=True)
-class PairSettings:
-    """How many pairs, which operands differ in the corrupted prompt, and the seed."""
-
-    n_pairs: int = 100
-    vary: tuple[str, ...] = ("a",)
-    seed: int = 0
 
 
 def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, template: str,

@@ -79,13 +79,6 @@ def save_answer_logits(path, logits: np.ndarray, numbers: np.ndarray, token_ids:
         f.create_dataset("logits", data=logits.astype(np.float16), compression="gzip")
         f["logits"].attrs["numbers"] = numbers
         f["logits"].attrs["token_ids"] = token_ids
+        f.attrs["numbers"] = numbers
         f.attrs["template"] = template
         f.attrs["what"] = "final last-token logits of the tokens of the numbers 0..198, rows as in add.csv"
-
-
-def read_answer_logits(path) -> tuple[np.ndarray, np.ndarray]:
-    """(logits [n_prompts, n_numbers] float32, numbers)."""
-    import h5py
-
-    with h5py.File(path, "r") as f:
-        return f["logits"][...].astype(np.float32), f["logits"].attrs["numbers"][...]

@@ -20,7 +20,6 @@ import pandas as pd
 
 from ...statistics import Resampling, fraction_table, pair_values, smallest_k, summarise, te_de_table, topk_table
 
-CATEGORIES = ("a,b", "a+b", "mixed")
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
 
 
