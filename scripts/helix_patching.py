@@ -3,7 +3,7 @@ import pandas as pd
 
 from helixclock.cache import read_residual_cache
 from helixclock.fits import FitSettings, load_fits, to_device
-from helixclock.pipeline import engine, load, settings, start
+from helixclock.pipeline import load, patching_engine, settings, start
 from helixclock.stages.helix.patching import helix_stage
 
 start(snakemake)
@@ -11,7 +11,7 @@ p = snakemake.params
 acc = pd.read_csv(snakemake.input.accuracy)
 model = load(snakemake)
 fits = to_device(load_fits(snakemake.input.fits), model.device)
-out = helix_stage(engine(snakemake, model), acc[acc["correct"]], read_residual_cache(snakemake.input.cache), fits,
+out = helix_stage(patching_engine(snakemake, model), acc[acc["correct"]], read_residual_cache(snakemake.input.cache), fits,
                   p.spec["prompts"]["add"], settings(snakemake, "fit", FitSettings), n_pairs=p.n_pairs, seed=p.seed,
                   test_fraction=p.test_fraction)
 for name, df in out.items():

@@ -3,13 +3,13 @@ import numpy as np
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import engine, load, settings, start
+from helixclock.pipeline import load, patching_engine, settings, start
 from helixclock.stages.neurons.patching import NeuronSettings, attribution_job
 
 log = start(snakemake)
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-out = attribution_job(engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
+out = attribution_job(patching_engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
                       snakemake.params.spec["prompts"]["add"], last, settings(snakemake, "neurons", NeuronSettings))
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():

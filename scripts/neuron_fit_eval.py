@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import engine, load, settings, start
+from helixclock.pipeline import load, patching_engine, settings, start
 from helixclock.stages.neurons.fit import load_fits
 from helixclock.stages.neurons.patching import NeuronSettings, fit_eval_job
 
@@ -12,7 +12,7 @@ fits = load_fits(snakemake.input.fits)
 top = pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron})
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-raw = fit_eval_job(engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
+raw = fit_eval_job(patching_engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
                    snakemake.params.spec["prompts"]["add"], last, top, fits.predict(), np.load(snakemake.input.means),
                    settings(snakemake, "neurons", NeuronSettings))
 raw.to_csv(snakemake.output[0], index=False)

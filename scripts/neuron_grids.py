@@ -2,7 +2,7 @@
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import engine, load, start
+from helixclock.pipeline import load, patching_engine, start
 from helixclock.stages.neurons.patching import grids_job, n_top, save_grids
 
 start(snakemake)
@@ -10,6 +10,6 @@ scores = pd.read_csv(snakemake.input.attribution)
 top = scores.iloc[:n_top(len(scores), snakemake.params.neurons["top_share"])]
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-grids = grids_job(engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
+grids = grids_job(patching_engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
                   snakemake.params.spec["prompts"]["add"], last, top)
 save_grids(snakemake.output[0], grids, snakemake.wildcards.model)

@@ -2,13 +2,13 @@
 import pandas as pd
 
 from helixclock.fits import FitSettings
-from helixclock.pipeline import engine, load, settings, start
+from helixclock.pipeline import load, patching_engine, settings, start
 from helixclock.stages.helix.patching import other_tasks_stage
 
 start(snakemake)
 p = snakemake.params
 frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
 model = load(snakemake)
-raw = other_tasks_stage(engine(snakemake, model), frames, p.spec["prompts"], settings(snakemake, "fit", FitSettings),
+raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], settings(snakemake, "fit", FitSettings),
                         n_pairs=p.n_pairs, seed=p.seed)
 raw.to_csv(snakemake.output[0], index=False)

@@ -2,7 +2,7 @@
 import pandas as pd
 
 from helixclock.cache import write_residual_cache
-from helixclock.pipeline import engine, load, start
+from helixclock.pipeline import load, patching_engine, start
 
 log = start(snakemake)
 acc = pd.read_csv(snakemake.input.accuracy)
@@ -11,5 +11,5 @@ model = load(snakemake)
 attrs = write_residual_cache(model, snakemake.params.spec["prompts"]["add"],
                              correct["a"].to_numpy(), correct["b"].to_numpy(), snakemake.output[0],
                              dtype=snakemake.params.dtype, max_number=snakemake.params.max_number,
-                             engine=engine(snakemake, model))
+                             engine=patching_engine(snakemake, model))
 log.info("cached %d correct prompts: %s", len(correct), attrs)

@@ -43,7 +43,7 @@ def load(snakemake, **kwargs):
     return model
 
 
-def engine(snakemake, model):
+def patching_engine(snakemake, model):
     from .patching import PatchingEngine
 
     return PatchingEngine(model, batch_size=snakemake.params.batch_size)
@@ -110,4 +110,4 @@ def clock_job(snakemake) -> ClockJob:
                        tuple(p.pairs["vary"]), device=model.device)
     ids, a, b = prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"]) \
         if hasattr(p, "fit_prompts") else (None, None, None)
-    return ClockJob(log, engine(snakemake, model), pairs, ids, a, b, positions)
+    return ClockJob(log, patching_engine(snakemake, model), pairs, ids, a, b, positions)

@@ -13,15 +13,18 @@ from torch import Tensor
 from ...fits import PERIODS, Basis, Fits, column_cosine, fit_bases, projection
 
 
-def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS,
-                  continuity_period: int = 100, held_out_digit: int = 3) -> dict[str, pd.DataFrame]:
+CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
+
+
+def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS
+                  ) -> dict[str, pd.DataFrame]:
     """Tables behind Fig. 3 and Figs. C1-C3 for one layer.
 
     H [L, rows, d] holds one row per distinct value in ``values``.
     projection: each a's coordinates in the full helix subspace (Fig. 3)
     magnitudes: norm of each column of C (Fig. C1); cosine: cosine similarity between them (C2)
-    continuity: a T=[continuity_period] helix fitted to every a whose units digit is not
-    ``held_out_digit``, with all a projected into it (Fig. C3)
+    continuity: a T=[CONTINUITY_PERIOD] helix fitted to every a whose units digit is not
+    HELD_OUT_DIGIT, with all a projected into it (Fig. C3)
     """
     basis = Basis("helix", tuple(periods))
     cols = ["linear" if c == "a" else c for c in basis.columns()[:-1]]
@@ -32,8 +35,8 @@ def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods
     cos = column_cosine(C).cpu().numpy()
     cosine = pd.DataFrame([{"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
                            for i in range(len(cols)) for j in range(len(cols))])
-    keep = np.asarray(values) % 10 != held_out_digit
-    one_period = Basis("helix", (continuity_period,))
+    keep = np.asarray(values) % 10 != HELD_OUT_DIGIT
+    one_period = Basis("helix", (CONTINUITY_PERIOD,))
     cont_fits = fit_bases(H[layer:layer + 1, torch.as_tensor(np.flatnonzero(keep))], np.asarray(values)[keep],
                           [one_period], n_components=H.shape[1])
     c_coords = projection(cont_fits, one_period, 0, H[layer]).cpu().numpy()
