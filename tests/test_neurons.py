@@ -106,3 +106,27 @@ def test_top_share_and_sweep_points():
     assert n_top(458752, 0.01) == 4587  # GPT-J: 28 layers x 16,384 neurons
     assert n_top(1024, 0.001) == 1
     assert powers_of_two(20) == [1, 2, 4, 8, 16, 20] and powers_of_two(16) == [1, 2, 4, 8, 16]
+
+
+def test_fit_evaluation_with_exact_fits_equals_the_actual_run(tiny_gptj):
+    """Give the top neurons their true preactivations as "fits": the fitted variant then
+    equals the actual one for every k (the nonlinearity of the model recomputes the same
+    post-activations)."""
+    from helixclock.stages.neurons.patching import fit_evaluation
+
+    tok = tiny_gptj.tokenizer
+    engine = PatchingEngine(tiny_gptj, progress=False)
+    prompts = same_prompt_pairs(tok, prompt_rows(tok, ROWS), TEMPLATE)
+    means = mean_activations(engine, prompts.clean, LAST)
+    top = pd.DataFrame({"layer": [1, 0, 1, 0], "neuron": [3, 5, 11, 2]})
+    pre = neuron_grids(engine, prompts.clean, top.assign(rank=range(4)), LAST)["pre"]  # [n_top, n]
+    raw = fit_evaluation(engine, prompts, top, torch.tensor(pre.T), means, [1, 2, 4], LAST)
+    for measure in ("correct", "ld"):
+        part = raw[raw["measure"] == measure]
+        values = pair_values(part)
+        actual, fitted = values[part["preactivation"] == "actual"], values[part["preactivation"] == "fitted"]
+        np.testing.assert_allclose(actual, fitted, atol=1e-5)
+    # a wrong fit moves the answer's logit
+    raw_bad = fit_evaluation(engine, prompts, top, torch.tensor(pre.T) + 5.0, means, [4], LAST)
+    ld = pair_values(raw_bad[raw_bad["measure"] == "ld"])
+    assert np.abs(ld[1] - ld[0]).max() > 1e-3

@@ -166,7 +166,8 @@ def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame, fi
     """fig09: for each k, the top k neurons keep (a) their actual values (as in figD9) or (b)
     get their fitted preactivation N^(a, b) (then the model's own nonlinearity), every other
     neuron mean-ablated; ``fitted`` [n_prompts, n_top] holds N^ at each prompt's (a, b).
-    Raw table of correctness (k, preactivation)."""
+    Raw table with rows (k, preactivation, measure): "correct" (0/1) and "ld"
+    (logit_unablated(answer) - logit(answer))."""
     sites = neuron_sites(engine.adapter, last)
     L, m = means.shape
     device = means.device
@@ -186,7 +187,9 @@ def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame, fi
         variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
         labels.append({"k": k, "preactivation": "fitted"})
     res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
-    return raw_table(res.metric, labels)
+    unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
+    return pd.concat([raw_table(res.metric, labels, measure="correct"),
+                      raw_table(unablated[None] - res.answer_logit, labels, measure="ld")], ignore_index=True)
 
 
 # -- the model jobs ---------------------------------------------------------------------------

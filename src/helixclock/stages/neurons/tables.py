@@ -55,7 +55,7 @@ def de_share_count(cumulative: pd.DataFrame, share: float) -> int:
 
 def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """fig09: accuracy per k with actual and with fitted preactivations, and their ratio."""
-    acc = summarise(raw, resampling, prefix="accuracy")
+    acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy")
     wide = acc.pivot_table(index="k", columns="preactivation", values="accuracy_mean").reset_index()
     wide.columns.name = None
     wide = wide.rename(columns={"actual": "actual_accuracy", "fitted": "fitted_accuracy"})
