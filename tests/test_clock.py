@@ -1,14 +1,13 @@
 """Clock-level patching: direct effects, path patching, heads; known answers on tiny models."""
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 from reference_hooks import _replace, capture, logit_difference
 from test_patching import make_pairs
 
-from helixclock.stages.heads.tables import categorise, with_mixed
 from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.stages.heads.tables import categorise, with_mixed
 
 LAST = 8
 
@@ -85,7 +84,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
         finally:
             handle.remove()
 
-        def put(x):
+        def put(x, r=r, received=received):
             y = x.clone()
             if r.kind == "head_out":
                 y[:, LAST, 3 * ad.d_head:4 * ad.d_head] = received

@@ -1,10 +1,9 @@
 """The whole DAG on the tiny config (tests/configs/tiny.yaml), end to end on the CPU."""
 
 import json
-import os
 import re
-import time
 from datetime import datetime
+from pathlib import Path
 
 import h5py
 import pandas as pd

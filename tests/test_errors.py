@@ -11,12 +11,29 @@ import pandas as pd
 import pytest
 
 from helixclock.stages.errors import figures as F
-from helixclock.stages.errors.errors import (appendix_f_tables, carry_test, de_set, dominant_periods, error_distribution,
-                                             error_summary, error_table, line_fits, logit_examples,
-                                             logit_lens_periods, logit_lens_table, logit_line_fourier,
-                                             neuron_lens_tables, period_counts, read_answer_logits)
-from helixclock.stages.errors.linear_addition import (accuracy_below, fit_number_line, linear_addition_tables,
-                                                      linear_sums)
+from helixclock.stages.errors.errors import (
+    appendix_f_tables,
+    carry_test,
+    de_set,
+    dominant_periods,
+    error_distribution,
+    error_summary,
+    error_table,
+    line_fits,
+    logit_examples,
+    logit_lens_periods,
+    logit_lens_table,
+    logit_line_fourier,
+    neuron_lens_tables,
+    period_counts,
+    read_answer_logits,
+)
+from helixclock.stages.errors.linear_addition import (
+    accuracy_below,
+    fit_number_line,
+    linear_addition_tables,
+    linear_sums,
+)
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
 

@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_helix import planted
 from test_patching import make_pairs
 
 from helixclock.fits import Basis, fit_bases, standard_bases

@@ -5,10 +5,8 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pandas as pd
-import pytest
 import torch
 from conftest import GPTJ_PROMPTS
 
@@ -87,8 +85,8 @@ def test_visible_devices_restrict_the_slots(monkeypatch, tmp_path):
 
 
 def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, caplog):
-    from helixclock.stages.accuracy.sweep import task_accuracy
     from helixclock.patching import PatchingEngine
+    from helixclock.stages.accuracy.sweep import task_accuracy
     from helixclock.tasks import TASKS
 
     full, _ = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], PatchingEngine(tiny_gptj, batch_size=64))

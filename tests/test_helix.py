@@ -4,12 +4,21 @@ import numpy as np
 import pytest
 import torch
 
-from helixclock.fits import (Basis, column_cosine, fit_bases, fit_pca, helix_projection, load_fits,
-                             period_subsets, save_fits, standard_bases, subspace_projector)
+from helixclock.fits import (
+    Basis,
+    column_cosine,
+    fit_bases,
+    fit_pca,
+    helix_projection,
+    load_fits,
+    period_subsets,
+    save_fits,
+    standard_bases,
+    subspace_projector,
+)
 from helixclock.fourier import fourier_spectrum, spectrum_peaks, top_periods
 from helixclock.stages.helix.tables import best_subsets
-from helixclock.stages.structure.analysis import (delta_n_distance, distance_and_cosine, line_fit,
-                                                  pca_first_component)
+from helixclock.stages.structure.analysis import delta_n_distance, distance_and_cosine, line_fit, pca_first_component
 
 D = 48
 PLANTED = (2, 5, 10, 100)

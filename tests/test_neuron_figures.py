@@ -7,9 +7,14 @@ import sys
 import numpy as np
 import pytest
 
-from helixclock.stages.neurons.figures import (fig08_neuron_preacts, fig10_neuron_trends,
-                                               figD12_neuron_fourier, figD13_neuron_nrmse, layer_trends,
-                                               period_shares)
+from helixclock.stages.neurons.figures import (
+    fig08_neuron_preacts,
+    fig10_neuron_trends,
+    figD12_neuron_fourier,
+    figD13_neuron_nrmse,
+    layer_trends,
+    period_shares,
+)
 from helixclock.stages.neurons.fit import PERIODS, fit_neurons, neuron_table, planted_grids
 
 LAYERS = list(range(14, 28))

@@ -7,9 +7,20 @@ import pandas as pd
 import pytest
 import torch
 
-from helixclock.stages.neurons.fit import (PERIODS, VARIABLES, columns, design, dominant_periods,
-                                           fit_neurons, load_fits, neuron_table, planted_grids,
-                                           save_fits, sgd_fit, term_table)
+from helixclock.stages.neurons.fit import (
+    PERIODS,
+    VARIABLES,
+    columns,
+    design,
+    dominant_periods,
+    fit_neurons,
+    load_fits,
+    neuron_table,
+    planted_grids,
+    save_fits,
+    sgd_fit,
+    term_table,
+)
 
 NT = len(PERIODS)
 

@@ -9,9 +9,17 @@ from test_patching import make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.pairs import same_prompt_pairs
-from helixclock.patching import Patch, PatchingEngine, Point
-from helixclock.stages.neurons.patching import (ablation_sweep, attribution_scores, keep_masks, mean_activations,
-                                                 n_top, neuron_direct_effects, neuron_grids, powers_of_two)
+from helixclock.patching import PatchingEngine, Point
+from helixclock.stages.neurons.patching import (
+    ablation_sweep,
+    attribution_scores,
+    keep_masks,
+    mean_activations,
+    n_top,
+    neuron_direct_effects,
+    neuron_grids,
+    powers_of_two,
+)
 from helixclock.statistics import pair_values
 
 LAST = 8

@@ -1,8 +1,6 @@
 """The patching engine: invariants, agreement with plain PyTorch hooks, batching."""
 
-import numpy as np
 import pandas as pd
-import pytest
 import torch
 from conftest import GPTJ_PROMPTS, add_prompt_ids
 from reference_hooks import capture, logit_difference, patched_logits

@@ -10,8 +10,18 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from gpt2_tokenizer import (EOS_ID, GPT2_DIR, GPTJ_VOCAB_SIZE, MERGES, MERGES_HEADER, SHA256,
-                            gpt2_tokenizer, read_merges, save_tiny_gptj, sha256)
+from gpt2_tokenizer import (
+    EOS_ID,
+    GPT2_DIR,
+    GPTJ_VOCAB_SIZE,
+    MERGES,
+    MERGES_HEADER,
+    SHA256,
+    gpt2_tokenizer,
+    read_merges,
+    save_tiny_gptj,
+    sha256,
+)
 
 from helixclock.config import ConfigError
 from helixclock.model_card import model_card

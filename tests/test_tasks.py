@@ -3,8 +3,7 @@
 import pytest
 from conftest import GPTJ_PROMPTS
 
-from helixclock.tasks import (TASKS, Positions, TokenisationError, check_task_tokens, get_task,
-                              number_token_ids)
+from helixclock.tasks import TASKS, Positions, TokenisationError, check_task_tokens, get_task, number_token_ids
 
 
 def digit_splitting_tokenizer():

@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pytest
 import torch
 from conftest import GPTJ_PROMPTS
 from safetensors.torch import load_file

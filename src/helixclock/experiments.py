@@ -10,7 +10,7 @@ table jobs turn them into means with intervals.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd

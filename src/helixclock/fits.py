@@ -21,8 +21,8 @@ Shapes follow the convention ``C: [layers, m, d]`` (rows = basis columns), so
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch

@@ -14,8 +14,17 @@ from typing import Any
 
 import torch
 
-from .adapters import (FAMILIES, HOOK_KINDS, MODEL_TYPES, Adapter, FamilySpec, Site, UnsupportedFamilyError,
-                       detect_family, make_adapter)
+from .adapters import (
+    FAMILIES,
+    HOOK_KINDS,
+    MODEL_TYPES,
+    Adapter,
+    FamilySpec,
+    Site,
+    UnsupportedFamilyError,
+    detect_family,
+    make_adapter,
+)
 from .config import TOY_SOURCE, model_dir
 
 __all__ = ["FAMILIES", "HOOK_KINDS", "MODEL_TYPES", "Adapter", "FamilySpec", "LoadedModel", "Site",

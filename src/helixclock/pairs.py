@@ -6,7 +6,7 @@ here starts from a task's accuracy table restricted to its correct rows.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -10,8 +10,8 @@ forward pass and :class:`TokenisationError` says which number broke it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class Task:
     def answer(self, *operands: int) -> int:
         return self._answer(*operands)
 
-    def problems(self) -> "Problems":
+    def problems(self) -> Problems:
         vals = np.array(self.operand_values(), dtype=np.int64)
         a = vals[:, 0]
         b = vals[:, 1] if vals.shape[1] > 1 else np.full(len(vals), -1, dtype=np.int64)

@@ -17,7 +17,8 @@ and the other gated families) that is act(gate) * up, one value per hidden unit.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 class AttributionPatching:
     """Gradient-times-difference scores of many points at once; mixed into the engine."""
 
-    def attribute(self, pairs: "Pairs", points: Sequence[Point], metric: Metric = clean_answer_logit,
+    def attribute(self, pairs: Pairs, points: Sequence[Point], metric: Metric = clean_answer_logit,
                   reduce: str = "mean", desc: str = "attribution") -> dict[Point, Tensor]:
         """Attribution of every element of every point: [n_positions, *features] (the mean over
         pairs) or with ``reduce="none"`` [n_pairs, n_positions, *features].

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 

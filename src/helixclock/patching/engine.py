@@ -25,16 +25,16 @@ device until the final result.  Direct effects and path patching are in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor
 
 from ..models import LoadedModel, Site
+from .attribution import AttributionPatching
 from .batching import OOMRetry
 from .metrics import Metric, logit_difference
-from .attribution import AttributionPatching
 from .paths import PathPatching
 from .points import Patch, Point, Record
 from .prefix import PrefixCache

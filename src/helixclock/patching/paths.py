@@ -9,8 +9,9 @@ reaches only the receiver's input, and the receiver's changed output travels on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -48,7 +49,7 @@ class PathPatching:
         raise ValueError(f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
                          "head_out with a head index, neuron_post with a neuron index")
 
-    def delta(self, pairs: "Pairs", point: Point) -> Tensor:
+    def delta(self, pairs: Pairs, point: Point) -> Tensor:
         """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
         point's values are read from its whole site (one cached run for all its heads or
         neurons)."""
@@ -62,7 +63,7 @@ class PathPatching:
         with torch.no_grad():
             return self.adapter.logits_from_final_residual(self.model.hf, residual).float()
 
-    def direct_effects(self, pairs: "Pairs", points: Sequence[Point], chunk: int = 64) -> Tensor:
+    def direct_effects(self, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
         """DE of components at the last token, [len(points), n_pairs]."""
         last = pairs.corrupted.shape[1] - 1
         final = Point("resid_pre", self.adapter.n_layers, (last,))
@@ -94,7 +95,7 @@ class PathPatching:
             return receiver.layer > sender.layer
         return not self.adapter.parallel and sender.kind != "mlp_out" and receiver.kind == "mlp_out"
 
-    def path_patch(self, pairs: "Pairs", paths: Sequence[tuple[Point, Point | str]],
+    def path_patch(self, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]],
                    desc: str = "path patching") -> Tensor:
         """Effect of each sender -> receiver path, [len(paths), n_pairs].
 

@@ -9,14 +9,14 @@ inside a patched run.  A *variant* is a list of patches and records applied toge
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 from torch import Tensor
 
 INDEXED = ("head_out", "neuron_pre", "neuron_up", "neuron_post")  # kinds an index can narrow
 
-Replacement = Union[str, Tensor, Callable[[Tensor, Tensor], Tensor]]
+Replacement = str | Tensor | Callable[[Tensor, Tensor], Tensor]
 
 
 @dataclass(frozen=True)

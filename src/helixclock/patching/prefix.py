@@ -8,7 +8,7 @@ or recorded one onwards (exact up to float rounding).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from torch import Tensor
 
@@ -24,14 +25,14 @@ class RunCache:
         self.values: dict[Point, Tensor] = {}
         self.logits: Tensor | None = None  # [n, vocab], float32
 
-    def get(self, engine: "PatchingEngine", points: Sequence[Point]) -> dict[Point, Tensor]:
+    def get(self, engine: PatchingEngine, points: Sequence[Point]) -> dict[Point, Tensor]:
         missing = [p for p in dict.fromkeys(points) if p not in self.values]
         if missing or self.logits is None:
             values, self.logits = engine.collect(self.ids, missing, desc=self.desc)
             self.values.update(values)
         return {p: self.values[p] for p in points}
 
-    def answer_logit(self, engine: "PatchingEngine", answers: Tensor) -> Tensor:
+    def answer_logit(self, engine: PatchingEngine, answers: Tensor) -> Tensor:
         """Logit of ``answers`` [n] (token ids) in this run, [n]."""
         self.get(engine, [])
         return self.logits.gather(1, answers[:, None])[:, 0]
@@ -58,7 +59,7 @@ class Pairs:
     def __len__(self) -> int:
         return int(self.clean.shape[0])
 
-    def same(self) -> "Pairs":
+    def same(self) -> Pairs:
         """Pairs whose corrupted prompt is the clean one (for ablations: LD is then the change
         of the clean answer's logit); the clean run is shared."""
         out = Pairs(self.clean, self.clean, self.clean_answer, self.clean_answer, dict(self.meta))

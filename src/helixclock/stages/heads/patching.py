@@ -9,8 +9,8 @@ path-patched as senders and receivers (Fig. D7).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -13,7 +13,7 @@ least confident heads may be *mixed*.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd

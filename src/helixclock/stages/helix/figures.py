@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...style import METHOD_STYLE, band, ld_axes, layer_name
+from ...style import METHOD_STYLE, band, layer_name, ld_axes
 from ...tasks import TASKS
 
 

@@ -3,7 +3,7 @@ from the cache alone."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -11,7 +11,6 @@ import torch
 from torch import Tensor
 
 from ...fits import PERIODS, Basis, Fits, column_cosine, fit_bases, projection
-
 
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
 

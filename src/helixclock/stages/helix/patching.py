@@ -10,7 +10,7 @@ engine run; the results are raw per-pair tables (``helixclock.statistics``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -50,7 +50,7 @@ def ablation_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basi
 
 
 def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits, template: str,
-                settings: FitSettings = FitSettings(), n_pairs: int = 100, seed: int = 0,
+                settings: FitSettings | None = None, n_pairs: int = 100, seed: int = 0,
                 test_fraction: float = 0.2) -> dict[str, pd.DataFrame]:
     """Everything of section 4.4 and appendix C that runs the model, for a+b (raw tables).
 
@@ -60,6 +60,7 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     at the b token with pairs a+b' -> a+b
     ablation: the helix subspace mean-ablated from h_a vs h_a mean-ablated entirely
     """
+    settings = settings or FitSettings()
     model = engine.model
     tok, device = model.tokenizer, model.device
     periods, n_components = settings.periods, settings.pca_components
@@ -104,12 +105,13 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
 
 
 def other_tasks_stage(engine: PatchingEngine, frames: dict[str, pd.DataFrame], prompts: dict[str, str],
-                      settings: FitSettings = FitSettings(), n_pairs: int = 100, seed: int = 0) -> pd.DataFrame:
+                      settings: FitSettings | None = None, n_pairs: int = 100, seed: int = 0) -> pd.DataFrame:
     """Table 1: full helix, circle, polynomial and PCA fits patched at the a token, per task
     (raw table with a ``task`` column)."""
     from ...experiments import stack_points
     from ...pairs import prompt_ids
 
+    settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))
     k = len(settings.periods)

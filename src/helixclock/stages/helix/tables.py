@@ -4,7 +4,7 @@ of Fig. 4, and Table 1."""
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 

@@ -9,7 +9,7 @@ logits) of each attention and MLP output say where the computation happens (Fig.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import torch
@@ -17,7 +17,6 @@ import torch
 from ...experiments import component_points, patch_sweep, total_and_direct
 from ...fits import PERIODS, clock_bases, fit_token, sum_values
 from ...patching import Pairs, PatchingEngine
-
 
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)
 

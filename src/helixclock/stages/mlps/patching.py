@@ -7,7 +7,7 @@ that helix(a+b)/TE can be read for whichever MLPs the table job calls the circui
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

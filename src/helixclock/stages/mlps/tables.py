@@ -6,7 +6,6 @@ import pandas as pd
 
 from ...statistics import Resampling, summarise, topk_table
 
-
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
 

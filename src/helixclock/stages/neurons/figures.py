@@ -8,7 +8,7 @@ pipeline's extra columns where a figure needs them (``te``: attribution total ef
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import matplotlib
 

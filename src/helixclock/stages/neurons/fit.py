@@ -33,8 +33,8 @@ for the pipeline (:func:`neuron_table`, :func:`term_table`) and HDF5 save/load o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -18,8 +18,8 @@ nonlinearity (the gate's preactivation in gated MLPs), which is what Eq. 5 fits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

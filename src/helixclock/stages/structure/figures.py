@@ -53,7 +53,8 @@ def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
     authors = spectrum["compat"].iloc[0] == "authors"
     how = "authors' estimator: uncentred |FFT|², Nyquist bin dropped" if authors else \
         "centred |FFT|; T = 2 is a Fourier frequency only for an even count"
-    fig.suptitle(f"{model}: spectrum of the {layer_name(int(spectrum['layer'].iloc[0]))}, {n} vs {n + 1} numbers\n({how})")
+    where = layer_name(int(spectrum["layer"].iloc[0]))
+    fig.suptitle(f"{model}: spectrum of the {where}, {n} vs {n + 1} numbers\n({how})")
     fig.tight_layout()
     return fig
 
