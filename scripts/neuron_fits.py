@@ -1,12 +1,12 @@
 """Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model)."""
+from helixclock.io import read_arrays
 from helixclock.pipeline import start
 from helixclock.stages.neurons.fit import fit_neurons, neuron_table, save_fits, term_table
-from helixclock.stages.neurons.patching import load_grids
 from helixclock.stages.neurons.tables import figure_grids
 
 log = start(snakemake)
 p = snakemake.params
-grids = load_grids(snakemake.input[0])
+grids = read_arrays(snakemake.input[0])
 fits = fit_neurons(grids["pre"], p.periods, method=p.method, layer=grids["layer"], neuron=grids["neuron"])
 save_fits(snakemake.output.fits, fits)
 table = neuron_table(fits).assign(rank=grids["rank"], max_post=grids["post_max"], max_a=grids["max_a"],

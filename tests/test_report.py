@@ -163,13 +163,13 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
     write(root, "tabC1", model, pd.DataFrame({"task": labels[1:], "domain": "", "prompt": "", "n": 100,
                                               "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}))
     k = np.arange(1, 26)
-    write(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction": k / 25, "smallest_k": 20}))
+    write(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction_of_max": k / 25, "smallest_k": 20}))
     write(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
     cats = ["a,b"] * 11 + ["a+b"] * 5 + ["mixed"] * 4
     layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
     write(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
     k = np.arange(1, 29)
-    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction": 1 - 0.5 ** k}))
+    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5 ** k}))
     circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
     build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
     write(root, "mlp_stages", model, pd.DataFrame({"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2),
@@ -179,7 +179,7 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
                                                 "neuron": np.arange(10),
                                                 "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0]}))
     write(root, "neuron_ablation", model, pd.DataFrame({"fraction_kept": [0.001, 0.005, 0.02, 1.0],
-                                                        "accuracy": [0.2, 0.4, 0.6, 1.0]}))
+                                                        "accuracy_mean": [0.2, 0.4, 0.6, 1.0]}))
     write(root, "neuron_fit_eval", model, pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8],
                                                         "fitted_accuracy": [0.0, 0.25, 0.6]}))
     write(root, "linear_addition", model, pd.DataFrame({"alpha": [50, 100], "linear_accuracy": [0.3, 0.1],

@@ -93,3 +93,11 @@ def save_figure(fig, outputs) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150 if str(path).endswith(".png") else None, bbox_inches="tight")
     plt.close(fig)
+
+
+def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every dataset of an HDF5 file as a numpy array (e.g. the neuron stage's grids.h5)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return {key: f[key][...] for key in f}

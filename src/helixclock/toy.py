@@ -7,10 +7,10 @@ which every number 0..max_number and every word and symbol of the prompts is one
 so it loads through exactly the code path of hub models.
 
 The corpus uses the registry's prompt templates for all six task families and, in
-addition, number tasks that give numbers the digit structure LLMs pick up in
-pretraining (units, tens and hundreds digit, parity) over every number token.  A
-seeded 20% of the a+b pairs is held out.  Training is next-token prediction of the
-answer token only.
+addition, number tasks that give numbers the structure LLMs pick up in pretraining (the
+units digit, a mod 5, a mod 100, parity, the tens and hundreds digit) over every number
+token (:data:`NUMBER_TASKS`).  A seeded 20% of the a+b pairs is held out.  Training is
+next-token prediction of the answer token only.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -28,13 +29,30 @@ import torch
 from .tasks import TASKS, Problems, Task, render
 
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
-# Digit tasks: (name, template suffix after the prompt prefix, answer)
-DIGIT_TASKS = (
-    ("units", "units digit of {a}=", lambda a: a % 10),
-    ("tens", "tens digit of {a}=", lambda a: (a // 10) % 10),
-    ("hundreds", "hundreds digit of {a}=", lambda a: a // 100),
-    ("parity", "parity of {a}=", lambda a: a % 2),
+
+
+@dataclass(frozen=True)
+class NumberTask:
+    """A task over every number token: its prompt after the instruction, its answer, its
+    share of a training batch, and the structure it gives the numbers."""
+
+    name: str
+    suffix: str
+    answer: Callable[[int], int]
+    share: float
+    why: str
+
+
+NUMBER_TASKS = (
+    NumberTask("units", "units digit of {a}=", lambda a: a % 10, 0.12, "a mod 10: the T = 10 circle"),
+    NumberTask("mod5", "{a} mod 5=", lambda a: a % 5, 0.05, "a mod 5: the T = 5 circle"),
+    NumberTask("parity", "parity of {a}=", lambda a: a % 2, 0.08, "a mod 2: the T = 2 feature"),
+    NumberTask("mod100", "last two digits of {a}=", lambda a: a % 100, 0.08,
+               "a mod 100: numbers 100 apart alike, the T = 100 circle"),
+    NumberTask("tens", "tens digit of {a}=", lambda a: (a // 10) % 10, 0.03, "the tens digit"),
+    NumberTask("hundreds", "hundreds digit of {a}=", lambda a: a // 100, 0.02, "magnitude: the linear part"),
 )
+ADD_SHARE = 0.40  # a+b's share of a batch; the five other tasks share what the number tasks leave
 _WORD = re.compile(r"[A-Za-z]+|[^\sA-Za-z0-9]")
 
 
@@ -48,7 +66,7 @@ def prompt_prefix(template: str) -> str:
 
 def digit_templates(prompts: dict[str, str]) -> dict[str, str]:
     prefix = prompt_prefix(prompts.get("add", next(iter(prompts.values()))))
-    return {name: prefix + suffix for name, suffix, _ in DIGIT_TASKS}
+    return {t.name: prefix + t.suffix for t in NUMBER_TASKS}
 
 
 def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
@@ -94,13 +112,13 @@ def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: in
         cfg = GPTJConfig(vocab_size=vocab_size, n_positions=64, n_embd=d, n_layer=L, n_head=H,
                          rotary_dim=max(2, (d // H) // 2), n_inner=d_mlp, resid_pdrop=0.0,
                          embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu",
-                         tie_word_embeddings=False, **ids)
+                         tie_word_embeddings=arch.get("tie_embeddings", False), **ids)
         return GPTJForCausalLM(cfg)
     if family == "llama":
         cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d, intermediate_size=d_mlp,
                           num_hidden_layers=L, num_attention_heads=H,
                           num_key_value_heads=arch.get("n_kv_heads", H), max_position_embeddings=64,
-                          tie_word_embeddings=False, **ids)
+                          tie_word_embeddings=arch.get("tie_embeddings", False), **ids)
         return LlamaForCausalLM(cfg)
     raise ValueError(f"toy models come in families gptj and llama, not {family!r}")
 
@@ -149,19 +167,16 @@ def build_corpus(tokenizer, prompts: dict[str, str], max_number: int, holdout: f
             train[name] = Split(name, split.ids, split.answers)
             evals[name] = train[name]
     numbers = np.arange(max_number + 1)
-    for (name, _, fn), template in zip(DIGIT_TASKS, digit_templates(prompts).values()):
-        answers = np.array([fn(int(a)) for a in numbers])
+    for task, template in zip(NUMBER_TASKS, digit_templates(prompts).values()):
+        answers = np.array([task.answer(int(a)) for a in numbers])
         split = _encode(tokenizer, [render(template, int(a)) for a in numbers], answers)
-        train[name] = Split(name, split.ids, split.answers)
-        evals[name] = train[name]
+        train[task.name] = Split(task.name, split.ids, split.answers)
+        evals[task.name] = train[task.name]
     return train, evals
 
 
-# Share of each training batch; the five other tasks share what is left evenly.  Units
-# digit and parity are weighted up: with less of them the layer-0 number representation
-# is dominated by its smooth (tens/linear) part and T = 10 and T = 2 drop out of its six
-# strongest Fourier periods (measured while tuning; see the issue notes).
-MIX = {"add": 0.45, "units": 0.15, "tens": 0.04, "hundreds": 0.02, "parity": 0.10}
+# Share of each training batch (the tasks of the registry's prompts share what is left evenly)
+MIX = {"add": ADD_SHARE, **{t.name: t.share for t in NUMBER_TASKS}}
 
 
 def _batch(train: dict[str, Split], batch_size: int, rng: np.random.Generator, pad_id: int):

@@ -26,7 +26,7 @@ rule accuracy:
 
 
 figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"],
-            "helixclock.stages.accuracy.figures:accuracy_heatmap", "Accuracy")
+            "helixclock.stages.accuracy.figures:accuracy_heatmap", "accuracy")
 
 
 rule tab_other_tasks_accuracy:
@@ -34,7 +34,7 @@ rule tab_other_tasks_accuracy:
     input:
         expand("results/{{model}}/accuracy/{task}.csv", task=OTHER_TASKS),
     output:
-        table("tabC1_other_tasks_accuracy"),
+        table("tabC1_other_tasks_accuracy", stage="accuracy"),
     log:
         "logs/{model}/tab_other_tasks_accuracy.log",
     benchmark:
@@ -52,7 +52,7 @@ rule tab_prompts_accuracy:
     input:
         expand("results/{model}/accuracy/add.csv", model=MODELS),
     output:
-        table("tabA1_prompts_accuracy", model="all"),
+        table("tabA1_prompts_accuracy", model="all", stage="accuracy"),
     log:
         "logs/all/tab_prompts_accuracy.log",
     benchmark:

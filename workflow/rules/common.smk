@@ -35,9 +35,34 @@ def figure(fig_id, model="{model}"):
     return [f"results/{model}/figures/{fig_id}.pdf", f"results/{model}/figures/{fig_id}.png"]
 
 
-def table(tab_id, model="{model}"):
-    """The CSV and Markdown of one table."""
-    return [f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"]
+# Report categories, one per paper section, in the paper's order ("0 Paper vs run" first)
+SECTIONS = {
+    "report": "0 Paper vs run",
+    "accuracy": "1 Accuracy (section 3, App. A)",
+    "structure": "2 Structure of numbers (section 4.1, App. B)",
+    "helix": "3 The helix (sections 4.2-4.5, App. C)",
+    "last_token": "4 The last token (section 5.1)",
+    "heads": "5 Attention heads (section 5.2, App. D.1)",
+    "mlps": "6 MLPs (section 5.3, App. D.2)",
+    "neurons": "7 Neurons (section 5.4, App. D.2)",
+    "errors": "8 Why a helix, and the errors (App. E, F)",
+}
+
+
+def caption(output_id):
+    """workflow/report/<id>.rst for a figure (by its number, fig04_... -> fig04.rst) or a table."""
+    key = output_id.split("_")[0] if output_id.startswith(("fig", "tab")) else output_id
+    return f"../report/{key}.rst"
+
+
+def table(tab_id, model="{model}", stage=None):
+    """The CSV and Markdown of one table; with ``stage``, the CSV goes into the report under
+    that stage's section."""
+    csv, md = f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"
+    if stage is not None:
+        csv = report(csv, caption=caption(tab_id), category=SECTIONS[stage],
+                     subcategory="{model}" if model == "{model}" else model)
+    return [csv, md]
 
 
 def register(*paths, all_models=False):
@@ -104,10 +129,10 @@ def neuron_settings(*keys):
     return settings
 
 
-def figure_rule(name, fig_id, inputs, function, category, **kwargs):
+def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
     """One plotting rule: tables in, the figure's PDF and PNG out.  scripts/figure.py calls
     ``function`` ("helixclock.stages.<stage>.figures:<name>") with the tables, the model and
-    ``kwargs``; workflow/report/<figure number>.rst captions it."""
+    ``kwargs``; workflow/report/<figure number>.rst captions it in the stage's section."""
 
     rule:
         name:
@@ -116,8 +141,8 @@ def figure_rule(name, fig_id, inputs, function, category, **kwargs):
         input:
             inputs,
         output:
-            report(figure(fig_id)[0], caption=f"../report/{fig_id.split('_')[0]}.rst", category=category),
-            figure(fig_id)[1],
+            report(figure(fig_id)[1], caption=caption(fig_id), category=SECTIONS[stage], subcategory="{model}"),
+            figure(fig_id)[0],
         log:
             f"logs/{{model}}/{name}.log",
         benchmark:

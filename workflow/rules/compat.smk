@@ -34,7 +34,7 @@ rule compat_effects:
     input:
         f"results/{{model}}/compat/{config['compat']}.json",
     output:
-        table("compat_effects"),
+        table("compat_effects", stage="report"),
     log:
         "logs/{model}/compat_effects.log",
     params:

@@ -38,7 +38,7 @@ rule head_summary:
         **HEADS_RAW,
     output:
         **HEADS_SUMMARY,
-        table=table("tabD1_head_categories")[0],
+        table=table("tabD1_head_categories", stage="heads")[0],
         table_md=table("tabD1_head_categories")[1],
     log:
         "logs/{model}/head_summary.log",
@@ -54,13 +54,13 @@ rule head_summary:
 
 
 figure_rule("fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]],
-            f"{HEADS_FIGURES}:head_patching", "Heads")
-figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:head_topk", "Heads")
+            f"{HEADS_FIGURES}:head_patching", "heads")
+figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:head_topk", "heads")
 figure_rule("fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]],
-            f"{HEADS_FIGURES}:head_helix_fit", "Heads")
+            f"{HEADS_FIGURES}:head_helix_fit", "heads")
 figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:mixed_heads",
-            "Heads")
+            "heads")
 figure_rule("fig_head_categories", "figD6_head_categories", [HEADS_SUMMARY["properties"]],
-            f"{HEADS_FIGURES}:head_categories", "Heads")
-figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "Heads")
+            f"{HEADS_FIGURES}:head_categories", "heads")
+figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "heads")
 register(*table("tabD1_head_categories"))

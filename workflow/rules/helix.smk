@@ -126,7 +126,7 @@ rule tab_other_tasks:
         f"{HELIX}/raw/other_tasks.csv",
     output:
         curves=f"{HELIX}/other_tasks.csv",
-        table=table("tab01_other_tasks")[0],
+        table=table("tab01_other_tasks", stage="helix")[0],
         table_md=table("tab01_other_tasks")[1],
     log:
         "logs/{model}/tab_other_tasks.log",
@@ -141,20 +141,20 @@ rule tab_other_tasks:
 
 
 figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]],
-            f"{HELIX_FIGURES}:helix_projection", "Helix", periods=config["helix"]["periods"])
+            f"{HELIX_FIGURES}:helix_projection", "helix", periods=config["helix"]["periods"])
 figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]],
-            f"{HELIX_FIGURES}:helix_magnitudes", "Helix")
+            f"{HELIX_FIGURES}:helix_magnitudes", "helix")
 figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:helix_cosine",
-            "Helix")
+            "helix")
 figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:continuity",
-            "Helix")
+            "helix")
 figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_SUMMARY["sweep"], HELIX_SUMMARY["best"]],
-            f"{HELIX_FIGURES}:helix_patching", "Helix")
+            f"{HELIX_FIGURES}:helix_patching", "helix")
 figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_SUMMARY["controls"]],
-            f"{HELIX_FIGURES}:helix_controls", "Helix")
+            f"{HELIX_FIGURES}:helix_controls", "helix")
 figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_SUMMARY["ablation"]],
-            f"{HELIX_FIGURES}:helix_ablation", "Helix")
+            f"{HELIX_FIGURES}:helix_ablation", "helix")
 figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"],
-            f"{HELIX_FIGURES}:other_tasks_patching", "Helix")
+            f"{HELIX_FIGURES}:other_tasks_patching", "helix")
 register(*table("tab01_other_tasks"))
 register(f"{HELIX}/fit_r2.csv")

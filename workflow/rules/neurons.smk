@@ -114,7 +114,7 @@ rule neuron_summary:
         stages=MLPS_SUMMARY["mlp_stages"],
     output:
         **NEURONS_SUMMARY,
-        table=table("tabD2_top_neurons")[0],
+        table=table("tabD2_top_neurons", stage="neurons")[0],
         table_md=table("tabD2_top_neurons")[1],
     log:
         "logs/{model}/neuron_summary.log",
@@ -129,19 +129,19 @@ rule neuron_summary:
 
 
 figure_rule("fig_neuron_ablation", "figD9_neuron_ablation", [NEURONS_SUMMARY["ablation"]],
-            f"{NEURON_FIGURES}:ablation_figure", "Neurons")
+            f"{NEURON_FIGURES}:ablation_figure", "neurons")
 figure_rule("fig_neuron_layers", "figD10_neuron_layers", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-            f"{NEURON_FIGURES}:layers_figure", "Neurons")
+            f"{NEURON_FIGURES}:layers_figure", "neurons")
 figure_rule("fig_neuron_direct_effect", "figD11_neuron_direct_effect", [NEURONS_SUMMARY["cumulative_de"]],
-            f"{NEURON_FIGURES}:direct_effect_figure", "Neurons")
+            f"{NEURON_FIGURES}:direct_effect_figure", "neurons")
 figure_rule("fig_neuron_fourier", "figD12_neuron_fourier", [f"{NEURONS}/fits.csv"],
-            f"{NEURON_FIGURES}:figD12_neuron_fourier", "Neurons")
+            f"{NEURON_FIGURES}:figD12_neuron_fourier", "neurons")
 figure_rule("fig_neuron_preacts", "fig08_neuron_preacts", [f"{NEURONS}/fig08_grids.csv", NEURONS_SUMMARY["neurons"]],
-            f"{NEURON_FIGURES}:preacts_figure", "Neurons")
+            f"{NEURON_FIGURES}:preacts_figure", "neurons")
 figure_rule("fig_neuron_fit_eval", "fig09_neuron_fit_eval", [NEURONS_SUMMARY["fit_eval"]],
-            f"{NEURON_FIGURES}:fit_eval_figure", "Neurons")
+            f"{NEURON_FIGURES}:fit_eval_figure", "neurons")
 figure_rule("fig_neuron_nrmse", "figD13_neuron_nrmse", [NEURONS_SUMMARY["neurons"]],
-            f"{NEURON_FIGURES}:figD13_neuron_nrmse", "Neurons")
+            f"{NEURON_FIGURES}:figD13_neuron_nrmse", "neurons")
 figure_rule("fig_neuron_trends", "fig10_neuron_trends", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-            f"{NEURON_FIGURES}:trends_figure", "Neurons")
+            f"{NEURON_FIGURES}:trends_figure", "neurons")
 register(*table("tabD2_top_neurons"))

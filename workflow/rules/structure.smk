@@ -11,7 +11,7 @@ rule number_structure:
         "results/{model}/cache/residuals.h5",
     output:
         **STRUCTURE,
-        peaks=table("fourier_peaks")[0],
+        peaks=table("fourier_peaks", stage="structure")[0],
         peaks_md=table("fourier_peaks")[1],
     log:
         "logs/{model}/number_structure.log",
@@ -28,13 +28,13 @@ rule number_structure:
 
 
 figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]],
-            f"{STRUCTURE_FIGURES}:fourier_pc1", "Structure of numbers")
+            f"{STRUCTURE_FIGURES}:fourier_pc1", "structure")
 figure_rule("fig_fourier_360_vs_361", "figB1_fourier_360_vs_361", [STRUCTURE["spectrum"]],
-            f"{STRUCTURE_FIGURES}:fourier_360_vs_361", "Structure of numbers", n=config["cache"]["max_number"])
+            f"{STRUCTURE_FIGURES}:fourier_360_vs_361", "structure", n=config["cache"]["max_number"])
 figure_rule("fig_distance_similarity", "figB2_distance_similarity", [STRUCTURE["similarity"]],
-            f"{STRUCTURE_FIGURES}:distance_similarity", "Structure of numbers", layer=config["structure"]["layer"])
+            f"{STRUCTURE_FIGURES}:distance_similarity", "structure", layer=config["structure"]["layer"])
 figure_rule("fig_delta_n_distance", "figB3_delta_n_distance", [STRUCTURE["delta_n"]],
-            f"{STRUCTURE_FIGURES}:delta_n_distance_plot", "Structure of numbers", layer=config["structure"]["layer"])
+            f"{STRUCTURE_FIGURES}:delta_n_distance_plot", "structure", layer=config["structure"]["layer"])
 figure_rule("fig_pc1_360", "figB4_pc1_360", [STRUCTURE["pc1"]], f"{STRUCTURE_FIGURES}:pc1_all",
-            "Structure of numbers", layer=config["structure"]["layer"])
+            "structure", layer=config["structure"]["layer"])
 register(*table("fourier_peaks"))

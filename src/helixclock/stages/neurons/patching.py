@@ -252,10 +252,3 @@ def save_grids(path, grids: dict[str, np.ndarray], model: str) -> None:
         f["pre"].attrs["what"] = "last-token preactivation (input of the MLP nonlinearity; gate in gated MLPs)"
         f["lens"].attrs["what"] = "W_U[answer 0..198] @ W_out[:, n]: no final norm, no unembedding bias"
         f.attrs["model"] = model
-
-
-def load_grids(path) -> dict[str, np.ndarray]:
-    import h5py
-
-    with h5py.File(path, "r") as f:
-        return {key: f[key][...] for key in f}

@@ -110,6 +110,19 @@ def angle(cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return np.degrees(np.arctan2(sin, cos)) % 360.0
 
 
+def available_example(projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int, b: int) -> tuple[int, int]:
+    """(a, b) if both are rows of the projection and a+b of the a+b table (the model answered
+    some prompt of each correctly), else the available example nearest to it."""
+    have_a, have_sum = set(projection["a"].astype(int)), set(sum_coords[SUM].astype(int))
+    if a in have_a and b in have_a and a + b in have_sum:
+        return a, b
+    options = [(abs(x - a) + abs(y - b), x, y) for x in have_a for y in have_a if x + y in have_sum]
+    if not options:
+        raise KeyError(f"no example a+b with a, b in the projection and a+b in the a+b table (asked {a}+{b})")
+    _, x, y = min(options)
+    return x, y
+
+
 def clock_angles(projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int, b: int,
                  periods: Sequence[int] = (10, 100)) -> pd.DataFrame:
     """For the example a+b and each period: the measured angles of a and b (Fig. 3's

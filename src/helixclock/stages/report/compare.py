@@ -36,14 +36,14 @@ TABLE_FILES = {
     "tabA1": "results/all/tables/tabA1_prompts_accuracy.csv",
     "tabC1": "results/{model}/tables/tabC1_other_tasks_accuracy.csv",
     "tab01": "results/{model}/tables/tab01_other_tasks.csv",
-    "heads_topk": "results/{model}/clock/heads_topk.csv",
-    "heads_mixed": "results/{model}/clock/heads_mixed.csv",
-    "heads_categories": "results/{model}/clock/heads_categories.csv",
-    "mlp_topk": "results/{model}/clock/mlp_topk.csv",
-    "mlp_stages": "results/{model}/clock/mlp_stages.csv",
-    "neurons": "results/{model}/neurons/top_neurons.csv",  # neuron stage
-    "neuron_ablation": "results/{model}/neurons/ablation.csv",  # neuron stage
-    "neuron_fit_eval": "results/{model}/neurons/fit_eval.csv",  # neuron stage
+    "heads_topk": "results/{model}/heads/topk.csv",
+    "heads_mixed": "results/{model}/heads/mixed.csv",
+    "heads_categories": "results/{model}/heads/categories.csv",
+    "mlp_topk": "results/{model}/mlps/mlp_topk.csv",
+    "mlp_stages": "results/{model}/mlps/mlp_stages.csv",
+    "neurons": "results/{model}/neurons/neurons.csv",
+    "neuron_ablation": "results/{model}/neurons/ablation.csv",
+    "neuron_fit_eval": "results/{model}/neurons/fit_eval.csv",
     "linear_addition": "results/{model}/errors/linear_addition.csv",
     "error_summary": "results/{model}/errors/error_summary.csv",
     "carry_test": "results/{model}/errors/carry_test.csv",
@@ -79,9 +79,10 @@ def _first(df: pd.DataFrame, col: str) -> float:
     return float(df[col].iloc[0]) if len(df) else np.nan
 
 
-def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k") -> float:
-    """The smallest k whose ``fraction`` reaches ``threshold`` (NaN if none does)."""
-    hit = curve.loc[curve["fraction"] >= threshold, x]
+def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction_of_max") -> float:
+    """The smallest k whose ``by`` column reaches ``threshold`` (NaN if none does); top-k
+    curves are read in the authors' normalisation, by their largest effect."""
+    hit = curve.loc[curve[by] >= threshold, x]
     return float(hit.min()) if len(hit) else np.nan
 
 
@@ -126,9 +127,9 @@ def _late_share(t: Tables, model: str) -> float:
 
 def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01) -> float:
     """Accuracy at ``fraction`` of the neurons kept (``neuron_ablation``: fraction_kept,
-    accuracy), interpolated linearly in log(fraction_kept)."""
+    accuracy_mean), interpolated linearly in log(fraction_kept)."""
     df = t["neuron_ablation"].sort_values("fraction_kept")
-    x, y = np.log(df["fraction_kept"].to_numpy(float)), df["accuracy"].to_numpy(float)
+    x, y = np.log(df["fraction_kept"].to_numpy(float)), df["accuracy_mean"].to_numpy(float)
     if not len(x) or not (x[0] <= np.log(fraction) <= x[-1]):
         return np.nan
     return float(np.interp(np.log(fraction), x, y))
@@ -159,7 +160,8 @@ def _registry() -> dict[str, Quantity]:
         "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
         "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
         "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: smallest_k(t["heads_topk"], 0.8)),
-        "heads_fraction_k20": Quantity(("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction")),
+        "heads_fraction_k20": Quantity(("heads_topk",),
+                                       lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max")),
         "mixed_fraction_m4": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction")),
         "mixed_fraction_m0": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction")),
         "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: smallest_k(t["mlp_topk"], 0.95)),

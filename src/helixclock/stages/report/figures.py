@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from ...tasks import TASKS
-from .clock import SUM, clock_angles
+from .clock import available_example, SUM, clock_angles
 from .look import PALETTE, figure, percent_axis
 
 TASK_ORDER = [t.label for t in TASKS.values()]
@@ -66,6 +66,8 @@ def clock(projection: pd.DataFrame, sum_coords: pd.DataFrame, model: str, a: int
     (:func:`..clock.sum_helix_coordinates`).  Left: a and b as hands on the circle of period T;
     right: a+b on the same period of the answer helix, with the angles the Clock predicts.
     """
+    asked = (a, b)
+    a, b = available_example(projection, sum_coords, a, b)
     angles = clock_angles(projection, sum_coords, a, b, periods).set_index("T")
     fig, axes = figure(len(periods), 2, figsize=(10.5, 4.6 * len(periods)), squeeze=False)
     la = int(projection["layer"].iloc[0]) if "layer" in projection else None
@@ -80,7 +82,8 @@ def clock(projection: pd.DataFrame, sum_coords: pd.DataFrame, model: str, a: int
         row[1].set_title(f"T = {T}: a+b on helix(a+b) (last token, {_layer_name(ls)})\n"
                          f"θ(a+b) = {g.theta_sum:.0f}°; Clock: θ(a) + θ(b) = {g.predicted_sum:.0f}° "
                          f"(off by {g.error:+.0f}°)", fontsize=10)
-    fig.suptitle(f"{model}: the Clock algorithm for {a}+{b}={a + b}, drawn from the model's own helix fits\n"
+    swap = "" if (a, b) == asked else f" (nearest to the configured {asked[0]}+{asked[1]} the fits cover)"
+    fig.suptitle(f"{model}: the Clock algorithm for {a}+{b}={a + b}{swap}, drawn from the model's own helix fits\n"
                  "(an illustration built from the data: points are projections into the fitted helix "
                  "subspaces; the paper's Fig. 1 is a schematic)", fontsize=11)
     fig.tight_layout()
