@@ -51,8 +51,8 @@ SECTIONS = {
 
 def caption(output_id):
     """workflow/report/<id>.rst for a figure (by its number, fig04_... -> fig04.rst) or a table."""
-    key = output_id.split("_")[0] if output_id.startswith(("fig", "tab")) else output_id
-    return f"../report/{key}.rst"
+    number = re.match(r"(fig|tab)[A-Z]?[0-9]+", output_id)
+    return f"../report/{number.group(0) if number else output_id}.rst"
 
 
 def table(tab_id, model="{model}", stage=None):

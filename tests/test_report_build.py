@@ -1,0 +1,37 @@
+"""The HTML report of the tiny run: every figure and table of the run, and the paper beside it."""
+
+import pandas as pd
+import pytest
+import yaml
+from dag import REPO, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def test_report_names_every_output_of_the_run(tiny_run):
+    work, _ = tiny_run
+    snakemake(work, "--report", str(work / "report.html"))
+    html = (work / "report.html").read_text(errors="replace")
+    figures = {p.stem for p in (work / "results").glob("*/figures/*.png")}
+    tables = {p.stem for p in (work / "results").glob("*/tables/*.csv")}
+    assert len(figures) >= 45 and {"fig01_clock", "fig08_neuron_preacts", "figF6_logit_slope_fourier",
+                                   "figAll_ld_ratios"} <= figures
+    assert {"paper_comparison", "tab01_other_tasks", "tabD2_top_neurons", "tabF2_carry_test"} <= tables
+    missing = sorted(x for x in figures | tables if x not in html)
+    assert not missing, f"not in the report: {missing}"
+    # grouped by paper section, the paper beside the run first
+    names = ["0 Paper vs run", "1 Accuracy", "2 Structure of numbers", "3 The helix", "4 The last token",
+             "5 Attention heads", "6 MLPs", "7 Neurons", "8 Why a helix"]
+    assert all(name in html for name in names)
+
+
+def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):
+    work, _ = tiny_run
+    values = yaml.safe_load((REPO / "config" / "paper_values.yaml").read_text())["quantities"]
+    table = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
+    for model in ("toy-gptj", "toy-llama"):
+        part = table[table["model"] == model]
+        assert set(part["id"]) == {q["id"] for q in values}
+        assert (part["status"] == "ok").all(), part.loc[part["status"] != "ok", ["id", "status"]]
+    md = (work / "results/all/tables/paper_comparison.md").read_text()
+    assert md.count("| tab01_add_helix |") == 2
