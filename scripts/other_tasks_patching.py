@@ -2,12 +2,14 @@
 import pandas as pd
 
 from helixclock.fits import FitSettings
-from helixclock.pipeline import load, patching_engine, settings, start
+from helixclock.pipeline import load, patching_engine, require_pairs, settings, start
 from helixclock.stages.helix.patching import other_tasks_stage
 
 start(snakemake)
 p = snakemake.params
 frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
+for task, acc in frames.items():
+    require_pairs(snakemake, acc[acc["correct"]], p.n_pairs, p.seed, ("a",), what=f"{task} pairs")
 model = load(snakemake)
 raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], settings(snakemake, "fit", FitSettings),
                         n_pairs=p.n_pairs, seed=p.seed)

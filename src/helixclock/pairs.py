@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import logging
+
 import numpy as np
 import pandas as pd
 import torch
@@ -15,28 +17,24 @@ import torch
 from .patching import Pairs
 from .tasks import render
 
+log = logging.getLogger("helixclock")
 
-def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, template: str,
-               vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None, device=None) -> Pairs:
-    """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
 
-    ``correct`` is a task's accuracy table restricted to correct rows (columns a, b,
-    answer, answer_token).  The corrupted prompt changes the operands in ``vary`` and keeps
-    the others (a'+b for vary=("a",), a+b' for ("b",), a'+b' for ("a", "b")); its answer
-    differs from the clean one.  ``clean_a`` restricts the clean prompts' a (e.g. to a
-    held-out test split).
-    """
+def pair_indices(correct: pd.DataFrame, n_pairs: int, seed: int, vary: Sequence[str] = ("a",),
+                 clean_a: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
+    """Row positions (in ``correct``) of up to ``n_pairs`` clean prompts and their corrupted
+    partners, drawn seeded: the corrupted prompt changes the operands in ``vary``, keeps the
+    others, and has another answer.  Needs no model: stages count pairs before loading one."""
     rows = correct.reset_index(drop=True)
     keep = [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
     rng = np.random.default_rng(seed)
     clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
     if len(clean_pool) == 0:
-        raise ValueError("no correct prompts to draw clean prompts from")
+        return [], []
     groups = rows.groupby(keep).indices if keep else {(): np.arange(len(rows))}
     answers = rows["answer"].to_numpy()
-    order = rng.permutation(len(clean_pool))
     clean_idx, corrupt_idx = [], []
-    for i in order:
+    for i in rng.permutation(len(clean_pool)):
         row = clean_pool.iloc[i]
         key = tuple(int(row[c]) for c in keep)
         cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
@@ -47,8 +45,27 @@ def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, templa
         corrupt_idx.append(int(rng.choice(cands)))
         if len(clean_idx) == n_pairs:
             break
+    return clean_idx, corrupt_idx
+
+
+def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, template: str,
+               vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None, device=None) -> Pairs:
+    """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
+
+    ``correct`` is a task's accuracy table restricted to correct rows (columns a, b,
+    answer, answer_token).  The corrupted prompt changes the operands in ``vary`` and keeps
+    the others (a'+b for vary=("a",), a+b' for ("b",), a'+b' for ("a", "b")); its answer
+    differs from the clean one.  ``clean_a`` restricts the clean prompts' a (e.g. to a
+    held-out test split).  Fewer pairs than asked is said in the log.
+    """
+    clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a)
     if not clean_idx:
-        raise ValueError(f"no clean/corrupted pairs with different answers (varying {', '.join(vary)})")
+        raise ValueError(f"no clean/corrupted pairs with different answers among {len(correct)} correct prompts "
+                         f"(varying {', '.join(vary)})")
+    if len(clean_idx) < n_pairs:
+        log.warning("only %d clean/corrupted pairs of the %d asked for (varying %s; %d correct prompts)",
+                    len(clean_idx), n_pairs, ", ".join(vary), len(correct))
+    rows = correct.reset_index(drop=True)
     c, x = rows.iloc[clean_idx], rows.iloc[corrupt_idx]
     meta = {"clean_a": c["a"].to_numpy(), "clean_b": c["b"].to_numpy(), "clean_answer": c["answer"].to_numpy(),
             "corrupted_a": x["a"].to_numpy(), "corrupted_b": x["b"].to_numpy(),

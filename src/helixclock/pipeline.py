@@ -28,6 +28,26 @@ def start(snakemake) -> logging.Logger:
     return logger
 
 
+def refuse_unless(snakemake, what: str, found: int, needed: int) -> None:
+    """Stop the job (this model's branch of the DAG) with one line when ``found`` < ``needed``:
+    before a model is loaded, so that a weak model costs nothing and says why."""
+    if found >= needed:
+        return
+    msg = (f"model {snakemake.wildcards.model!r}: rule {snakemake.rule} stops: {what}: found {found}, "
+           f"needs at least {needed} (config key 'minimum')")
+    logging.getLogger("helixclock").error(msg)
+    raise SystemExit(msg)
+
+
+def require_pairs(snakemake, correct, n_pairs: int, seed: int, vary, what: str = "clean/corrupted pairs") -> None:
+    """Enough pairs with different answers can be drawn from ``correct`` (params.minimum.pairs)."""
+    from .pairs import pair_indices
+
+    found = len(pair_indices(correct, n_pairs, seed, tuple(vary))[0])
+    refuse_unless(snakemake, f"{what} (varying {', '.join(vary)}) among {len(correct)} correct prompts", found,
+                  min(n_pairs, snakemake.params.minimum["pairs"]))
+
+
 def load(snakemake, **kwargs):
     """Load the job's model (registry entry in params.spec) on the configured device."""
     import torch
@@ -74,7 +94,12 @@ def figure(snakemake) -> None:
     module, name = snakemake.params.function.split(":")
     fn = getattr(importlib.import_module(module), name)
     frames = [pd.read_csv(p) for p in snakemake.input]
-    save_figure(fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs), snakemake.output)
+    fig = fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs)
+    counts = sorted({int(n) for df in frames if "n_pairs" in df for n in df["n_pairs"].dropna()})
+    if counts:  # every figure resting on pairs says how many (intervals need at least two)
+        n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        fig.text(0.995, 0.002, f"n = {n} pairs", ha="right", va="bottom", fontsize=8, color="0.35")
+    save_figure(fig, snakemake.output)
 
 
 @dataclass
@@ -103,6 +128,10 @@ def clock_job(snakemake) -> ClockJob:
     p = snakemake.params
     acc = pd.read_csv(snakemake.input.accuracy)
     correct = acc[acc["correct"]]
+    require_pairs(snakemake, correct, p.pairs["n_pairs"], p.pairs["seed"], p.pairs["vary"])
+    periods = (p.fit if hasattr(p, "fit") else p.heads)["periods"]  # helix(a,b,a+b): 3 (2 |periods| + 1) + 1 columns
+    refuse_unless(snakemake, "correct prompts to fit helix(a,b,a+b) to (more than its parameters)", len(correct),
+                  3 * (2 * len(periods) + 1) + 2)
     positions = read_json(snakemake.input.card)["positions"]["add"]
     model = load(snakemake)
     template = p.spec["prompts"]["add"]

@@ -71,7 +71,7 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
     """Labels with ``{prefix}_mean``, ``{prefix}_low``, ``{prefix}_high`` and ``n_pairs``.
 
     Rows may come from runs with different numbers of pairs (missing pairs are empty): each
-    row is summarised over its own pairs."""
+    row is summarised over its own pairs.  Fewer than two pairs give no interval (NaN)."""
     values = pair_values(raw)
     df = labels_of(raw).reset_index(drop=True)
     out = {f"{prefix}_{col}": np.full(len(df), np.nan, dtype=np.float32) for col in ("mean", "low", "high")}
@@ -82,7 +82,8 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
             continue
         stats = bootstrap_ci(values[rows, :n], resampling.bootstrap, resampling.seed, resampling.level)
         for col, x in zip(("mean", "low", "high"), stats):
-            out[f"{prefix}_{col}"][rows] = x.numpy()
+            if col == "mean" or n >= 2:  # one pair has a mean but no interval
+                out[f"{prefix}_{col}"][rows] = x.numpy()
     for col, x in out.items():
         df[col] = x
     df["n_pairs"] = counts

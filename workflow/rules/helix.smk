@@ -62,6 +62,7 @@ rule helix_patching:
         "logs/{model}/helix_patching.benchmark.tsv"
     params:
         **model_job_params(),
+        minimum=config["minimum"],
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         test_fraction=config["helix"]["test_fraction"],
@@ -107,6 +108,7 @@ rule other_tasks_patching:
         "logs/{model}/other_tasks_patching.benchmark.tsv"
     params:
         **model_job_params(),
+        minimum=config["minimum"],
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         seed=config["seed"],

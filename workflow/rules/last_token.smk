@@ -19,6 +19,7 @@ rule last_token_patching:
         "logs/{model}/last_token_patching.benchmark.tsv"
     params:
         **model_job_params(),
+        minimum=config["minimum"],
         pairs=clock_pairs(),
         fit={"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]},
     threads: 2

@@ -22,6 +22,7 @@ rule neuron_attribution:
         "logs/{model}/neuron_attribution.benchmark.tsv"
     params:
         **model_job_params(),
+        minimum=config["minimum"],
         neurons=neuron_settings("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share",
                                 "seed"),
     threads: 2
