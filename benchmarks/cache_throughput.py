@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from common import add_prompts, cases, emit, random_gptj, timed, toy_tokenizer
 
 from helixclock.cache import write_residual_cache
@@ -60,8 +59,8 @@ def main() -> None:
         print(f"{shape} on {device}: forward {r['forward_prompts_per_s']} prompts/s, cache "
               f"{r['cache_prompts_per_s']} prompts/s, ratio {r['throughput_ratio_vs_forward']}")
         results[shape] = r
-    emit({"benchmark": "cache_throughput", **{f"{k}_ratio": v["throughput_ratio_vs_forward"] for k, v in results.items()},
-          "cases": results})
+    ratios = {f"{k}_ratio": v["throughput_ratio_vs_forward"] for k, v in results.items()}
+    emit({"benchmark": "cache_throughput", **ratios, "cases": results})
 
 
 if __name__ == "__main__":

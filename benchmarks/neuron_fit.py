@@ -32,7 +32,6 @@ import time
 import numpy as np
 import pandas as pd
 import torch
-
 from common import emit, timed
 
 from helixclock.stages.neurons.fit import PERIODS, VARIABLES, design, fit_neurons, planted_grids, sgd_fit

@@ -24,11 +24,10 @@ import argparse
 
 import numpy as np
 import torch
+from common import cases, emit, random_gptj, timed, toy_tokenizer
 
-from common import add_prompts, cases, emit, random_gptj, timed, toy_tokenizer
-
-from helixclock.helix import standard_bases
-from helixclock.helix_patching import fit_token, fit_variants
+from helixclock.experiments import fit_variants
+from helixclock.fits import fit_token, standard_bases
 from helixclock.patching import Pairs, PatchingEngine, Point
 
 POS_A = 5
@@ -52,7 +51,7 @@ def workload(model, n_pairs: int, layers: list[int]):
     fits = fit_token(H.float(), np.arange(100), standard_bases(), 100)
     variants, labels = fit_variants(fits, range(len(layers)), POS_A, a)
     # fit_variants indexes layers of the fits; point the patches at the model's layers
-    for v, lab in zip(variants, labels):
+    for v in variants:
         p = v[0].point
         v[0].point = Point("resid_pre", layers[p.layer], p.positions)
     return pairs, variants
@@ -71,7 +70,7 @@ def head_workload(model, n_pairs: int):
     ans = torch.tensor([tok.convert_tokens_to_ids(str(i + j)) for i, j in zip(a, b)], device=device)
     pairs = Pairs(ids(text(a, b)), ids(text(a2, b2)), ans, ans)
     last = pairs.clean.shape[1] - 1
-    variants = [[Patch(Point("head_out", l, (last,), head=h))] for l in range(ad.n_layers) for h in range(ad.n_heads)]
+    variants = [[Patch(Point("head_out", l, (last,), index=h))] for l in range(ad.n_layers) for h in range(ad.n_heads)]
     return pairs, variants
 
 
@@ -90,7 +89,7 @@ def naive(model, pairs: Pairs, variants) -> float:
             pos = point.positions[0]
             if point.kind == "head_out":  # the head's slice of the output projection's input
                 proj = lm.transformer.h[layer].attn.out_proj
-                sl = slice(point.head * ad.d_head, (point.head + 1) * ad.d_head)
+                sl = slice(point.index * ad.d_head, (point.index + 1) * ad.d_head)
                 with lm.trace(pairs.clean):
                     clean = proj.input[:, pos, sl].save()
                 with lm.trace(pairs.corrupted):

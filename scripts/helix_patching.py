@@ -12,8 +12,9 @@ acc = pd.read_csv(snakemake.input.accuracy)
 require_pairs(snakemake, acc[acc["correct"]], p.n_pairs, p.seed, ("a",))
 model = load(snakemake)
 fits = to_device(load_fits(snakemake.input.fits), model.device)
-out = helix_stage(patching_engine(snakemake, model), acc[acc["correct"]], read_residual_cache(snakemake.input.cache), fits,
-                  p.spec["prompts"]["add"], settings(snakemake, "fit", FitSettings), n_pairs=p.n_pairs, seed=p.seed,
+cache = read_residual_cache(snakemake.input.cache)
+out = helix_stage(patching_engine(snakemake, model), acc[acc["correct"]], cache, fits, p.spec["prompts"]["add"],
+                  settings(snakemake, "fit", FitSettings), n_pairs=p.n_pairs, seed=p.seed,
                   test_fraction=p.test_fraction)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -3,8 +3,13 @@ import pandas as pd
 
 from helixclock.io import write_table
 from helixclock.pipeline import resampling, start
-from helixclock.stages.neurons.tables import (ablation_table, cumulative_de, fit_eval_table, top_neuron_table,
-                                              top_neurons_paper_table)
+from helixclock.stages.neurons.tables import (
+                                              ablation_table,
+                                              cumulative_de,
+                                              fit_eval_table,
+                                              top_neuron_table,
+                                              top_neurons_paper_table,
+)
 
 start(snakemake)
 resample = resampling(snakemake)

@@ -1,8 +1,8 @@
 """Rule number_structure: spectrum, peaks, PC1, distances of bare numbers (Fig. 2, B1-B4)."""
 from helixclock.cache import read_residual_cache
-from helixclock.stages.structure.analysis import structure_tables
 from helixclock.io import write_table
 from helixclock.pipeline import start
+from helixclock.stages.structure.analysis import structure_tables
 
 log = start(snakemake)
 cache = read_residual_cache(snakemake.input[0], datasets=("numbers",))

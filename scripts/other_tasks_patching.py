@@ -11,6 +11,7 @@ frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accur
 for task, acc in frames.items():
     require_pairs(snakemake, acc[acc["correct"]], p.n_pairs, p.seed, ("a",), what=f"{task} pairs")
 model = load(snakemake)
-raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], settings(snakemake, "fit", FitSettings),
-                        n_pairs=p.n_pairs, seed=p.seed)
+fit = settings(snakemake, "fit", FitSettings)
+raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], fit, n_pairs=p.n_pairs,
+                        seed=p.seed)
 raw.to_csv(snakemake.output[0], index=False)

@@ -40,7 +40,7 @@ def test_reduced_budget_learns(tmp_path):
     vocab = 423
     # an untrained model's loss is ln(vocab) = 6.05 and its accuracy 1/vocab
     assert rec["final_loss"] < 0.6 * np.log(vocab)
-    assert acc["parity"] > 0.9 and acc["mod2"] > 0.7  # two answers
+    assert acc["parity"] > 0.8 and acc["mod2"] > 0.7  # two answers (chance: 0.5)
     assert acc["units"] > 0.5  # ten answers
     assert acc["add_heldout"] > 3 / 199  # unseen pairs, 199 possible answers
     saved = json.loads((tmp_path / "training.json").read_text())

@@ -49,7 +49,8 @@ def available_devices() -> list[str]:
 
 
 def lock_dir() -> Path:
-    path = Path(os.environ.get("HELIXCLOCK_GPU_LOCKS") or Path(tempfile.gettempdir()) / f"helixclock-gpu-slots-{os.getuid()}")
+    default = Path(tempfile.gettempdir()) / f"helixclock-gpu-slots-{os.getuid()}"
+    path = Path(os.environ.get("HELIXCLOCK_GPU_LOCKS") or default)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -62,7 +63,8 @@ def claim_gpu(timeout: float = 24 * 3600, poll: float = 2.0) -> str | None:
     """
     if _held:
         return next(iter(_held))
-    if os.environ.get("SLURM_JOB_ID") and os.environ.get("CUDA_VISIBLE_DEVICES") and not os.environ.get("HELIXCLOCK_GPUS"):
+    env = os.environ
+    if env.get("SLURM_JOB_ID") and env.get("CUDA_VISIBLE_DEVICES") and not env.get("HELIXCLOCK_GPUS"):
         device = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[0]
         log.info("Slurm job %s: using its GPU %s as assigned", os.environ["SLURM_JOB_ID"], device)
         return device

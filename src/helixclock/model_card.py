@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .tasks import check_all_tasks, number_token_ids
 from .config import FAMILIES, ConfigError, UnsupportedFamilyError, detect_family, model_dir
+from .tasks import check_all_tasks, number_token_ids
 
 
 def model_card(name: str, spec: dict, tasks, max_number: int,

@@ -6,9 +6,8 @@ here starts from a task's accuracy table restricted to its correct rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

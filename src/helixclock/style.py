@@ -34,7 +34,9 @@ LAYER_AXIS = {
 
 def layer_name(resid_layer: int) -> str:
     """resid_pre[l] in the paper's words: the output of layer l-1 (l = 0: the embedding)."""
-    return "embedding (resid_pre[0])" if resid_layer == 0 else f"layer {resid_layer - 1} output (resid_pre[{resid_layer}])"
+    if resid_layer == 0:
+        return "embedding (resid_pre[0])"
+    return f"layer {resid_layer - 1} output (resid_pre[{resid_layer}])"
 
 
 def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: str = "ld"):

@@ -15,8 +15,8 @@ prompts sharing a+b are averaged: the table has one row per value of a+b.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -14,9 +14,9 @@ Imports no torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -273,7 +273,7 @@ def run_values(root: str | Path, models: Sequence[str], registry: Mapping[str, Q
     for model in models:
         cache: dict[str, pd.DataFrame | dict | None] = {}
 
-        def table(key):
+        def table(key, cache=cache, model=model):
             if key not in files:
                 raise KeyError(f"no file registered for table {key!r}; known: {sorted(files)}")
             if key not in cache:

@@ -3,14 +3,14 @@ and figAll_ld_ratios, drawn from tables (no torch)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from ...tasks import TASKS
-from .clock import available_example, SUM, clock_angles
+from .clock import SUM, available_example, clock_angles
 from .look import PALETTE, figure, percent_axis
 
 TASK_ORDER = [t.label for t in TASKS.values()]
