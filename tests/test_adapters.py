@@ -308,3 +308,26 @@ def test_digit_splitting_families_load_but_their_numbers_are_refused(family):
     assert f"digit-{family}" in msg and "number 10" in msg and "['1', '0']" in msg
     with pytest.raises(TokenisationError, match=r"number 23 \(operand a of task 'sub23'.*tokens \['2', '3'\]"):
         check_task_tokens(tok, model.name, TASKS["sub23"], "Output ONLY a number. {a}+23=")
+
+
+@pytest.mark.parametrize("family", ALL)
+def test_every_family_gets_its_model_card_or_a_clear_refusal(family, tokenizer, tmp_path):
+    """The model_card job's function on a tiny saved model of each family, loaded from a local
+    directory like a hub model: families whose tokenizers keep numbers whole get their card
+    (shape, family, token positions); those that split numbers are refused with the number
+    and its tokens."""
+    from helixclock.model_card import model_card
+
+    tok = digit_splitting_tokenizer() if family in DIGIT_SPLITTING else tokenizer
+    hf = tiny_hf_model(family, len(tok))
+    hf.save_pretrained(tmp_path / family)
+    tok.save_pretrained(tmp_path / family)
+    spec = {"source": str(tmp_path / family), "family": family, "max_number": 399,
+            "prompts": {"add": GPTJ_PROMPTS["add"], "sub23": GPTJ_PROMPTS["sub23"]}}
+    if family in DIGIT_SPLITTING:
+        with pytest.raises(TokenisationError, match=r"number 10 .*\['1', '0'\]"):
+            model_card(family, spec, ["add", "sub23"], 120)
+        return
+    card = model_card(family, spec, ["add", "sub23"], 120)
+    assert card["family"] == family and card["n_layers"] == hf.config.num_hidden_layers
+    assert card["positions"]["add"] == {"a": 5, "b": 7, "last": 8, "length": 9}
