@@ -3,13 +3,13 @@ import pandas as pd
 
 from helixclock.cache import read_residual_cache
 from helixclock.fits import FitSettings, load_fits, to_device
-from helixclock.pipeline import load, patching_engine, require_pairs, settings, start
+from helixclock.pipeline import load, patching_engine, require, settings, start
 from helixclock.stages.helix.patching import helix_stage
 
 start(snakemake)
+require(snakemake)
 p = snakemake.params
 acc = pd.read_csv(snakemake.input.accuracy)
-require_pairs(snakemake, acc[acc["correct"]], p.n_pairs, p.seed, ("a",))
 model = load(snakemake)
 fits = to_device(load_fits(snakemake.input.fits), model.device)
 cache = read_residual_cache(snakemake.input.cache)

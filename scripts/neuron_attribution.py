@@ -3,17 +3,15 @@ import numpy as np
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import load, patching_engine, require_pairs, settings, start
+from helixclock.pipeline import load, patching_engine, require, settings, start
 from helixclock.stages.neurons.patching import NeuronSettings, attribution_job
 
 log = start(snakemake)
-neurons = settings(snakemake, "neurons", NeuronSettings)
-accuracy = pd.read_csv(snakemake.input.accuracy)
-require_pairs(snakemake, accuracy[accuracy["correct"]], neurons.attribution_pairs, neurons.seed, ("a", "b"))
+require(snakemake)
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-out = attribution_job(patching_engine(snakemake, model), accuracy, snakemake.params.spec["prompts"]["add"], last,
-                      neurons)
+out = attribution_job(patching_engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
+                      snakemake.params.spec["prompts"]["add"], last, settings(snakemake, "neurons", NeuronSettings))
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -3,11 +3,12 @@ import numpy as np
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import load, patching_engine, settings, start
+from helixclock.pipeline import load, patching_engine, require, settings, start
 from helixclock.stages.neurons.fit import load_fits
 from helixclock.stages.neurons.patching import NeuronSettings, fit_eval_job
 
 start(snakemake)
+require(snakemake)
 fits = load_fits(snakemake.input.fits)
 top = pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron})
 model = load(snakemake)

@@ -2,14 +2,12 @@
 import pandas as pd
 
 from helixclock.fits import FitSettings
-from helixclock.pipeline import load, patching_engine, require_pairs, settings, start
+from helixclock.pipeline import load, patching_engine, settings, start, usable_tasks
 from helixclock.stages.helix.patching import other_tasks_stage
 
 start(snakemake)
 p = snakemake.params
-frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
-for task, acc in frames.items():
-    require_pairs(snakemake, acc[acc["correct"]], p.n_pairs, p.seed, ("a",), what=f"{task} pairs")
+frames = usable_tasks(snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)})
 model = load(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
 raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], fit, n_pairs=p.n_pairs,

@@ -2,12 +2,12 @@
 import pandas as pd
 
 from helixclock.cache import write_residual_cache
-from helixclock.pipeline import load, patching_engine, refuse_unless, start
+from helixclock.pipeline import load, patching_engine, require, start
 
 log = start(snakemake)
+require(snakemake)
 acc = pd.read_csv(snakemake.input.accuracy)
 correct = acc[acc["correct"]]
-refuse_unless(snakemake, "correct a+b prompts to cache", len(correct), snakemake.params.minimum["correct_prompts"])
 model = load(snakemake)
 attrs = write_residual_cache(model, snakemake.params.spec["prompts"]["add"],
                              correct["a"].to_numpy(), correct["b"].to_numpy(), snakemake.output[0],

@@ -48,6 +48,8 @@ def test_tables_are_consistent(tiny_run):
             assert f["a"].shape == (n_correct, card["n_layers"] + 1, card["d_model"])
             assert f["numbers"].shape == (121, card["n_layers"] + 1, card["d_model"])
             assert f.attrs["position_a"] == card["positions"]["add"]["a"]
+            # the tiny registry loads both toys in bfloat16, as the registry loads Llama on a GPU
+            assert f.attrs["model_dtype"] == "torch.bfloat16" and f["a"].dtype == "float32"
 
 
 def test_asking_for_one_figure_reruns_only_its_plotting_job(tiny_run):

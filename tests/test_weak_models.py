@@ -1,98 +1,345 @@
-"""Weak models: clear one-line stops before any model is loaded, honest pair counts."""
+"""Weak models: clear messages before loading the model, honest numbers after.
+
+Unit tests on a planted weak model (an accuracy table written here: 41 correct a+b prompts
+whose pairs are known by construction) check the preconditions, ``draw_pairs``'s warning,
+the missing interval of a single pair and the figures' "n = k pairs".  One DAG test runs a
+random-weight GPT-J (tiny, saved with ``save_pretrained``, the toy tokenizer, answers
+planted wrong) through the pipeline up to its model jobs.
+"""
+
+from __future__ import annotations
 
 import logging
-import types
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import GPTJ_PROMPTS, tiny_hf_model
-from dag import snakemake
+from conftest import GPTJ_PROMPTS
 
-from helixclock.pairs import draw_pairs, pair_indices
-from helixclock.pipeline import refuse_unless, require_pairs
-from helixclock.statistics import Resampling, raw_table, summarise
+from helixclock import preconditions as pre
+from helixclock.fits import fit_token, standard_bases
+from helixclock.pairs import draw_pairs
+from helixclock.pipeline import require, usable_tasks
+from helixclock.statistics import Resampling, bootstrap_ci, raw_table, summarise
 
-
-def weak_accuracy(n_correct: int, seed: int = 0) -> pd.DataFrame:
-    """An a+b accuracy table with ``n_correct`` correct prompts (planted)."""
-    a, b = np.meshgrid(np.arange(100), np.arange(100), indexing="ij")
-    df = pd.DataFrame({"a": a.ravel(), "b": b.ravel()})
-    df["answer"] = df["a"] + df["b"]
-    df["answer_token"] = df["answer"] + 4
-    df["correct"] = False
-    df.loc[np.random.default_rng(seed).choice(len(df), n_correct, replace=False), "correct"] = True
-    return df
+PERIODS = (2, 5, 10, 100)
+TEMPLATE = GPTJ_PROMPTS["add"]
 
 
-def fake_job(**params):
-    return types.SimpleNamespace(wildcards=types.SimpleNamespace(model="weak"), rule="helix_patching",
-                                 params=types.SimpleNamespace(minimum={"pairs": 10, "correct_prompts": 1}, **params))
+# -- a planted weak model: 41 correct prompts, pairs known by construction ----------------------
+def weak_accuracy() -> pd.DataFrame:
+    """All 10,000 a+b prompts; correct: b = 7 with a = 0..9 (ten prompts sharing b, so each has
+    partners a'+b) and a = 0 with b = 20..50 (31 prompts sharing a = 0 with a+7, so 32 have
+    partners a+b'): 41 correct prompts, 10 pairs a'+b, 32 pairs a+b', 41 pairs a'+b'."""
+    a, b = np.divmod(np.arange(10000), 100)
+    correct = ((b == 7) & (a < 10)) | ((a == 0) & (b >= 20) & (b <= 50))
+    return pd.DataFrame({"task": "add", "a": a, "b": b, "answer": a + b, "answer_token": a + b + 10,
+                         "correct": correct})
 
 
-def test_fewer_pairs_than_asked_are_counted_and_said(tokenizer, caplog):
-    acc = weak_accuracy(41)
-    correct = acc[acc["correct"]]
-    clean, corrupt = pair_indices(correct, 100, 0, ("a",))
-    assert 0 < len(clean) < 41  # a'+b needs another correct prompt with the same b
+def reference_pairs(correct: pd.DataFrame, vary) -> int:
+    """Clean prompts with a partner, one row at a time (the plain reference)."""
+    rows = correct.to_dict("records")
+    keep = [c for c in ("a", "b") if c not in vary]
+    return sum(any(all(r[c] == s[c] for c in keep) and r["answer"] != s["answer"] for s in rows) for r in rows)
+
+
+@pytest.mark.parametrize("vary, expected", [(("a",), 10), (("b",), 32), (("a", "b"), 41)])
+def test_pairs_available_counts_the_planted_pairs(vary, expected):
+    correct = pre.correct_rows(weak_accuracy())
+    assert len(correct) == 41
+    assert pre.pairs_available(correct, vary) == expected == reference_pairs(correct, vary)
+
+
+def test_pairs_available_is_what_draw_pairs_draws(tokenizer, caplog):
+    """Asked for 16, draw_pairs draws the 10 the table holds and says so on the logger."""
+    correct = pre.correct_rows(weak_accuracy())
     with caplog.at_level(logging.WARNING, logger="helixclock"):
-        pairs = draw_pairs(correct.assign(answer_token=[tokenizer.convert_tokens_to_ids(str(x))
-                                                        for x in correct["answer"]]),
-                           100, 0, tokenizer, GPTJ_PROMPTS["add"], ("a",))
-    assert len(pairs) == len(clean)
-    assert f"only {len(clean)} clean/corrupted pairs of the 100 asked for" in caplog.text
+        pairs = draw_pairs(correct, 16, 0, tokenizer, TEMPLATE, ("a",))
+    assert len(pairs) == pre.pairs_available(correct, ("a",)) == 10
+    assert (pairs.meta["clean_b"] == pairs.meta["corrupted_b"]).all()
+    assert (pairs.meta["clean_answer"] != pairs.meta["corrupted_answer"]).all()
+    warning = [r for r in caplog.records if r.name == "helixclock" and r.levelno == logging.WARNING]
+    assert len(warning) == 1 and "only 10 clean/corrupted pairs of the 16 asked for" in warning[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        assert len(draw_pairs(correct, 8, 0, tokenizer, TEMPLATE, ("a",))) == 8
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]  # as many as asked: no warning
 
 
-def test_one_pair_has_a_mean_but_no_interval():
-    raw = pd.concat([raw_table(torch.tensor([[2.0]]), [{"method": "one"}]),
-                     raw_table(torch.tensor([[1.0, 3.0, 2.0]]), [{"method": "three"}])], ignore_index=True)
-    s = summarise(raw, Resampling(bootstrap=50)).set_index("method")
-    assert s.loc["one", "ld_mean"] == 2.0 and np.isnan(s.loc["one", "ld_low"]) and np.isnan(s.loc["one", "ld_high"])
-    assert s.loc["one", "n_pairs"] == 1 and s.loc["three", "n_pairs"] == 3
-    assert s.loc["three", "ld_low"] <= 2.0 <= s.loc["three", "ld_high"]
+def test_pairs_available_within_a_held_out_split():
+    correct = pre.correct_rows(weak_accuracy())
+    assert pre.pairs_available(correct, ("a",), clean_a=[3, 4]) == 2  # (3, 7), (4, 7)
+    assert pre.pairs_available(correct, ("b",), clean_a=[3]) == 0  # a = 3 has one correct prompt
 
 
-def test_a_job_stops_with_one_line_naming_model_count_and_minimum():
-    job = fake_job()
-    with pytest.raises(SystemExit) as stop:
-        refuse_unless(job, "correct a+b prompts to cache", 0, 1)
-    msg = str(stop.value)
-    assert "\n" not in msg and "'weak'" in msg and "found 0" in msg and "at least 1" in msg
-    correct = weak_accuracy(5).query("correct")
-    with pytest.raises(SystemExit, match=r"clean/corrupted pairs \(varying a\) among 5 correct prompts: found \d"):
-        require_pairs(job, correct, 100, 0, ("a",))
-    require_pairs(job, weak_accuracy(2000).query("correct"), 100, 0, ("a",))  # enough: no stop
+def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
+    """What a script's ``snakemake`` object holds for :func:`helixclock.pipeline.require`."""
+    return SimpleNamespace(rule=rule, wildcards=SimpleNamespace(model="weak"),
+                           input=SimpleNamespace(accuracy=str(accuracy_path)), params=SimpleNamespace(**params))
+
+
+@pytest.fixture
+def weak_table(tmp_path):
+    path = tmp_path / "add.csv"
+    weak_accuracy().to_csv(path, index=False)
+    return path
+
+
+def one_line(error: pytest.ExceptionInfo) -> str:
+    line = str(error.value)
+    assert "\n" not in line
+    return line
+
+
+def test_helix_patching_stops_on_too_few_pairs(weak_table):
+    """41 correct prompts hold 10 pairs a'+b: with minimum.pairs 16 the stage stops; with 8 it
+    has its pairs (fewer than the 100 asked) but not the train split's 8 distinct a (a fit of
+    10 columns needs 11)."""
+    job = fake_job("helix_patching", weak_table, n_pairs=100, fit={"periods": PERIODS}, test_fraction=0.2, seed=0,
+                   minimum={"pairs": 16, "spare_rows": 1})
+    with pytest.raises(pre.PreconditionError) as err:
+        require(job)
+    line = one_line(err)
+    assert line.startswith("weak: helix_patching needs at least 16 clean/corrupted pairs")
+    assert "(a'+b from the 41 correct add prompts)" in line and "found 10;" in line
+    assert "(config helix.n_pairs=100, minimum.pairs=16)" in line
+    job.params.minimum["pairs"] = 8
+    with pytest.raises(pre.PreconditionError) as err:
+        require(job)
+    assert "needs at least 11 distinct a in the train split" in one_line(err) and "found 8;" in one_line(err)
+
+
+def test_fewer_pairs_than_asked_run_down_to_minimum_pairs():
+    """100 pairs asked, 10 found: minimum.pairs 10 runs the stage (draw_pairs then warns), 11
+    stops it; the minimum is never above what was asked nor below 2, and a task with fewer
+    prompts than n_pairs asks for as many as it has."""
+    needs = pre.clock_needs("last_token_patching", weak_accuracy(), PERIODS, 100, ("a",), pre.Minimum(pairs=10))
+    assert [(n.found, n.minimum, n.met) for n in needs] == [(10, 10, True), (41, 29, True)]
+    needs = pre.clock_needs("last_token_patching", weak_accuracy(), PERIODS, 100, ("a",), pre.Minimum(pairs=11))
+    assert (needs[0].found, needs[0].minimum, needs[0].met) == (10, 11, False)
+    assert pre.Minimum(pairs=50).fewest_pairs(4) == 4 and pre.Minimum(pairs=2).fewest_pairs(1) == 2
+    mul = pd.DataFrame({"task": "mul1p5", "a": np.arange(0, 100, 2), "b": -1, "answer": np.arange(0, 150, 3),
+                        "correct": True})
+    need = pre.other_tasks_needs({"mul1p5": mul}, PERIODS, 100, pre.Minimum(pairs=80))["mul1p5"][0]
+    assert (need.found, need.minimum) == (50, 50) and "capped at the task's 50 prompts" in need.source
+
+
+def test_the_last_token_fits_need_more_prompts_than_helix_abs_parameters():
+    """helix(a, b, a+b) with 4 periods has 3 * 9 + 1 = 28 columns: 28 correct prompts stop the
+    stage, 29 pass."""
+    acc = weak_accuracy()
+    keep = acc.index[acc["correct"]][:28]
+    acc["correct"] = acc.index.isin(keep)
+    needs = pre.clock_needs("last_token_patching", acc, PERIODS, 2, ("a", "b"), pre.Minimum())
+    assert (needs[1].found, needs[1].minimum) == (28, 29)
+    with pytest.raises(pre.PreconditionError, match=r"needs at least 29 correct a\+b prompts .* found 28;"):
+        pre.check("weak", "last_token_patching", needs)
+
+
+def test_mlp_fits_count_distinct_sums():
+    """The 41 planted prompts have 10 + 31 answers, 7..16 and 20..50: 41 distinct a+b; a
+    sample of 5 has 5 and is refused for helix(a+b)'s 10 columns."""
+    acc = weak_accuracy()
+    needs = pre.clock_needs("mlp_patching", acc, PERIODS, 2, ("a", "b"), pre.Minimum(), fit_prompts=400)
+    assert (needs[1].found, needs[1].minimum) == (41, 11)
+    needs = pre.clock_needs("mlp_patching", acc, PERIODS, 2, ("a", "b"), pre.Minimum(), fit_prompts=5)
+    assert (needs[1].found, needs[1].met) == (5, False)
+
+
+def test_no_correct_prompt_stops_the_cache_before_the_model(tmp_path):
+    acc = weak_accuracy().assign(correct=False)
+    path = tmp_path / "add.csv"
+    acc.to_csv(path, index=False)
+    with pytest.raises(pre.PreconditionError) as err:
+        require(fake_job("residual_cache", path, minimum={"correct_prompts": 1}))
+    assert one_line(err) == ("weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
+                             "(minimum.correct_prompts=1), found 0; "
+                             "this model's residual_cache and everything after it stop here")
+
+
+def test_other_tasks_leave_out_a_weak_task_and_stop_on_a_weak_add(tmp_path, caplog):
+    good = weak_accuracy().assign(correct=True)
+    mod2 = pd.DataFrame({"task": "mod2", "a": np.arange(100), "b": -1, "answer": np.arange(100) % 2,
+                         "correct": np.arange(100) < 3})  # answers 0, 1, 0: 3 pairs a'
+    job = fake_job("other_tasks_patching", "", tasks=["add", "mod2"], n_pairs=4, fit={"periods": PERIODS},
+                   minimum={"pairs": 10, "spare_rows": 1})
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        usable = usable_tasks(job, {"add": good, "mod2": mod2})
+    assert list(usable) == ["add"]
+    assert ("left out of Table 1 and Fig. C7: weak: other_tasks_patching needs at least 4 clean/corrupted pairs "
+            "with different answers (a' from the 3 correct mod2 prompts) (config helix.n_pairs=4, minimum.pairs=10), "
+            "found 3") in caplog.text
+    with pytest.raises(pre.PreconditionError, match=r"at least 4 .*\(a'\+b from the 2 correct add prompts\).*found 2;"):
+        usable_tasks(job, {"add": weak_accuracy().assign(correct=lambda d: d["correct"] & (d["b"] == 7) & (d["a"] < 2)),
+                           "mod2": mod2})
+
+
+def test_over_fitted_helix_fits_are_refused():
+    """The largest bases have 10 columns: the degree-9 polynomial fits random residuals of 10
+    distinct a exactly (R^2 = 1, which says nothing about a helix); the precondition refuses 10
+    rows and accepts 11, where no basis fits exactly."""
+    g = torch.Generator().manual_seed(0)
+    bases = standard_bases(PERIODS)
+    assert max(len(b.columns()) for b in bases) == 10 == pre.n_columns("poly", PERIODS)
+    poly = [b.name for b in bases].index("poly9(a)")
+    for rows, refused in ((10, True), (11, False)):
+        a = np.arange(rows) * 7
+        fits = fit_token(torch.randn(2, rows, 16, generator=g), a, bases, 100)
+        assert bool(torch.all(fits.r2[poly] > 1 - 1e-5)) == refused
+        assert bool(torch.any(fits.r2 > 1 - 1e-5)) == refused
+        need = pre.helix_fit_needs(a, PERIODS, pre.Minimum())[0]
+        assert (need.found, need.minimum, need.met) == (rows, 11, not refused)
+
+
+def test_one_pair_has_no_interval():
+    mean, low, high = bootstrap_ci(torch.tensor([[1.5], [2.0]]))
+    assert torch.equal(mean, torch.tensor([1.5, 2.0])) and torch.isnan(low).all() and torch.isnan(high).all()
+    mean, low, high = bootstrap_ci(torch.tensor([[0.0, 2.0]]), n_boot=200)
+    assert mean.item() == 1.0 and low.item() == 0.0 and high.item() == 2.0  # two pairs: an interval
+    raw = raw_table(np.array([[3.0, np.nan, np.nan], [1.0, 2.0, 3.0]]), [{"v": "one"}, {"v": "three"}])
+    summary = summarise(raw, Resampling(bootstrap=200))
+    assert list(summary["n_pairs"]) == [1, 3] and list(summary["ld_mean"]) == [3.0, 2.0]
+    assert summary.loc[0, ["ld_low", "ld_high"]].isna().all()
+    assert summary.loc[1, "ld_low"] < 2.0 < summary.loc[1, "ld_high"]
+
+
+def test_figures_say_how_many_pairs_and_draw_nan_intervals():
+    from helixclock.stages.helix.figures import helix_controls
+    from helixclock.stages.last_token.figures import layer_patching
+    from helixclock.style import pairs_note
+
+    controls = pd.DataFrame({"control": ["train/test split"] * 2 + ["shuffled a"] * 2, "method": ["helix", "layer"] * 2,
+                             "layer": [0, 0, 0, 0], "ld_mean": [0.5, 1.0, 0.1, 1.0],
+                             "ld_low": [np.nan, np.nan, 0.0, 0.8], "ld_high": [np.nan, np.nan, 0.2, 1.2],
+                             "n_pairs": [1, 1, 30, 30]})
+    fig = helix_controls(controls, "weak")
+    assert [ax.get_title() for ax in fig.axes] == ["fit on 80% of a, patch held-out 20% (n = 1 pair)",
+                                                   "helix fitted to shuffled a (n = 30 pairs)"]
+    effects = pd.DataFrame({"component": ["MLP", "attention"], "layer": [0, 0], "te": [1.0, 0.5],
+                            "te_low": [np.nan, np.nan], "te_high": [np.nan, np.nan], "de": [0.2, 0.1],
+                            "de_low": [np.nan, np.nan], "de_high": [np.nan, np.nan], "n_pairs": [1, 4]})
+    fig = layer_patching(effects, "weak")
+    assert [ax.get_title() for ax in fig.axes] == ["MLP outputs at the last token (n = 1 pair)",
+                                                   "attention outputs at the last token (n = 4 pairs)"]
+    fig.savefig(os.devnull, format="png")  # draws with NaN intervals
+    assert pairs_note(controls) == "n = 1–30 pairs" and pairs_note(pd.DataFrame({"x": [1]})) == ""
+
+
+def test_tensors_leave_the_device_as_numpy_can_hold_them():
+    """bfloat16 (which numpy lacks) and float16 leave as float32, float64 stays, integers stay;
+    ``dtype`` casts first (the cache stores the config's float16)."""
+    from helixclock.io import to_numpy
+
+    x = torch.tensor([1.0, 2.5, -3.25])
+    for dtype, expected in ((torch.bfloat16, np.float32), (torch.float16, np.float32), (torch.float32, np.float32),
+                            (torch.float64, np.float64)):
+        out = to_numpy(x.to(dtype))
+        assert out.dtype == expected and np.array_equal(out, [1.0, 2.5, -3.25])
+    assert to_numpy(torch.arange(3)).dtype == np.int64
+    assert to_numpy(x.to(torch.bfloat16), "float16").dtype == np.float16
+    with pytest.raises(TypeError):  # what to_numpy is for: numpy has no bfloat16
+        x.to(torch.bfloat16).numpy()
+
+
+STOP = """
+import sys
+from types import SimpleNamespace
+from helixclock.pipeline import start
+from helixclock.preconditions import Need, check
+snakemake = SimpleNamespace(log=[sys.argv[1]], threads=1, rule="residual_cache", wildcards={"model": "weak"})
+start(snakemake)
+check("weak", "residual_cache", [Need("correct a+b prompt", 0, 1)])
+"""
+
+
+def test_a_stopped_job_prints_its_line_and_no_traceback(tmp_path):
+    """The job's console (what Snakemake shows) gets the line alone; its log gets it last."""
+    log = tmp_path / "job.log"
+    proc = subprocess.run([sys.executable, "-c", STOP, str(log)], capture_output=True, text=True, timeout=60)
+    line = "helixclock: weak: residual_cache needs at least 1 correct a+b prompt, found 0; " \
+           "this model's residual_cache and everything after it stop here"
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == line
+    text = log.read_text()
+    assert "Traceback" not in text and text.strip().splitlines()[-1].endswith("ERROR " + line)
+
+
+# -- the DAG with a random-weight GPT-J that answers nothing right ----------------------------
+def save_weak_gptj(path, prompts: dict) -> None:
+    """A tiny random-weight GPT-J with the toy tokenizer, saved like a hub checkpoint; the
+    unembedding bias plants "<eos>" as every prompt's top token, so no answer is correct."""
+    from transformers import GPTJConfig, GPTJForCausalLM
+
+    from helixclock.toy import build_tokenizer
+
+    tok = build_tokenizer(prompts, 199, bos=False)
+    torch.manual_seed(0)
+    cfg = GPTJConfig(vocab_size=len(tok), n_positions=32, n_embd=16, n_layer=1, n_head=2, rotary_dim=4, n_inner=32,
+                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    model = GPTJForCausalLM(cfg).eval()
+    with torch.no_grad():
+        model.lm_head.bias[tok.eos_token_id] = 1e3
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+
+
+MODEL_OUTPUTS = ["cache/residuals.h5", "helix/raw/sweep.csv", "helix/raw/other_tasks.csv", "last_token/raw/fits.csv",
+                 "heads/raw/effects.csv", "mlps/raw/topk.csv", "neurons/raw/attribution.csv",
+                 "neurons/raw/fit_eval.csv"]
+ACCURACY_OUTPUTS = ["accuracy/add.csv", "figures/figA1_accuracy_heatmap.png", "figures/figA1_accuracy_heatmap.pdf"]
+STOPPED = {"residual_cache": "1 correct a+b prompts (of 10000 prompts)",
+           "other_tasks_patching": "4 clean/corrupted pairs with different answers (a'+b from the 0 correct add prompts)",
+           "head_patching": "4 clean/corrupted pairs with different answers (a'+b' from the 0 correct add prompts)",
+           "neuron_attribution": "6 clean/corrupted pairs with different answers (a'+b' from the 0 correct add "
+                                 "prompts)"}
 
 
 @pytest.mark.slow
-def test_a_random_model_gets_its_accuracy_tables_and_clear_stops(tokenizer, tmp_path):
-    """A random-weight GPT-J answers (almost) nothing: the accuracy sweep, Table A1 and Fig. A1
-    are made, and every model job after them stops with its one line instead of failing deep
-    inside (the cache asks for 20 correct prompts here)."""
-    hf = tiny_hf_model("gptj", len(tokenizer), d=16, layers=1, heads=2)
-    source = tmp_path / "random-gptj"
-    hf.save_pretrained(source)
-    tokenizer.save_pretrained(source)
-    registry = {"random-gptj": {"source": str(source), "family": "gptj", "dtype": "float32", "max_number": 399,
-                                "prompts": {"add": GPTJ_PROMPTS["add"]}}}
+def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
+    from dag import snakemake
+
+    prompts = {"add": TEMPLATE}
+    save_weak_gptj(tmp_path / "weak-gptj", prompts)
+    registry = {"weak-gptj": {"source": str(tmp_path / "weak-gptj"), "family": "gptj", "dtype": "bfloat16",
+                              "max_number": 199, "prompts": prompts}}
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
-    config = {"models": ["random-gptj"], "registry": str(tmp_path / "models.yaml"), "device": "cpu",
-              "accuracy": {"tasks": ["add"]}, "cache": {"max_number": 120}, "minimum": {"correct_prompts": 20}}
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    work = tmp_path / "run"
-    proc = snakemake(work, "--cores", "1", "--keep-going", configfile=tmp_path / "config.yaml", check=False,
-                     timeout=600)
-    assert proc.returncode != 0
-    acc = pd.read_csv(work / "results/random-gptj/accuracy/add.csv")
-    n = int(acc["correct"].sum())
-    assert len(acc) == 10000 and n < 20
-    for rel in ("figures/figA1_accuracy_heatmap.png", "../all/tables/tabA1_prompts_accuracy.csv"):
-        assert (work / "results/random-gptj" / rel).exists(), rel
-    log = (work / "logs/random-gptj/residual_cache.log").read_text()
-    assert f"rule residual_cache stops: correct a+b prompts to cache: found {n}, needs at least 20" in log
-    assert "Traceback" not in log and "IndexError" not in log
-    for rule in ("head_patching", "neuron_attribution", "other_tasks_patching"):
-        assert "stops:" in (work / f"logs/random-gptj/{rule}.log").read_text(), rule
-    assert not (work / "results/random-gptj/cache/residuals.h5").exists()
+    config = {"models": ["weak-gptj"], "registry": str(tmp_path / "models.yaml"), "device": "cpu",
+              "batch_size": 2048, "accuracy": {"tasks": ["add"]}, "cache": {"max_number": 50},
+              "helix": {"n_pairs": 4, "bootstrap": 20}, "clock": {"n_pairs": 4, "fit_prompts": 40},
+              "neurons": {"attribution_pairs": 6, "de_pairs": 2, "ablation_prompts": 4, "mean_prompts": 4}}
+    (tmp_path / "weak.yaml").write_text(yaml.safe_dump(config))
+    work = tmp_path / "work"
+    results = work / "results" / "weak-gptj"
+    targets = [str(results.relative_to(work) / p) for p in ACCURACY_OUTPUTS + MODEL_OUTPUTS]
+    targets.append("results/all/tables/tabA1_prompts_accuracy.csv")
+    t0 = time.time()
+    proc = snakemake(work, "--cores", "2", "--keep-going", *targets, configfile=tmp_path / "weak.yaml", check=False,
+                     timeout=300)
+    seconds = time.time() - t0
+    console = proc.stdout + proc.stderr
+    assert proc.returncode != 0, console[-3000:]
+    for rel in ACCURACY_OUTPUTS:
+        assert (results / rel).stat().st_size > 0, rel
+    tab = pd.read_csv(work / "results/all/tables/tabA1_prompts_accuracy.csv")
+    assert tab["accuracy"].tolist() == [0.0]
+    assert not pd.read_csv(results / "accuracy/add.csv")["correct"].any()
+    for rule, need in STOPPED.items():
+        line = f"helixclock: weak-gptj: {rule} needs at least {need}"
+        assert line in console, (rule, console[-3000:])
+        log = (work / "logs/weak-gptj" / f"{rule}.log").read_text()
+        assert "Traceback" not in log and line in log.strip().splitlines()[-1]
+        assert "loaded weak-gptj" not in log  # stopped before the model was loaded
+    assert ", found 0; this model's" in console
+    for rel in MODEL_OUTPUTS:
+        assert not (results / rel).exists(), rel
+    for stage in ("cache", "helix", "last_token", "heads", "mlps", "neurons"):
+        assert not (results / stage).exists() or not any(p.is_file() for p in (results / stage).rglob("*")), stage
+    print(f"weak-model DAG: {seconds:.1f} s")

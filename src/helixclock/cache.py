@@ -27,6 +27,7 @@ import h5py
 import numpy as np
 import torch
 
+from .io import to_numpy
 from .models import LoadedModel
 from .patching import PatchingEngine, Point
 from .tasks import check_task_tokens, get_task, number_token_ids, render
@@ -68,7 +69,7 @@ def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np
         start = 0
         for chunk in engine.iter_collect(ids, points, logits=False, desc="cache a+b"):
             stacked = torch.stack([chunk[p] for p in points], 2)  # [B, 3, L1, d]
-            stacked = stacked.to(getattr(torch, dtype)).cpu().numpy()
+            stacked = to_numpy(stacked, dtype)
             stop = start + stacked.shape[0]
             for j, k in enumerate(POSITIONS):
                 dsets[k][start:stop] = stacked[:, j]
@@ -77,7 +78,7 @@ def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np
         last = number_ids.shape[1] - 1
         npoints = [Point("resid_pre", layer, (last,)) for layer in range(L1)]
         values, _ = engine.collect(number_ids, npoints, logits=False, desc="cache numbers")
-        num[:] = torch.stack([values[p][:, 0] for p in npoints], 1).to(getattr(torch, dtype)).cpu().numpy()
+        num[:] = to_numpy(torch.stack([values[p][:, 0] for p in npoints], 1), dtype)
         f["numbers"].attrs["values"] = np.array(numbers)
         attrs = {
             "model": model.name, "source": str(model.source), "model_dtype": str(model.dtype),

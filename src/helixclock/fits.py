@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .io import to_numpy
+
 PERIODS = (2, 5, 10, 100)
 SCALES = {"a": 99.0, "b": 99.0, "a+b": 198.0}
 
@@ -266,9 +268,9 @@ def authors_least_squares(B: Tensor, P: Tensor) -> Tensor:
     set explicitly to keep the directions their fit kept."""
     from sklearn.linear_model import LinearRegression
 
-    X = B.cpu().numpy()
+    X = to_numpy(B)
     eps = float(np.finfo(X.dtype).eps)
-    out = [LinearRegression(fit_intercept=False, tol=eps).fit(X, Y).coef_.T for Y in P.cpu().numpy()]
+    out = [LinearRegression(fit_intercept=False, tol=eps).fit(X, Y).coef_.T for Y in to_numpy(P)]
     return torch.as_tensor(np.stack(out), dtype=P.dtype, device=P.device)
 
 
@@ -297,14 +299,14 @@ def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = 
     import h5py
 
     with h5py.File(path, "w") as f:
-        f.create_dataset("pca/mean", data=fits.pca.mean.float().cpu().numpy())
-        f.create_dataset("pca/components", data=fits.pca.components.float().cpu().numpy())
-        f.create_dataset("pca/variance", data=fits.pca.variance.float().cpu().numpy())
+        f.create_dataset("pca/mean", data=to_numpy(fits.pca.mean, "float32"))
+        f.create_dataset("pca/components", data=to_numpy(fits.pca.components, "float32"))
+        f.create_dataset("pca/variance", data=to_numpy(fits.pca.variance, "float32"))
         for s, basis in enumerate(fits.bases):
             g = f.create_group(f"fits/{basis.name}")
             m = len(basis.columns())
-            g.create_dataset("C", data=fits.C[s, :, :m].cpu().numpy())
-            g.create_dataset("r2", data=fits.r2[s].cpu().numpy())
+            g.create_dataset("C", data=to_numpy(fits.C[s, :, :m], "float32"))
+            g.create_dataset("r2", data=to_numpy(fits.r2[s], "float32"))
             g.attrs.update({"kind": basis.kind, "periods": np.array(basis.periods, dtype=np.int64),
                             "degree": basis.degree, "variables": ",".join(basis.variables), "scaled": basis.scaled,
                             "columns": ",".join(basis.columns()), "n_params": basis.n_params,

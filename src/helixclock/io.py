@@ -32,11 +32,17 @@ def start_log(path: str | os.PathLike | None, threads: int | None = None) -> log
     return logger
 
 
-def to_numpy(tensor) -> np.ndarray:
-    """A tensor leaving the device: floating point as float32 (numpy has no bfloat16), other
-    dtypes as they are.  Every tensor that becomes a table or a file goes through here."""
+def to_numpy(tensor, dtype: str | None = None) -> np.ndarray:
+    """A tensor leaving the device.  Floating point narrower than float32 (bfloat16, which
+    numpy lacks, and float16) becomes float32, wider stays as it is, other dtypes too; with
+    ``dtype`` ("float16", "float32", ...) it is cast to that on the device first (the cache's
+    storage dtype).  Every tensor that becomes a table or a file goes through here."""
     tensor = tensor.detach()
-    if tensor.is_floating_point():
+    if dtype is not None:
+        import torch
+
+        tensor = tensor.to(getattr(torch, dtype))
+    elif tensor.is_floating_point() and tensor.element_size() < 4:
         tensor = tensor.float()
     return tensor.cpu().numpy()
 

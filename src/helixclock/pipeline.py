@@ -1,16 +1,20 @@
-"""What every pipeline script does first: log to the rule's log, set threads, load the model.
+"""What every pipeline script does first: log to the rule's log, set threads, check what the
+model got right, load the model.
 
-Scripts under ``scripts/`` stay thin: they call :func:`start`, maybe :func:`load`, one
-library function, and write ``snakemake.output``.  Rule params arrive grouped as the
-settings objects of the library (``fit``, ``resampling``, ``pairs``, ...).
+Scripts under ``scripts/`` stay thin: they call :func:`start`, :func:`require` (a job that
+needs correct a+b prompts, before it loads the model), maybe :func:`load`, one library
+function, and write ``snakemake.output``.  Rule params arrive grouped as the settings objects
+of the library (``fit``, ``resampling``, ``pairs``, ...).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 
 from .io import start_log
+from .preconditions import Minimum, Need, PreconditionError, check
 
 
 def start(snakemake) -> logging.Logger:
@@ -19,6 +23,7 @@ def start(snakemake) -> logging.Logger:
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
     logger.info("rule %s, wildcards %s", snakemake.rule, dict(snakemake.wildcards))
+    sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)
     if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:
         from .gpus import claim_gpu
@@ -28,24 +33,79 @@ def start(snakemake) -> logging.Logger:
     return logger
 
 
-def refuse_unless(snakemake, what: str, found: int, needed: int) -> None:
-    """Stop the job (this model's branch of the DAG) with one line when ``found`` < ``needed``:
-    before a model is loaded, so that a weak model costs nothing and says why."""
-    if found >= needed:
+def _short_precondition_report(kind, error, traceback) -> None:
+    """An unmet precondition ends a job with its one line, in the rule's log and on the
+    console Snakemake prints (no traceback: the line says all); anything else with its
+    traceback, as usual."""
+    if not issubclass(kind, PreconditionError):
+        sys.__excepthook__(kind, error, traceback)
         return
-    msg = (f"model {snakemake.wildcards.model!r}: rule {snakemake.rule} stops: {what}: found {found}, "
-           f"needs at least {needed} (config key 'minimum')")
-    logging.getLogger("helixclock").error(msg)
-    raise SystemExit(msg)
+    line = f"helixclock: {error}"
+    logging.getLogger("helixclock").error("%s", line)
+    if sys.stderr is not sys.__stderr__:
+        print(line, file=sys.__stderr__, flush=True)
 
 
-def require_pairs(snakemake, correct, n_pairs: int, seed: int, vary, what: str = "clean/corrupted pairs") -> None:
-    """Enough pairs with different answers can be drawn from ``correct`` (params.minimum.pairs)."""
-    from .pairs import pair_indices
+def require(snakemake, needs: list[Need] | None = None) -> None:
+    """Stop the job, before it loads the model, when its model's accuracy table lacks what the
+    rule needs (:mod:`helixclock.preconditions`): raises :class:`PreconditionError` with one
+    line naming the model, the rule, the count found and the minimum.  ``needs`` defaults to
+    the rule's own, computed from its inputs and params."""
+    rule = snakemake.rule
+    needs = rule_needs(snakemake) if needs is None else needs
+    check(snakemake.wildcards.model, rule, needs)
+    for need in needs:
+        logging.getLogger("helixclock").info("%s: %d %s (minimum %d)", rule, need.found, need.what, need.minimum)
 
-    found = len(pair_indices(correct, n_pairs, seed, tuple(vary))[0])
-    refuse_unless(snakemake, f"{what} (varying {', '.join(vary)}) among {len(correct)} correct prompts", found,
-                  min(n_pairs, snakemake.params.minimum["pairs"]))
+
+def minimum(snakemake) -> Minimum:
+    """helixclock.preconditions.Minimum from the rule's params ``minimum`` (config key minimum)."""
+    return Minimum(**getattr(snakemake.params, "minimum", {}))
+
+
+def rule_needs(snakemake) -> list[Need]:
+    """What a model job needs, from its accuracy table(s) and params."""
+    import pandas as pd
+
+    from . import preconditions as pre
+
+    rule, p = snakemake.rule, snakemake.params
+    acc = pd.read_csv(snakemake.input.accuracy)
+    if rule == "residual_cache":
+        return pre.cache_needs(acc, minimum(snakemake))
+    if rule == "helix_patching":
+        return pre.helix_patching_needs(acc, p.fit["periods"], p.n_pairs, p.test_fraction, p.seed, minimum(snakemake))
+    if rule in ("last_token_patching", "head_patching", "mlp_patching"):
+        periods = p.fit["periods"] if hasattr(p, "fit") else p.heads["periods"]
+        return pre.clock_needs(rule, acc, periods, p.pairs["n_pairs"], p.pairs["vary"], minimum(snakemake),
+                               getattr(p, "fit_prompts", None), p.pairs["seed"])
+    if rule in ("neuron_attribution", "neuron_fit_eval"):
+        return pre.neuron_needs(rule, acc, p.neurons.get("attribution_pairs", 0), minimum(snakemake))
+    raise ValueError(f"no preconditions for rule {rule!r}")
+
+
+def usable_tasks(snakemake, frames: dict) -> dict:
+    """other_tasks_patching's tasks (name -> accuracy table) that have what their fits and pairs
+    need: the job stops (:class:`PreconditionError`) when a+b lacks it, and leaves out, with a
+    warning, any other task that does (Table 1 and Fig. C7 then have no row for it)."""
+    from . import preconditions as pre
+
+    needs = pre.other_tasks_needs(frames, snakemake.params.fit["periods"], snakemake.params.n_pairs,
+                                  minimum(snakemake))
+    rule, model = snakemake.rule, snakemake.wildcards.model
+    log = logging.getLogger("helixclock")
+    if "add" in needs:
+        require(snakemake, needs["add"])
+    usable = {}
+    for task, frame in frames.items():
+        unmet = [n for n in needs[task] if not n.met]
+        if unmet:
+            log.warning("left out of Table 1 and Fig. C7: %s", unmet[0].shortfall(model, rule))
+        else:
+            usable[task] = frame
+    if not usable:
+        check(model, rule, [n for task_needs in needs.values() for n in task_needs])
+    return usable
 
 
 def load(snakemake, **kwargs):
@@ -94,12 +154,7 @@ def figure(snakemake) -> None:
     module, name = snakemake.params.function.split(":")
     fn = getattr(importlib.import_module(module), name)
     frames = [pd.read_csv(p) for p in snakemake.input]
-    fig = fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs)
-    counts = sorted({int(n) for df in frames if "n_pairs" in df for n in df["n_pairs"].dropna()})
-    if counts:  # every figure resting on pairs says how many (intervals need at least two)
-        n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        fig.text(0.995, 0.002, f"n = {n} pairs", ha="right", va="bottom", fontsize=8, color="0.35")
-    save_figure(fig, snakemake.output)
+    save_figure(fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs), snakemake.output)
 
 
 @dataclass
@@ -125,13 +180,10 @@ def clock_job(snakemake) -> ClockJob:
     from .pairs import draw_pairs, prompt_sample
 
     log = start(snakemake)
+    require(snakemake)
     p = snakemake.params
     acc = pd.read_csv(snakemake.input.accuracy)
     correct = acc[acc["correct"]]
-    require_pairs(snakemake, correct, p.pairs["n_pairs"], p.pairs["seed"], p.pairs["vary"])
-    periods = (p.fit if hasattr(p, "fit") else p.heads)["periods"]  # helix(a,b,a+b): 3 (2 |periods| + 1) + 1 columns
-    refuse_unless(snakemake, "correct prompts to fit helix(a,b,a+b) to (more than its parameters)", len(correct),
-                  3 * (2 * len(periods) + 1) + 2)
     positions = read_json(snakemake.input.card)["positions"]["add"]
     model = load(snakemake)
     template = p.spec["prompts"]["add"]

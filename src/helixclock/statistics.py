@@ -16,6 +16,7 @@ import pandas as pd
 from .io import to_numpy
 
 PAIR = "pair_"
+MIN_INTERVAL_PAIRS = 2  # bootstrap intervals need at least two pairs
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,15 @@ def labels_of(raw: pd.DataFrame) -> pd.DataFrame:
 def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95):
     """Mean over the last axis with a percentile bootstrap interval: (mean, low, high), as
     tensors.  The resampled indices depend only on (n_boot, n_pairs, seed), so every row is
-    resampled alike."""
+    resampled alike.  Fewer than 2 pairs give no interval (low, high NaN): resampling one
+    pair returns it every time, an interval of zero width that says nothing."""
     import torch
 
     values = torch.as_tensor(values).float()
     n = values.shape[-1]
+    if n < MIN_INTERVAL_PAIRS:
+        nan = torch.full(values.shape[:-1], float("nan"), device=values.device)
+        return values.mean(-1), nan, nan.clone()
     g = torch.Generator(device="cpu").manual_seed(seed)
     idx = torch.randint(0, n, (n_boot, n), generator=g).to(values.device)
     boots = values[..., idx].mean(-1)  # [..., n_boot]
@@ -71,7 +76,8 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
     """Labels with ``{prefix}_mean``, ``{prefix}_low``, ``{prefix}_high`` and ``n_pairs``.
 
     Rows may come from runs with different numbers of pairs (missing pairs are empty): each
-    row is summarised over its own pairs.  Fewer than two pairs give no interval (NaN)."""
+    row is summarised over its own pairs, and ``n_pairs`` says how many; a row of one pair
+    has no interval (NaN low and high)."""
     values = pair_values(raw)
     df = labels_of(raw).reset_index(drop=True)
     out = {f"{prefix}_{col}": np.full(len(df), np.nan, dtype=np.float32) for col in ("mean", "low", "high")}
@@ -82,8 +88,7 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
             continue
         stats = bootstrap_ci(values[rows, :n], resampling.bootstrap, resampling.seed, resampling.level)
         for col, x in zip(("mean", "low", "high"), stats):
-            if col == "mean" or n >= 2:  # one pair has a mean but no interval
-                out[f"{prefix}_{col}"][rows] = x.numpy()
+            out[f"{prefix}_{col}"][rows] = to_numpy(x)
     for col, x in out.items():
         df[col] = x
     df["n_pairs"] = counts

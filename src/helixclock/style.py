@@ -39,8 +39,27 @@ def layer_name(resid_layer: int) -> str:
     return f"layer {resid_layer - 1} output (resid_pre[{resid_layer}])"
 
 
+def pairs_note(*tables: pd.DataFrame) -> str:
+    """"n = k pairs" for the pairs behind a panel's means (the summaries' ``n_pairs``), or
+    "n = k1–k2 pairs" when its curves rest on different numbers; "" when no table says.
+    Every figure of means over pairs carries it in its panels' titles, so that a mean of a
+    few pairs (a weak model, a small held-out split) reads as what it is."""
+    counts = sorted({int(n) for t in tables if "n_pairs" in t for n in t["n_pairs"].dropna()})
+    if not counts:
+        return ""
+    k = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return f"n = {k} pair" + ("" if counts == [1] else "s")
+
+
+def with_pairs(title: str, *tables: pd.DataFrame) -> str:
+    """``title`` with its :func:`pairs_note` in parentheses."""
+    note = pairs_note(*tables)
+    return f"{title} ({note})" if note else title
+
+
 def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: str = "ld"):
-    """A mean line with its 95% interval as a band (nothing for an empty table)."""
+    """A mean line with its 95% interval as a band (nothing for an empty table; no band
+    where the interval is NaN, a mean of fewer than 2 pairs)."""
     if part.empty:
         return
     part = part.sort_values(x)
@@ -49,9 +68,13 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
     ax.fill_between(part[x], part[f"{prefix}_low"], part[f"{prefix}_high"], color=color, alpha=0.15, lw=0)
 
 
-def ld_axes(ax, title: str, convention: str = "input"):
+def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None):
+    """Axes of LD against layers; with ``pairs`` (the panel's summary) the title says "n = k
+    pairs"."""
     from matplotlib.ticker import MaxNLocator
 
+    if pairs is not None:
+        title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(0, color="grey", lw=0.6)
@@ -98,7 +121,7 @@ def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = Fals
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
     ax.legend()
-    ax.set_title(f"{model}: top-k {what} ({len(topk) - 1} in all)")
+    ax.set_title(with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
     return fig
 
 

@@ -21,6 +21,7 @@ rule helix_fits:
         "logs/{model}/helix_fits.benchmark.tsv"
     params:
         fit=fit_settings(compat=True),
+        minimum=config["minimum"],
     threads: 2
     conda:
         ENV

@@ -96,6 +96,7 @@ rule neuron_fit_eval:
         "logs/{model}/neuron_fit_eval.benchmark.tsv"
     params:
         **model_job_params(),
+        minimum=config["minimum"],
         neurons=neuron_settings("ablation_prompts", "seed"),
     threads: 2
     resources:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ...io import to_numpy
 from ...tasks import Task, check_task_tokens
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ def task_accuracy(model: LoadedModel, task: Task, template: str, engine: Patchin
         logit.append(a_logit[:, 0])
         rank.append((last > a_logit).sum(-1))
         if keep_ids is not None:
-            kept.append(last[:, keep_ids].half())
-    pred_t = torch.cat(pred).cpu().numpy()
+            kept.append(last[:, keep_ids])
+    pred_t = to_numpy(torch.cat(pred))
     df = pd.DataFrame({
         "task": task.name,
         "a": problems.a,
@@ -65,10 +66,10 @@ def task_accuracy(model: LoadedModel, task: Task, template: str, engine: Patchin
         "pred_token": pred_t,
         "pred": [model.tokenizer.decode([int(t)]).strip() for t in pred_t],
         "correct": pred_t == answer_ids,
-        "answer_logit": torch.cat(logit).cpu().numpy(),
-        "rank": torch.cat(rank).cpu().numpy(),
+        "answer_logit": to_numpy(torch.cat(logit)),
+        "rank": to_numpy(torch.cat(rank)),
     })
-    return df[COLUMNS], (torch.cat(kept).cpu().numpy() if keep_ids is not None else None)
+    return df[COLUMNS], (to_numpy(torch.cat(kept), "float16") if keep_ids is not None else None)
 
 
 def save_answer_logits(path, logits: np.ndarray, numbers: np.ndarray, token_ids: np.ndarray, template: str) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Patch
 
-from ...style import CATEGORY_COLOR, empty, fraction_curve, heatmap, topk_figure
+from ...style import CATEGORY_COLOR, empty, fraction_curve, heatmap, topk_figure, with_pairs
 
 
 def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -27,7 +27,7 @@ def head_patching(effects: pd.DataFrame, model: str):
         lim = float(np.nanmax(np.abs(grid))) or 1.0
         heatmap(ax, grid, "RdBu_r", "logit difference", center=0, vmin=-lim, vmax=lim, xlabel="head", ylabel="layer")
         ax.set_title(title)
-    fig.suptitle(f"{model}: attention heads patched at the last token")
+    fig.suptitle(with_pairs(f"{model}: attention heads patched at the last token", effects))
     fig.tight_layout()
     return fig
 
@@ -44,7 +44,8 @@ def head_helix_fit(effects: pd.DataFrame, model: str):
     df = effects.assign(fraction=np.where(weak, np.nan, effects["fit_all"] / effects["te"]))
     heatmap(ax, head_grid(df, "fraction"), "viridis", "helix(a,b,a+b) fit LD / TE", vmin=0, vmax=1,
             xlabel="head", ylabel="layer")
-    ax.set_title(f"{model}: heads modelled by helix(a,b,a+b)\n(blank: TE below 5% of the largest)")
+    ax.set_title(with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) +
+                 "\n(blank: TE below 5% of the largest)")
     return fig
 
 
@@ -62,8 +63,9 @@ def mixed_heads(mixed: pd.DataFrame, model: str):
     ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
     ax.set_ylabel("fraction of patching the top heads' actual outputs")
     ax.legend(fontsize=8)
-    ax.set_title(f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
-                 "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)", fontsize=9)
+    ax.set_title(with_pairs(f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
+                            "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)", mixed),
+                 fontsize=9)
     return fig
 
 
@@ -110,6 +112,6 @@ def head_paths(paths: pd.DataFrame, model: str):
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)
     axes[0, 0].legend(handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")])
-    fig.suptitle(f"{model}: path patching of heads")
+    fig.suptitle(with_pairs(f"{model}: path patching of heads", paths))
     fig.tight_layout()
     return fig

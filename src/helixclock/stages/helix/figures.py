@@ -102,7 +102,7 @@ def helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
                 part = sweep[(sweep["method"] == kind) & (sweep["periods"].astype(str) == str(per))]
                 band(ax, part, f"{kind} T=[{per}]", METHOD_STYLE[kind][1])
         band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], f"poly (deg {2 * k + 1})", "C1")
-        ld_axes(ax, f"k = {k}")
+        ld_axes(ax, f"k = {k}", pairs=sweep)
         ax.legend(fontsize=7)
     fig.suptitle(f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
     fig.tight_layout()
@@ -122,7 +122,7 @@ def helix_controls(controls: pd.DataFrame, model: str):
         for method in dict.fromkeys(part["method"]):
             label, color = METHOD_STYLE.get(method, (method, None))
             band(ax, part[part["method"] == method], label, color)
-        ld_axes(ax, CONTROL_TITLES.get(name, name))
+        ld_axes(ax, CONTROL_TITLES.get(name, name), pairs=part)
         ax.legend(fontsize=7)
     fig.suptitle(f"{model}: helix controls (mean LD over pairs, 95% CI)")
     fig.tight_layout()
@@ -134,7 +134,7 @@ def helix_ablation(abl: pd.DataFrame, model: str):
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for method, color in (("entire h_a", "k"), ("helix subspace", "C3")):
         band(ax, abl[abl["method"] == method], f"ablate {method}", color)
-    ld_axes(ax, f"{model}: ablation at the a token")
+    ld_axes(ax, f"{model}: ablation at the a token", pairs=abl)
     ax.set_ylabel("change of the clean answer's logit")
     ax.legend()
     return fig
@@ -151,7 +151,7 @@ def other_tasks_patching(curves: pd.DataFrame, model: str):
         for method in ("layer", "pca", "helix", "circle", "poly"):
             label, color = METHOD_STYLE[method]
             band(ax, part[part["method"] == method], label, color)
-        ld_axes(ax, TASKS[task].label if task in TASKS else task)
+        ld_axes(ax, TASKS[task].label if task in TASKS else task, pairs=part)
         if ax is not axes.ravel()[0]:
             ax.get_legend().remove()
     for ax in axes.ravel()[len(tasks):]:

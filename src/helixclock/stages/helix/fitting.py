@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from ...fits import PERIODS, Basis, Fits, column_cosine, fit_bases, projection
+from ...io import to_numpy
 
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
 
@@ -27,18 +28,18 @@ def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods
     """
     basis = Basis("helix", tuple(periods))
     cols = ["linear" if c == "a" else c for c in basis.columns()[:-1]]
-    proj = pd.DataFrame(projection(fits, basis, layer, H[layer]).cpu().numpy(), columns=cols)
+    proj = pd.DataFrame(to_numpy(projection(fits, basis, layer, H[layer])), columns=cols)
     proj.insert(0, "a", values)
     C = fits.coefficients(basis)[layer, :-1]
-    mags = pd.DataFrame({"column": cols, "norm": C.norm(dim=-1).cpu().numpy(), "layer": layer})
-    cos = column_cosine(C).cpu().numpy()
+    mags = pd.DataFrame({"column": cols, "norm": to_numpy(C.norm(dim=-1)), "layer": layer})
+    cos = to_numpy(column_cosine(C))
     cosine = pd.DataFrame([{"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
                            for i in range(len(cols)) for j in range(len(cols))])
     keep = np.asarray(values) % 10 != HELD_OUT_DIGIT
     one_period = Basis("helix", (CONTINUITY_PERIOD,))
     cont_fits = fit_bases(H[layer:layer + 1, torch.as_tensor(np.flatnonzero(keep))], np.asarray(values)[keep],
                           [one_period], n_components=H.shape[1])
-    c_coords = projection(cont_fits, one_period, 0, H[layer]).cpu().numpy()
+    c_coords = to_numpy(projection(cont_fits, one_period, 0, H[layer]))
     continuity = pd.DataFrame(c_coords, columns=["linear" if c == "a" else c for c in one_period.columns()[:-1]])
     continuity.insert(0, "a", values)
     continuity["held_out"] = ~keep
@@ -51,7 +52,7 @@ def r2_table(fits: Fits) -> pd.DataFrame:
     """R² of every basis at every layer."""
     rows = []
     for s, b in enumerate(fits.bases):
-        for layer, r2 in enumerate(fits.r2[s].cpu().numpy()):
+        for layer, r2 in enumerate(to_numpy(fits.r2[s])):
             rows.append({"basis": b.name, "kind": b.kind, "periods": ",".join(map(str, b.periods)),
                          "degree": b.degree, "n_params": b.n_params, "layer": layer, "r2": float(r2)})
     return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ engine run; the results are raw per-pair tables (``helixclock.statistics``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,8 +22,11 @@ from ...fits import Basis, Fits, FitSettings, fit_token, full_bases, subspace_pr
 from ...pairs import draw_pairs, split_values
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
+from ...preconditions import pairs_available
 from ...statistics import raw_table
 from ...tasks import check_task_tokens, get_task
+
+log = logging.getLogger("helixclock")
 
 
 def ablation_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basis, layers: Sequence[int],
@@ -47,6 +51,16 @@ def ablation_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basi
         labels += [{"layer": layer, "method": "helix subspace", "basis": basis.name},
                    {"layer": layer, "method": "entire h_a", "basis": basis.name}]
     return raw_table(engine.run(pairs, variants, desc="ablation").metric, labels)
+
+
+def _control_has_pairs(correct: pd.DataFrame, vary: Sequence[str], control: str, clean_a=None) -> bool:
+    """Whether a control's own pairs can be drawn at all; a weak model's held-out a or its
+    pairs a+b' may have none, and the control is then left out (with a warning), not the stage."""
+    if pairs_available(correct, vary, clean_a) > 0:
+        return True
+    log.warning("control %r left out: no clean/corrupted pairs varying %s%s among %d correct prompts", control,
+                ", ".join(vary), "" if clean_a is None else " with a held-out clean a", len(correct))
+    return False
 
 
 def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits, template: str,
@@ -78,10 +92,12 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     rows = np.isin(a_vals, train_a)
     fits_train = fit_token(H_a[:, torch.as_tensor(np.flatnonzero(rows), device=device)], a_vals[rows],
                            bases, n_components)
-    pairs_test = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device)
-    split = patch_sweep(engine, pairs_test, fits_train, layers, pos_a, pairs_test.meta["clean_a"], bases,
-                        pca_ks=k, desc="train/test control", control="train/test split",
-                        test_a=" ".join(map(str, test_a)))
+    split = pd.DataFrame()
+    if _control_has_pairs(correct, ("a",), "train/test split", test_a):
+        pairs_test = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device)
+        split = patch_sweep(engine, pairs_test, fits_train, layers, pos_a, pairs_test.meta["clean_a"], bases,
+                            pca_ks=k, desc="train/test control", control="train/test split",
+                            test_a=" ".join(map(str, test_a)))
 
     perm = np.random.default_rng(seed + 1).permutation(int(a_vals.max()) + 1)
     fits_shuf = fit_token(H_a, perm[a_vals], [helix], n_components)
@@ -95,9 +111,11 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     H_b = torch.from_numpy(cache.b).transpose(0, 1).to(device)
     bases_b = full_bases(periods, "b", settings.compat)
     fits_b = fit_token(H_b, {"b": b_vals}, bases_b, n_components, dedupe=False)
-    pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device)
-    b_token = patch_sweep(engine, pairs_b, fits_b, layers, pos_b, {"b": pairs_b.meta["clean_b"]}, bases_b,
-                          pca_ks=k, desc="b-token control", control="b token")
+    b_token = pd.DataFrame()
+    if _control_has_pairs(correct, ("b",), "b token"):
+        pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device)
+        b_token = patch_sweep(engine, pairs_b, fits_b, layers, pos_b, {"b": pairs_b.meta["clean_b"]}, bases_b,
+                              pca_ks=k, desc="b-token control", control="b token")
 
     ablation = ablation_sweep(engine, pairs.same(), fits, helix, layers, pos_a)
     controls = pd.concat([split, reference, shuffled, b_token], ignore_index=True)

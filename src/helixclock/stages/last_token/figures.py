@@ -21,7 +21,8 @@ def last_token_helix(curves: pd.DataFrame, model: str):
         label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
         color = FIT_COLOR.get(fit) or next(pca_colors)
         band(ax, curves[curves["fit"] == fit], label, color, x="block_output")
-    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output")
+    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output",
+            pairs=curves)
     ax.legend(fontsize=8)
     return fig
 
@@ -40,7 +41,7 @@ def layer_patching(effects: pd.DataFrame, model: str):
             x = [b.get_x() + b.get_width() / 2 for b in bars]
             ax.errorbar(x, group["effect"], yerr=[group["effect"] - group["low"], group["high"] - group["effect"]],
                         fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
-        ld_axes(ax, f"{comp} outputs at the last token", convention="block")
+        ld_axes(ax, f"{comp} outputs at the last token", convention="block", pairs=part)
         ax.legend(fontsize=8, title=None)
     fig.suptitle(f"{model}: which layers compute a+b")
     fig.tight_layout()

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import topk_figure
+from ...style import topk_figure, with_pairs
 
 
 def mlp_topk(topk: pd.DataFrame, model: str):
@@ -26,5 +26,5 @@ def mlp_stages(stages: pd.DataFrame, model: str):
     ax.set_ylabel("fraction of total effect")
     ax.axhline(0, color="grey", lw=0.6)
     ax.legend(title=None)
-    ax.set_title(f"{model}: circuit MLPs build (helix) or read out (DE) a+b")
+    ax.set_title(with_pairs(f"{model}: circuit MLPs build (helix) or read out (DE) a+b", stages))
     return fig

@@ -27,6 +27,7 @@ def mlp_summary(raw_topk: pd.DataFrame, raw_fits: pd.DataFrame, layer_effects: p
         "de": [mlp.loc[layer, "de"] for layer in circuit],
         "helix_sum": [fits.loc[layer, "ld_mean"] for layer in circuit],
         "r2_helix_sum": [fits.loc[layer, "r2_helix_sum"] for layer in circuit],
+        "n_pairs": [int(fits.loc[layer, "n_pairs"]) for layer in circuit],
     })
     stages["helix_sum_over_te"] = stages["helix_sum"] / stages["te"]
     stages["de_over_te"] = stages["de"] / stages["te"]

@@ -18,6 +18,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ...style import with_pairs  # noqa: E402
+
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
 
@@ -248,7 +250,7 @@ def direct_effect_figure(cumulative: pd.DataFrame, model: str):
                      xytext=(4, -10), fontsize=8)
     top.set_xlabel("top neurons, sorted by direct effect")
     top.set_ylabel("share of their total DE")
-    top.set_title(f"{model}: direct effects of the top neurons (paper: ~700 for 80%)")
+    top.set_title(with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
     n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
     n80 = int(n80.min()) if len(n80) else len(cumulative)
     both = pd.concat([cumulative.assign(set="all top neurons"),
@@ -272,6 +274,8 @@ def fit_eval_figure(evaluation: pd.DataFrame, model: str):
     ax.set_xlabel("k (top neurons kept, the rest mean-ablated)")
     ax.set_ylabel("accuracy")
     mean_ratio = float(np.nanmean(evaluation["fitted_over_actual"]))
-    ax.set_title(f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average (paper: ~75%)")
+    prompts = f", n = {int(evaluation['n_prompts'].min())} prompts" if "n_prompts" in evaluation else ""
+    ax.set_title(f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average{prompts} "
+                 "(paper: ~75%)")
     ax.legend(frameon=False)
     return fig

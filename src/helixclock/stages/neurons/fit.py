@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...io import to_numpy
+
 PERIODS = (2, 5, 10, 100)
 VARIABLES = ("a", "b", "a+b")
 LINEAR = ("lin a", "lin b", "lin a+b")
@@ -251,12 +253,12 @@ def fit_neurons(grids, periods: Sequence[int] = PERIODS, method: str = "lstsq",
         delta = theta - coef
         sse = sse + (delta @ (X.T @ X) * delta).sum(1)
         coef = theta
-    rmse = (sse / X.shape[0]).sqrt().cpu().numpy()
-    vrange = vrange.cpu().numpy()
+    rmse = to_numpy((sse / X.shape[0]).sqrt())
+    vrange = to_numpy(vrange)
     ids = np.full(n, -1, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         nrmse = np.where(vrange > 0, rmse / np.where(vrange > 0, vrange, 1), np.nan)
-    return NeuronFits(periods, coef.cpu().numpy(), rmse, nrmse, vrange, dominant,
+    return NeuronFits(periods, to_numpy(coef), rmse, nrmse, vrange, dominant,
                       _ids(layer, ids), _ids(neuron, ids), method, (n_a, n_b), info)
 
 
@@ -285,7 +287,7 @@ def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
         vrange.append(hi - lo)
         for v, p in _chunk_periods(x, s, counts).items():
             periods[v].append(p)
-    dominant = {v: torch.cat(p).cpu().numpy() for v, p in periods.items()}
+    dominant = {v: to_numpy(torch.cat(p)) for v, p in periods.items()}
     return torch.cat(coef), torch.cat(sse), torch.cat(vrange), dominant
 
 
@@ -380,7 +382,7 @@ def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float 
         opt.zero_grad(set_to_none=True)
         loss = mse(theta())
         if record_every and epoch % record_every == 0:
-            history.append(loss.detach().cpu().numpy())
+            history.append(to_numpy(loss))
             at.append(epoch)
         loss.sum().backward()
         opt.step()
@@ -414,7 +416,7 @@ def dominant_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> di
     for i in range(0, n, chunk_size):
         for v, p in _chunk_periods(g[i:i + chunk_size].double(), s, counts, detrend).items():
             out[v].append(p)
-    return {v: torch.cat(p).cpu().numpy() for v, p in out.items()}
+    return {v: to_numpy(torch.cat(p)) for v, p in out.items()}
 
 
 def _sums_index(n_a: int, n_b: int, device) -> tuple[torch.Tensor, torch.Tensor]:

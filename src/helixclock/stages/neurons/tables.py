@@ -44,7 +44,8 @@ def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
         hit = np.flatnonzero(df["cumulative_share"].to_numpy() >= share - 1e-12)
         if len(hit):
             df.loc[hit[0], "reaches"] = ",".join(x for x in (df.loc[hit[0], "reaches"], f"{share:.0%}") if x)
-    return df[["count", "rank", "layer", "neuron", "de", "cumulative_share", "reaches", "in_circuit"]]
+    extra = ["n_pairs"] if "n_pairs" in df else []  # the pairs behind each DE
+    return df[["count", "rank", "layer", "neuron", "de", "cumulative_share", "reaches", "in_circuit", *extra]]
 
 
 def de_share_count(cumulative: pd.DataFrame, share: float) -> int:
@@ -60,6 +61,7 @@ def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     wide.columns.name = None
     wide = wide.rename(columns={"actual": "actual_accuracy", "fitted": "fitted_accuracy"})
     wide["fitted_over_actual"] = wide["fitted_accuracy"] / wide["actual_accuracy"]
+    wide["n_prompts"] = acc.groupby("k")["n_pairs"].min().reindex(wide["k"]).to_numpy()
     return wide
 
 

@@ -1,0 +1,240 @@
+"""What each stage needs from a model's accuracy table, checked before the model is loaded.
+
+"All patching experiments only use prompts the model can successfully complete": a model that
+gets few a+b prompts right (a small model, a wrong prompt) leaves too few of them to draw
+clean/corrupted pairs from or to fit a helix to.  Rather than loading the model and failing
+deep in a job, or fitting a basis with as many parameters as rows (R² = 1 for every basis),
+each stage states what it needs as :class:`Need` rows (what, found, minimum) computed from the
+accuracy table alone, and :func:`check` stops the stage with one line naming the model, the
+stage, the count found and the minimum.
+
+Minimums follow from the config (``n_pairs``, ``helix.periods``, ...) and from config key
+``minimum`` (:class:`Minimum`), for what is a choice:
+
+* prompts: the residual cache (and the fit evaluation) need ``correct_prompts`` correct a+b
+  prompts;
+* pairs: a patching stage asking for n pairs (no more than its task has prompts) needs
+  ``min(n, pairs)`` clean/corrupted pairs with different answers, and never fewer than 2 (one
+  pair gives no interval); between that and n it runs, and ``draw_pairs`` warns;
+* fits: a basis with m columns (parameters and the constant) needs at least ``m + spare_rows``
+  rows, counted as distinct values of the variables it depends on (distinct a for helix(a),
+  distinct a+b for helix(a+b), prompts for helix(a, b, a+b)).
+
+This module imports no torch until a basis is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+class PreconditionError(RuntimeError):
+    """A stage cannot run on what its model answers correctly.  The message is one line naming
+    the model, the stage, what was found and the minimum."""
+
+
+@dataclass(frozen=True)
+class Minimum:
+    """Config key ``minimum``: the correct a+b prompts the cache needs, the fewest pairs a
+    patching stage runs with, and the rows a fit needs beyond its number of columns."""
+
+    correct_prompts: int = 1
+    pairs: int = 10
+    spare_rows: int = 1
+
+    def __post_init__(self):
+        for key, low in (("correct_prompts", 1), ("pairs", 2), ("spare_rows", 1)):
+            if getattr(self, key) < low:
+                raise ValueError(f"config key 'minimum.{key}': value {getattr(self, key)!r}; allowed: >= {low}")
+
+    def fewest_pairs(self, asked: int) -> int:
+        """The fewest pairs a stage asking for ``asked`` runs with (never fewer than 2)."""
+        return max(2, min(asked, self.pairs))
+
+    def fewest_rows(self, n_columns: int) -> int:
+        """The fewest rows a fit of ``n_columns`` columns accepts."""
+        return n_columns + self.spare_rows
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing a stage needs: ``found`` of ``what``, at least ``minimum`` (``source`` says
+    where the minimum comes from)."""
+
+    what: str
+    found: int
+    minimum: int
+    source: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.found >= self.minimum
+
+    def shortfall(self, model: str, stage: str) -> str:
+        """"<model>: <stage> needs at least <minimum> <what> (<source>), found <found>"."""
+        source = f" ({self.source})" if self.source else ""
+        return f"{model}: {stage} needs at least {self.minimum} {self.what}{source}, found {self.found}"
+
+    def line(self, model: str, stage: str) -> str:
+        """The shortfall and what it stops: the one line a stopped job prints."""
+        return f"{self.shortfall(model, stage)}; this model's {stage} and everything after it stop here"
+
+
+def check(model: str, stage: str, needs: Sequence[Need]) -> None:
+    """Raise :class:`PreconditionError` with the line of the first unmet need."""
+    for need in needs:
+        if not need.met:
+            raise PreconditionError(need.line(model, stage))
+
+
+def correct_rows(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """The correctly answered rows of an accuracy table."""
+    return accuracy[accuracy["correct"].astype(bool)]
+
+
+# -- counting what a table holds ---------------------------------------------------------------
+def kept_operands(rows: pd.DataFrame, vary: Sequence[str]) -> list[str]:
+    """The operands a clean/corrupted pair shares: those not in ``vary`` that the task has
+    (single-operand tasks store b = -1)."""
+    return [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
+
+
+def partner_counts(rows: pd.DataFrame, vary: Sequence[str]) -> np.ndarray:
+    """For each row of ``rows`` (columns a, b, answer), how many rows could be its corrupted
+    partner: the same kept operands and a different answer.  [n] int."""
+    rows = rows.reset_index(drop=True)
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = kept_operands(rows, vary)
+    group = rows.groupby(keep)["answer"].transform("size") if keep else pd.Series(len(rows), index=rows.index)
+    same = rows.groupby(keep + ["answer"])["answer"].transform("size")
+    return (group - same).to_numpy(dtype=np.int64)
+
+
+def pairs_available(correct: pd.DataFrame, vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None) -> int:
+    """How many clean/corrupted pairs :func:`helixclock.pairs.draw_pairs` can draw from
+    ``correct``: every clean prompt (with a in ``clean_a`` when given) that has a partner."""
+    has_partner = partner_counts(correct, vary) > 0
+    if clean_a is not None:
+        has_partner &= correct["a"].isin(list(clean_a)).to_numpy()
+    return int(has_partner.sum())
+
+
+def n_columns(kind: str, periods: Sequence[int], variables: Sequence[str] = ("a",)) -> int:
+    """Columns (parameters and the constant) of a basis, as :class:`helixclock.fits.Basis`
+    counts them; a polynomial has as many as the helix of the same periods."""
+    from .fits import Basis
+
+    if kind == "poly":
+        return len(Basis("poly", degree=2 * len(periods) + 1, variables=tuple(variables)).columns())
+    return len(Basis(kind, tuple(periods), variables=tuple(variables)).columns())
+
+
+def _pairs_need(accuracy: pd.DataFrame, vary: Sequence[str], n_pairs: int, minimum: Minimum, key: str,
+                task: str = "add") -> Need:
+    """Pairs drawn from the correct rows of ``accuracy``.  A task with fewer prompts than
+    ``n_pairs`` (a-23 has 77) asks for as many pairs as it has prompts."""
+    correct = correct_rows(accuracy)
+    asked = min(n_pairs, len(accuracy))
+    corrupted = "+".join(f"{v}'" if v in vary else v for v in ("a", "b")) if task == "add" else "a'"
+    cap = f", capped at the task's {len(accuracy)} prompts" if asked < n_pairs else ""
+    return Need(f"clean/corrupted pairs with different answers ({corrupted} from the {len(correct)} correct "
+                f"{task} prompts)", pairs_available(correct, vary), minimum.fewest_pairs(asked),
+                f"config {key}={n_pairs}{cap}, minimum.pairs={minimum.pairs}")
+
+
+def _rows_need(found: int, what: str, basis: str, columns: int, minimum: Minimum) -> Need:
+    return Need(what, found, minimum.fewest_rows(columns),
+                f"{basis} has {columns} columns, + minimum.spare_rows={minimum.spare_rows}")
+
+
+# -- the stages --------------------------------------------------------------------------------
+def cache_needs(accuracy: pd.DataFrame, minimum: Minimum) -> list[Need]:
+    """residual_cache: correct a+b prompts to cache."""
+    return [_prompts_need(accuracy, minimum)]
+
+
+def _prompts_need(accuracy: pd.DataFrame, minimum: Minimum) -> Need:
+    return Need(f"correct a+b prompts (of {len(accuracy)} prompts)", len(correct_rows(accuracy)),
+                minimum.correct_prompts, f"minimum.correct_prompts={minimum.correct_prompts}")
+
+
+def helix_fit_needs(a: np.ndarray, periods: Sequence[int], minimum: Minimum) -> list[Need]:
+    """helix_fits: more distinct a than the largest basis (helix and polynomial, 2k + 2
+    columns) has columns."""
+    columns = n_columns("helix", periods)
+    return [_rows_need(len(np.unique(a)), "distinct a among the correct a+b prompts",
+                       f"helix(a) with T={list(periods)}", columns, minimum)]
+
+
+def helix_patching_needs(accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, test_fraction: float,
+                         seed: int, minimum: Minimum) -> list[Need]:
+    """helix_patching: pairs a'+b -> a+b; the train/test control's fits on the train share of
+    a; the b-token control's fits of helix(b)."""
+    from .pairs import split_values
+
+    correct = correct_rows(accuracy)
+    train = split_values(correct["a"].to_numpy(), test_fraction, seed)[0] if len(correct) else []
+    columns = n_columns("helix", periods)
+    return [_pairs_need(accuracy, ("a",), n_pairs, minimum, "helix.n_pairs"),
+            _rows_need(len(train), f"distinct a in the train split (1 - helix.test_fraction={test_fraction:g})",
+                       f"helix(a) with T={list(periods)}", columns, minimum),
+            _rows_need(int(correct["b"].nunique()), "distinct b among the correct a+b prompts",
+                       f"helix(b) with T={list(periods)}", columns, minimum)]
+
+
+def other_tasks_needs(accuracy: Mapping[str, pd.DataFrame], periods: Sequence[int], n_pairs: int,
+                      minimum: Minimum) -> dict[str, list[Need]]:
+    """other_tasks_patching, per task: pairs varying a and more distinct a than the helix has
+    columns.  The job stops when a+b lacks them and leaves out any other task that does."""
+    columns = n_columns("helix", periods)
+    needs = {}
+    for task, acc in accuracy.items():
+        correct = correct_rows(acc)
+        needs[task] = [_pairs_need(acc, ("a",), n_pairs, minimum, "helix.n_pairs", task=task),
+                       _rows_need(int(correct["a"].nunique()), f"distinct a among the correct {task} prompts",
+                                  f"helix(a) with T={list(periods)}", columns, minimum)]
+    return needs
+
+
+def clock_needs(stage: str, accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, vary: Sequence[str],
+                minimum: Minimum, fit_prompts: int | None = None, seed: int = 0) -> list[Need]:
+    """The last-token stages: pairs of ``vary``, and rows for their fits: last_token_patching
+    fits helix(a, b, a+b) to every correct prompt, head_patching to the seeded sample of
+    ``fit_prompts``, mlp_patching fits helix(a+b) to that sample."""
+    from .pairs import seeded_rows
+
+    correct = correct_rows(accuracy)
+    needs = [_pairs_need(accuracy, vary, n_pairs, minimum, "clock.n_pairs")]
+    T = list(periods)
+    if stage == "last_token_patching":
+        needs.append(_rows_need(len(correct), "correct a+b prompts", f"helix(a,b,a+b) with T={T}",
+                                n_columns("helix", periods, ("a", "b", "a+b")), minimum))
+    elif stage in ("head_patching", "mlp_patching"):
+        sample = seeded_rows(correct, fit_prompts, seed)
+        if stage == "head_patching":
+            needs.append(_rows_need(len(sample), f"correct a+b prompts to fit (clock.fit_prompts={fit_prompts})",
+                                    f"helix(a,b,a+b) with T={T}", n_columns("helix", periods, ("a", "b", "a+b")),
+                                    minimum))
+        else:
+            needs.append(_rows_need(int((sample["a"] + sample["b"]).nunique()),
+                                    f"distinct a+b among the prompts fitted (clock.fit_prompts={fit_prompts})",
+                                    f"helix(a+b) with T={T}", n_columns("helix", periods, ("a+b",)), minimum))
+    else:
+        raise ValueError(f"clock_needs: stage {stage!r}; allowed: last_token_patching, head_patching, mlp_patching")
+    return needs
+
+
+def neuron_needs(stage: str, accuracy: pd.DataFrame, attribution_pairs: int = 0,
+                 minimum: Minimum = Minimum()) -> list[Need]:
+    """neuron_attribution: its pairs (a and b may both differ); neuron_fit_eval: correct prompts
+    to evaluate on."""
+    if stage == "neuron_attribution":
+        return [_pairs_need(accuracy, ("a", "b"), attribution_pairs, minimum, "neurons.attribution_pairs")]
+    if stage == "neuron_fit_eval":
+        return [_prompts_need(accuracy, minimum)]
+    raise ValueError(f"neuron_needs: stage {stage!r}; allowed: neuron_attribution, neuron_fit_eval")
