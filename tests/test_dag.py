@@ -37,7 +37,9 @@ def test_tables_are_consistent(tiny_run):
         card = json.loads((work / f"results/{m}/model.json").read_text())
         acc = pd.read_csv(work / f"results/{m}/accuracy/add.csv")
         assert len(acc) == 10000 and set(acc.columns) >= {"a", "b", "correct", "answer_logit", "rank"}
-        assert ((acc["rank"] == 0) == acc["correct"]).all()
+        # correct means no token scores higher; in bfloat16 an incorrect top token may tie the answer
+        assert (acc.loc[acc["correct"], "rank"] == 0).all()
+        assert ((acc["rank"] == 0) & ~acc["correct"]).mean() < 0.01
         tabc1 = pd.read_csv(work / f"results/{m}/tables/tabC1_other_tasks_accuracy.csv")
         assert list(tabc1["task"]) == ["a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
         assert list(tabc1["n"]) == [77, 100, 50, 100, 100]

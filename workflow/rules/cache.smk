@@ -15,7 +15,7 @@ rule residual_cache:
         "logs/{model}/residual_cache.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         dtype=config["cache"]["dtype"],
         max_number=config["cache"]["max_number"],
     threads: 2

@@ -15,6 +15,14 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.update(_validated)
 
+def settled(value):
+    """A params value that compares equal however the config's keys were ordered (Snakemake
+    compares params as written, so a reordered YAML mapping would rerun every job)."""
+    if isinstance(value, dict):
+        return {k: settled(value[k]) for k in sorted(value)}
+    return value
+
+
 MODELS = config["models"]
 TASKS = config["accuracy"]["tasks"]
 OTHER_TASKS = [t for t in TASKS if t != "add"]
@@ -80,7 +88,7 @@ MODEL_KEYS = ("source", "family", "dtype", "max_number", "prompts", "toy")  # wh
 def spec(wildcards):
     """The registry entry of a model as loading and training read it (per-stage overrides such
     as neurons.top_share reach only their own rules)."""
-    return {k: v for k, v in REGISTRY[wildcards.model].items() if k in MODEL_KEYS}
+    return settled({k: v for k, v in REGISTRY[wildcards.model].items() if k in MODEL_KEYS})
 
 
 def model_job_params():
@@ -99,12 +107,12 @@ def fit_settings(compat=False):
     """helixclock.fits.FitSettings from config key helix; with compat=True also config key
     compat, for the rules whose polynomial fits it changes."""
     settings = {k: config["helix"][k] for k in ("periods", "pca_components")}
-    return {**settings, "compat": config["compat"]} if compat else settings
+    return settled({**settings, "compat": config["compat"]} if compat else settings)
 
 
 def resampling():
     """helixclock.statistics.Resampling from config keys helix.bootstrap and seed."""
-    return {"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]}
+    return settled({"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]})
 
 
 def clock_job_inputs():
@@ -115,7 +123,7 @@ def clock_job_inputs():
 
 def clock_pairs():
     """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock)."""
-    return {"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]}
+    return settled({"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]})
 
 
 def neuron_settings(*keys):
@@ -124,7 +132,7 @@ def neuron_settings(*keys):
 
     def settings(wildcards):
         values = {**config["neurons"], **REGISTRY[wildcards.model].get("neurons", {}), "seed": config["seed"]}
-        return {k: values[k] for k in keys}
+        return settled({k: values[k] for k in keys})
 
     return settings
 

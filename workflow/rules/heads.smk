@@ -19,11 +19,11 @@ rule head_patching:
         "logs/{model}/head_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
-        heads={"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"],
-               **fit_settings()},
+        heads=settled({"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"],
+                       **fit_settings()}),
     threads: 2
     resources:
         gpu=1,

@@ -21,7 +21,7 @@ rule helix_fits:
         "logs/{model}/helix_fits.benchmark.tsv"
     params:
         fit=fit_settings(compat=True),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
     threads: 2
     conda:
         ENV
@@ -63,7 +63,7 @@ rule helix_patching:
         "logs/{model}/helix_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         test_fraction=config["helix"]["test_fraction"],
@@ -109,7 +109,7 @@ rule other_tasks_patching:
         "logs/{model}/other_tasks_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         seed=config["seed"],

@@ -19,9 +19,9 @@ rule last_token_patching:
         "logs/{model}/last_token_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         pairs=clock_pairs(),
-        fit={"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]},
+        fit=settled({"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]}),
     threads: 2
     resources:
         gpu=1,

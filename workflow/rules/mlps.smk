@@ -21,7 +21,7 @@ rule mlp_patching:
         "logs/{model}/mlp_patching.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
         fit=fit_settings(),

@@ -11,7 +11,7 @@ rule train_toy:
         "logs/{model}/train_toy.benchmark.tsv"
     params:
         spec=spec,
-        toy=lambda w: {**config["toy"], **{k: v for k, v in REGISTRY[w.model]["toy"].items() if k == "steps"}},
+        toy=lambda w: settled({**config["toy"], **{k: v for k, v in REGISTRY[w.model]["toy"].items() if k == "steps"}}),
     threads: 2
     resources:
         gpu=1,

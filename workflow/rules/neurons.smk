@@ -22,7 +22,7 @@ rule neuron_attribution:
         "logs/{model}/neuron_attribution.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         neurons=neuron_settings("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share",
                                 "seed"),
     threads: 2
@@ -96,7 +96,7 @@ rule neuron_fit_eval:
         "logs/{model}/neuron_fit_eval.benchmark.tsv"
     params:
         **model_job_params(),
-        minimum=config["minimum"],
+        minimum=settled(config["minimum"]),
         neurons=neuron_settings("ablation_prompts", "seed"),
     threads: 2
     resources:
