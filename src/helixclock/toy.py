@@ -276,7 +276,7 @@ def _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, hol
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     record = {"model": name, "family": family, "architecture": spec["toy"], "steps": steps,
-              "batch_size": batch_size, "lr": lr, "seed": seed, "holdout": holdout,
+              "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup, "seed": seed, "holdout": holdout,
               "train_seconds": round(train_seconds, 1), "threads": torch.get_num_threads(),
               "final_loss": float(loss.item()), "accuracy": accuracy, "history": history}
     (out_dir / "training.json").write_text(json.dumps(record, indent=2))

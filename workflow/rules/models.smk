@@ -2,6 +2,10 @@
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
 
+# registry keys of a toy entry that override config key toy (the rest is architecture)
+TOY_TRAINING = ("steps", "lr", "weight_decay", "batch_size", "warmup")
+
+
 rule train_toy:
     output:
         "resources/models/{model}/training.json",
@@ -11,7 +15,7 @@ rule train_toy:
         "logs/{model}/train_toy.benchmark.tsv"
     params:
         spec=spec,
-        toy=lambda w: settled({**config["toy"], **{k: v for k, v in REGISTRY[w.model]["toy"].items() if k == "steps"}}),
+        toy=lambda w: settled({**config["toy"], **{k: v for k, v in REGISTRY[w.model]["toy"].items() if k in TOY_TRAINING}}),
     threads: 2
     resources:
         gpu=1,
