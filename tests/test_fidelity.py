@@ -105,3 +105,27 @@ def test_a_b_heads_act_only_indirectly(tiny_gptj):
     ld = engine.run(pairs, [ab_head_patches(engine, point, new, corrupted, final), [Patch(point, new)]]).metric
     assert ld[1].abs().max() > 1e-3
     assert ld[0].abs().max() < 1e-5
+
+
+def test_gptj_runs_in_bfloat16_where_the_device_has_it(monkeypatch):
+    """Item 10: the authors ran GPT-J in bfloat16; float16 stays float16 only on a GPU."""
+    from helixclock.config import load_registry
+    from helixclock.models import run_dtype
+
+    assert load_registry("config/models.yaml")["gptj"]["dtype"] == "bfloat16"
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert run_dtype("bfloat16", cpu) == torch.bfloat16
+    assert run_dtype("float16", cpu) == torch.float32
+    assert run_dtype("float16", gpu) == torch.float16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert run_dtype("bfloat16", gpu) == torch.float16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert run_dtype("bfloat16", gpu) == torch.bfloat16
+
+
+def test_llama_prompts_keep_the_authors_space_before_the_newline():
+    from helixclock.config import load_registry
+
+    prompts = load_registry("config/models.yaml")["llama"]["prompts"]
+    assert prompts["add"] == "The following is a correct addition problem. \n{a}+{b}="
+    assert all(" \n" in p for p in prompts.values())

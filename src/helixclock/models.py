@@ -8,6 +8,7 @@ adapter names are re-exported here for the modules that import them from this on
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ from .adapters import (
     make_adapter,
 )
 from .config import TOY_SOURCE, model_dir
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FAMILIES", "HOOK_KINDS", "MODEL_TYPES", "Adapter", "FamilySpec", "LoadedModel", "Site",
            "UnsupportedFamilyError", "detect_family", "load_model", "make_adapter", "resolve_device", "wrap_model"]
@@ -88,6 +91,18 @@ def wrap_model(hf_model: torch.nn.Module, tokenizer, name: str = "model",
     return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype)
 
 
+def run_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The dtype a model runs in: the registry's, except float16 on the CPU (half matmuls are
+    slow or missing there: float32) and bfloat16 on a GPU without it (before Ampere: float16)."""
+    dtype = getattr(torch, name)
+    if device.type == "cpu" and dtype == torch.float16:
+        return torch.float32
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        log.warning("this GPU has no bfloat16: running in float16")
+        return torch.float16
+    return dtype
+
+
 def load_model(name: str, spec: dict, device: str = "auto", resources: str = "resources/models",
                attn_implementation: str | None = None) -> LoadedModel:
     """Load a registered model through nnsight: hub id, local directory or trained toy."""
@@ -97,9 +112,7 @@ def load_model(name: str, spec: dict, device: str = "auto", resources: str = "re
     _quiet()
     path = model_dir(name, spec, resources)
     dev = resolve_device(device)
-    dtype = getattr(torch, spec.get("dtype", "float32"))
-    if dev.type == "cpu" and dtype in (torch.float16,):
-        dtype = torch.float32  # half matmuls are slow or missing on CPU
+    dtype = run_dtype(spec.get("dtype", "float32"), dev)
     tokenizer = AutoTokenizer.from_pretrained(path)
     kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
     if dev.type == "cuda":
