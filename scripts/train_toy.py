@@ -1,10 +1,21 @@
-"""Rule train_toy: train a toy model of the embedded default."""
+"""Rule train_toy: install the committed checkpoint of a toy model of the embedded default
+when it was trained with exactly these settings, else train it here."""
 from pathlib import Path
 
 from helixclock.pipeline import start
-from helixclock.toy import train_toy
+from helixclock.toy import install_checkpoint, matching_checkpoint, train_toy
 
 log = start(snakemake)
-record = train_toy(snakemake.wildcards.model, snakemake.params.spec,
-                   Path(snakemake.output[0]).parent, **snakemake.params.toy)
-log.info("trained in %.1f s: %s", record["train_seconds"], record["accuracy"])
+model, spec, toy = snakemake.wildcards.model, snakemake.params.spec, snakemake.params.toy
+out = Path(snakemake.output[0]).parent
+committed = matching_checkpoint(Path(snakemake.params.committed) / model, spec, toy)
+if committed is not None and not snakemake.params.retrain:
+    record = install_checkpoint(committed, out)
+    log.info("installed the committed checkpoint %s (trained in %.0f s; --config toy_retrain=true "
+             "trains it here): %s", committed, record["train_seconds"], record["accuracy"])
+else:
+    if committed is None:
+        log.info("no committed checkpoint of %s with these settings in %s: training", model,
+                 snakemake.params.committed)
+    record = train_toy(model, spec, out, **toy)
+    log.info("trained in %.1f s: %s", record["train_seconds"], record["accuracy"])

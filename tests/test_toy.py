@@ -80,3 +80,30 @@ def test_saved_toy_loads_like_a_hub_model(tmp_path):
         ref = model.hf(ids).logits[:, -1]
     torch.testing.assert_close(out, ref)
     assert not any(p.requires_grad for p in model.hf.parameters())
+
+
+def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
+    from helixclock.toy import install_checkpoint, matching_checkpoint, training_settings
+
+    training = training_settings({"steps": 6, "batch_size": 32, "warmup": 2, "lr": 1e-3, "seed": 1,
+                                  "eval_every": 3}, SPEC)
+    rec = train_toy("t", SPEC, tmp_path / "ck", progress=False, **training)
+    assert [h["step"] for h in rec["history"]] == [3, 6]
+    assert matching_checkpoint(tmp_path / "ck", SPEC, training) == tmp_path / "ck"
+    assert matching_checkpoint(tmp_path / "ck", SPEC, {**training, "eval_every": 0}) is not None
+    assert matching_checkpoint(tmp_path / "ck", SPEC, {**training, "lr": 2e-3}) is None
+    assert matching_checkpoint(tmp_path / "ck", {**SPEC, "max_number": 300}, training) is None
+    wider = {**SPEC, "toy": {**SPEC["toy"], "d_mlp": 256}}
+    assert matching_checkpoint(tmp_path / "ck", wider, training) is None
+    assert matching_checkpoint(tmp_path / "nothing", SPEC, training) is None
+    # a registry entry's own training keys override config key toy; architecture keys do not
+    own = {**SPEC, "toy": {**SPEC["toy"], "steps": 9, "weight_decay": 0.5}}
+    assert training_settings({"steps": 6, "weight_decay": 0.1, "lr": 1e-3}, own) == \
+        {"steps": 9, "weight_decay": 0.5, "lr": 1e-3}
+    installed = install_checkpoint(tmp_path / "ck", tmp_path / "out")
+    assert installed == rec
+    a, b = (load_file(tmp_path / x / "model.safetensors") for x in ("ck", "out"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    # the first steps of a run stopped early are exactly the full run's
+    short = train_toy("t", SPEC, tmp_path / "short", progress=False, stop_after=3, **training)
+    assert short["history"] == rec["history"][:1] and short["steps_run"] == 3

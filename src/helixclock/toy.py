@@ -213,33 +213,91 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
     return out
 
 
+# The settings that decide a toy's weights, besides its registry entry's family, numbers,
+# prompts and architecture (eval_every only adds evaluations; stop_after ends a run early)
+TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed", "threads")
+
+
+# Training keys a registry entry's toy section may set for its model (the rest is architecture)
+REGISTRY_TRAINING_KEYS = ("steps", "lr", "weight_decay", "batch_size", "warmup")
+
+
+def training_settings(toy_config: dict, spec: dict) -> dict:
+    """The keyword arguments of :func:`train_toy` for a registry entry: config key ``toy``,
+    overridden by the training keys of the entry's ``toy`` section."""
+    own = {k: v for k, v in spec["toy"].items() if k in REGISTRY_TRAINING_KEYS}
+    return {**toy_config, **own}
+
+
+def toy_settings(spec: dict, training: dict) -> dict:
+    """Everything that decides a toy's weights: registry entry and training settings."""
+    import inspect
+
+    defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
+    arch = {k: v for k, v in spec["toy"].items() if k not in TRAINING_KEYS}
+    return {"family": spec["family"], "max_number": spec.get("max_number", 399),
+            "prompts": dict(spec["prompts"]), "architecture": arch,
+            **{k: training.get(k, defaults[k]) for k in TRAINING_KEYS}}
+
+
+def matching_checkpoint(directory: str | Path, spec: dict, training: dict) -> Path | None:
+    """``directory`` if it holds a trained toy (``training.json`` and weights) whose settings
+    are exactly these, else None: a committed checkpoint stands in for training only when
+    training would have made it."""
+    directory = Path(directory)
+    record = directory / "training.json"
+    if not record.exists() or not (directory / "model.safetensors").exists():
+        return None
+    saved = json.loads(record.read_text()).get("settings")
+    return directory if saved == json.loads(json.dumps(toy_settings(spec, training))) else None
+
+
+def install_checkpoint(source: str | Path, out_dir: str | Path) -> dict:
+    """Copy a committed toy (weights, tokenizer, training.json) to ``out_dir``; training.json
+    is written last, as a finished training writes it."""
+    import shutil
+
+    source, out_dir = Path(source), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in sorted(source.iterdir()):
+        if f.is_file() and f.name != "training.json":
+            shutil.copy2(f, out_dir / f.name)
+    shutil.copy2(source / "training.json", out_dir / "training.json")
+    return json.loads((out_dir / "training.json").read_text())
+
+
 def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, batch_size: int = 256,
               lr: float = 2e-3, weight_decay: float = 0.1, warmup: int = 100, holdout: float = 0.2,
-              seed: int = 0, eval_every: int = 0, progress: bool = True, threads: int = 2) -> dict:
+              seed: int = 0, eval_every: int = 0, progress: bool = True, threads: int = 2,
+              stop_after: int | None = None) -> dict:
     """Train a toy model and save it (weights, tokenizer, training.json) to ``out_dir``.
 
     Training runs on ``threads`` CPU threads whatever the job was given: the float sums of a
     matrix product depend on how they are split across threads, so the same seed gives the
-    same weights only with the same thread count.
+    same weights only with the same thread count.  ``stop_after`` ends the run after that many
+    steps of the full run's schedule (its first steps are exactly the full run's: used to
+    check a committed checkpoint's training on a reduced budget).
     """
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
+    training = dict(steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup=warmup,
+                    holdout=holdout, seed=seed, threads=threads)
     try:
-        return _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, holdout, seed,
-                      eval_every, progress)
+        return _train(name, spec, out_dir, training, eval_every, progress, stop_after)
     finally:
         torch.set_num_threads(previous)
 
 
-def _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, holdout, seed, eval_every,
-           progress) -> dict:
+def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> dict:
     from tqdm.auto import tqdm
 
+    steps, batch_size, lr, weight_decay, warmup, holdout, seed = (training[k] for k in (
+        "steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed"))
     family = spec["family"]
     max_number = spec.get("max_number", 399)
     tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"))
     train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed)
-    model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)  # ("steps" is not architecture)
+    model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)  # (training keys are ignored)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
 
@@ -253,7 +311,8 @@ def _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, hol
     rng = np.random.default_rng(seed)
     history = []
     t0 = time.time()
-    bar = tqdm(range(steps), desc=f"train {name}", disable=not progress, mininterval=5)
+    run = steps if stop_after is None else min(steps, stop_after)
+    bar = tqdm(range(run), desc=f"train {name}", disable=not progress, mininterval=5)
     for step in bar:
         ids, last, ans = _batch(train, batch_size, rng, tokenizer.pad_token_id)
         hidden = model.base_model(ids).last_hidden_state[torch.arange(ids.shape[0]), last]
@@ -275,9 +334,8 @@ def _train(name, spec, out_dir, steps, batch_size, lr, weight_decay, warmup, hol
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    record = {"model": name, "family": family, "architecture": spec["toy"], "steps": steps,
-              "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay, "warmup": warmup, "seed": seed, "holdout": holdout,
-              "train_seconds": round(train_seconds, 1), "threads": torch.get_num_threads(),
+    record = {"model": name, "settings": toy_settings(spec, training), "steps_run": run,
+              "train_seconds": round(train_seconds, 1), "torch": torch.__version__,
               "final_loss": float(loss.item()), "accuracy": accuracy, "history": history}
     (out_dir / "training.json").write_text(json.dumps(record, indent=2))
     return record

@@ -1,12 +1,21 @@
-# Stage 1 - models: train the embedded default's toy models, resolve every model's card
+# Stage 1 - models: train the embedded default's toy models (or install their committed
+# checkpoints), resolve every model's card
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
 
-# registry keys of a toy entry that override config key toy (the rest is architecture)
-TOY_TRAINING = ("steps", "lr", "weight_decay", "batch_size", "warmup")
+# trained toys committed with the code: installed instead of training when their settings match
+COMMITTED_TOYS = "resources/toys"
+
+
+def committed_toy(wildcards):
+    """The committed checkpoint's record, when there is one (a new one reruns the rule)."""
+    record = f"{COMMITTED_TOYS}/{wildcards.model}/training.json"
+    return [record] if Path(record).exists() else []
 
 
 rule train_toy:
+    input:
+        committed_toy,
     output:
         "resources/models/{model}/training.json",
     log:
@@ -15,7 +24,9 @@ rule train_toy:
         "logs/{model}/train_toy.benchmark.tsv"
     params:
         spec=spec,
-        toy=lambda w: settled({**config["toy"], **{k: v for k, v in REGISTRY[w.model]["toy"].items() if k in TOY_TRAINING}}),
+        toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
+        committed=COMMITTED_TOYS,
+        retrain=config["toy_retrain"],
     threads: 2
     resources:
         gpu=1,
