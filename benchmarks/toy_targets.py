@@ -28,7 +28,10 @@ PERIODS = (2, 5, 10, 100)
 
 def fourier_target(results: Path, layer: int = 1) -> dict:
     peaks = pd.read_csv(results / "tables" / "fourier_peaks.csv")
-    peaks = peaks[peaks.layer == layer].sort_values("rank").head(6)
+    peaks = peaks[peaks.layer == layer]
+    # Fig. 2's spectrum: 360 numbers (corrected; the authors' is 361, the other of Fig. B1)
+    main = 360 if (peaks.n_numbers == 360).any() else peaks.n_numbers.max()
+    peaks = peaks[peaks.n_numbers == main].sort_values("rank").head(6)
     n = int(peaks.n_numbers.iloc[0])
     wanted = {T: round(n / T) for T in PERIODS}
     found = set(peaks.frequency.astype(int))
@@ -47,6 +50,7 @@ def a_token_target(results: Path) -> dict:
 
 def last_token_target(results: Path) -> dict:
     fits = pd.read_csv(results / "last_token" / "fits.csv")
+    fits = fits[fits.block_output >= 0].assign(layer=lambda f: f.block_output)  # Fig. 5's layers
     by = fits.pivot_table(index="layer", columns="fit", values="ld_mean")
     helix = by["helix(a+b)"]
     pca = by["PCA (9 comps)"]

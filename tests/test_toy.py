@@ -1,8 +1,10 @@
 """The embedded default's trainer, on a reduced budget."""
 
 import json
+from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from conftest import GPTJ_PROMPTS
 from safetensors.torch import load_file
@@ -107,3 +109,36 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
     # the first steps of a run stopped early are exactly the full run's
     short = train_toy("t", SPEC, tmp_path / "short", progress=False, stop_after=3, **training)
     assert short["history"] == rec["history"][:1] and short["steps_run"] == 3
+
+
+def _default_toy(model):
+    from helixclock.config import check_config, load_yaml
+
+    config, registry = check_config(load_yaml("config/config.yaml"))
+    return registry[model], config["toy"]
+
+
+@pytest.mark.parametrize("model", ["toy-gptj", "toy-llama"])
+def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path):
+    """The embedded default's committed toys are installed instead of trained only because the
+    rule would train exactly them: their settings are the default config's, and the rule's
+    training on a reduced budget (the full run's first steps) reproduces the early check the
+    committed run recorded - loss and every task's accuracy."""
+    from helixclock.toy import matching_checkpoint, training_settings
+
+    spec, toy = _default_toy(model)
+    training = training_settings(toy, spec)
+    committed = Path("resources/toys") / model
+    assert matching_checkpoint(committed, spec, training) == committed
+    record = json.loads((committed / "training.json").read_text())
+    assert record["accuracy"]["add_heldout"] >= 0.9  # the committed toy generalises
+    early = record["early_check"]
+    training.pop("eval_every", None)
+    rerun = train_toy(model, spec, tmp_path, progress=False, eval_every=early["step"],
+                      stop_after=early["step"], **training)
+    again = rerun["history"][0]
+    assert again["step"] == early["step"]
+    assert again["loss"] == pytest.approx(early["loss"], rel=1e-3)
+    for task, acc in early.items():
+        if task not in ("step", "loss"):
+            assert abs(again[task] - acc) <= 0.01, task
