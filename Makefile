@@ -22,7 +22,7 @@ run: $(STAMP)
 
 # everything: lint, then every test (the whole tiny DAG and the Slurm run included)
 test: $(STAMP) lint
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=10
 
 # the inner loop: no whole-DAG or Slurm runs
 test-fast: $(STAMP)
