@@ -97,6 +97,16 @@ def model_job_params():
     return dict(spec=spec, device=config["device"], batch_size=config["batch_size"])
 
 
+# trained toys committed with the code: installed instead of training when their settings match
+COMMITTED_TOYS = "resources/toys"
+
+
+def committed_toy(wildcards):
+    """The committed checkpoint's record, when there is one (a new one reruns the rule)."""
+    record = f"{COMMITTED_TOYS}/{wildcards.model}/training.json"
+    return [record] if Path(record).exists() else []
+
+
 def model_weights(wildcards):
     """A toy model must be trained before it is loaded; hub and local models need nothing."""
     if REGISTRY[wildcards.model]["source"] == "toy":

@@ -3,16 +3,6 @@
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
 
-# trained toys committed with the code: installed instead of training when their settings match
-COMMITTED_TOYS = "resources/toys"
-
-
-def committed_toy(wildcards):
-    """The committed checkpoint's record, when there is one (a new one reruns the rule)."""
-    record = f"{COMMITTED_TOYS}/{wildcards.model}/training.json"
-    return [record] if Path(record).exists() else []
-
-
 rule train_toy:
     input:
         committed_toy,
