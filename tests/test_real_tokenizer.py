@@ -160,7 +160,10 @@ def test_engine_forward_on_the_saved_model(model_path, tok):
     from helixclock.models import load_model
     from helixclock.patching import PatchingEngine, Point
 
-    model = load_model("gptj", gptj_spec(model_path), device="cpu", resources="unused-for-a-local-source")
+    # float32 here, so that the engine can be held to a plain forward at 1e-5 (the registry's
+    # GPT-J runs in bfloat16, as the authors ran it: tests/test_fidelity.py)
+    spec = {**gptj_spec(model_path), "dtype": "float32"}
+    model = load_model("gptj", spec, device="cpu", resources="unused-for-a-local-source")
     assert model.adapter.vocab_size == GPTJ_VOCAB_SIZE and model.source == str(model_path)
     assert model.tokenizer("Hello world")["input_ids"] == [15496, 995]  # the saved tokenizer round trips
     task = get_task("add")

@@ -17,7 +17,7 @@ rule train_toy:
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
         committed=COMMITTED_TOYS,
         retrain=config["toy_retrain"],
-    threads: 2
+    threads: config["toy"]["threads"]
     resources:
         gpu=1,
     conda:
