@@ -1,4 +1,5 @@
-# Quickstart targets: `make run` runs the main job on the embedded default, `make test` the tests.
+# Quickstart targets: `make run` runs the main job on the embedded default; `make test` is the
+# README's test command (`make lint && .venv/bin/python -m pytest -q --durations=10`, what .ci/run runs).
 # Both create ./.venv on first use (CPU build of torch from TORCH) and reuse it afterwards.
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
