@@ -85,7 +85,8 @@ def test_saved_toy_loads_like_a_hub_model(tmp_path):
 
 
 def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
-    from helixclock.toy import install_checkpoint, matching_checkpoint, training_settings
+    from helixclock.config import training_settings
+    from helixclock.toy import install_checkpoint, matching_checkpoint
 
     training = training_settings({"steps": 6, "batch_size": 32, "warmup": 2, "lr": 1e-3, "seed": 1,
                                   "eval_every": 3}, SPEC)
@@ -124,7 +125,8 @@ def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path):
     rule would train exactly them: their settings are the default config's, and the rule's
     training on a reduced budget (the full run's first steps) reproduces the early check the
     committed run recorded - loss and every task's accuracy."""
-    from helixclock.toy import matching_checkpoint, training_settings
+    from helixclock.config import training_settings
+    from helixclock.toy import matching_checkpoint
 
     spec, toy = _default_toy(model)
     training = training_settings(toy, spec)

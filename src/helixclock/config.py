@@ -125,6 +125,17 @@ def _leaf(err):
     return err
 
 
+# Training keys a registry entry's toy section may set for its model (the rest is architecture)
+REGISTRY_TRAINING_KEYS = ("steps", "lr", "weight_decay", "batch_size", "warmup")
+
+
+def training_settings(toy_config: dict, spec: dict) -> dict:
+    """The keyword arguments of :func:`helixclock.toy.train_toy` for a registry entry: config
+    key ``toy``, overridden by the training keys of the entry's ``toy`` section."""
+    own = {k: v for k, v in spec["toy"].items() if k in REGISTRY_TRAINING_KEYS}
+    return {**toy_config, **own}
+
+
 def load_registry(path: str | Path) -> dict:
     reg = load_yaml(path)
     if not isinstance(reg, dict) or not reg:

@@ -218,17 +218,6 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
 TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed", "threads")
 
 
-# Training keys a registry entry's toy section may set for its model (the rest is architecture)
-REGISTRY_TRAINING_KEYS = ("steps", "lr", "weight_decay", "batch_size", "warmup")
-
-
-def training_settings(toy_config: dict, spec: dict) -> dict:
-    """The keyword arguments of :func:`train_toy` for a registry entry: config key ``toy``,
-    overridden by the training keys of the entry's ``toy`` section."""
-    own = {k: v for k, v in spec["toy"].items() if k in REGISTRY_TRAINING_KEYS}
-    return {**toy_config, **own}
-
-
 def toy_settings(spec: dict, training: dict) -> dict:
     """Everything that decides a toy's weights: registry entry and training settings."""
     import inspect

@@ -7,8 +7,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.exceptions import WorkflowError
 
-from helixclock.config import ConfigError, check_config
-from helixclock.toy import training_settings
+from helixclock.config import ConfigError, check_config, training_settings
 
 try:
     _validated, REGISTRY = check_config(config)
