@@ -4,7 +4,6 @@ from helixclock.model_card import model_card
 from helixclock.pipeline import start
 
 log = start(snakemake)
-card = model_card(snakemake.wildcards.model, snakemake.params.spec, snakemake.params.tasks,
-                  snakemake.params.max_number)
+card = model_card(snakemake.wildcards.model, snakemake.params.spec, snakemake.params.tasks)
 write_json(snakemake.output[0], card)
 log.info("%s", card)

@@ -7,7 +7,7 @@ from helixclock.toy import install_checkpoint, matching_checkpoint, train_toy
 
 log = start(snakemake)
 model, spec, toy = snakemake.wildcards.model, snakemake.params.spec, snakemake.params.toy
-out = Path(snakemake.output[0]).parent
+out = Path(snakemake.output[0])  # the staged model directory (published into resources/models/)
 committed = matching_checkpoint(Path(snakemake.params.committed) / model, spec, toy)
 if committed is not None and not snakemake.params.retrain:
     record = install_checkpoint(committed, out)

@@ -168,7 +168,103 @@ def check_config(config: dict, registry_path: str | Path | None = None,
         if spec["source"] == TOY_SOURCE and "toy" not in spec:
             raise ConfigError(f"model registry key '{name}': source 'toy' needs a 'toy' "
                               "section with the architecture (d_model, n_layers, n_heads)")
+    check_settings(config, registry)
     return config, registry
+
+
+# -- what the config and the registry tell without a model or a tokenizer ------------------------
+# Every check a job would otherwise make on its own settings, made while the DAG is built, so
+# that a rejected setting costs no job (README, "When a run fails").
+FEWEST_NUMBERS = 99  # App. E's line and Fig. 2's PC1 read the bare numbers 0..99 from the cache
+OPERANDS = {"add": ("a", "b")}  # every other task has the one operand a
+
+
+def check_prompt(name: str, task: str, template: str) -> None:
+    """A prompt template has exactly its task's placeholders ({a} and {b} for a+b, {a} alone
+    for the other tasks), each once, no other field, and braces that ``str.format`` accepts."""
+    import string
+
+    key = f"model registry key '{name}.prompts.{task}'"
+    wanted = OPERANDS.get(task, ("a",))
+    allowed = ", ".join("{" + w + "}" for w in wanted)
+    try:
+        fields = [(f, f"{{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
+                  for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:
+        raise ConfigError(f"{key}: value {template!r} has unmatched braces ({err}); allowed: the "
+                          f"placeholders {allowed} and text without braces") from None
+    for field, written in fields:
+        if field not in wanted or written != "{" + field + "}":
+            raise ConfigError(f"{key}: value {template!r} has the unknown placeholder {written}; allowed: {allowed}")
+    names = [field for field, _ in fields]
+    for w in wanted:
+        if names.count(w) != 1:
+            problem = "lacks the placeholder" if w not in names else f"repeats ({names.count(w)} times) the placeholder"
+            raise ConfigError(f"{key}: value {template!r} {problem} {{{w}}}; a prompt of task {task} needs "
+                              f"{allowed}, each once")
+
+
+def _toy_checks(name: str, spec: dict, config: dict) -> None:
+    """Shape checks a toy's registry entry makes possible: its architecture, and the layers
+    and top neurons the config asks of it."""
+    arch = spec["toy"]
+    key = f"model registry key '{name}.toy"
+    if arch["d_model"] % arch["n_heads"]:
+        raise ConfigError(f"{key}.n_heads': value {arch['n_heads']} does not divide d_model "
+                          f"{arch['d_model']}; allowed: a divisor of d_model")
+    if spec.get("family") == "llama" and arch["n_heads"] % arch.get("n_kv_heads", arch["n_heads"]):
+        raise ConfigError(f"{key}.n_kv_heads': value {arch['n_kv_heads']} does not divide n_heads "
+                          f"{arch['n_heads']}; allowed: a divisor of n_heads")
+    top = arch["n_layers"]
+    for cfg_key, value in (("structure.layer", config["structure"]["layer"]),
+                           ("helix.figure_layer", config["helix"]["figure_layer"])):
+        if value > top:
+            raise ConfigError(f"config key '{cfg_key}': value {value} is past the residual stream of model "
+                              f"{name!r}; allowed: 0..{top} (resid_pre[{top}] is its final residual)")
+    neurons = arch["n_layers"] * arch.get("d_mlp", 4 * arch["d_model"])
+    share = {**config["neurons"], **spec.get("neurons", {})}["top_share"]
+    n_top = max(1, int(share * neurons))
+    ranks = config["neurons"]["figure_ranks"]
+    if max(ranks) >= n_top:
+        raise ConfigError(f"config key 'neurons.figure_ranks': value {ranks} asks for rank {max(ranks)} but "
+                          f"model {name!r} has {n_top} top neurons (top_share {share:g} of {neurons}); "
+                          f"allowed: ranks 0..{n_top - 1}")
+
+
+def check_settings(config: dict, registry: dict) -> None:
+    """Raise :class:`ConfigError` for a setting that would fail inside a job but needs no model
+    or tokenizer to tell: the cache's numbers against each model's registry ``max_number``,
+    prompt placeholders, settings that contradict each other, a toy's architecture."""
+    tasks = config["accuracy"]["tasks"]
+    for key, values in (("models", config["models"]), ("accuracy.tasks", tasks),
+                        ("helix.periods", config["helix"]["periods"]), ("clock.corrupt", config["clock"]["corrupt"])):
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise ConfigError(f"config key '{key}': value {values} names {', '.join(map(str, twice))} more than "
+                              "once; allowed: each at most once")
+    if "add" not in tasks:
+        raise ConfigError(f"config key 'accuracy.tasks': value {tasks} lacks 'add'; every stage after the "
+                          "accuracy sweep studies a+b, so the list must include add")
+    max_number = config["cache"]["max_number"]
+    if max_number < FEWEST_NUMBERS:
+        raise ConfigError(f"config key 'cache.max_number': value {max_number} violates minimum {FEWEST_NUMBERS} "
+                          "(App. E's line and Fig. 2's PC1 read the numbers 0..99)")
+    neurons = config["neurons"]
+    if neurons["de_pairs"] > neurons["attribution_pairs"]:
+        raise ConfigError(f"config key 'neurons.de_pairs': value {neurons['de_pairs']} is more than the "
+                          f"{neurons['attribution_pairs']} attribution pairs it is taken from; allowed: at most "
+                          "neurons.attribution_pairs")
+    for name in config["models"]:
+        spec = registry[name]
+        limit = spec.get("max_number")
+        if limit is not None and max_number > limit:
+            raise ConfigError(f"config key 'cache.max_number': value {max_number} is more than model {name!r} "
+                              f"keeps as one token (registry key '{name}.max_number': {limit}); allowed: "
+                              f"{FEWEST_NUMBERS}..{limit}")
+        for task in tasks:
+            check_prompt(name, task, spec["prompts"][task])
+        if spec["source"] == TOY_SOURCE:
+            _toy_checks(name, spec, config)
 
 
 def model_dir(name: str, spec: dict, resources: str | Path = "resources/models") -> str:

@@ -72,7 +72,10 @@ def rule_needs(snakemake) -> list[Need]:
     rule, p = snakemake.rule, snakemake.params
     acc = pd.read_csv(snakemake.input.accuracy)
     if rule == "residual_cache":
-        return pre.cache_needs(acc, minimum(snakemake))
+        from .io import read_json
+
+        card = read_json(snakemake.input.card)
+        return pre.cache_needs(acc, minimum(snakemake), p.max_number, card.get("max_number"))
     if rule == "helix_patching":
         return pre.helix_patching_needs(acc, p.fit["periods"], p.n_pairs, p.test_fraction, p.seed, minimum(snakemake))
     if rule in ("last_token_patching", "head_patching", "mlp_patching"):

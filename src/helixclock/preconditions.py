@@ -153,9 +153,16 @@ def _rows_need(found: int, what: str, basis: str, columns: int, minimum: Minimum
 
 
 # -- the stages --------------------------------------------------------------------------------
-def cache_needs(accuracy: pd.DataFrame, minimum: Minimum) -> list[Need]:
-    """residual_cache: correct a+b prompts to cache."""
-    return [_prompts_need(accuracy, minimum)]
+def cache_needs(accuracy: pd.DataFrame, minimum: Minimum, max_number: int | None = None,
+                card_max_number: int | None = None) -> list[Need]:
+    """residual_cache: correct a+b prompts to cache, and bare numbers 0..``max_number`` that
+    the model card found to be single tokens (a registry entry without ``max_number`` leaves
+    this to the card; with one, the config is checked against it before any job)."""
+    needs = [_prompts_need(accuracy, minimum)]
+    if max_number is not None and card_max_number is not None:
+        needs.append(Need("bare numbers that are single tokens (the model card's max_number + 1)",
+                          card_max_number + 1, max_number + 1, f"config cache.max_number={max_number}"))
+    return needs
 
 
 def _prompts_need(accuracy: pd.DataFrame, minimum: Minimum) -> Need:

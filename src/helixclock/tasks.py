@@ -283,6 +283,15 @@ def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list
     return out
 
 
+def single_token_limit(tokenizer, upto: int) -> int:
+    """The largest n <= ``upto`` such that every bare number 0..n is one token (-1: not even 0)."""
+    enc = tokenizer([str(n) for n in range(upto + 1)], add_special_tokens=False)["input_ids"]
+    for n, ids in enumerate(enc):
+        if len(ids) != 1 or tokenizer.decode([int(ids[0])]).strip() != str(n):
+            return n - 1
+    return upto
+
+
 def check_all_tasks(tokenizer, model: str, prompts: dict[str, str], tasks) -> dict[str, Positions]:
     """Tokenisation check of every task before any forward pass; positions per task."""
     return {t: check_task_tokens(tokenizer, model, get_task(t), prompts[t]).positions for t in tasks}

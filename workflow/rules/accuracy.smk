@@ -2,27 +2,15 @@
 # helixclock.stages.accuracy
 
 
-rule accuracy:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-    output:
-        tables=expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
-        logits="results/{model}/accuracy/add_logits.h5",
-    log:
-        "logs/{model}/accuracy.log",
-    benchmark:
-        "logs/{model}/accuracy.benchmark.tsv"
-    params:
-        **model_job_params(),
-        tasks=TASKS,
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/accuracy.py"
+model_job(
+    "accuracy",
+    output={
+        "tables": expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
+        "logits": "results/{model}/accuracy/add_logits.h5",
+    },
+    params={"tasks": TASKS},
+    accuracy=False,
+)
 
 
 figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"],

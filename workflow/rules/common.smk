@@ -1,4 +1,6 @@
 # Config validation (before any job), target lists and small helpers for every rule file.
+import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -36,6 +38,7 @@ ALL_MODELS_OUTPUTS = []  # cross-model outputs under results/all/
 wildcard_constraints:
     model="|".join(re.escape(m) for m in REGISTRY),
     task="|".join(re.escape(t) for t in TASKS),
+    settings="[0-9a-f]{10}",
 
 
 def figure(fig_id, model="{model}"):
@@ -96,6 +99,12 @@ def model_job_params():
     return dict(spec=spec, device=config["device"], batch_size=config["batch_size"])
 
 
+def minimum(*keys):
+    """The keys of config key ``minimum`` a job's preconditions read (only those: a new
+    minimum.pairs must not rerun the residual cache)."""
+    return settled({k: config["minimum"][k] for k in keys})
+
+
 # trained toys committed with the code: installed instead of training when their settings match
 COMMITTED_TOYS = "resources/toys"
 
@@ -123,12 +132,6 @@ def fit_settings(compat=False):
 def resampling():
     """helixclock.statistics.Resampling from config keys helix.bootstrap and seed."""
     return settled({"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]})
-
-
-def clock_job_inputs():
-    """Inputs of every last-token model job."""
-    return dict(card="results/{model}/model.json", weights=model_weights,
-                accuracy="results/{model}/accuracy/add.csv")
 
 
 def clock_pairs():
@@ -174,3 +177,98 @@ def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
             "../../scripts/figure.py"
 
     register(*figure(fig_id))
+
+
+# -- jobs that run a model or fit on the cache: staged, then published (README, "When a run fails")
+# Such a job writes its outputs under .staging/<rule>/<settings>/ (temporary files), named by a
+# hash of its params; a local job, publish_<rule>, moves them into place once the job has
+# succeeded.  A job that fails or refuses never starts its publish job, so the outputs of the
+# last good run stay where they are, untouched and up to date, and the original command plans
+# nothing afterwards.  The settings hash keeps Snakemake's record of a failed try (it records
+# the params of failed jobs too) apart from the record of the run that made the outputs.
+STAGING = ".staging"
+
+
+def settings_hash(params, wildcards):
+    """Ten hex digits naming a job's params for these wildcards (callables evaluated)."""
+    values = {k: v(wildcards) if callable(v) else v for k, v in params.items()}
+    return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def _staged(path, name):
+    if isinstance(path, (list, tuple)):
+        return [_staged(p, name) for p in path]
+    return f"{STAGING}/{name}/{{settings}}/{str(path)}"
+
+
+def staged_job(name, output, params, input=None, threads=1, gpu=False, directory_output=False):
+    """Define rule ``name`` (script scripts/<name>.py) writing ``output`` (a dict of paths with
+    {model}) through the staging area, and its publish job.  ``params`` are the job's rerun
+    triggers and name its staging folder; ``gpu`` jobs claim one GPU slot; with
+    ``directory_output`` the job writes a whole directory (a toy model) beside its one output."""
+    input = dict(input or {})
+    staged = {k: _staged(v, name) for k, v in output.items()}
+
+    def current(wildcards):
+        """Only the staging folder of the current params is ever made (a stale one asked for
+        by name would mix old outputs with new settings)."""
+        if wildcards.settings != settings_hash(params, wildcards):
+            raise WorkflowError(f"{STAGING}/{name}/{wildcards.settings}: not the current settings of rule {name}")
+        return []
+
+    def staged_input(wildcards):
+        fill = dict(wildcards, settings=settings_hash(params, wildcards))
+        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill)
+                for k, v in staged.items()}
+
+    def dirname(path):
+        return str(Path(path).parent)
+
+    rule:
+        name:
+            name
+        input:
+            **input,
+            _current=current,
+        output:
+            **{k: temp(directory(dirname(v))) if directory_output else temp(v) for k, v in staged.items()},
+        log:
+            f"logs/{{model}}/{name}-{{settings}}.log",
+        benchmark:
+            f"logs/{{model}}/{name}-{{settings}}.benchmark.tsv"
+        params:
+            **params,
+        threads: threads
+        resources:
+            **({"gpu": 1} if gpu else {}),
+        conda:
+            ENV
+        script:
+            f"../../scripts/{name}.py"
+
+    rule:
+        name:
+            f"publish_{name}"
+        localrule: True
+        input:
+            unpack(staged_input),
+            **{f"_upstream_{k}": v for k, v in input.items()},
+        output:
+            **output,
+        run:
+            from helixclock.io import publish
+
+            for key in output.keys():
+                pairs = zip(input[key], output[key]) if isinstance(output[key], list) else [(input[key], output[key])]
+                for src, dst in pairs:
+                    publish(src, dst)
+
+
+def model_job(name, output, params=None, input=None, threads=2, accuracy=True):
+    """A staged job that runs a model: the model's card and weights (and, unless the job makes
+    it, its a+b accuracy table) are its inputs; its registry entry, device and batch size
+    (:func:`model_job_params`) and ``params`` its rerun triggers; it claims a GPU slot."""
+    inputs = {"card": "results/{model}/model.json", "weights": model_weights}
+    if accuracy:
+        inputs["accuracy"] = "results/{model}/accuracy/add.csv"
+    staged_job(name, output, {**model_job_params(), **(params or {})}, {**inputs, **(input or {})}, threads, gpu=True)

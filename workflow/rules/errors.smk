@@ -9,23 +9,12 @@ ERRORS_F = {k: f"{ERRORS}/{k}.csv" for k in ("errors", "error_distribution", "er
 ERROR_FIGURES = "helixclock.stages.errors.figures"
 
 
-rule linear_addition:
-    input:
-        cache="results/{model}/cache/residuals.h5",
-        accuracy="results/{model}/accuracy/add.csv",
-    output:
-        accuracy=f"{ERRORS}/linear_addition.csv",
-        line=f"{ERRORS}/linear_addition_line.csv",
-    log:
-        "logs/{model}/linear_addition.log",
-    benchmark:
-        "logs/{model}/linear_addition.benchmark.tsv"
-    params:
-        layer=config["structure"]["layer"],
-    conda:
-        ENV
-    script:
-        "../../scripts/linear_addition.py"
+staged_job(
+    "linear_addition",
+    input={"cache": "results/{model}/cache/residuals.h5", "accuracy": "results/{model}/accuracy/add.csv"},
+    output={"accuracy": f"{ERRORS}/linear_addition.csv", "line": f"{ERRORS}/linear_addition_line.csv"},
+    params=dict(layer=config["structure"]["layer"]),
+)
 
 
 rule model_errors:

@@ -8,29 +8,18 @@ HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories"
 HEADS_FIGURES = "helixclock.stages.heads.figures"
 
 
-rule head_patching:
-    input:
-        **clock_job_inputs(),
-    output:
-        **HEADS_RAW,
-    log:
-        "logs/{model}/head_patching.log",
-    benchmark:
-        "logs/{model}/head_patching.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
+model_job(
+    "head_patching",
+    output=HEADS_RAW,
+    params=dict(
+        minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
-        heads=settled({"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"],
-                       **fit_settings()}),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/head_patching.py"
+        heads=settled(
+            {"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"], **fit_settings()}
+        ),
+    ),
+)
 
 
 rule head_summary:

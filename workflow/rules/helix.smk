@@ -9,72 +9,33 @@ HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "a
 HELIX_FIGURES = "helixclock.stages.helix.figures"
 
 
-rule helix_fits:
-    input:
-        "results/{model}/cache/residuals.h5",
-    output:
-        fits=f"{HELIX}/fits_a.h5",
-        r2=f"{HELIX}/fit_r2.csv",
-    log:
-        "logs/{model}/helix_fits.log",
-    benchmark:
-        "logs/{model}/helix_fits.benchmark.tsv"
-    params:
-        fit=fit_settings(compat=True),
-        minimum=settled(config["minimum"]),
-    threads: 2
-    conda:
-        ENV
-    script:
-        "../../scripts/helix_fits.py"
+staged_job(
+    "helix_fits",
+    input={"cache": "results/{model}/cache/residuals.h5"},
+    output={"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"},
+    params=dict(fit=fit_settings(compat=True), minimum=minimum("spare_rows")),
+    threads=2,
+)
 
+staged_job(
+    "helix_figure_tables",
+    input={"cache": "results/{model}/cache/residuals.h5", "fits": f"{HELIX}/fits_a.h5"},
+    output=HELIX_TABLES,
+    params=dict(periods=config["helix"]["periods"], figure_layer=config["helix"]["figure_layer"]),
+)
 
-rule helix_figure_tables:
-    input:
-        cache="results/{model}/cache/residuals.h5",
-        fits=f"{HELIX}/fits_a.h5",
-    output:
-        **HELIX_TABLES,
-    log:
-        "logs/{model}/helix_figure_tables.log",
-    benchmark:
-        "logs/{model}/helix_figure_tables.benchmark.tsv"
-    params:
-        periods=config["helix"]["periods"],
-        figure_layer=config["helix"]["figure_layer"],
-    conda:
-        ENV
-    script:
-        "../../scripts/helix_figure_tables.py"
-
-
-rule helix_patching:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-        accuracy="results/{model}/accuracy/add.csv",
-        cache="results/{model}/cache/residuals.h5",
-        fits=f"{HELIX}/fits_a.h5",
-    output:
-        **HELIX_RAW,
-    log:
-        "logs/{model}/helix_patching.log",
-    benchmark:
-        "logs/{model}/helix_patching.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
+model_job(
+    "helix_patching",
+    input={"cache": "results/{model}/cache/residuals.h5", "fits": f"{HELIX}/fits_a.h5"},
+    output=HELIX_RAW,
+    params=dict(
+        minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         test_fraction=config["helix"]["test_fraction"],
         seed=config["seed"],
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/helix_patching.py"
+    ),
+)
 
 
 rule helix_summary:
@@ -96,31 +57,18 @@ rule helix_summary:
         "../../scripts/helix_summary.py"
 
 
-rule other_tasks_patching:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-        accuracy=expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
-    output:
-        f"{HELIX}/raw/other_tasks.csv",
-    log:
-        "logs/{model}/other_tasks_patching.log",
-    benchmark:
-        "logs/{model}/other_tasks_patching.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
+model_job(
+    "other_tasks_patching",
+    input={"accuracy": expand("results/{{model}}/accuracy/{task}.csv", task=TASKS)},
+    output={"raw": f"{HELIX}/raw/other_tasks.csv"},
+    params=dict(
+        minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=config["helix"]["n_pairs"],
         seed=config["seed"],
         tasks=TASKS,
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/other_tasks_patching.py"
+    ),
+)
 
 
 rule tab_other_tasks:

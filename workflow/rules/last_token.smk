@@ -7,28 +7,16 @@ LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effect
 LAST_TOKEN_FIGURES = "helixclock.stages.last_token.figures"
 
 
-rule last_token_patching:
-    input:
-        **clock_job_inputs(),
-        cache="results/{model}/cache/residuals.h5",
-    output:
-        **LAST_TOKEN_RAW,
-    log:
-        "logs/{model}/last_token_patching.log",
-    benchmark:
-        "logs/{model}/last_token_patching.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
+model_job(
+    "last_token_patching",
+    input={"cache": "results/{model}/cache/residuals.h5"},
+    output=LAST_TOKEN_RAW,
+    params=dict(
+        minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit=settled({"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]}),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/last_token_patching.py"
+    ),
+)
 
 
 rule last_token_summary:

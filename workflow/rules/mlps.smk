@@ -9,29 +9,17 @@ MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages")}
 MLPS_FIGURES = "helixclock.stages.mlps.figures"
 
 
-rule mlp_patching:
-    input:
-        **clock_job_inputs(),
-        layer_effects=LAST_TOKEN_RAW["layer_effects"],
-    output:
-        **MLPS_RAW,
-    log:
-        "logs/{model}/mlp_patching.log",
-    benchmark:
-        "logs/{model}/mlp_patching.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
+model_job(
+    "mlp_patching",
+    input={"layer_effects": LAST_TOKEN_RAW["layer_effects"]},
+    output=MLPS_RAW,
+    params=dict(
+        minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
         fit=fit_settings(),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/mlp_patching.py"
+    ),
+)
 
 
 rule mlp_summary:

@@ -2,47 +2,26 @@
 # checkpoints), resolve every model's card
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
-
-rule train_toy:
-    input:
-        committed_toy,
-    output:
-        "resources/models/{model}/training.json",
-    log:
-        "logs/{model}/train_toy.log",
-    benchmark:
-        "logs/{model}/train_toy.benchmark.tsv"
-    params:
+staged_job(
+    "train_toy",
+    input={"committed": committed_toy},
+    output={"record": "resources/models/{model}/training.json"},
+    params=dict(
         spec=spec,
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
         committed=COMMITTED_TOYS,
         retrain=config["toy_retrain"],
-    threads: config["toy"]["threads"]
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/train_toy.py"
+    ),
+    threads=config["toy"]["threads"],
+    gpu=True,
+    directory_output=True,
+)
 
-
-rule model_card:
-    input:
-        model_weights,
-    output:
-        "results/{model}/model.json",
-    log:
-        "logs/{model}/model_card.log",
-    benchmark:
-        "logs/{model}/model_card.benchmark.tsv"
-    params:
-        spec=spec,
-        tasks=TASKS,
-        max_number=config["cache"]["max_number"],
-    conda:
-        ENV
-    script:
-        "../../scripts/model_card.py"
-
+staged_job(
+    "model_card",
+    input={"weights": model_weights},
+    output={"card": "results/{model}/model.json"},
+    params=dict(spec=spec, tasks=TASKS),
+)
 
 register("results/{model}/model.json")

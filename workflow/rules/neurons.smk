@@ -8,103 +8,47 @@ NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cum
 NEURON_FIGURES = "helixclock.stages.neurons.figures"
 
 
-rule neuron_attribution:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-        accuracy="results/{model}/accuracy/add.csv",
-    output:
-        **NEURONS_RAW,
-        means=f"{NEURONS}/mean_post.npy",
-    log:
-        "logs/{model}/neuron_attribution.log",
-    benchmark:
-        "logs/{model}/neuron_attribution.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
-        neurons=neuron_settings("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share",
-                                "seed"),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/neuron_attribution.py"
+model_job(
+    "neuron_attribution",
+    output={**NEURONS_RAW, "means": f"{NEURONS}/mean_post.npy"},
+    params=dict(
+        minimum=minimum("pairs"),
+        neurons=neuron_settings(
+            "attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share", "seed"
+        ),
+    ),
+)
 
+model_job(
+    "neuron_grids",
+    input={"attribution": NEURONS_RAW["attribution"]},
+    output={"grids": f"{NEURONS}/grids.h5"},
+    params=dict(neurons=neuron_settings("top_share")),
+)
 
-rule neuron_grids:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-        accuracy="results/{model}/accuracy/add.csv",
-        attribution=NEURONS_RAW["attribution"],
-    output:
-        f"{NEURONS}/grids.h5",
-    log:
-        "logs/{model}/neuron_grids.log",
-    benchmark:
-        "logs/{model}/neuron_grids.benchmark.tsv"
-    params:
-        **model_job_params(),
-        neurons=neuron_settings("top_share"),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/neuron_grids.py"
-
-
-rule neuron_fits:
-    input:
-        f"{NEURONS}/grids.h5",
-    output:
-        fits=f"{NEURONS}/fits.h5",
-        table=f"{NEURONS}/fits.csv",
-        terms=f"{NEURONS}/terms.csv",
-        fig08=f"{NEURONS}/fig08_grids.csv",
-    log:
-        "logs/{model}/neuron_fits.log",
-    benchmark:
-        "logs/{model}/neuron_fits.benchmark.tsv"
-    params:
+staged_job(
+    "neuron_fits",
+    input={"grids": f"{NEURONS}/grids.h5"},
+    output={
+        "fits": f"{NEURONS}/fits.h5",
+        "table": f"{NEURONS}/fits.csv",
+        "terms": f"{NEURONS}/terms.csv",
+        "fig08": f"{NEURONS}/fig08_grids.csv",
+    },
+    params=dict(
         periods=config["helix"]["periods"],
         method=config["neurons"]["fit_method"],
         figure_ranks=config["neurons"]["figure_ranks"],
-    threads: 2
-    conda:
-        ENV
-    script:
-        "../../scripts/neuron_fits.py"
+    ),
+    threads=2,
+)
 
-
-rule neuron_fit_eval:
-    input:
-        card="results/{model}/model.json",
-        weights=model_weights,
-        accuracy="results/{model}/accuracy/add.csv",
-        fits=f"{NEURONS}/fits.h5",
-        means=f"{NEURONS}/mean_post.npy",
-    output:
-        f"{NEURONS}/raw/fit_eval.csv",
-    log:
-        "logs/{model}/neuron_fit_eval.log",
-    benchmark:
-        "logs/{model}/neuron_fit_eval.benchmark.tsv"
-    params:
-        **model_job_params(),
-        minimum=settled(config["minimum"]),
-        neurons=neuron_settings("ablation_prompts", "seed"),
-    threads: 2
-    resources:
-        gpu=1,
-    conda:
-        ENV
-    script:
-        "../../scripts/neuron_fit_eval.py"
+model_job(
+    "neuron_fit_eval",
+    input={"fits": f"{NEURONS}/fits.h5", "means": f"{NEURONS}/mean_post.npy"},
+    output={"raw": f"{NEURONS}/raw/fit_eval.csv"},
+    params=dict(minimum=minimum("correct_prompts"), neurons=neuron_settings("ablation_prompts", "seed")),
+)
 
 
 rule neuron_summary:

@@ -12,22 +12,12 @@ PER_MODEL_TABLES = ["results/{model}/model.json", "results/{model}/tables/tabC1_
                     ERRORS_F["logit_line_fourier"]]
 
 
-rule clock_coordinates:
-    input:
-        cache="results/{model}/cache/residuals.h5",
-        last_token=LAST_TOKEN_SUMMARY["fits"],
-    output:
-        "results/{model}/report/clock_sum.csv",
-    log:
-        "logs/{model}/clock_coordinates.log",
-    benchmark:
-        "logs/{model}/clock_coordinates.benchmark.tsv"
-    params:
-        periods=config["helix"]["periods"],
-    conda:
-        ENV
-    script:
-        "../../scripts/clock_coordinates.py"
+staged_job(
+    "clock_coordinates",
+    input={"cache": "results/{model}/cache/residuals.h5", "last_token": LAST_TOKEN_SUMMARY["fits"]},
+    output={"clock": "results/{model}/report/clock_sum.csv"},
+    params=dict(periods=config["helix"]["periods"]),
+)
 
 
 figure_rule("fig_clock", "fig01_clock", [HELIX_TABLES["projection"], "results/{model}/report/clock_sum.csv"],

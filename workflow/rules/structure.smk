@@ -6,25 +6,20 @@ STRUCTURE = {k: f"results/{{model}}/structure/{k}.csv" for k in ("spectrum", "pc
 STRUCTURE_FIGURES = "helixclock.stages.structure.figures"
 
 
-rule number_structure:
-    input:
-        "results/{model}/cache/residuals.h5",
-    output:
+staged_job(
+    "number_structure",
+    input={"cache": "results/{model}/cache/residuals.h5"},
+    output={
         **STRUCTURE,
-        peaks=table("fourier_peaks", stage="structure")[0],
-        peaks_md=table("fourier_peaks")[1],
-    log:
-        "logs/{model}/number_structure.log",
-    benchmark:
-        "logs/{model}/number_structure.benchmark.tsv"
-    params:
+        "peaks": table("fourier_peaks", stage="structure")[0],
+        "peaks_md": table("fourier_peaks")[1],
+    },
+    params=dict(
         layer=config["structure"]["layer"],
         n_fourier=config["cache"]["max_number"],
         compat=config["compat"],
-    conda:
-        ENV
-    script:
-        "../../scripts/number_structure.py"
+    ),
+)
 
 
 figure_rule("fig_fourier_pc1", "fig02_fourier_pc1", [STRUCTURE["spectrum"], STRUCTURE["pc1"]],
