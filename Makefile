@@ -34,4 +34,4 @@ lint: $(STAMP)
 	$(VENV)/bin/snakemake --lint
 
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs .snakemake .staging

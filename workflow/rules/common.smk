@@ -216,13 +216,14 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
             raise WorkflowError(f"{STAGING}/{name}/{wildcards.settings}: not the current settings of rule {name}")
         return []
 
-    def staged_input(wildcards):
-        fill = dict(wildcards, settings=settings_hash(params, wildcards))
-        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill)
-                for k, v in staged.items()}
-
     def dirname(path):
         return str(Path(path).parent)
+
+    def staged_input(wildcards):
+        fill = dict(wildcards, settings=settings_hash(params, wildcards))
+        made = {k: dirname(v) if directory_output else v for k, v in staged.items()}
+        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill)
+                for k, v in made.items()}
 
     rule:
         name:
