@@ -385,15 +385,16 @@ JOBS: dict[str, Callable[[Shape, Geometry, Counts], list[Call]]] = {
 
 
 def model_rules() -> list[str]:
-    """Rules of workflow/rules that claim a GPU (``resources: gpu=1``): the model jobs."""
+    """Rules of workflow/rules that claim a GPU: those declared with ``model_job(...)`` and the
+    ``staged_job(..., gpu=True)`` ones (workflow/rules/common.smk): the model jobs."""
     import re
 
     out = []
     for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
-        for block in re.split(r"^(?=rule \w+:)", path.read_text(), flags=re.M):
-            name = re.match(r"rule (\w+):", block)
-            if name and re.search(r"^\s+gpu=1,?\s*$", block, flags=re.M):
-                out.append(name.group(1))
+        for call in re.split(r"^(?=\w+\()", path.read_text(), flags=re.M):
+            found = re.match(r'(model_job|staged_job)\(\s*"(\w+)"', call)
+            if found and (found.group(1) == "model_job" or re.search(r"\bgpu=True", call)):
+                out.append(found.group(2))
     return out
 
 

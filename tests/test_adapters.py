@@ -326,8 +326,8 @@ def test_every_family_gets_its_model_card_or_a_clear_refusal(family, tokenizer, 
             "prompts": {"add": GPTJ_PROMPTS["add"], "sub23": GPTJ_PROMPTS["sub23"]}}
     if family in DIGIT_SPLITTING:
         with pytest.raises(TokenisationError, match=r"number 10 .*\['1', '0'\]"):
-            model_card(family, spec, ["add", "sub23"], 120)
+            model_card(family, spec, ["add", "sub23"])
         return
-    card = model_card(family, spec, ["add", "sub23"], 120)
+    card = model_card(family, spec, ["add", "sub23"])
     assert card["family"] == family and card["n_layers"] == hf.config.num_hidden_layers
     assert card["positions"]["add"] == {"a": 5, "b": 7, "last": 8, "length": 9}

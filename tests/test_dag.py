@@ -23,8 +23,11 @@ def test_every_output_is_made(tiny_run):
                     "figures/figA1_accuracy_heatmap.pdf", "figures/figA1_accuracy_heatmap.png",
                     "tables/tabC1_other_tasks_accuracy.csv", "tables/tabC1_other_tasks_accuracy.md"):
             assert (work / "results" / m / rel).stat().st_size > 0, (m, rel)
-        assert (work / "logs" / m / "accuracy.log").exists()
-        assert (work / "logs" / m / "accuracy.benchmark.tsv").exists()
+        # a staged job's log and benchmark are named by its settings hash (README, "When a run fails")
+        (log,) = (work / "logs" / m).glob("accuracy-*.log")
+        assert re.fullmatch(r"accuracy-[0-9a-f]{10}\.log", log.name) and "loaded " + m in log.read_text()
+        assert log.with_suffix(".benchmark.tsv").exists()
+        assert not list((work / ".staging").rglob("*.*")), "a finished run leaves files in staging"
     tab = pd.read_csv(work / "results/all/tables/tabA1_prompts_accuracy.csv")
     assert list(tab.columns) == ["model", "task", "prompt", "n", "accuracy"]
     assert list(tab["model"]) == list(MODELS) and (tab["n"] == 10000).all()

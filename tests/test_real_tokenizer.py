@@ -23,7 +23,6 @@ from gpt2_tokenizer import (
     sha256,
 )
 
-from helixclock.config import ConfigError
 from helixclock.model_card import model_card
 from helixclock.tasks import TASK_NAMES, Problems, TokenisationError, check_task_tokens, get_task
 
@@ -83,7 +82,7 @@ def test_single_token_numbers_end_at_520_bare_and_361_spaced(tok):
 
 
 def test_model_card_with_the_authors_gptj_prompts(model_path, tok):
-    card = model_card("gptj", gptj_spec(model_path), TASK_NAMES, max_number=360)
+    card = model_card("gptj", gptj_spec(model_path), TASK_NAMES)
     assert card["family"] == "gptj" and card["path"] == str(model_path)
     assert (card["n_layers"], card["n_heads"], card["d_model"]) == (2, 4, 32)
     assert card["number_length"] == 1  # GPT-J adds no BOS: a bare number is one token
@@ -106,22 +105,23 @@ def test_model_card_with_the_authors_gptj_prompts(model_path, tok):
 
 def test_model_card_numbers_up_to_the_real_limit_and_not_past_it(model_path):
     one_task = {"sub23": GPTJ_PROMPTS["sub23"]}  # the bare numbers are the point here, not a+b
-    card = model_card("gptj", gptj_spec(model_path, one_task, BARE_LIMIT), ["sub23"], max_number=BARE_LIMIT)
-    assert card["number_length"] == 1
+    card = model_card("gptj", gptj_spec(model_path, one_task, BARE_LIMIT), ["sub23"])
+    assert card["number_length"] == 1 and card["max_number"] == BARE_LIMIT
     # a registry entry claiming more than the tokenizer keeps: the card names 521 and its tokens
     with pytest.raises(TokenisationError, match=r"model 'gptj': number 521 is not a single token: "
                                                 r"tokens \['5', '21'\]"):
-        model_card("gptj", gptj_spec(model_path, one_task, max_number=600), ["sub23"], max_number=600)
-    # the registry's own limit is checked before the tokenizer is even loaded
-    with pytest.raises(ConfigError, match="'cache.max_number' is 400 .* up to 361"):
-        model_card("gptj", gptj_spec(model_path), ["add"], max_number=400)
+        model_card("gptj", gptj_spec(model_path, one_task, max_number=600), ["sub23"])
+    # an entry with no max_number: the card finds the tokenizer's own limit
+    spec = gptj_spec(model_path, one_task)
+    del spec["max_number"]
+    assert model_card("gptj", spec, ["sub23"])["max_number"] == BARE_LIMIT
 
 
 def test_model_card_with_space_prefixed_prompts(model_path, tok):
     """Pythia's prompts put a space before a: the check takes " 46" as the number 46.
     (a+b with these prompts, answers included, is checked in the next test.)"""
     others = [t for t in TASK_NAMES if t != "add"]
-    pos = model_card("gptj", gptj_spec(model_path, PYTHIA_PROMPTS), others, max_number=360)["positions"]
+    pos = model_card("gptj", gptj_spec(model_path, PYTHIA_PROMPTS), others)["positions"]
     assert {t: pos[t]["a"] for t in others} == {t: 7 if t == "solve_x" else 5 for t in others}  # no newline
     assert all(pos[t]["last"] == pos[t]["length"] - 1 and pos[t]["b"] is None for t in others)
     for t in others:

@@ -163,10 +163,10 @@ def check_config(config: dict, registry_path: str | Path | None = None,
     for name, spec in registry.items():
         missing = [t for t in config["accuracy"]["tasks"] if t not in spec["prompts"]]
         if missing and name in config["models"]:
-            raise ConfigError(f"model registry key '{name}.prompts': no prompt for task(s) "
+            raise ConfigError(f"registry key '{name}.prompts': no prompt for task(s) "
                               f"{', '.join(missing)} (tasks come from config key 'accuracy.tasks')")
         if spec["source"] == TOY_SOURCE and "toy" not in spec:
-            raise ConfigError(f"model registry key '{name}': source 'toy' needs a 'toy' "
+            raise ConfigError(f"registry key '{name}': source 'toy' needs a 'toy' "
                               "section with the architecture (d_model, n_layers, n_heads)")
     check_settings(config, registry)
     return config, registry
@@ -175,7 +175,7 @@ def check_config(config: dict, registry_path: str | Path | None = None,
 # -- what the config and the registry tell without a model or a tokenizer ------------------------
 # Every check a job would otherwise make on its own settings, made while the DAG is built, so
 # that a rejected setting costs no job (README, "When a run fails").
-FEWEST_NUMBERS = 99  # App. E's line and Fig. 2's PC1 read the bare numbers 0..99 from the cache
+FEWEST_NUMBERS = 99  # the schema's minimum of cache.max_number: App. E's line and Fig. 2's PC1 read 0..99
 OPERANDS = {"add": ("a", "b")}  # every other task has the one operand a
 
 
@@ -184,7 +184,7 @@ def check_prompt(name: str, task: str, template: str) -> None:
     for the other tasks), each once, no other field, and braces that ``str.format`` accepts."""
     import string
 
-    key = f"model registry key '{name}.prompts.{task}'"
+    key = f"registry key '{name}.prompts.{task}'"
     wanted = OPERANDS.get(task, ("a",))
     allowed = ", ".join("{" + w + "}" for w in wanted)
     try:
@@ -208,7 +208,7 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
     """Shape checks a toy's registry entry makes possible: its architecture, and the layers
     and top neurons the config asks of it."""
     arch = spec["toy"]
-    key = f"model registry key '{name}.toy"
+    key = f"registry key '{name}.toy"
     if arch["d_model"] % arch["n_heads"]:
         raise ConfigError(f"{key}.n_heads': value {arch['n_heads']} does not divide d_model "
                           f"{arch['d_model']}; allowed: a divisor of d_model")
@@ -246,9 +246,6 @@ def check_settings(config: dict, registry: dict) -> None:
         raise ConfigError(f"config key 'accuracy.tasks': value {tasks} lacks 'add'; every stage after the "
                           "accuracy sweep studies a+b, so the list must include add")
     max_number = config["cache"]["max_number"]
-    if max_number < FEWEST_NUMBERS:
-        raise ConfigError(f"config key 'cache.max_number': value {max_number} violates minimum {FEWEST_NUMBERS} "
-                          "(App. E's line and Fig. 2's PC1 read the numbers 0..99)")
     neurons = config["neurons"]
     if neurons["de_pairs"] > neurons["attribution_pairs"]:
         raise ConfigError(f"config key 'neurons.de_pairs': value {neurons['de_pairs']} is more than the "

@@ -109,19 +109,3 @@ def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
         return {key: f[key][...] for key in f}
 
 
-def publish(staged: str | os.PathLike, final: str | os.PathLike) -> None:
-    """Put a finished job's output into place (README, "When a run fails"): a staged file is
-    renamed to ``final`` (no copy, even of a cache of many GB); a staged directory's files
-    are moved into ``final``'s directory, ``final`` itself last (a toy model: weights,
-    tokenizer, then training.json)."""
-    import shutil
-
-    staged, final = Path(staged), Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    items = sorted(staged.iterdir(), key=lambda p: p.name == final.name) if staged.is_dir() else [staged]
-    for item in items:
-        target = final.parent / item.name if staged.is_dir() else final
-        try:
-            os.replace(item, target)
-        except OSError:  # another file system
-            shutil.move(item, target)

@@ -10,6 +10,7 @@ of the library (``fit``, ``resampling``, ``pairs``, ...).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ def start(snakemake) -> logging.Logger:
     with ``resources: gpu`` claims a GPU slot of its own before CUDA starts."""
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
-    logger.info("rule %s, wildcards %s", snakemake.rule, dict(snakemake.wildcards))
+    logger.info("rule %s, wildcards %s, process %d", snakemake.rule, dict(snakemake.wildcards), os.getpid())
     sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)
     if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:

@@ -256,13 +256,30 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
             **{f"_upstream_{k}": v for k, v in input.items()},
         output:
             **output,
-        run:
-            from helixclock.io import publish
+        log:
+            f"logs/{{model}}/publish_{name}.log",
+        shell:
+            publish_command(output, directory_output)
 
-            for key in output.keys():
-                pairs = zip(input[key], output[key]) if isinstance(output[key], list) else [(input[key], output[key])]
-                for src, dst in pairs:
-                    publish(src, dst)
+
+def publish_command(output, directory_output=False):
+    """The publish job's shell command: ``mv`` each staged output (the input of the same key)
+    to its final path, a rename on one file system (no copy, even of a cache of many GB); a
+    staged directory's files go beside the output, the output itself last (a toy model:
+    weights and tokenizer, then training.json).  A shell job runs in Snakemake's own process
+    (a ``run:`` block would start a new Snakemake for each).  The command's text is a rerun
+    trigger and a publish job's rerun means its work job's (the staged files are temporary and
+    gone): change it only when a rerun of every staged job is acceptable."""
+    moves = []
+    for key, paths in output.items():
+        many = isinstance(paths, (list, tuple))
+        for i, path in enumerate(paths if many else [paths]):
+            src, dst = (f"{{{side}.{key}[{i}]}}" if many else f"{{{side}.{key}}}" for side in ("input", "output"))
+            if directory_output:
+                moves.append(f"find {src} -mindepth 1 -maxdepth 1 ! -name {Path(path).name} ! -name .snakemake_timestamp "
+                             f"-exec mv -fv -t $(dirname {dst}) {{{{}}}} +")
+            moves.append(f"mv -fv {src}{'/' + Path(path).name if directory_output else ''} {dst}")
+    return "(" + " && ".join(moves) + ") > {log} 2>&1"
 
 
 def model_job(name, output, params=None, input=None, threads=2, accuracy=True):

@@ -1,0 +1,133 @@
+"""A job that fails, is refused or is killed never invalidates finished work (README, "When a
+run fails"): on a copy of the finished tiny run, each failing command leaves every output as it
+was, and the original command afterwards plans no job."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+from dag import REPO, TINY, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_run, tmp_path_factory):
+    """A copy of the finished tiny run (mtimes and Snakemake's records kept), for commands that
+    fail on purpose."""
+    work = tmp_path_factory.mktemp("failures") / "run"
+    shutil.copytree(tiny_run[0], work, symlinks=True)
+    assert planned_jobs(work) == {}
+    return work
+
+
+def outputs(work: Path) -> dict[str, float]:
+    """Every published output and its modification time."""
+    return {str(p.relative_to(work)): p.stat().st_mtime_ns
+            for top in ("results", "resources") for p in (work / top).rglob("*") if p.is_file()}
+
+
+def changed_config(tmp_path: Path, registry_changes: dict | None = None, **settings) -> Path:
+    """The tiny config with ``settings`` merged in, and its registry with ``registry_changes``
+    ({model: {key: value}}) merged into the model entries."""
+    config = yaml.safe_load(TINY.read_text())
+    for key, value in settings.items():
+        config[key] = {**config[key], **value} if isinstance(value, dict) else value
+    registry = yaml.safe_load((TINY.parent / "models.yaml").read_text())
+    for model, changes in (registry_changes or {}).items():
+        registry[model] = {**registry[model], **changes}
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
+    config["registry"] = str(tmp_path / "models.yaml")
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def assert_nothing_lost(work: Path, before: dict[str, float]) -> None:
+    assert outputs(work) == before
+    assert planned_jobs(work) == {}, "the original command plans jobs after a failed run"
+
+
+def test_a_card_the_tokenizer_refuses_changes_nothing(finished, tmp_path):
+    """registry max_number 400 passes the DAG (cache.max_number is 120) but the tokenizer keeps
+    only 0..399 whole: the model_card job fails, and model.json, its readers and their records
+    stay as they were."""
+    before = outputs(finished)
+    config = changed_config(tmp_path, {"toy-gptj": {"max_number": 400}})
+    proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
+    assert proc.returncode != 0
+    logs = [p.read_text() for p in (finished / "logs/toy-gptj").glob("model_card-*.log")]
+    assert any("model 'toy-gptj': number 400 is not a single token" in text for text in logs)
+    assert_nothing_lost(finished, before)
+
+
+def test_a_refused_model_job_changes_nothing(finished, tmp_path):
+    """minimum.pairs beyond what the accuracy table gives: the patching jobs refuse before they
+    load the model, with the rule, the count and the minimum."""
+    before = outputs(finished)
+    config = changed_config(tmp_path, minimum={"pairs": 10**6})
+    proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
+    assert proc.returncode != 0
+    assert re.search(r"helixclock: model 'toy-(gptj|llama)'.*minimum 1000000", proc.stdout + proc.stderr)
+    assert_nothing_lost(finished, before)
+
+
+def wait_for_line(logs: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120) -> re.Match:
+    """The first match of ``pattern`` in a log under ``logs`` written by the running ``proc``."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        for log in logs.glob("*/*.log"):
+            if log.stat().st_mtime >= t0 - 1 and (found := re.search(pattern, log.read_text(errors="replace"), re.S)):
+                return found
+        assert proc.poll() is None, "snakemake ended before the job got there"
+        time.sleep(0.2)
+    raise AssertionError(f"no log matched {pattern!r} within {timeout} s")
+
+
+def test_a_model_job_killed_after_loading_its_model_changes_nothing(finished, tmp_path):
+    """A new batch size reruns every model job; the first one is killed (SIGKILL, as the
+    kernel's out-of-memory killer does) once it has loaded its model."""
+    before = outputs(finished)
+    config = changed_config(tmp_path, batch_size=64)
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
+           f"--configfile={config}", "--cores", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job = wait_for_line(finished / "logs", r"process (\d+)\n.*loaded toy-", proc)
+    os.kill(int(job.group(1)), signal.SIGKILL)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "Error in rule" in out
+    assert_nothing_lost(finished, before)
+
+
+def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished):
+    """kill -9 of the whole run while the residual cache is written; Snakemake's lock stays;
+    --unlock, then the same command rebuilds a cache equal to the uninterrupted run's."""
+    cache = finished / "results/toy-gptj/cache/residuals.h5"
+    with h5py.File(cache) as f:
+        reference = {k: f[k][()] for k in f}
+    command = ["results/toy-gptj/cache/residuals.h5", "--forcerun", "residual_cache", "--cores", "1"]
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
+           f"--configfile={TINY}", *command]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_for_line(finished / "logs", r"rule residual_cache.*loaded toy-gptj", proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    locked = snakemake(finished, *command, check=False)
+    assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
+    snakemake(finished, "--unlock")
+    assert planned_jobs(finished) == {}  # the killed job's half-written output never left staging
+    snakemake(finished, *command)
+    with h5py.File(cache) as f:
+        assert set(f) == set(reference)
+        for key, values in reference.items():
+            np.testing.assert_array_equal(f[key][()], values, err_msg=key)
+    assert planned_jobs(finished) == {}
