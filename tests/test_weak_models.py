@@ -80,10 +80,11 @@ def test_pairs_available_within_a_held_out_split():
     assert pre.pairs_available(correct, ("b",), clean_a=[3]) == 0  # a = 3 has one correct prompt
 
 
-def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
+def fake_job(rule: str, accuracy_path, card_path=None, **params) -> SimpleNamespace:
     """What a script's ``snakemake`` object holds for :func:`helixclock.pipeline.require`."""
     return SimpleNamespace(rule=rule, wildcards=SimpleNamespace(model="weak"),
-                           input=SimpleNamespace(accuracy=str(accuracy_path)), params=SimpleNamespace(**params))
+                           input=SimpleNamespace(accuracy=str(accuracy_path), card=str(card_path)),
+                           params=SimpleNamespace(**params))
 
 
 @pytest.fixture
@@ -158,8 +159,10 @@ def test_no_correct_prompt_stops_the_cache_before_the_model(tmp_path):
     acc = weak_accuracy().assign(correct=False)
     path = tmp_path / "add.csv"
     acc.to_csv(path, index=False)
+    card = tmp_path / "model.json"
+    card.write_text('{"max_number": 199}')
     with pytest.raises(pre.PreconditionError) as err:
-        require(fake_job("residual_cache", path, minimum={"correct_prompts": 1}))
+        require(fake_job("residual_cache", path, card, max_number=120, minimum={"correct_prompts": 1}))
     assert one_line(err) == ("weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
                              "(minimum.correct_prompts=1), found 0; "
                              "this model's residual_cache and everything after it stop here")
@@ -312,7 +315,7 @@ def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
                               "max_number": 199, "prompts": prompts}}
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
     config = {"models": ["weak-gptj"], "registry": str(tmp_path / "models.yaml"), "device": "cpu",
-              "batch_size": 2048, "accuracy": {"tasks": ["add"]}, "cache": {"max_number": 50},
+              "batch_size": 2048, "accuracy": {"tasks": ["add"]}, "cache": {"max_number": 99},
               "helix": {"n_pairs": 4, "bootstrap": 20}, "clock": {"n_pairs": 4, "fit_prompts": 40},
               "neurons": {"attribution_pairs": 6, "de_pairs": 2, "ablation_prompts": 4, "mean_prompts": 4}}
     (tmp_path / "weak.yaml").write_text(yaml.safe_dump(config))
