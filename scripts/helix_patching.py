@@ -1,15 +1,14 @@
 """Rule helix_patching: Fig. 4 sweep, controls (Fig. C5) and ablation (Fig. C6), per pair."""
-import pandas as pd
-
 from helixclock.cache import read_residual_cache
 from helixclock.fits import FitSettings, load_fits, to_device
-from helixclock.pipeline import load, patching_engine, require, settings, start
+from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
+from helixclock.preconditions import helix_patching_needs
 from helixclock.stages.helix.patching import helix_stage
 
 start(snakemake)
-require(snakemake)
 p = snakemake.params
-acc = pd.read_csv(snakemake.input.accuracy)
+acc = accuracy(snakemake)
+require(snakemake, helix_patching_needs(acc, p.fit["periods"], p.n_pairs, p.test_fraction, p.seed, minimum(snakemake)))
 model = load(snakemake)
 fits = to_device(load_fits(snakemake.input.fits), model.device)
 cache = read_residual_cache(snakemake.input.cache)

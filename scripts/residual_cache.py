@@ -1,12 +1,13 @@
 """Rule residual_cache: resid_pre of correct a+b prompts and bare numbers -> HDF5."""
-import pandas as pd
-
 from helixclock.cache import write_residual_cache
-from helixclock.pipeline import load, patching_engine, require, start
+from helixclock.io import read_json
+from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, start
+from helixclock.preconditions import cache_needs
 
 log = start(snakemake)
-require(snakemake)
-acc = pd.read_csv(snakemake.input.accuracy)
+acc = accuracy(snakemake)
+card = read_json(snakemake.input.card)
+require(snakemake, cache_needs(acc, minimum(snakemake), snakemake.params.max_number, card.get("max_number")))
 correct = acc[acc["correct"]]
 model = load(snakemake)
 attrs = write_residual_cache(model, snakemake.params.spec["prompts"]["add"],

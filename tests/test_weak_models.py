@@ -26,7 +26,7 @@ from conftest import GPTJ_PROMPTS
 from helixclock import preconditions as pre
 from helixclock.fits import fit_token, standard_bases
 from helixclock.pairs import draw_pairs
-from helixclock.pipeline import require, usable_tasks
+from helixclock.pipeline import accuracy, minimum, require, usable_tasks
 from helixclock.statistics import Resampling, bootstrap_ci, raw_table, summarise
 
 PERIODS = (2, 5, 10, 100)
@@ -80,11 +80,10 @@ def test_pairs_available_within_a_held_out_split():
     assert pre.pairs_available(correct, ("b",), clean_a=[3]) == 0  # a = 3 has one correct prompt
 
 
-def fake_job(rule: str, accuracy_path, card_path=None, **params) -> SimpleNamespace:
+def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
     """What a script's ``snakemake`` object holds for :func:`helixclock.pipeline.require`."""
     return SimpleNamespace(rule=rule, wildcards=SimpleNamespace(model="weak"),
-                           input=SimpleNamespace(accuracy=str(accuracy_path), card=str(card_path)),
-                           params=SimpleNamespace(**params))
+                           input=SimpleNamespace(accuracy=str(accuracy_path)), params=SimpleNamespace(**params))
 
 
 @pytest.fixture
@@ -104,17 +103,20 @@ def test_helix_patching_stops_on_too_few_pairs(weak_table):
     """41 correct prompts hold 10 pairs a'+b: with minimum.pairs 16 the stage stops; with 8 it
     has its pairs (fewer than the 100 asked) but not the train split's 8 distinct a (a fit of
     10 columns needs 11)."""
-    job = fake_job("helix_patching", weak_table, n_pairs=100, fit={"periods": PERIODS}, test_fraction=0.2, seed=0,
-                   minimum={"pairs": 16, "spare_rows": 1})
+    job = fake_job("helix_patching", weak_table, minimum={"pairs": 16, "spare_rows": 1})
+
+    def needs():  # as scripts/helix_patching.py states them
+        return pre.helix_patching_needs(accuracy(job), PERIODS, 100, 0.2, 0, minimum(job))
+
     with pytest.raises(pre.PreconditionError) as err:
-        require(job)
+        require(job, needs())
     line = one_line(err)
     assert line.startswith("weak: helix_patching needs at least 16 clean/corrupted pairs")
     assert "(a'+b from the 41 correct add prompts)" in line and "found 10;" in line
     assert "(config helix.n_pairs=100, minimum.pairs=16)" in line
     job.params.minimum["pairs"] = 8
     with pytest.raises(pre.PreconditionError) as err:
-        require(job)
+        require(job, needs())
     assert "needs at least 11 distinct a in the train split" in one_line(err) and "found 8;" in one_line(err)
 
 
@@ -159,10 +161,9 @@ def test_no_correct_prompt_stops_the_cache_before_the_model(tmp_path):
     acc = weak_accuracy().assign(correct=False)
     path = tmp_path / "add.csv"
     acc.to_csv(path, index=False)
-    card = tmp_path / "model.json"
-    card.write_text('{"max_number": 199}')
-    with pytest.raises(pre.PreconditionError) as err:
-        require(fake_job("residual_cache", path, card, max_number=120, minimum={"correct_prompts": 1}))
+    job = fake_job("residual_cache", path, minimum={"correct_prompts": 1})
+    with pytest.raises(pre.PreconditionError) as err:  # as scripts/residual_cache.py states them
+        require(job, pre.cache_needs(accuracy(job), minimum(job), max_number=120, card_max_number=199))
     assert one_line(err) == ("weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
                              "(minimum.correct_prompts=1), found 0; "
                              "this model's residual_cache and everything after it stop here")

@@ -47,13 +47,12 @@ def _short_precondition_report(kind, error, traceback) -> None:
         print(line, file=sys.__stderr__, flush=True)
 
 
-def require(snakemake, needs: list[Need] | None = None) -> None:
-    """Stop the job, before it loads the model, when its model's accuracy table lacks what the
-    rule needs (:mod:`helixclock.preconditions`): raises :class:`PreconditionError` with one
-    line naming the model, the rule, the count found and the minimum.  ``needs`` defaults to
-    the rule's own, computed from its inputs and params."""
+def require(snakemake, needs: list[Need]) -> None:
+    """Stop the job, before it loads the model, when what its model's accuracy table (or the
+    cache) gives falls short of what the job's script says it needs
+    (:mod:`helixclock.preconditions`): raises :class:`PreconditionError` with one line naming
+    the model, the rule, the count found and the minimum; otherwise logs each count."""
     rule = snakemake.rule
-    needs = rule_needs(snakemake) if needs is None else needs
     check(snakemake.wildcards.model, rule, needs)
     for need in needs:
         logging.getLogger("helixclock").info("%s: %d %s (minimum %d)", rule, need.found, need.what, need.minimum)
@@ -64,28 +63,11 @@ def minimum(snakemake) -> Minimum:
     return Minimum(**getattr(snakemake.params, "minimum", {}))
 
 
-def rule_needs(snakemake) -> list[Need]:
-    """What a model job needs, from its accuracy table(s) and params."""
+def accuracy(snakemake):
+    """The job's a+b accuracy table (input ``accuracy``)."""
     import pandas as pd
 
-    from . import preconditions as pre
-
-    rule, p = snakemake.rule, snakemake.params
-    acc = pd.read_csv(snakemake.input.accuracy)
-    if rule == "residual_cache":
-        from .io import read_json
-
-        card = read_json(snakemake.input.card)
-        return pre.cache_needs(acc, minimum(snakemake), p.max_number, card.get("max_number"))
-    if rule == "helix_patching":
-        return pre.helix_patching_needs(acc, p.fit["periods"], p.n_pairs, p.test_fraction, p.seed, minimum(snakemake))
-    if rule in ("last_token_patching", "head_patching", "mlp_patching"):
-        periods = p.fit["periods"] if hasattr(p, "fit") else p.heads["periods"]
-        return pre.clock_needs(rule, acc, periods, p.pairs["n_pairs"], p.pairs["vary"], minimum(snakemake),
-                               getattr(p, "fit_prompts", None), p.pairs["seed"])
-    if rule in ("neuron_attribution", "neuron_fit_eval"):
-        return pre.neuron_needs(rule, acc, p.neurons.get("attribution_pairs", 0), minimum(snakemake))
-    raise ValueError(f"no preconditions for rule {rule!r}")
+    return pd.read_csv(snakemake.input.accuracy)
 
 
 def usable_tasks(snakemake, frames: dict) -> dict:
@@ -177,16 +159,17 @@ class ClockJob:
 
 def clock_job(snakemake) -> ClockJob:
     """Set up a last-token model job from params ``pairs`` (n_pairs, vary, seed) and
-    ``fit_prompts``."""
-    import pandas as pd
-
+    ``fit_prompts``, after checking what its pairs and fits need."""
     from .io import read_json
     from .pairs import draw_pairs, prompt_sample
+    from .preconditions import clock_needs
 
     log = start(snakemake)
-    require(snakemake)
     p = snakemake.params
-    acc = pd.read_csv(snakemake.input.accuracy)
+    acc = accuracy(snakemake)
+    periods = p.fit["periods"] if hasattr(p, "fit") else p.heads["periods"]
+    require(snakemake, clock_needs(snakemake.rule, acc, periods, p.pairs["n_pairs"], p.pairs["vary"],
+                                   minimum(snakemake), getattr(p, "fit_prompts", None), p.pairs["seed"]))
     correct = acc[acc["correct"]]
     positions = read_json(snakemake.input.card)["positions"]["add"]
     model = load(snakemake)

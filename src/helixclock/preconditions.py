@@ -236,12 +236,11 @@ def clock_needs(stage: str, accuracy: pd.DataFrame, periods: Sequence[int], n_pa
     return needs
 
 
-def neuron_needs(stage: str, accuracy: pd.DataFrame, attribution_pairs: int = 0,
-                 minimum: Minimum = Minimum()) -> list[Need]:
-    """neuron_attribution: its pairs (a and b may both differ); neuron_fit_eval: correct prompts
-    to evaluate on."""
-    if stage == "neuron_attribution":
-        return [_pairs_need(accuracy, ("a", "b"), attribution_pairs, minimum, "neurons.attribution_pairs")]
-    if stage == "neuron_fit_eval":
-        return [_prompts_need(accuracy, minimum)]
-    raise ValueError(f"neuron_needs: stage {stage!r}; allowed: neuron_attribution, neuron_fit_eval")
+def attribution_needs(accuracy: pd.DataFrame, attribution_pairs: int, minimum: Minimum = Minimum()) -> list[Need]:
+    """neuron_attribution: its clean/corrupted pairs (a and b may both differ)."""
+    return [_pairs_need(accuracy, ("a", "b"), attribution_pairs, minimum, "neurons.attribution_pairs")]
+
+
+def fit_eval_needs(accuracy: pd.DataFrame, minimum: Minimum = Minimum()) -> list[Need]:
+    """neuron_fit_eval: correct a+b prompts to evaluate on."""
+    return [_prompts_need(accuracy, minimum)]
