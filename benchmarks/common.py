@@ -4,13 +4,9 @@ and a timer. Benchmarks report ratios against a reference measured in the same r
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 GPTJ_PROMPT = "Output ONLY a number.\n{a}+{b}="
 

@@ -589,8 +589,8 @@ def wide_model(tok, n_layers: int, seed: int = 0):
     first = dict(hf.transformer.h[0].named_modules())
     for block in hf.transformer.h[1:]:
         for name, module in block.named_modules():
-            for p in list(module._parameters):
-                module._parameters[p] = first[name]._parameters[p]
+            for p, _ in list(module.named_parameters(recurse=False)):
+                setattr(module, p, getattr(first[name], p))  # one shared tensor for every block
     hf.transformer.wte.weight = hf.lm_head.weight
     block = torch.randn(1 << 20, generator=torch.Generator().manual_seed(seed)) * 0.02
     with torch.no_grad():

@@ -137,7 +137,7 @@ def test_fig01_clock(tmp_path):
     titles = [ax.get_title() for ax in fig.axes]
     assert titles[0].startswith("T = 10: a and b on helix(a)") and "layer 0 output" in titles[0]
     assert titles[1].startswith("T = 10: a+b on helix(a+b) (last token, layer 1 output")
-    assert "illustration built from the data" in fig._suptitle.get_text()
+    assert "illustration built from the data" in fig.get_suptitle()
     assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {"a = 37", "b = 45"}
     assert fig.axes[2].get_xlabel() == "cos(2π a / 100) coordinate"
     save(fig, tmp_path, "fig01_clock")

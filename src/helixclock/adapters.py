@@ -1,6 +1,6 @@
 """Architecture adapters: one table row per model family, one class that reads it.
 
-Every experiment speaks one vocabulary of hook points (design.md):
+Every experiment speaks one vocabulary of hook points (the README, "The patching engine"):
 
 =============  ==========================================================  ============
 hook point     what                                                        shape

@@ -55,6 +55,7 @@ class LoadedModel:
     source: str = ""
     dtype: torch.dtype = torch.float32
     info: dict = field(default_factory=dict)
+    attn_implementation: str = "sdpa"  # set by load_model (an experiment may switch it and back)
 
     def envoy(self, path: str):
         node = self.lm
@@ -85,10 +86,12 @@ def wrap_model(hf_model: torch.nn.Module, tokenizer, name: str = "model",
 
     _quiet()
     _freeze(hf_model)
+    attention = set_attention(hf_model)
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     p = next(hf_model.parameters())
-    return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype)
+    return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype,
+                       attn_implementation=attention)
 
 
 def run_dtype(name: str, device: torch.device) -> torch.dtype:
@@ -114,13 +117,26 @@ def load_model(name: str, spec: dict, device: str = "auto", resources: str = "re
     dev = resolve_device(device)
     dtype = run_dtype(spec.get("dtype", "float32"), dev)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    kwargs = {"attn_implementation": attn_implementation} if attn_implementation else {}
-    if dev.type == "cuda":
-        kwargs["device_map"] = str(dev)  # load straight onto the GPU
+    kwargs = {"device_map": str(dev)} if dev.type == "cuda" else {}  # load straight onto the GPU
     hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
     hf_model.to(dev)
     _freeze(hf_model)
+    attention = set_attention(hf_model, attn_implementation)
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     source = spec["source"] if spec["source"] != TOY_SOURCE else path
-    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype)
+    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype, attn_implementation=attention)
+
+
+def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:
+    """Set the model's attention implementation and return it: ``wanted``, or else PyTorch's
+    scaled-dot-product attention, or eager attention for a family without it."""
+    choices = [wanted] if wanted else ["sdpa", "eager"]
+    for impl in choices:
+        try:
+            hf_model.set_attn_implementation(impl)
+            return impl
+        except (ValueError, ImportError):
+            if impl == choices[-1]:
+                raise
+    raise AssertionError("unreachable")

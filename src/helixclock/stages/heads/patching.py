@@ -113,7 +113,6 @@ def mixed_sweep(engine: PatchingEngine, pairs: Pairs, categorised: pd.DataFrame,
 def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], batch_size: int = 256) -> pd.DataFrame:
     """Mean attention of every head from the query position to the given key positions."""
     hf = model.hf
-    previous = hf.config._attn_implementation
     hf.set_attn_implementation("eager")  # attention weights are only materialised by eager
     sums = None
     try:
@@ -124,7 +123,7 @@ def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], bat
                 part = torch.stack([att[..., k].float().sum(1) for k in keys.values()], -1)  # [L, H, K]
                 sums = part if sums is None else sums + part
     finally:
-        hf.set_attn_implementation(previous)
+        hf.set_attn_implementation(model.attn_implementation)
     mean = to_numpy(sums / ids.shape[0])
     L, H, _ = mean.shape
     rows = [{"layer": layer, "head": h, **{f"attn_{k}": float(mean[layer, h, j]) for j, k in enumerate(keys)}}
