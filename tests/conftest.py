@@ -4,25 +4,22 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import pytest
-import torch
-from families import ALL, tiny_hf_model  # noqa: F401 (tests import tiny_hf_model from here)
+from helpers.dag import REPO
+from helpers.families import ALL, tiny_hf_model
+from helpers.prompts import GPTJ_PROMPTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-warnings.filterwarnings("ignore")
 
-GPTJ_PROMPTS = {
-    "add": "Output ONLY a number.\n{a}+{b}=",
-    "sub23": "Output ONLY a number.\n{a}-23=",
-    "div5": "Output ONLY a number.\n{a}//5=",
-    "mul1p5": "Output ONLY a number.\n{a}*1.5=",
-    "mod2": "Output ONLY a number.\n{a} modulo 2=",
-    "solve_x": "Output ONLY a number.\nx-{a}=0, x=",
-}
-FAMILIES = ("gptj", "neox", "llama")  # the engine's tests run on these (tests/families.py has all)
+FAMILIES = ("gptj", "neox", "llama")  # the engine's tests run on these (tests/helpers/families.py has all)
+
+
+@pytest.fixture(scope="session")
+def repo():
+    """The repository root (config, registry, committed toys), whatever the working directory."""
+    return REPO
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +47,7 @@ def tiny_model(request, tokenizer):
 
 @pytest.fixture(scope="session", params=ALL)
 def family_model(request, tokenizer):
-    """A LoadedModel of every supported family (tests/families.py) with random weights."""
+    """A LoadedModel of every supported family (tests/helpers/families.py) with random weights."""
     from helixclock.models import wrap_model
 
     hf = tiny_hf_model(request.param, len(tokenizer))
@@ -64,19 +61,13 @@ def tiny_gptj(tokenizer):
     return wrap_model(tiny_hf_model("gptj", len(tokenizer)), tokenizer, name="tiny-gptj")
 
 
-def add_prompt_ids(tokenizer, pairs, template=GPTJ_PROMPTS["add"]):
-    from helixclock.tasks import render
-
-    return torch.tensor(tokenizer([render(template, a, b) for a, b in pairs])["input_ids"])
-
-
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     """The tiny DAG on the CPU with two simulated GPU slots, so model jobs run two at a time."""
     work = tmp_path_factory.mktemp("dag")
     env = {**os.environ, "HELIXCLOCK_GPUS": "2", "HELIXCLOCK_GPU_LOCKS": str(work / "gpu-locks")}
     t0 = time.time()
-    from dag import snakemake
+    from helpers.dag import snakemake
 
     snakemake(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
     return work, time.time() - t0

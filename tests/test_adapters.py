@@ -1,4 +1,4 @@
-"""Adapters on tiny random-weight models of every supported family (tests/families.py)."""
+"""Adapters on tiny random-weight models of every supported family (tests/helpers/families.py)."""
 
 import subprocess
 import sys
@@ -8,11 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import GPTJ_PROMPTS, add_prompt_ids, tiny_hf_model
-from families import ALL, DIGIT_SPLITTING, GEMMA2_SOFTCAP
-from reference_hooks import capture, patched_logits
-from test_patching import make_pairs
-from test_tasks import digit_splitting_tokenizer
+from helpers.families import ALL, DIGIT_SPLITTING, GEMMA2_SOFTCAP, tiny_hf_model
+from helpers.hooks import capture, patched_logits
+from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids, digit_splitting_tokenizer, make_pairs
 
 from helixclock import adapters
 from helixclock.models import HOOK_KINDS, UnsupportedFamilyError, make_adapter, wrap_model

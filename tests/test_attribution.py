@@ -2,9 +2,9 @@
 
 import pytest
 import torch
-from conftest import tiny_hf_model
-from reference_hooks import _replace
-from test_patching import make_pairs
+from helpers.families import tiny_hf_model
+from helpers.hooks import replace_io
+from helpers.prompts import make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point
@@ -23,7 +23,7 @@ def reference_attribution(model, pairs):
 
     def run(ids, grad):
         kept = []
-        handles = [_replace(hf.get_submodule(ad.site("neuron_post", l).path), "input",
+        handles = [replace_io(hf.get_submodule(ad.site("neuron_post", l).path), "input",
                             lambda x: kept.append(x) or x) for l in range(ad.n_layers)]
         try:
             with torch.enable_grad():

@@ -3,7 +3,7 @@
 import h5py
 import numpy as np
 import torch
-from conftest import GPTJ_PROMPTS, add_prompt_ids
+from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids
 
 from helixclock.cache import read_layer, read_residual_cache, write_residual_cache
 

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 import torch
-from reference_hooks import _replace, capture, logit_difference
-from test_patching import make_pairs
+from helpers.hooks import capture, logit_difference, replace_io
+from helpers.prompts import make_pairs
 
 from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.stages.heads.tables import categorise, with_mixed
@@ -78,7 +78,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
             y[:, LAST] += delta
             return y
 
-        handle = _replace(hf.get_submodule(in_site.path), in_site.io, add)
+        handle = replace_io(hf.get_submodule(in_site.path), in_site.io, add)
         try:
             received = take(capture(hf, out_site.path, out_site.io, pairs.corrupted))
         finally:
@@ -92,7 +92,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
                 y[:, LAST] = received
             return y
 
-        handle = _replace(hf.get_submodule(out_site.path), out_site.io, put)
+        handle = replace_io(hf.get_submodule(out_site.path), out_site.io, put)
         try:
             with torch.no_grad():
                 logits = hf(pairs.corrupted).logits[:, -1]

@@ -9,7 +9,7 @@ import h5py
 import pandas as pd
 import pytest
 import yaml
-from dag import MODEL_RULES, TINY, planned_jobs, snakemake
+from helpers.dag import MODEL_RULES, TINY, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 

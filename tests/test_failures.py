@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 import yaml
-from dag import REPO, TINY, planned_jobs, snakemake
+from helpers.dag import REPO, TINY, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_patching import make_pairs
+from helpers.prompts import make_pairs
 
 from helixclock.fits import Basis, fit_bases, standard_bases
 from helixclock.fourier import fourier_spectrum

@@ -8,7 +8,7 @@ import textwrap
 
 import pandas as pd
 import torch
-from conftest import GPTJ_PROMPTS
+from helpers.prompts import GPTJ_PROMPTS
 
 from helixclock import gpus
 

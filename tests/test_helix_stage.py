@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import GPTJ_PROMPTS
+from helpers.prompts import GPTJ_PROMPTS
 
 import helixclock.stages.helix.patching as hp
 from helixclock.cache import read_residual_cache, write_residual_cache

@@ -3,9 +3,9 @@
 import numpy as np
 import pandas as pd
 import torch
-from conftest import GPTJ_PROMPTS, tiny_hf_model
-from reference_hooks import _replace, capture
-from test_patching import make_pairs
+from helpers.families import tiny_hf_model
+from helpers.hooks import capture, replace_io
+from helpers.prompts import GPTJ_PROMPTS, make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.pairs import same_prompt_pairs
@@ -57,7 +57,7 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
             y = x.clone()
             y[:, LAST] = means[layer]
             return y
-        handles.append(_replace(hf.get_submodule(ad.site("neuron_post", layer).path), "input", put))
+        handles.append(replace_io(hf.get_submodule(ad.site("neuron_post", layer).path), "input", put))
     try:
         with torch.no_grad():
             ablated = hf(prompts.clean).logits[:, -1]

@@ -2,24 +2,12 @@
 
 import pandas as pd
 import torch
-from conftest import GPTJ_PROMPTS, add_prompt_ids
-from reference_hooks import capture, logit_difference, patched_logits
+from helpers.hooks import capture, logit_difference, patched_logits
+from helpers.prompts import CLEAN, GPTJ_PROMPTS, POS_A, make_pairs
 
 from helixclock.pairs import draw_pairs
-from helixclock.patching import Pairs, Patch, PatchingEngine, Point
+from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.statistics import bootstrap_ci
-
-CLEAN = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80), (60, 39), (25, 25)]
-CORRUPT = [(5, 4), (70, 57), (1, 0), (8, 41), (33, 80), (2, 39), (90, 25)]
-POS_A = 5
-
-
-def make_pairs(model):
-    tok = model.tokenizer
-    clean, corrupt = add_prompt_ids(tok, CLEAN), add_prompt_ids(tok, CORRUPT)
-    ans = torch.tensor([tok.convert_tokens_to_ids(str(a + b)) for a, b in CLEAN])
-    ans_x = torch.tensor([tok.convert_tokens_to_ids(str(a + b)) for a, b in CORRUPT])
-    return Pairs(clean, corrupt, ans, ans_x)
 
 
 def test_full_clean_patch_restores_the_clean_logit(tiny_model):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from gpt2_tokenizer import (
+from helpers.gpt2_tokenizer import (
     EOS_ID,
     GPT2_DIR,
     GPTJ_VOCAB_SIZE,

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 import yaml
-from dag import REPO, snakemake
+from helpers.dag import REPO, snakemake
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from dag import snakemake
+from helpers.dag import snakemake
+from helpers.slurm_cluster import LocalSlurm, ensure_installed
 from safetensors.torch import load_file
-from slurm_cluster import LocalSlurm, ensure_installed
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]

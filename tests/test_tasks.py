@@ -1,24 +1,9 @@
 """Task families and the tokenisation checks."""
 
 import pytest
-from conftest import GPTJ_PROMPTS
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
 from helixclock.tasks import TASKS, Positions, TokenisationError, check_task_tokens, get_task, number_token_ids
-
-
-def digit_splitting_tokenizer():
-    """A tokenizer that splits numbers into single digits, like many LLMs' do."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {"<unk>": 0, "<pad>": 1}
-    for w in list("0123456789") + ["Output", "ONLY", "a", "number", ".", "+", "="]:
-        vocab[w] = len(vocab)
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                                 pre_tokenizers.Digits(individual_digits=True),
-                                                 pre_tokenizers.Punctuation()])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
 
 
 def test_domains_and_answers_match_the_paper():

@@ -1,12 +1,11 @@
 """The embedded default's trainer, on a reduced budget."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import GPTJ_PROMPTS
+from helpers.prompts import GPTJ_PROMPTS
 from safetensors.torch import load_file
 
 from helixclock.toy import build_corpus, build_tokenizer, holdout_mask, train_toy
@@ -112,15 +111,15 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
     assert short["history"] == rec["history"][:1] and short["steps_run"] == 3
 
 
-def _default_toy(model):
+def _default_toy(model, repo):
     from helixclock.config import check_config, load_yaml
 
-    config, registry = check_config(load_yaml("config/config.yaml"))
+    config, registry = check_config(load_yaml(repo / "config/config.yaml"))
     return registry[model], config["toy"]
 
 
 @pytest.mark.parametrize("model", ["toy-gptj", "toy-llama"])
-def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path):
+def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path, repo, monkeypatch):
     """The embedded default's committed toys are installed instead of trained only because the
     rule would train exactly them: their settings are the default config's, and the rule's
     training on a reduced budget (the full run's first steps) reproduces the early check the
@@ -128,9 +127,10 @@ def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path):
     from helixclock.config import training_settings
     from helixclock.toy import matching_checkpoint
 
-    spec, toy = _default_toy(model)
+    monkeypatch.chdir(repo)  # the config names its registry relative to the repository, as Snakemake runs it
+    spec, toy = _default_toy(model, repo)
     training = training_settings(toy, spec)
-    committed = Path("resources/toys") / model
+    committed = repo / "resources/toys" / model
     assert matching_checkpoint(committed, spec, training) == committed
     record = json.loads((committed / "training.json").read_text())
     assert record["accuracy"]["add_heldout"] >= 0.9  # the committed toy generalises

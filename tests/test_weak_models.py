@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import GPTJ_PROMPTS
+from helpers.prompts import GPTJ_PROMPTS
 
 from helixclock import preconditions as pre
 from helixclock.fits import fit_token, standard_bases
@@ -308,7 +308,7 @@ STOPPED = {"residual_cache": "1 correct a+b prompts (of 10000 prompts)",
 
 @pytest.mark.slow
 def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
-    from dag import snakemake
+    from helpers.dag import snakemake
 
     prompts = {"add": TEMPLATE}
     save_weak_gptj(tmp_path / "weak-gptj", prompts)

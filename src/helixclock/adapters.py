@@ -28,7 +28,7 @@ MLP is gated, the post-norms, how the output projection's weight is laid out and
 family does to its final logits.  :data:`FAMILIES` holds one spec per family and
 :data:`MODEL_TYPES` maps Hugging Face ``model_type`` values onto them.  One
 :class:`Adapter` reads a spec and a Hugging Face config and answers :meth:`Adapter.site`.
-Adding a family is one table row (and a tiny test model in ``tests/families.py``).
+Adding a family is one table row (and a tiny test model in ``tests/helpers/families.py``).
 
 This module imports no torch: :mod:`helixclock.config` (used by the Snakefile) takes the
 family names and the model-type map from here.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 
-def _replace(module: torch.nn.Module, io: str, fn):
+def replace_io(module: torch.nn.Module, io: str, fn):
     """Register a hook that replaces the module's input (first arg) or output by fn(x)."""
     if io == "input":
         def pre(mod, args, kwargs):
@@ -34,7 +34,7 @@ def capture(hf, module_path: str, io: str, ids: torch.Tensor) -> torch.Tensor:
         store["x"] = x.detach().clone()
         return x
 
-    handle = _replace(hf.get_submodule(module_path), io, keep)
+    handle = replace_io(hf.get_submodule(module_path), io, keep)
     try:
         with torch.no_grad():
             hf(ids)
@@ -56,7 +56,7 @@ def patched_logits(hf, module_path: str, io: str, ids: torch.Tensor, position: i
             y[:, position, head * d_head:(head + 1) * d_head] = value
         return y
 
-    handle = _replace(hf.get_submodule(module_path), io, put)
+    handle = replace_io(hf.get_submodule(module_path), io, put)
     try:
         with torch.no_grad():
             return hf(ids).logits[:, -1]
