@@ -36,17 +36,12 @@ def outputs(work: Path) -> dict[str, float]:
             for top in ("results", "resources") for p in (work / top).rglob("*") if p.is_file()}
 
 
-def changed_config(tmp_path: Path, registry_changes: dict | None = None, **settings) -> Path:
-    """The tiny config with ``settings`` merged in, and its registry with ``registry_changes``
-    ({model: {key: value}}) merged into the model entries."""
+def changed_config(tmp_path: Path, **settings) -> Path:
+    """The tiny config with ``settings`` merged in (a mapping into its section)."""
     config = yaml.safe_load(TINY.read_text())
     for key, value in settings.items():
-        config[key] = {**config[key], **value} if isinstance(value, dict) else value
-    registry = yaml.safe_load((TINY.parent / "models.yaml").read_text())
-    for model, changes in (registry_changes or {}).items():
-        registry[model] = {**registry[model], **changes}
-    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
-    config["registry"] = str(tmp_path / "models.yaml")
+        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
+    config["registry"] = str(TINY.parent / "models.yaml")
     path = tmp_path / "changed.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -57,16 +52,15 @@ def assert_nothing_lost(work: Path, before: dict[str, float]) -> None:
     assert planned_jobs(work) == {}, "the original command plans jobs after a failed run"
 
 
-def test_a_card_the_tokenizer_refuses_changes_nothing(finished, tmp_path):
-    """registry max_number 400 passes the DAG (cache.max_number is 120) but the tokenizer keeps
-    only 0..399 whole: the model_card job fails, and model.json, its readers and their records
-    stay as they were."""
+def test_a_model_job_on_a_missing_gpu_changes_nothing(finished, tmp_path):
+    """device: cuda passes the DAG (a login node need not have the GPU its jobs get) but this
+    machine has none: every model job stops as it starts, and nothing it would have replaced
+    is touched."""
     before = outputs(finished)
-    config = changed_config(tmp_path, {"toy-gptj": {"max_number": 400}})
-    proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
+    proc = snakemake(finished, "--cores", "2", configfile=changed_config(tmp_path, device="cuda"), check=False)
     assert proc.returncode != 0
-    logs = [p.read_text() for p in (finished / "logs/toy-gptj").glob("model_card-*.log")]
-    assert any("model 'toy-gptj': number 400 is not a single token" in text for text in logs)
+    logs = [p.read_text() for p in (finished / "logs").glob("*/accuracy-*.log")]
+    assert any("config key 'device' is 'cuda' but CUDA is not available" in text for text in logs)
     assert_nothing_lost(finished, before)
 
 
