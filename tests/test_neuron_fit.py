@@ -15,6 +15,7 @@ from helixclock.stages.neurons.fit import (
     dominant_periods,
     fit_neurons,
     grid_values,
+    has_up_fits,
     load_fits,
     neuron_table,
     planted_grids,
@@ -280,6 +281,12 @@ def test_tables_and_hdf5_round_trip(tmp_path):
     assert back.info["loss_history"].shape == (2, 5)
     pd.testing.assert_frame_equal(neuron_table(back), nt)
     assert np.array_equal(back.coef, fits.coef)
+    assert not has_up_fits(path)
+    up = fit_neurons(grids[::-1].copy(), layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5])  # a gated MLP's up projection
+    save_fits(path, fits, up)
+    assert has_up_fits(path) and np.array_equal(load_fits(path).coef, fits.coef)
+    assert np.array_equal(load_fits(path, "up").coef, up.coef) and np.allclose(load_fits(path, "up").predict(),
+                                                                               up.predict())
 
 
 def test_other_periods_and_errors():

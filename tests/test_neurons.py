@@ -23,7 +23,8 @@ from helixclock.stages.neurons.patching import (
     neuron_direct_effects,
     neuron_grids,
     powers_of_two,
-    preactivation_kind,
+    fitted_name,
+    preactivation_kinds,
     preactivation_name,
     rank_neurons,
     sweep_counts,
@@ -271,25 +272,29 @@ def tiny_llama(tokenizer):
 
 
 def test_preactivation_of_plain_and_gated_mlps(tiny_gptj, tiny_llama):
-    assert preactivation_kind(tiny_gptj.adapter, "product") == preactivation_kind(tiny_gptj.adapter, "gate") \
-        == "neuron_pre"
-    assert preactivation_kind(tiny_llama.adapter, "product") == "neuron_post"
-    assert preactivation_kind(tiny_llama.adapter, "gate") == "neuron_pre"
-    assert preactivation_name(False) == "preactivation"
-    assert preactivation_name(True, "product") == "act(gate)·up" and preactivation_name(True, "gate") == \
-        "gate preactivation"
-    with pytest.raises(ValueError, match="allowed: product, gate"):
-        preactivation_kind(tiny_llama.adapter, "up")
+    for choice in GATED_PREACTIVATIONS:
+        assert preactivation_kinds(tiny_gptj.adapter, choice) == ("neuron_pre",)
+    assert preactivation_kinds(tiny_llama.adapter, "gate_and_up") == ("neuron_pre", "neuron_up")
+    assert preactivation_kinds(tiny_llama.adapter, "gate") == ("neuron_pre",)
+    assert preactivation_kinds(tiny_llama.adapter, "product") == ("neuron_post",)
+    assert preactivation_name(False) == "preactivation" == fitted_name(False, "product")
+    assert preactivation_name(True, "gate_and_up") == preactivation_name(True, "gate") == "gate preactivation"
+    assert preactivation_name(True, "product") == "act(gate)·up"
+    assert fitted_name(True, "gate_and_up") == "gate and up preactivations"
+    assert NeuronSettings().gated_preactivation == "gate_and_up"
+    with pytest.raises(ValueError, match="allowed: gate_and_up, gate, product"):
+        preactivation_kinds(tiny_llama.adapter, "up")
     with pytest.raises(ValueError, match="neurons.ranking"):
         NeuronSettings(ranking="size")
 
 
-def test_gated_fit_evaluation_under_both_choices(tiny_llama):
-    """Give the top neurons of a gated MLP their exact N(a, b) as "fits".  With N = act(gate)·up
-    (the product the down projection reads) the fitted variant is the actual one for every k.
-    With N = the gate alone, the up projection stays live in the ablated run, so the "exact"
-    fit still differs from the actual values once other neurons are ablated, and equals them
-    only when every neuron is kept (nothing ablated)."""
+def test_gated_fit_evaluation_under_each_choice(tiny_llama):
+    """Give the top neurons of a gated MLP their exact values as "fits".  With the gate and the
+    up projection both fitted (the model's act(gate)·up then combining them), or with
+    act(gate)·up itself, the fitted variant is the actual one for every k.  With the gate
+    alone, the up projection stays live in the ablated run, so the "exact" fit still differs
+    from the actual values once other neurons are ablated, and equals them only when every
+    neuron is kept (nothing ablated)."""
     from helixclock.stages.neurons.patching import fit_evaluation
 
     tok, ad = tiny_llama.tokenizer, tiny_llama.adapter
@@ -301,15 +306,19 @@ def test_gated_fit_evaluation_under_both_choices(tiny_llama):
     ranked = top.assign(rank=range(len(top)))
     ld = {}
     for choice in GATED_PREACTIVATIONS:
-        kind = preactivation_kind(ad, choice)
-        exact = neuron_grids(engine, prompts.clean, ranked, LAST, kind)["pre"]  # [n_top, n]
-        raw = fit_evaluation(engine, prompts, top, torch.tensor(exact.T), means, [4, len(top)], LAST, kind)
+        kinds = preactivation_kinds(ad, choice)
+        grids = neuron_grids(engine, prompts.clean, ranked, LAST, kinds)
+        assert ("up" in grids) == (choice == "gate_and_up")
+        exact = {kinds[0]: torch.tensor(grids["pre"].T)} | ({"neuron_up": torch.tensor(grids["up"].T)}
+                                                              if "up" in grids else {})
+        raw = fit_evaluation(engine, prompts, top, exact, means, [4, len(top)], LAST)
         part = raw[raw["measure"] == "ld"]
         values = pair_values(part)
         ld[choice] = (values[(part["preactivation"] == "actual").to_numpy()],
                       values[(part["preactivation"] == "fitted").to_numpy()])
-    actual, fitted = ld["product"]
-    np.testing.assert_allclose(actual, fitted, atol=1e-5)
+    for choice in ("gate_and_up", "product"):
+        actual, fitted = ld[choice]
+        np.testing.assert_allclose(actual, fitted, atol=1e-5)
     actual, fitted = ld["gate"]
     np.testing.assert_allclose(actual[1], fitted[1], atol=1e-5)  # all kept: up is the clean up
-    assert np.abs(actual[0] - fitted[0]).max() > 1e-4  # 4 kept: up computed in the ablated run
+    assert np.abs(actual[0] - fitted[0]).max() > 1e-2  # 4 kept: up computed in the ablated run

@@ -498,33 +498,50 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
                          "alpha": fits.alpha.ravel(), "beta": fits.beta.ravel()})
 
 
-def save_fits(path, fits: NeuronFits) -> None:
+def save_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
     """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
-    attrs periods, columns, method, grid_shape and the method's hyperparameters."""
+    attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
+    fits of a gated MLP's up projection (when gate and up are both fitted), in group "up"."""
     import h5py
 
     with h5py.File(path, "w") as f:
-        f.create_dataset("coef", data=fits.coef)
-        for name in ("rmse", "nrmse", "value_range", "layer", "neuron"):
-            f.create_dataset(name, data=getattr(fits, name))
-        for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
-            f.create_dataset(f"dominant_{key}", data=fits.dominant[v])
-        f.attrs["periods"] = np.asarray(fits.periods, dtype=np.float64)
-        f.attrs["columns"] = fits.columns
-        f.attrs["method"] = fits.method
-        f.attrs["grid_shape"] = np.asarray(fits.grid_shape)
-        for k, v in fits.info.items():
-            if np.isscalar(v):
-                f.attrs[f"info_{k}"] = v
-            else:
-                f.create_dataset(f"info/{k}", data=np.asarray(v))
+        _write_fits(f, fits)
+        if up is not None:
+            _write_fits(f.create_group("up"), up)
 
 
-def load_fits(path) -> NeuronFits:
-    """Inverse of :func:`save_fits`; checks that the stored columns match the periods."""
+def _write_fits(f, fits: NeuronFits) -> None:
+    f.create_dataset("coef", data=fits.coef)
+    for name in ("rmse", "nrmse", "value_range", "layer", "neuron"):
+        f.create_dataset(name, data=getattr(fits, name))
+    for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
+        f.create_dataset(f"dominant_{key}", data=fits.dominant[v])
+    f.attrs["periods"] = np.asarray(fits.periods, dtype=np.float64)
+    f.attrs["columns"] = fits.columns
+    f.attrs["method"] = fits.method
+    f.attrs["grid_shape"] = np.asarray(fits.grid_shape)
+    for k, v in fits.info.items():
+        if np.isscalar(v):
+            f.attrs[f"info_{k}"] = v
+        else:
+            f.create_dataset(f"info/{k}", data=np.asarray(v))
+
+
+def has_up_fits(path) -> bool:
+    """Whether a fits file holds a gated MLP's up-projection fits beside the gate's."""
     import h5py
 
     with h5py.File(path, "r") as f:
+        return "up" in f
+
+
+def load_fits(path, group: str | None = None) -> NeuronFits:
+    """Inverse of :func:`save_fits` (``group="up"``: the up projection's fits); checks that
+    the stored columns match the periods."""
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        f = h5[group] if group else h5
         periods = tuple(int(T) if float(T).is_integer() else float(T) for T in f.attrs["periods"])
         stored = [str(c) for c in f.attrs["columns"]]
         if stored != columns(periods):
