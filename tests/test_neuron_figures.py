@@ -178,7 +178,7 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
     fig = ablation_figure(pd.DataFrame(rows), "synthetic")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[:2] == ["kept neurons frozen at their unablated values", "kept neurons computed live in the ablated run"]
-    assert "mean |attribution| over pairs" in fig.axes[0].get_xlabel()
+    assert "mean |attribution| over pairs" in fig.get_suptitle()
     assert len([line for line in fig.axes[0].lines if len(line.get_xdata()) == len(fractions)]) == 2
     _save(fig, tmp_path, "figD9_readings")
     neurons = pd.DataFrame({"layer": [0, 1, 1, 2, 3, 3, 3]})

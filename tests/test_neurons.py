@@ -322,3 +322,25 @@ def test_gated_fit_evaluation_under_each_choice(tiny_llama):
     actual, fitted = ld["gate"]
     np.testing.assert_allclose(actual[1], fitted[1], atol=1e-5)  # all kept: up is the clean up
     assert np.abs(actual[0] - fitted[0]).max() > 1e-2  # 4 kept: up computed in the ablated run
+
+
+def test_top_neuron_table_takes_de_over_te_in_the_rankings_terms():
+    """A Clock-like neuron whose attributions and DEs both cancel over pairs has signed means
+    ~0 and a meaningless ratio of them; its DE/TE is the ratio of the effect sizes the neurons
+    are ranked by (mean |.| over pairs by default), and the signed means stay in the table."""
+    from helixclock.stages.neurons.tables import cumulative_de, top_neuron_table, top_neurons_paper_table
+    from helixclock.statistics import Resampling, raw_table
+
+    attribution = rank_neurons(synthetic_scores(np.array([[5, -5] * 4, [-3] * 8], dtype=float)), "mean_abs")
+    attribution = attribution.assign(ranking="mean_abs")
+    de_pairs = np.array([[2, -2.0] * 4, [-1.5] * 8])  # rows in rank order: the Clock neuron, the negative one
+    raw_de = raw_table(de_pairs, attribution[["rank", "layer", "neuron"]].to_dict("records"))
+    fits = pd.DataFrame({"layer": [0, 0], "neuron": [0, 1], "nrmse": [0.1, 0.2], "quantity": "preactivation"})
+    table = top_neuron_table(attribution, raw_de, fits, [0], Resampling(bootstrap=50))
+    assert table["te"].tolist() == [0.0, -3.0] and table["effect"].tolist() == [5.0, 3.0]
+    assert table["de"].tolist() == [0.0, -1.5] and table["de_effect"].tolist() == [2.0, 1.5]
+    assert np.allclose(table["de_over_te"], [0.4, 0.5])
+    paper = top_neurons_paper_table(table)
+    assert "NRMSE of the preactivation fit" in paper.columns and "DE/TE (effects)" in paper.columns
+    cum = cumulative_de(table)  # total signed DE -1.5: no share is reached, all count
+    assert cum["cumulative_share"].isna().all() and (cum["reaches"] == "").all()

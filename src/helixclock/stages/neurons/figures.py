@@ -107,7 +107,7 @@ def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[f
     values) the longest period the spectrum has is the whole range, where T = 100 and a linear
     trend land alike: that bin is labelled as the whole-range trend there."""
     _need(neurons, list(VARIABLE_COLUMNS.values()), "figD12_neuron_fourier")
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.9), sharey=False)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.8), sharey=False)
     largest = max(float(neurons[c].max()) for c in VARIABLE_COLUMNS.values())
     bins = np.geomspace(1.9, max(largest, 100) * 1.1, 60)
     for ax, (var, col), color in zip(axes, VARIABLE_COLUMNS.items(), ("C3", "C0", "C1")):
@@ -124,7 +124,8 @@ def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[f
         ax.set_xlabel(f"dominant period of N over {var}")
         ax.set_ylabel("neurons")
         ax.set_title(f"mean of N at each {'s = a+b' if var == 'a+b' else var}", fontsize=10)
-        ax.legend(frameon=False, fontsize=8, title=f"within {tol:.0%} of T", title_fontsize=8)
+        ax.legend(frameon=False, fontsize=8, title=f"within {tol:.0%} of T", title_fontsize=8, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.2), ncol=2)
     fig.suptitle(f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     fig.tight_layout()
     return fig
@@ -148,7 +149,7 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
                     ax=ax, legend=False)
     _layer_colorbar(fig, ax, norm)
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
     ax.xaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(1, 10)))
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
@@ -166,13 +167,15 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
 
 def layer_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int]) -> pd.DataFrame:
     """Per circuit-MLP layer: the number of its top neurons, the mean of their DE/TE and the
-    mean of their a+b fractions (Fig. 10's points).  A ratio over TE <= 0 means nothing (and
-    a TE near 0 from below flips it): those neurons are left out of the DE/TE mean and
-    counted.  Every circuit layer has a row; one without top neurons has n_neurons 0 and NaN
-    means.  Columns: layer, n_neurons, de_over_te, ab_fraction, n_te_nonpositive."""
+    mean of their a+b fractions (Fig. 10's points).  DE/TE is the ratio of the effect sizes the
+    neurons are ranked by (``de_effect`` / ``effect``) where the table has them, else of the
+    signed means (``de`` / ``te``).  A ratio over TE <= 0 means nothing (and a TE near 0 from
+    below flips it): those neurons are left out of the DE/TE mean and counted.  Every circuit
+    layer has a row; one without top neurons has n_neurons 0 and NaN means.  Columns: layer, n_neurons, de_over_te, ab_fraction, n_te_nonpositive."""
     _need(neurons, ("layer", "te", "de", "ab_fraction"), "layer_trends")
     part = neurons[neurons["layer"].isin(list(circuit_layers))]
-    part = part.assign(ratio=(part["de"] / part["te"]).where(part["te"] > 0), bad=part["te"] <= 0)
+    te, de = ("effect", "de_effect") if {"effect", "de_effect"} <= set(part.columns) else ("te", "de")
+    part = part.assign(ratio=(part[de] / part[te]).where(part[te] > 0), bad=part[te] <= 0)
     out = part.groupby("layer").agg(n_neurons=("ratio", "size"), de_over_te=("ratio", "mean"),
                                     ab_fraction=("ab_fraction", "mean"),
                                     n_te_nonpositive=("bad", "sum"))
@@ -287,15 +290,15 @@ def ablation_figure(ablation: pd.DataFrame, model: str):
     for ax, label in ((left, "accuracy on the prompts"), (right, "logit_unablated − logit_ablated (answer)")):
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}%"))
-        ax.set_xlabel("neurons kept (% of all last-token neurons" +
-                      (f", ranked by {RANKING_WORDS.get(ranking, ranking)})" if ranking else ")"))
+        ax.set_xlabel("neurons kept (% of all last-token neurons)")
         ax.set_ylabel(label)
     left.axhline(0.8, color="grey", ls="--", lw=0.8, label="80% accuracy")
     left.axvline(1, color="C3", ls=":", lw=1, label="1% of neurons (paper: ~80% accuracy)")
     left.set_ylim(-0.02, 1.02)
-    left.legend(frameon=False, fontsize=8, loc="upper left")
+    left.legend(frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.56))
     right.axhline(0, color="grey", lw=0.6)
-    fig.suptitle(f"{model}: the top neurons kept, every other last-token neuron mean-ablated "
+    ranked = f", ranked by {RANKING_WORDS.get(ranking, ranking)}" if ranking else ""
+    fig.suptitle(f"{model}: the top neurons kept{ranked}, every other last-token neuron mean-ablated "
                  f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)")
     fig.tight_layout()
     return fig

@@ -319,7 +319,7 @@ def attribution_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: st
     tok, device = engine.model.tokenizer, engine.model.device
     correct = accuracy[accuracy["correct"]]
     pairs = draw_pairs(correct, settings.attribution_pairs, settings.seed, tok, template, ("a", "b"), device=device)
-    scores = attribution_scores(engine, pairs, last, settings.ranking)
+    scores = attribution_scores(engine, pairs, last, settings.ranking).assign(ranking=settings.ranking)
     top = scores.iloc[:n_top(len(scores), settings.top_share)]
     sub = Pairs(*(x[:settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer,
                                                   pairs.corrupted_answer)))

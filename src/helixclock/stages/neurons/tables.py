@@ -22,12 +22,24 @@ def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
 
 def top_neuron_table(attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame,
                      circuit_layers, resampling: Resampling) -> pd.DataFrame:
-    """One row per top neuron (rank order): te (the signed mean attribution), effect (the
-    ranked size of it), de with its interval, de_over_te, whether its layer is a circuit MLP,
-    and its fit (nrmse, a+b fraction, leading terms, dominant periods)."""
+    """One row per top neuron (rank order): te (the signed mean attribution), effect (its size
+    the neurons are ranked by), de with its interval (signed mean over pairs), de_effect (the
+    same size of the per-pair DEs: mean |DE| under the default ranking), de_over_te =
+    de_effect / effect (the share of the neuron's effect that is direct, in the ranking's
+    terms: a ratio of signed means divides by ~0 for a neuron whose effects cancel over pairs),
+    whether its layer is a circuit MLP, and its fit (nrmse, a+b fraction, leading terms,
+    dominant periods)."""
     de = summarise(raw_de, resampling, prefix="de").rename(columns={"de_mean": "de"})
+    ranking = str(attribution["ranking"].iloc[0]) if "ranking" in attribution and len(attribution) else "signed"
+    per_pair = pair_values(raw_de).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        sizes = {"mean_abs": np.nanmean(np.abs(per_pair), 1), "abs_mean": np.abs(np.nanmean(per_pair, 1)),
+                 "signed": np.nanmean(per_pair, 1)}[ranking]
+    de["de_effect"] = sizes
     top = attribution.merge(de, on=["rank", "layer", "neuron"]).rename(columns={"attribution": "te"})
-    top["de_over_te"] = top["de"] / top["te"]
+    if "effect" not in top:
+        top["effect"] = top["te"]
+    top["de_over_te"] = top["de_effect"] / top["effect"]
     top["in_circuit"] = top["layer"].isin(list(circuit_layers))
     out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=["layer", "neuron"], how="left")
     return out.sort_values("rank").reset_index(drop=True)
@@ -76,12 +88,13 @@ def mean_values(raw: pd.DataFrame) -> pd.DataFrame:
 
 def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
     """tabD2 (helixclock's table of the top neurons; the paper has none): rank, layer, neuron,
-    TE (signed mean attribution), the ranked effect size, DE, DE/TE, and the Eq. 5 fit of N
+    TE (signed mean attribution), the ranked effect size, DE (signed mean) and its effect size,
+    DE/TE of the effect sizes, and the Eq. 5 fit of N
     (NRMSE, leading terms, a+b fraction), the fit's columns naming what N is (``quantity``:
     the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation)."""
     what = str(neurons["quantity"].iloc[0]) if "quantity" in neurons and len(neurons) else "preactivation"
     cols = {"rank": "rank", "layer": "layer", "neuron": "neuron", "te": "TE", "effect": "effect (ranked)",
-            "de": "DE", "de_over_te": "DE/TE", "nrmse": f"NRMSE of the {what} fit",
+            "de": "DE", "de_effect": "DE effect", "de_over_te": "DE/TE (effects)", "nrmse": f"NRMSE of the {what} fit",
             "top_terms": f"top fitted terms of the {what}", "ab_fraction": "a+b fraction"}
     return neurons[[c for c in cols if c in neurons]].rename(columns=cols)
 
