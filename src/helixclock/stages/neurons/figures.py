@@ -171,7 +171,8 @@ def layer_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int]) -> pd.Dat
     neurons are ranked by (``de_effect`` / ``effect``) where the table has them, else of the
     signed means (``de`` / ``te``).  A ratio over TE <= 0 means nothing (and a TE near 0 from
     below flips it): those neurons are left out of the DE/TE mean and counted.  Every circuit
-    layer has a row; one without top neurons has n_neurons 0 and NaN means.  Columns: layer, n_neurons, de_over_te, ab_fraction, n_te_nonpositive."""
+    layer has a row; one without top neurons has n_neurons 0 and NaN means.  Columns: layer,
+    n_neurons, de_over_te, ab_fraction, n_te_nonpositive."""
     _need(neurons, ("layer", "te", "de", "ab_fraction"), "layer_trends")
     part = neurons[neurons["layer"].isin(list(circuit_layers))]
     te, de = ("effect", "de_effect") if {"effect", "de_effect"} <= set(part.columns) else ("te", "de")
