@@ -144,8 +144,8 @@ def test_fig10_with_few_layers_draws_no_line_and_shows_empty_circuit_mlps(fitted
     fig = fig10_neuron_trends(part, [14, 20, 3], "two layers")
     left, right = fig.axes[0], fig.axes[1]
     assert left.get_legend() is None and not [line for line in left.lines if line.get_label().startswith("least")]
-    texts = [t.get_text() for t in left.texts]
-    assert any("no line" in t for t in texts) and "no top neurons: MLP3" in texts
+    title = left.get_title()
+    assert "no line (fewer than 3)" in title and "no top neurons: MLP3" in title
     assert [t.get_text() for t in right.get_xticklabels()] == ["MLP3", "MLP14", "MLP20"]
     assert "circuit MLP without top neurons" in [t.get_text() for t in right.get_legend().get_texts()]
     _save(fig, tmp_path, "fig10_two_layers")

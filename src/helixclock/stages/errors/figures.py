@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from ..report.look import PALETTE, figure, paper_note, percent_axis
 from .errors import (
@@ -35,35 +36,35 @@ def linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alph
     the problems with a1 + a2 < alpha, for each reading of "the line" (``reading``: the line
     through the points; a regressed on the PCA dims, in-sample and held out), each with its
     R^2 in the legend; beside it, where each number's representation sits on each line."""
-    fig, (ax, ax2) = figure(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1.5, 1]})
+    fig, (ax, ax2) = figure(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [1.5, 1]})
     if "reading" not in accuracy.columns:
         accuracy, line = accuracy.assign(reading="points"), line.assign(reading="points")
     readings = [r for r in READINGS if r in set(accuracy["reading"])]
     model_rows = accuracy[accuracy["reading"] == readings[0]]
+
+    def at_mark(part: pd.DataFrame, col: str) -> str:
+        v = part.loc[part["alpha"] == alpha_mark, col]
+        return f", {float(v.iloc[0]):.1%} at α = {alpha_mark}" if len(v) and np.isfinite(v.iloc[0]) else ""
+
     if model_rows["model_accuracy"].notna().any():
-        ax.plot(model_rows["alpha"], model_rows["model_accuracy"], color=PALETTE["model"], lw=2, label=model)
+        ax.plot(model_rows["alpha"], model_rows["model_accuracy"], color=PALETTE["model"], lw=2,
+                label=f"{model} ({at_mark(model_rows, 'model_accuracy')[2:]})")
     for reading in readings:
         part = accuracy[accuracy["reading"] == reading]
         r = part.iloc[0]
         r2 = f"R² = {r['line_r2']:.3f}" + (f", held out {r['line_r2_heldout']:.3f}" if reading == "points" else "")
         ax.plot(part["alpha"], part["linear_accuracy"], color=READING_COLORS[reading], lw=1.4,
-                ls="--" if reading == "regression_heldout" else "-", label=f"{READING_NAMES[reading]} ({r2})")
-    row = accuracy[accuracy["alpha"] == alpha_mark]
-    if len(row):
+                ls="--" if reading == "regression_heldout" else "-",
+                label=f"{READING_NAMES[reading]} ({r2}{at_mark(part, 'linear_accuracy')})")
+    if (accuracy["alpha"] == alpha_mark).any():
         ax.axvline(alpha_mark, color="grey", ls=":", lw=0.8)
-        marks = [(float(row["model_accuracy"].iloc[0]), PALETTE["model"])]
-        marks += [(float(row.loc[row["reading"] == r, "linear_accuracy"].iloc[0]), READING_COLORS[r]) for r in readings]
-        for v, color in marks:
-            if np.isfinite(v):
-                ax.annotate(f"{v:.1%}", (alpha_mark, v), xytext=(-5, 3), textcoords="offset points", color=color,
-                            fontsize=8, ha="right")
     ax.set_xlabel("α (problems a₁ + a₂ < α)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.02, 1.05)
     percent_axis(ax)
     ax.set_title("addition along a line fitted to the numbers\n"
                  "paper (GPT-J): R² = 0.997; at α = 100 linear < 20%, GPT-J > 80%", fontsize=10)
-    ax.legend(title=None, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
+    ax.legend(title=None, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8)
     for reading in readings:
         part = line[line["reading"] == reading]
         ax2.scatter(part["a"], part["offset"], s=10, color=READING_COLORS[reading], edgecolor="none",
@@ -85,10 +86,7 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
     s = summary.iloc[0]
     fig, ax = figure(figsize=(8, 4.0))
     num = errors[errors["numeric"]]
-    few = too_few_errors(len(num))
-    if few:
-        ax.text(0.5, 0.55, few.replace("for the test", "for an error distribution"), ha="center", va="center",
-                transform=ax.transAxes, fontsize=10, color=PALETTE["highlight"], wrap=True)
+    few = too_few_errors(len(num)).replace("for the test", "for an error distribution")
     if len(num):
         err = num["error"].clip(-xlim, xlim)
         sns.histplot(x=err, discrete=True, ax=ax, color=PALETTE["other"], edgecolor="none")
@@ -105,7 +103,7 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
     ax.set_xlabel(f"error = prediction − answer (clipped to ±{xlim})")
     ax.set_ylabel("wrong numeric answers")
     ax.set_title(f"{model}: {int(s['n_wrong'])} wrong answers ({s['wrong_share']:.1%} of {int(s['n_prompts'])}); "
-                 f"{s['numeric_share_of_wrong']:.1%} of them are numbers")
+                 f"{s['numeric_share_of_wrong']:.1%} of them are numbers" + (f"\n{few}" if few else ""))
     paper_note(ax, "paper (GPT-J): 19.5% wrong, over half numbers;\n−10: 45.7%, +10: 27.9%", "upper left")
     return fig
 
@@ -124,15 +122,13 @@ def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_valu
     ax.axvline(9.5, color="k", ls="--", lw=0.8)
     ax.text(9.6, 0.98, "carry (≥ 10) →", transform=ax.get_xaxis_transform(), va="top", fontsize=8)
     few = too_few_errors(len(num))
-    if few:
-        ax.text(0.5, 0.55, few, ha="center", va="center", transform=ax.transAxes, fontsize=10,
-                color=PALETTE["highlight"])
     ax.set_xticks(range(0, 19))
     ax.set_xlabel("units digit of a + units digit of b")
     ax.set_ylabel("density")
     ps = "; ".join(f"{r.split}: χ² = {r.chi2:.2f}, p = {r.p:.3g}" if np.isfinite(r.p) else f"{r.split}: no test"
                    for r in carry.itertuples())
-    ax.set_title(f"{model}: is a carry more likely when the error is {error_value}?\n{ps} (Yates)", fontsize=10)
+    ax.set_title(f"{model}: is a carry more likely when the error is {error_value}?\n"
+                 + (few if few else f"{ps} (Yates)"), fontsize=10)
     paper_note(ax, "paper (GPT-J): not significant at 0.05", "upper left")
     return fig
 
@@ -174,6 +170,8 @@ def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=P
         if part.empty:
             ax.text(0.5, 0.5, "no neurons", ha="center", transform=ax.transAxes)
             ax.set_title(f"largest fitted term c(T = {T}, a+b) (n = 0)", fontsize=10)
+            ax.set_xticks([])
+            ax.set_yticks([])
             continue
         counts = period_counts(part["lens_period"]).head(top).sort_values("period")
         labels = [_period_label(p) for p in counts["period"]]
@@ -187,6 +185,7 @@ def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=P
                      f"{shares['harmonic']:.0%} at T/k (k ≤ {HARMONICS})", fontsize=10)
         ax.set_xlabel("top Fourier period of the logit lens (199/k tokens)")
         ax.set_ylabel("neurons")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     total = match_shares(periods_table)
     fig.suptitle(f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
                  f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ...style import with_pairs  # noqa: E402
 
@@ -42,8 +43,6 @@ def _quantity(df: pd.DataFrame) -> str:
 
 def _layer_colorbar(fig, ax, norm, cmap: str = "viridis", label: str = "layer"):
     """A colour bar of layers with integer ticks (at most ~8 of them)."""
-    from matplotlib.ticker import MaxNLocator
-
     bar = fig.colorbar(plt.cm.ScalarMappable(cmap=cmap, norm=norm), ax=ax, label=label)
     bar.locator = MaxNLocator(integer=True, nbins=min(8, max(1, int(norm.vmax - norm.vmin) + 1)))
     bar.update_ticks()
@@ -123,6 +122,7 @@ def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[f
         ax.set_xticks([2, 5, 10, 20, 50, 100, 200], ["2", "5", "10", "20", "50", "100", "200"])
         ax.set_xlabel(f"dominant period of N over {var}")
         ax.set_ylabel("neurons")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"mean of N at each {'s = a+b' if var == 'a+b' else var}", fontsize=10)
         ax.legend(frameon=False, fontsize=8, title=f"within {tol:.0%} of T", title_fontsize=8, loc="upper center",
                   bbox_to_anchor=(0.5, -0.2), ncol=2)
@@ -215,16 +215,16 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
         xs = np.linspace(x[ok].min(), x[ok].max(), 2)
         left.plot(xs, slope * xs + intercept, color="grey", lw=1.2, label=f"least squares, R² = {r2:.2f}")
         left.legend(frameon=False)
+        notes = []
     else:
-        left.text(0.02, 0.97, f"{int(ok.sum())} circuit MLP(s) with top neurons: no line (fewer than "
-                  f"{MIN_LINE_POINTS})", transform=left.transAxes, va="top", fontsize=8, color="grey")
+        notes = [f"{int(ok.sum())} circuit MLP(s) with top neurons: no line (fewer than {MIN_LINE_POINTS})"]
     if empty_layers:
-        left.text(0.02, 0.03, "no top neurons: " + ", ".join(f"MLP{l}" for l in empty_layers),
-                  transform=left.transAxes, va="bottom", fontsize=8, color="grey")
+        notes.append("no top neurons: " + ", ".join(f"MLP{l}" for l in empty_layers))
     _layer_colorbar(fig, left, norm)
     left.set_xlabel(r"mean a+b fraction of the fit, $\sum_T |c_{T,a+b}|\ /\ \sum_{T,t} |c_{T,t}|$")
     left.set_ylabel("mean DE / TE")
-    left.set_title("per circuit MLP: top neurons' means", fontsize=10)
+    left.set_title("\n".join(["per circuit MLP: top neurons' means", *notes]), fontsize=10)
+    left.margins(0.15)
     right.plot(have["layer"], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
     right.plot(have["layer"], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
     if empty_layers:
@@ -277,7 +277,7 @@ def ablation_figure(ablation: pd.DataFrame, model: str):
     """figD9: accuracy and LD when only the top x% of neurons are kept and every other one is
     mean-ablated (log x), under both readings of "kept" (``reading``: frozen at their values
     from the unablated run, as Fig. 9's "actual", or live in the ablated run)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.8))
     readings = ablation["reading"].unique().tolist() if "reading" in ablation else [None]
     for reading in readings:
         part = ablation if reading is None else ablation[ablation["reading"] == reading]
@@ -296,10 +296,10 @@ def ablation_figure(ablation: pd.DataFrame, model: str):
     left.axhline(0.8, color="grey", ls="--", lw=0.8, label="80% accuracy")
     left.axvline(1, color="C3", ls=":", lw=1, label="1% of neurons (paper: ~80% accuracy)")
     left.set_ylim(-0.02, 1.02)
-    left.legend(frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(0.0, 0.56))
+    left.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     right.axhline(0, color="grey", lw=0.6)
     ranked = f", ranked by {RANKING_WORDS.get(ranking, ranking)}" if ranking else ""
-    fig.suptitle(f"{model}: the top neurons kept{ranked}, every other last-token neuron mean-ablated "
+    fig.suptitle(f"{model}: the top neurons kept{ranked},\nevery other last-token neuron mean-ablated "
                  f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)")
     fig.tight_layout()
     return fig
