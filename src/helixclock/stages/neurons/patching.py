@@ -182,7 +182,7 @@ def keep_masks(order: pd.DataFrame, k: int, shape: tuple[int, int], device) -> t
     """Boolean [L, d_mlp]: the first k neurons of ``order`` (columns layer, neuron)."""
     mask = torch.zeros(shape, dtype=torch.bool, device=device)
     head = order.iloc[:k]
-    mask[torch.as_tensor(head["layer"].to_numpy()), torch.as_tensor(head["neuron"].to_numpy())] = True
+    mask[torch.as_tensor(head["layer"].to_numpy(copy=True)), torch.as_tensor(head["neuron"].to_numpy(copy=True))] = True
     return mask
 
 
