@@ -293,8 +293,8 @@ def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame,
     for kind, values_of in fitted.items():
         for layer, part in top.reset_index(drop=True).groupby("layer"):
             values = torch.zeros(len(prompts), 1, m, device=device)
-            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(), device=device)] = \
-                values_of[:, torch.as_tensor(part.index.to_numpy(), device=device)].to(device)
+            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(copy=True), device=device)] = \
+                values_of[:, torch.as_tensor(part.index.to_numpy(copy=True), device=device)].to(device)
             per_layer[kind, int(layer)] = values
     variants, labels = [], []
     for k in ks:
