@@ -2,8 +2,8 @@
 import pandas as pd
 
 from helixclock.io import read_json
-from helixclock.pipeline import load, patching_engine, start
-from helixclock.stages.neurons.patching import grids_job, n_top, save_grids
+from helixclock.pipeline import load, patching_engine, settings, start
+from helixclock.stages.neurons.patching import NeuronSettings, grids_job, n_top, save_grids
 
 start(snakemake)
 scores = pd.read_csv(snakemake.input.attribution)
@@ -11,5 +11,5 @@ top = scores.iloc[:n_top(len(scores), snakemake.params.neurons["top_share"])]
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
 grids = grids_job(patching_engine(snakemake, model), pd.read_csv(snakemake.input.accuracy),
-                  snakemake.params.spec["prompts"]["add"], last, top)
+                  snakemake.params.spec["prompts"]["add"], last, top, settings(snakemake, "neurons", NeuronSettings))
 save_grids(snakemake.output[0], grids, snakemake.wildcards.model)

@@ -4,12 +4,15 @@ import pandas as pd
 
 from helixclock.io import read_arrays
 from helixclock.pipeline import start
-from helixclock.stages.errors.errors import neuron_lens_tables
+from helixclock.stages.errors.errors import match_shares, neuron_lens_tables
 
-start(snakemake)
-neurons = pd.read_csv(snakemake.input.neurons).rename(columns={"top_ab_period": "top_sum_period"})
+log = start(snakemake)
+neurons = pd.read_csv(snakemake.input.neurons)
 grids = read_arrays(snakemake.input.grids)  # rows in attribution-rank order, as neurons.csv
 rows = [int(np.flatnonzero(grids["rank"] == r)[0]) for r in snakemake.params.figure_ranks if (grids["rank"] == r).any()]
 out = neuron_lens_tables(neurons, grids["lens"], rows, periods=snakemake.params.periods)
 out["logit_lens"].to_csv(snakemake.output.lens, index=False)
 out["logit_lens_periods"].to_csv(snakemake.output.periods, index=False)
+shares = match_shares(out["logit_lens_periods"])
+log.info("figF4: %d neurons, lens period = fitted period %.1f%%, up to a harmonic %.1f%%", shares["n"],
+         100 * shares["strict"], 100 * shares["harmonic"])

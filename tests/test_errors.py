@@ -12,18 +12,20 @@ import pytest
 
 from helixclock.stages.errors import figures as F
 from helixclock.stages.errors.errors import (
+    MIN_ERRORS,
     appendix_f_tables,
     carry_test,
-    de_set,
     dominant_periods,
     error_distribution,
     error_summary,
     error_table,
+    harmonic_order,
     line_fits,
     logit_examples,
     logit_lens_periods,
     logit_lens_table,
     logit_line_fourier,
+    match_shares,
     neuron_lens_tables,
     period_counts,
     read_answer_logits,
@@ -31,9 +33,12 @@ from helixclock.stages.errors.errors import (
 from helixclock.stages.errors.linear_addition import (
     accuracy_below,
     fit_number_line,
+    leverages,
     linear_addition_tables,
     linear_sums,
+    regress_numbers,
 )
+from helixclock.statistics import share_set
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
 
@@ -69,9 +74,11 @@ def test_linear_addition_on_an_exact_line_is_always_right():
     a, b = np.array(GRID).T
     model = add_table(a + b < 100)  # the "model" is right exactly below 100
     t = linear_addition_tables(X, model)
-    acc = t["accuracy"].set_index("alpha")
-    assert np.isclose(acc["line_r2"].iloc[0], 1.0) and np.allclose(t["line"]["offset"], 0, atol=1e-9)
-    assert (acc["linear_accuracy"] == 1.0).all()
+    assert set(t["accuracy"]["reading"]) == {"points", "regression", "regression_heldout"}
+    assert np.allclose(t["accuracy"]["line_r2"], 1.0) and np.allclose(t["accuracy"]["line_r2_heldout"], 1.0)
+    assert np.allclose(t["line"]["offset"], 0, atol=1e-9)  # on an exact line every reading puts a at a
+    assert (t["accuracy"]["linear_accuracy"] == 1.0).all()
+    acc = t["accuracy"][t["accuracy"]["reading"] == "points"].set_index("alpha")
     # problems with a1 + a2 < alpha: alpha (alpha + 1) / 2 of them for alpha <= 100
     assert acc.loc[100, "n_problems"] == 5050 and acc.loc[10, "n_problems"] == 55
     assert acc.loc[199, "n_problems"] == 10_000
@@ -82,6 +89,7 @@ def test_linear_addition_on_a_circle_fails():
     a = np.arange(100)
     X = np.stack([np.cos(2 * np.pi * a / 100), np.sin(2 * np.pi * a / 100)], 1)  # the T = 100 circle alone
     acc = linear_addition_tables(X)["accuracy"]
+    acc = acc[acc["reading"] == "points"]
     assert acc["line_r2"].iloc[0] < 0.5
     assert acc["linear_accuracy"].max() < 0.1
     assert acc["model_accuracy"].isna().all()
@@ -93,7 +101,8 @@ def test_linear_addition_falls_with_alpha_when_precision_falls_with_a():
     a = np.arange(100)
     v = np.random.default_rng(1).normal(size=16)
     X = np.outer(a + 0.8 * (-1.0) ** a * a / 99, v) + 3
-    acc = linear_addition_tables(X)["accuracy"].set_index("alpha")["linear_accuracy"]
+    acc = linear_addition_tables(X)["accuracy"]
+    acc = acc[acc["reading"] == "points"].set_index("alpha")["linear_accuracy"]
     assert (acc.loc[1:50] == 1.0).all()
     assert acc.loc[199] < acc.loc[100] < acc.loc[50] and acc.loc[199] < 0.6
 
@@ -114,10 +123,45 @@ def test_linear_addition_matches_a_plain_loop():
     for alpha, g, c in zip([1, 7, 100, 150, 199], got, n):
         sel = answers < alpha
         assert c == sel.sum() and np.isclose(g, ok[sel].mean())
-    # R^2 by hand in the PCA space (10 dims)
+    # R^2 by hand in the PCA space (10 dims), and held out by refitting without each number
     P = line.coords
     fitted = line.x0 + np.outer(np.arange(100), line.v)
-    assert np.isclose(line.r2, 1 - ((P - fitted) ** 2).sum() / ((P - P.mean(0)) ** 2).sum())
+    ss_tot = ((P - P.mean(0)) ** 2).sum()
+    assert np.isclose(line.r2, 1 - ((P - fitted) ** 2).sum() / ss_tot)
+    a = np.arange(100.0)
+    sse = 0.0
+    for i in range(100):
+        keep = a != i
+        coef, *_ = np.linalg.lstsq(np.stack([np.ones(99), a[keep]], 1), P[keep], rcond=None)
+        sse += ((P[i] - coef[0] - i * coef[1]) ** 2).sum()
+    assert np.isclose(line.r2_heldout, 1 - sse / ss_tot)
+
+
+def test_the_two_readings_of_app_e_line_by_hand():
+    """App. E's "fit a line" read two ways on points spread around a line in 50 dims: the line
+    through the points explains little of their variance, while a regressed on the 50 dims is
+    near-perfect in sample (50 features for 100 numbers) and worse held out; both R^2 and the
+    leave-one-out predictions checked against a plain loop of refits."""
+    rng = np.random.default_rng(4)
+    X = np.outer(np.arange(100), rng.normal(size=64)) / 50 + rng.normal(size=(100, 64))
+    t = linear_addition_tables(X, n_components=50)
+    acc = t["accuracy"].groupby("reading").first()
+    assert acc.loc["points", "line_r2"] < 0.3
+    assert acc.loc["regression", "line_r2"] > 0.95 > acc.loc["regression", "line_r2_heldout"]
+    assert acc.loc["regression_heldout", "line_r2"] == acc.loc["regression", "line_r2_heldout"]
+    line = fit_number_line(X, 50)
+    reg = regress_numbers(line.coords)
+    a = np.arange(100.0)
+    D = np.concatenate([line.coords, np.ones((100, 1))], 1)
+    coef, *_ = np.linalg.lstsq(D, a, rcond=None)
+    ss_tot = ((a - a.mean()) ** 2).sum()
+    assert np.allclose(reg.fitted, D @ coef) and np.isclose(reg.r2, 1 - ((a - D @ coef) ** 2).sum() / ss_tot)
+    loo = np.array([D[i] @ np.linalg.lstsq(D[a != i], a[a != i], rcond=None)[0] for i in range(100)])
+    assert np.allclose(reg.heldout, loo, atol=1e-6)
+    assert np.isclose(acc.loc["regression", "line_r2_heldout"], 1 - ((a - loo) ** 2).sum() / ss_tot)
+    positions = t["line"].set_index(["reading", "a"])["position"]
+    assert np.allclose(positions["regression"], reg.fitted) and np.allclose(positions["regression_heldout"], loo)
+    assert np.allclose(leverages(D), np.diag(D @ np.linalg.pinv(D)))
 
 
 # ---------------------------------------------------------------- App. F: errors
@@ -271,14 +315,48 @@ def planted_neurons(n: int = 40, seed: int = 0):
     neurons = pd.DataFrame({"layer": rng.integers(10, 28, n), "neuron": rng.integers(0, 16384, n),
                             "te": rng.uniform(0.1, 1, n), "de": np.linspace(1.0, 0.01, n),
                             "max_post": rng.uniform(1, 3, n), "max_a": rng.integers(0, 100, n),
-                            "max_b": rng.integers(0, 100, n), "top_sum_period": T})
+                            "max_b": rng.integers(0, 100, n), "top_variable": "a+b", "top_period": T})
     return neurons, lens
 
 
-def test_de_set_by_hand():
-    assert de_set(np.array([1.0, 5.0, 1.0, 3.0]), 0.8).tolist() == [False, True, False, True]
-    assert de_set(np.array([1.0, 5.0, 1.0, 3.0]), 0.81).sum() == 3
-    assert de_set(np.array([4.0, -1.0, 6.0]), 0.5).tolist() == [False, False, True]  # total 9: 6 >= 4.5
+def test_the_80_percent_de_set_by_hand():
+    """One definition of "the neurons for 80% of the DE" (App. D.2, F): the largest DEs whose sum
+    reaches 80% of the signed total of all top neurons' DEs."""
+    assert share_set(np.array([1.0, 5.0, 1.0, 3.0]), 0.8).tolist() == [False, True, False, True]
+    assert share_set(np.array([1.0, 5.0, 1.0, 3.0]), 0.81).sum() == 3
+    assert share_set(np.array([4.0, -1.0, 6.0]), 0.5).tolist() == [False, False, True]  # total 9: 6 >= 4.5
+    # negative DEs lower the total: 80% of 7 - 3 = 4 is reached by 3 + 2 (clipped, 80% of 7 needs 3 + 2 + 2)
+    de = np.array([3.0, 2.0, 2.0, -3.0])
+    assert share_set(de, 0.8).tolist() == [True, True, False, False]
+    assert share_set(np.array([-1.0, -2.0]), 0.8).all()  # no positive total: all of them
+
+
+def test_harmonic_matches():
+    """A lens period T/k (k <= 4) is a harmonic match of the fitted period T; 199/k periods on
+    the 199 answer tokens are within 5% of T/k."""
+    lens = np.array([199 / 40, 199 / 80, 199 / 20, 199 / 60, 199 / 1, 199 / 4, 199 / 8, 199 / 99, 199 / 30])
+    fitted = np.array([5, 5, 5, 10, 100, 100, 100, 2, 10])
+    assert harmonic_order(lens, fitted).tolist() == [1, 2, 0, 3, 0, 2, 4, 1, 0]
+    assert harmonic_order(lens, fitted, harmonics=1).tolist() == [1, 0, 0, 0, 0, 0, 0, 1, 0]
+
+
+def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
+    """App. F: only neurons "whose preactivation fit's largest term is c_{T,a+b}" enter Fig. F4;
+    one whose largest term is an a or b term is left out even if its best a+b term has period T."""
+    neurons, lens = planted_neurons(40)
+    neurons.loc[1::4, "top_variable"] = "a"  # largest term on a: out
+    per = logit_lens_periods(neurons, lens, fraction=0.8)
+    keep = share_set(neurons["de"].to_numpy(), 0.8) & (neurons["top_variable"] == "a+b").to_numpy()
+    assert len(per) == keep.sum() < share_set(neurons["de"].to_numpy(), 0.8).sum()
+    assert set(zip(per["layer"], per["neuron"])) == set(zip(neurons["layer"][keep], neurons["neuron"][keep]))
+    # a period-5 neuron whose lens shows 2.5 (the harmonic) is a harmonic match, not a strict one
+    x = np.arange(199)
+    lens2 = np.cos(2 * np.pi * x / 2.5)[None].repeat(2, 0)
+    two = pd.DataFrame({"layer": [1, 2], "neuron": [0, 1], "de": [1.0, 1.0], "top_variable": "a+b",
+                        "top_period": [5, 10]})
+    per2 = logit_lens_periods(two, lens2, fraction=1.0)
+    assert per2["matches"].tolist() == [False, False] and per2["harmonic"].tolist() == [2, 4]
+    assert match_shares(per2) == {"n": 2, "strict": 0.0, "harmonic": 1.0}
 
 
 def test_neuron_logit_lens_and_periods():
@@ -289,15 +367,16 @@ def test_neuron_logit_lens_and_periods():
     assert np.allclose(table["logit"].to_numpy()[:199], neurons.max_post[0] * lens[0])
     assert (table["answer"] == table["max_a"] + table["max_b"]).all()
     per = logit_lens_periods(neurons, lens, fraction=0.8)
-    keep = de_set(neurons["de"].to_numpy(), 0.8)
+    keep = share_set(neurons["de"].to_numpy(), 0.8)
     assert len(per) == keep.sum() < len(neurons)
     # frequency of period T over 199 tokens: nearest k = 199 / T, at most 99 (T = 2 -> 99, 2.01)
-    k_of_T = np.minimum(np.rint(199 / neurons["top_sum_period"]), 99)
+    k_of_T = np.minimum(np.rint(199 / neurons["top_period"]), 99)
     planted = np.where(np.arange(len(neurons)) % 5 == 0, 1, k_of_T)[keep]
     assert (per["lens_frequency"].to_numpy() == planted).all()
     assert (per["matches"].to_numpy() == (planted != 1)).all()
-    with pytest.raises(KeyError, match="top_sum_period"):
-        logit_lens_periods(neurons.drop(columns="top_sum_period"), lens)
+    assert (per["matches_harmonic"].to_numpy() == (planted != 1)).all()  # period 199 is no harmonic of T
+    with pytest.raises(KeyError, match="top_period"):
+        logit_lens_periods(neurons.drop(columns="top_period"), lens)
     both = neuron_lens_tables(neurons, lens, rows=[0, 3])
     pd.testing.assert_frame_equal(both["logit_lens"], table)
     pd.testing.assert_frame_equal(both["logit_lens_periods"], per)
@@ -319,7 +398,18 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     tabs = linear_addition_tables(X, acc)
     fig = F.linear_addition(tabs["accuracy"], tabs["line"], "toy")
     assert fig.axes[0].get_xlabel().startswith("α") and fig.axes[0].get_ylabel() == "accuracy"
-    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} == {"linear addition on the fitted line", "toy"}
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    r2 = tabs["accuracy"].groupby("reading").first()
+    at100 = tabs["accuracy"][tabs["accuracy"]["alpha"] == 100].set_index("reading")
+    assert legend == [f"toy ({at100['model_accuracy'].iloc[0]:.1%} at α = 100)",
+                      f"line through the points (R² = {r2.loc['points', 'line_r2']:.3f}, held out "
+                      f"{r2.loc['points', 'line_r2_heldout']:.3f}, {at100.loc['points', 'linear_accuracy']:.1%} "
+                      "at α = 100)",
+                      f"a regressed on the dims (R² = {r2.loc['regression', 'line_r2']:.3f}, "
+                      f"{at100.loc['regression', 'linear_accuracy']:.1%} at α = 100)",
+                      f"a regressed on the dims, held out (R² = {r2.loc['regression_heldout', 'line_r2']:.3f}, "
+                      f"{at100.loc['regression_heldout', 'linear_accuracy']:.1%} at α = 100)"]
+    assert "paper (GPT-J)" in fig.axes[0].get_title() and not fig.axes[0].texts  # no note over the curves
     save(fig, tmp_path, "figE1_linear_addition")
 
     errors = error_table(acc)
@@ -338,9 +428,12 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     assert "top period" in fig.axes[0].get_title()
     save(fig, tmp_path, "figF3_neuron_logit_lens")
 
-    fig = F.logit_lens_periods(logit_lens_periods(neurons, lens), "toy")
-    assert [ax.get_title().split(" (")[0] for ax in fig.axes] == [f"largest fitted a+b period T = {T}"
-                                                                  for T in (2, 5, 10, 100)]
+    per = logit_lens_periods(neurons, lens)
+    fig = F.logit_lens_periods(per, "toy")
+    assert [ax.get_title().split(" (n")[0] for ax in fig.axes] == [f"largest fitted term c(T = {T}, a+b)"
+                                                                   for T in (2, 5, 10, 100)]
+    shares = match_shares(per[per["fitted_period"] == 5])
+    assert f"{shares['strict']:.0%} at T, {shares['harmonic']:.0%} at T/k" in fig.axes[1].get_title()
     save(fig, tmp_path, "figF4_logit_lens_periods")
 
     Y, _, _ = planted_logits(n=10_000, seed=1)
@@ -368,6 +461,25 @@ def test_figures_survive_a_model_without_numeric_errors(tmp_path):
     assert carry["p"].isna().all()
     save(F.carry_test(errors, carry, "toy"), tmp_path, "empty_F2")
     neurons, lens = planted_neurons(8)
-    empty = logit_lens_periods(neurons.assign(top_sum_period=3), lens)
+    empty = logit_lens_periods(neurons.assign(top_period=3), lens)
     assert empty.empty
     save(F.logit_lens_periods(empty, "toy"), tmp_path, "empty_F4")
+
+
+def test_f1_and_f2_say_when_there_are_too_few_errors(tmp_path):
+    """toy-gptj answers all but 2 prompts: Figs. F1 and F2 say in the panel that there are too few
+    errors for the test, with n, and the carry test is not run (it is below MIN_ERRORS)."""
+    correct = np.ones(10_000, bool)
+    correct[[5, 70]] = False
+    a, b = np.array(GRID).T
+    pred = np.where(correct, (a + b).astype(str), (a + b - 10).astype(str))
+    acc = add_table(correct, pred)
+    errors = error_table(acc)
+    carry = carry_test(errors)
+    assert carry["p"].isna().all() and carry["note"].str.startswith("too few errors for the test: n = 2").all()
+    for fig in (F.error_distribution(errors, error_summary(acc, errors), "toy"), F.carry_test(errors, carry, "toy")):
+        last_line = fig.axes[0].get_title().split("\n")[-1]
+        assert last_line.startswith("too few errors for") and "n = 2 numeric wrong answers" in last_line
+    save(fig, tmp_path, "few_F2")
+    enough = error_table(hand_made())
+    assert len(enough[enough["numeric"]]) == MIN_ERRORS and not carry_test(enough)["p"].isna().any()

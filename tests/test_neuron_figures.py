@@ -131,3 +131,60 @@ def test_period_shares_edges():
     shares = period_shares(np.array([2.01, 4.9, 9.95, 99.5, 105.1, 50.0]))
     assert shares == pytest.approx({2: 1 / 6, 5: 1 / 6, 10: 1 / 6, 100: 1 / 6})
     assert np.isnan(period_shares(np.array([]))[2])
+
+
+def test_fig10_with_few_layers_draws_no_line_and_shows_empty_circuit_mlps(fitted, tmp_path):
+    """Through 2 layers a least-squares line has R^2 = 1 whatever they are: fewer than 3 layers
+    get their points and no line; a circuit MLP without top neurons is named and marked."""
+    _, _, table = fitted
+    part = table[table["layer"].isin([14, 20])]
+    trends = layer_trends(part, [14, 20, 3])
+    assert trends["layer"].tolist() == [3, 14, 20] and trends["n_neurons"].tolist()[0] == 0
+    assert np.isnan(trends["de_over_te"].iloc[0])
+    fig = fig10_neuron_trends(part, [14, 20, 3], "two layers")
+    left, right = fig.axes[0], fig.axes[1]
+    assert left.get_legend() is None and not [line for line in left.lines if line.get_label().startswith("least")]
+    title = left.get_title()
+    assert "no line (fewer than 3)" in title and "no top neurons: MLP3" in title
+    assert [t.get_text() for t in right.get_xticklabels()] == ["MLP3", "MLP14", "MLP20"]
+    assert "circuit MLP without top neurons" in [t.get_text() for t in right.get_legend().get_texts()]
+    _save(fig, tmp_path, "fig10_two_layers")
+
+
+def test_figD13_plots_the_ranked_effect_size(fitted, tmp_path):
+    _, _, table = fitted
+    sized = table.assign(effect=table["te"].abs() + 0.01)  # every size > 0: nobody dropped
+    fig = figD13_neuron_nrmse(sized, "synthetic")
+    assert len(fig.axes[0].collections[0].get_offsets()) == len(table)
+    assert "not shown" not in fig.axes[0].get_title() and "effect" in fig.axes[0].get_xlabel()
+    bar = fig.axes[1]
+    ticks = bar.get_yticks()
+    assert np.allclose(ticks, np.round(ticks))  # integer layer ticks
+    _save(fig, tmp_path, "figD13_effect")
+
+
+def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
+    import pandas as pd
+
+    from helixclock.stages.neurons.figures import ablation_figure, layers_figure
+
+    fractions = np.array([1, 2, 4, 20, 41, 102, 205, 2048]) / 2048
+    rows = []
+    for reading, acc in (("frozen", [0.2, 0.3, 0.4, 0.6, 0.8, 0.98, 1, 1]), ("live", [0.1, 0.1, 0.2, 0.3, 0.5, 0.97, 1, 1])):
+        for f, a in zip(fractions, acc):
+            rows.append({"ranking": "mean_abs", "k": int(f * 2048), "fraction_kept": f, "reading": reading,
+                         "accuracy_mean": a, "accuracy_low": a - 0.02, "accuracy_high": a + 0.02, "n_prompts": 1000,
+                         "ld_mean": 1 - a, "ld_low": 0.9 - a, "ld_high": 1.1 - a})
+    fig = ablation_figure(pd.DataFrame(rows), "synthetic")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels[:2] == ["kept neurons frozen at their unablated values", "kept neurons computed live in the ablated run"]
+    assert "mean |attribution| over pairs" in fig.get_suptitle()
+    assert len([line for line in fig.axes[0].lines if len(line.get_xdata()) == len(fractions)]) == 2
+    _save(fig, tmp_path, "figD9_readings")
+    neurons = pd.DataFrame({"layer": [0, 1, 1, 2, 3, 3, 3]})
+    fig = layers_figure(neurons, pd.DataFrame({"layer": [2, 3]}), "synthetic")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+    handles = ax.get_legend().legend_handles
+    assert handles[1].get_facecolor()[3] == 0 and "57% of top neurons" in ax.get_legend().get_texts()[1].get_text()
+    _save(fig, tmp_path, "figD10")

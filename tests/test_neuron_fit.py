@@ -14,6 +14,8 @@ from helixclock.stages.neurons.fit import (
     design,
     dominant_periods,
     fit_neurons,
+    grid_values,
+    has_up_fits,
     load_fits,
     neuron_table,
     planted_grids,
@@ -212,15 +214,42 @@ def test_detrend_option_sees_through_a_linear_trend():
     assert np.isclose(dominant_periods(grids, detrend=True)["a+b"][0], 199 / 20)
 
 
-def test_ab_fraction():
-    n = 3
+def test_ab_fraction_is_the_papers_ratio_of_magnitudes():
+    """Section 5.4: "the magnitude of c_{T,a+b} terms" over "the total magnitude of c_{Tt}
+    terms": amplitudes, not their squares (which would give 1/5 for the third neuron)."""
+    n = 4
     A, d = np.zeros((n, 3, NT)), np.zeros((n, 3, NT))
     A[0, 2] = [0.5, 1.0, 2.0, 0.3]  # a+b only
     A[1, 0, 1], A[1, 1, 3] = 1.5, 0.7  # a and b only
-    A[2, 2, 2], A[2, 0, 1] = 1.0, 2.0  # 1^2 / (1^2 + 2^2)
+    A[2, 2, 2], A[2, 0, 1] = 1.0, 2.0  # 1 / (1 + 2)
+    A[3, 2, 1], A[3, 2, 3], A[3, 0, 2], A[3, 1, 0] = 3.0, 1.0, 2.0, 2.0  # (3 + 1) / (3 + 1 + 2 + 2)
+    d[3, :, 1:] = 0.7  # T = 2 phases stay 0 or 1 (only the sign of a T = 2 cosine is identified)
     lin = np.full((n, 3), 5.0)  # big linear terms: excluded from the fraction
     fits = fit_neurons(planted_grids(A, d, lin, np.ones(n)))
-    assert np.allclose(fits.ab_fraction, [1.0, 0.0, 0.2], atol=1e-12)
+    assert np.allclose(fits.ab_fraction, [1.0, 0.0, 1 / 3, 0.5], atol=1e-9)
+
+
+def test_the_constant_and_the_scaled_linear_terms_of_eq5():
+    """helixclock's Eq. 5 adds a constant and scales a, b to [-1, 1].  Scaling is only a change
+    of units: the paper's raw a, b, a+b plus the constant span the same grids (same fit, same
+    RMSE).  The constant is what the paper's form lacks: without it a neuron's mean offset
+    has to be carried by the linear terms, and the fit of a planted offset is far worse."""
+    A, d = np.zeros((1, 3, NT)), np.zeros((1, 3, NT))
+    A[0, 2, 1], d[0, 2, 1] = 1.0, 1.5  # 1.0 cos(2 pi (a+b - 1.5) / 5)
+    grids = planted_grids(A, d, np.array([[0.4, -0.2, 0.0]]), np.array([-2.0]), noise=0.05)
+    fits = fit_neurons(grids)
+    y = grids.reshape(-1)
+    X = design()
+    raw = X.copy()
+    v = grid_values()
+    raw[:, -4:-1] = np.stack([v["a"], v["b"], v["a+b"]], 1)  # the paper's c_t t
+    coef, *_ = np.linalg.lstsq(raw, y, rcond=None)
+    assert np.isclose(np.sqrt(np.mean((raw @ coef - y) ** 2)), fits.rmse[0], rtol=1e-9)
+    assert np.isclose(fits.const[0] - fits.linear[0].sum() - fits.linear[0, 2], coef[-1], atol=1e-8)  # c at a=b=0
+    assert np.isclose(fits.amplitude[0, 2, 1], 1.0, atol=0.01) and np.isclose(fits.const[0], -2.0, atol=0.01)
+    paper, *_ = np.linalg.lstsq(raw[:, :-1], y, rcond=None)  # the paper's form: no constant
+    rmse_paper = np.sqrt(np.mean((raw[:, :-1] @ paper - y) ** 2))
+    assert rmse_paper > 5 * fits.rmse[0]  # the offset of -2 leaks into slopes it cannot match
 
 
 def test_leading_terms_text():
@@ -252,6 +281,12 @@ def test_tables_and_hdf5_round_trip(tmp_path):
     assert back.info["loss_history"].shape == (2, 5)
     pd.testing.assert_frame_equal(neuron_table(back), nt)
     assert np.array_equal(back.coef, fits.coef)
+    assert not has_up_fits(path)
+    up = fit_neurons(grids[::-1].copy(), layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5])  # a gated MLP's up projection
+    save_fits(path, fits, up)
+    assert has_up_fits(path) and np.array_equal(load_fits(path).coef, fits.coef)
+    assert np.array_equal(load_fits(path, "up").coef, up.coef) and np.allclose(load_fits(path, "up").predict(),
+                                                                               up.predict())
 
 
 def test_other_periods_and_errors():

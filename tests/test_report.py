@@ -178,13 +178,16 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
     write(root, "neurons", model, pd.DataFrame({"layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
                                                 "neuron": np.arange(10),
                                                 "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0]}))
-    write(root, "neuron_ablation", model, pd.DataFrame({"fraction_kept": [0.001, 0.005, 0.02, 1.0],
-                                                        "accuracy_mean": [0.2, 0.4, 0.6, 1.0]}))
+    fractions = [0.001, 0.005, 0.02, 1.0]
+    write(root, "neuron_ablation", model, pd.DataFrame({"fraction_kept": fractions * 2,
+                                                        "reading": ["frozen"] * 4 + ["live"] * 4,
+                                                        "accuracy_mean": [0.2, 0.4, 0.6, 1.0, 0.0, 0.1, 0.2, 1.0]}))
     write(root, "neuron_fit_eval", model, pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8],
                                                         "fitted_accuracy": [0.0, 0.25, 0.6]}))
-    write(root, "linear_addition", model, pd.DataFrame({"alpha": [50, 100], "linear_accuracy": [0.3, 0.1],
-                                                        "model_accuracy": [0.9, 0.85], "n_problems": [1, 2],
-                                                        "line_r2": 0.99}))
+    write(root, "linear_addition", model, pd.DataFrame({
+        "alpha": [50, 100] * 3, "reading": np.repeat(["points", "regression", "regression_heldout"], 2),
+        "linear_accuracy": [0.3, 0.1, 0.5, 0.25, 0.2, 0.05], "model_accuracy": [0.9, 0.85] * 3,
+        "n_problems": [1, 2] * 3, "line_r2": np.repeat([0.08, 0.998, 0.9], 2)}))
     write(root, "error_summary", model, pd.DataFrame([{"wrong_share": 0.2, "numeric_share_of_wrong": 0.6,
                                                        "minus10_share": 0.4, "plus10_share": 0.3,
                                                        "top2_cumulative_share": 0.7}]))
@@ -200,8 +203,10 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
             "mixed_heads_layer_min": 15, "mixed_heads_layer_max": 18, "mlp_k_for_95pct": 5,
             "mlp_circuit_first_layer": 14, "mlp_circuit_last_layer": 27, "mlp_stage_boundary": 19,
             "n_top_neurons": 10, "top_neurons_in_circuit_share": 0.7, "n_neurons_de80": 2, "de80_late_share": 1.0,
-            "neuron_accuracy_at_1pct": 0.5, "neuron_fit_recovery": 0.625, "line_r2": 0.99,
-            "linear_accuracy_alpha100": 0.1, "model_accuracy_alpha100": 0.85, "wrong_share": 0.2,
+            "neuron_accuracy_at_1pct": 0.5, "neuron_accuracy_at_1pct_live": 0.15, "neuron_fit_recovery": 0.625,
+            "line_r2": 0.08, "line_r2_regression": 0.998, "line_r2_regression_heldout": 0.9,
+            "linear_accuracy_alpha100": 0.1, "linear_accuracy_alpha100_regression": 0.25,
+            "linear_accuracy_alpha100_regression_heldout": 0.05, "model_accuracy_alpha100": 0.85, "wrong_share": 0.2,
             "carry_test_p": 0.3, "carry_test_p_authors": 0.01, "logit_top_period": 9.95,
             "logit_slope_negative_share": 0.75, "tab01_add_full": 8.0 * scale, "tab01_mod2_poly": 3.0,
             "div5_accuracy": 0.95}
@@ -245,12 +250,19 @@ def test_paper_comparison_ratios_models_and_bounds(tmp_path):
     assert table.loc[("gptj", "carry_test_p_authors"), "bound_holds"] is False
     assert pd.isna(table.loc[("gptj", "line_r2"), "bound_holds"])
     assert table.loc[("gptj", "mixed_fraction_m4"), "approx"]
+    # "almost always" negative slopes: at least 90%; the synthetic run has 3 of 4
+    row = table.loc[("gptj", "logit_slope_negative_share")]
+    assert row["relation"] == ">=" and row["paper_value"] == 0.9 and row["bound_holds"] is False
+    # helixclock's own definitions are marked as such
+    assert table.loc[("gptj", "neuron_fit_recovery"), "defined_by"] == "helixclock"
+    assert table.loc[("gptj", "add_accuracy"), "defined_by"] == "paper"
     md = comparison_markdown(table.reset_index())
     again, md_again = paper_comparison_report(tmp_path, ["gptj", "pythia", "toy-gptj"], PAPER)
     pd.testing.assert_frame_equal(again.set_index(["model", "id"]), table)
     assert md_again == md
     assert "## gptj" in md and "## toy-gptj" in md
     assert "| mixed_fraction_m4 |" in md and "~0.8 (GPT-J)" in md and "< 0.2" in md and "| fails |" in md
+    assert "≥ 0.9" in md and "| helixclock |" in md
     assert f"{len(set(paper['id']))} of {len(set(paper['id']))} quantities measured" in md
 
 

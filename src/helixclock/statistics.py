@@ -140,3 +140,30 @@ def te_de_table(raw: pd.DataFrame, resampling: Resampling = Resampling()) -> pd.
     for name, part in (("te", te), ("de", de)):
         out[name], out[f"{name}_low"], out[f"{name}_high"] = part["ld_mean"], part["ld_low"], part["ld_high"]
     return out[keys + ["te", "te_low", "te_high", "n_pairs", "de", "de_low", "de_high"]]
+
+
+def cumulative_shares(values) -> tuple[np.ndarray, np.ndarray]:
+    """Values sorted largest first (ties in input order) and the running sum of the sorted values
+    as a share of their *signed* total: (order [n], shares [n]; NaN shares if the total is not
+    positive).  With negative values the running share overshoots 1 and comes back to 1 at the
+    end."""
+    v = np.asarray(values, dtype=np.float64)
+    order = np.argsort(-v, kind="stable")
+    total = v.sum()
+    shares = np.cumsum(v[order]) / total if total > 0 else np.full(len(v), np.nan)
+    return order, shares
+
+
+def share_set(values, share: float) -> np.ndarray:
+    """The neurons "for ``share`` of the total" (the paper's "the k = 693 highest DE neurons
+    required to achieve 80% of the total direct effect", App. D.2 and F): the smallest set of
+    the largest values whose sum reaches ``share`` of the signed total of all values, as a
+    boolean mask; all of them where the total is not positive or is never reached.  The one
+    definition behind figD11's counts, figF4's neuron set and paper_comparison."""
+    v = np.asarray(values, dtype=np.float64)
+    order, shares = cumulative_shares(v)
+    hit = np.flatnonzero(shares >= share - 1e-12)
+    k = int(hit[0]) + 1 if len(hit) else len(v)
+    mask = np.zeros(len(v), bool)
+    mask[order[:k]] = True
+    return mask

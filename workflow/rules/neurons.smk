@@ -14,7 +14,7 @@ model_job(
     params=dict(
         minimum=minimum("pairs"),
         neurons=neuron_settings(
-            "attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share", "seed"
+            "attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share", "seed", "ranking"
         ),
     ),
 )
@@ -23,7 +23,7 @@ model_job(
     "neuron_grids",
     input={"attribution": NEURONS_RAW["attribution"]},
     output={"grids": f"{NEURONS}/grids.h5"},
-    params=dict(neurons=neuron_settings("top_share")),
+    params=dict(neurons=neuron_settings("top_share", "gated_preactivation")),
 )
 
 staged_job(
@@ -47,7 +47,8 @@ model_job(
     "neuron_fit_eval",
     input={"fits": f"{NEURONS}/fits.h5", "means": f"{NEURONS}/mean_post.npy"},
     output={"raw": f"{NEURONS}/raw/fit_eval.csv"},
-    params=dict(minimum=minimum("correct_prompts"), neurons=neuron_settings("ablation_prompts", "seed")),
+    params=dict(minimum=minimum("correct_prompts"),
+                neurons=neuron_settings("ablation_prompts", "seed", "gated_preactivation")),
 )
 
 

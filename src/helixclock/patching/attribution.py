@@ -13,6 +13,11 @@ final norm) the score is exact.
 
 A neuron is the input of the MLP output projection (``neuron_post``); in gated MLPs (Llama
 and the other gated families) that is act(gate) * up, one value per hidden unit.
+
+Scores are averaged over pairs in one pass, signed (``"mean"``) or as sizes (``"mean_abs"``,
+the mean of |attribution|: a neuron that raises the metric on some pairs and lowers it on
+others averages to ~0 signed but has a large mean size); several reductions can be asked for
+at once.
 """
 
 from __future__ import annotations
@@ -30,26 +35,34 @@ if TYPE_CHECKING:
     from .runs import Pairs
 
 
+REDUCTIONS = ("mean", "mean_abs", "none")
+
+
 class AttributionPatching:
     """Gradient-times-difference scores of many points at once; mixed into the engine."""
 
     def attribute(self, pairs: Pairs, points: Sequence[Point], metric: Metric = clean_answer_logit,
-                  reduce: str = "mean", desc: str = "attribution") -> dict[Point, Tensor]:
-        """Attribution of every element of every point: [n_positions, *features] (the mean over
-        pairs) or with ``reduce="none"`` [n_pairs, n_positions, *features].
+                  reduce: str | Sequence[str] = "mean", desc: str = "attribution"
+                  ) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
+        """Attribution of every element of every point: [n_positions, *features], the mean over
+        pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
+        ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
+        ``("mean", "mean_abs")``) returns {reduction: {point: scores}} from the same pass.
 
         Points may not be indexed (each covers every head or neuron of its site).  One
         forward pass with gradients and one backward pass per batch of pairs; the clean
         values are read from the pairs' cached clean run.
         """
-        if reduce not in ("mean", "none"):
-            raise ValueError(f"reduce={reduce!r}; allowed: mean, none")
+        several = not isinstance(reduce, str)
+        reductions = tuple(reduce) if several else (reduce,)
+        if not reductions or any(r not in REDUCTIONS for r in reductions):
+            raise ValueError(f"reduce={reduce!r}; allowed: {', '.join(REDUCTIONS)} or a sequence of them")
         if any(p.index is not None for p in points):
             raise ValueError("attribution scores whole sites: give points without an index")
         clean = self.clean_values(pairs, points)
         prefix = self.prefix.get(pairs.corrupted, self.prefix.length([pairs.clean, pairs.corrupted], points))
         start_site = self.site(Point("resid_pre", 0, (0,)))
-        parts: dict[Point, list[Tensor]] = {p: [] for p in points}
+        parts: dict[str, dict[Point, list[Tensor]]] = {r: {p: [] for p in points} for r in reductions}
 
         def step(start: int, stop: int) -> None:
             got: dict = {}
@@ -68,9 +81,10 @@ class AttributionPatching:
                 value = self.select(p, got[p].detach(), prefix[0])
                 grad = torch.zeros_like(value) if g is None else self.select(p, g, prefix[0])
                 score = grad.float() * (clean[p][start:stop].float() - value.float())
-                parts[p].append(score.sum(0) if reduce == "mean" else score)
+                for r in reductions:
+                    parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 
         self.batches(len(pairs), step, desc)
-        if reduce == "mean":
-            return {p: torch.stack(v).sum(0) / len(pairs) for p, v in parts.items()}
-        return {p: torch.cat(v) for p, v in parts.items()}
+        out = {r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
+               for r, part in parts.items()}
+        return out if several else out[reductions[0]]

@@ -4,9 +4,9 @@ Why does a model that computes a+b with an algorithm still err?  The paper finds
 numeric answers are mostly off by -10 or +10 (GPT-J: 45.7% and 27.9%, F1); that the -10
 errors are not explained by a failed carry (chi-squared test, F2); that the neurons with the
 largest direct effect boost and suppress answer tokens periodically (their logit lens, F3),
-often with the period they read from the a+b helix (F4); and that the final logits over the
-answer tokens 0..198 have period 10 on top of a downward slope (F5, F6), which makes a+b-10
-the likeliest wrong answer.
+often with the period they read from the a+b helix (F4; helixclock also counts harmonics T/k);
+and that the final logits over the answer tokens 0..198 have period 10 on top of a downward
+slope (F5, F6), which makes a+b-10 the likeliest wrong answer.
 
 Conventions
 - Predictions are the decoded top tokens of ``add.csv`` (column ``pred``, stripped); one is
@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ...statistics import share_set
 
 N_ANSWERS = 199
 PERIODS = (2, 5, 10, 100)
@@ -110,6 +112,14 @@ def error_summary(accuracy: pd.DataFrame, errors: pd.DataFrame | None = None) ->
 # ---------------------------------------------------------------- F2: carry test
 
 CARRY_SPLITS = {">= 10 (carry)": lambda s: s >= 10, "> 10 (authors' code)": lambda s: s > 10}
+# The fewest numeric wrong answers for which Figs. F1 and F2 make a statement: the chi-squared
+# test of a 2x2 table wants expected counts of about 5 in each cell, i.e. 20 answers at least.
+MIN_ERRORS = 20
+
+
+def too_few_errors(n: int, minimum: int = MIN_ERRORS) -> str:
+    """'' when n numeric wrong answers are enough for App. F's statistics, else why not."""
+    return "" if n >= minimum else f"too few errors for the test: n = {n} numeric wrong answers (at least {minimum})"
 
 
 def contingency(errors: pd.DataFrame, carry_rule, error_value: int = -10) -> np.ndarray:
@@ -122,14 +132,15 @@ def contingency(errors: pd.DataFrame, carry_rule, error_value: int = -10) -> np.
                      [np.sum(~hit & carry), np.sum(~hit & ~carry)]], dtype=np.int64)
 
 
-def carry_test(errors: pd.DataFrame, error_value: int = -10) -> pd.DataFrame:
+def carry_test(errors: pd.DataFrame, error_value: int = -10, minimum: int = MIN_ERRORS) -> pd.DataFrame:
     """Is a carry (units digits summing to >= 10; also the authors' > 10) more frequent
     when the error is ``error_value``?  Chi-squared test of independence with Yates'
     correction (scipy's default for 2x2) on the table of :func:`contingency`.
 
     One row per split: split, threshold rule, n (numeric wrong answers), the four counts
     (hit_carry, hit_no_carry, other_carry, other_no_carry), carry_share_hit,
-    carry_share_other, chi2, p, dof, note (why chi2 is NaN, if it is).
+    carry_share_other, chi2, p, dof, note (why chi2 is NaN, if it is: fewer than ``minimum``
+    numeric wrong answers, or an empty row or column).
     """
     from scipy.stats import chi2_contingency
 
@@ -142,7 +153,9 @@ def carry_test(errors: pd.DataFrame, error_value: int = -10) -> pd.DataFrame:
                "carry_share_hit": table[0, 0] / table[0].sum() if table[0].sum() else np.nan,
                "carry_share_other": table[1, 0] / table[1].sum() if table[1].sum() else np.nan,
                "chi2": np.nan, "p": np.nan, "dof": np.nan, "note": ""}
-        if (table.sum(0) > 0).all() and (table.sum(1) > 0).all():
+        if too_few_errors(int(table.sum()), minimum):
+            row["note"] = too_few_errors(int(table.sum()), minimum)
+        elif (table.sum(0) > 0).all() and (table.sum(1) > 0).all():
             res = chi2_contingency(table, correction=True)
             row.update(chi2=float(res.statistic), p=float(res.pvalue), dof=int(res.dof))
         else:
@@ -267,7 +280,7 @@ def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int =
 
 # ---------------------------------------------------------------- F3, F4: neuron logit lens
 
-NEURON_COLUMNS = ("layer", "neuron", "de", "max_post", "max_a", "max_b", "top_sum_period")
+NEURON_COLUMNS = ("layer", "neuron", "de", "max_post", "max_a", "max_b", "top_variable", "top_period")
 
 
 def neuron_label(layer, neuron) -> str:
@@ -311,37 +324,55 @@ def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.D
     })
 
 
-def de_set(de: np.ndarray, fraction: float = 0.8) -> np.ndarray:
-    """The smallest set of neurons, by descending DE, whose DE sums to ``fraction`` of the
-    total DE of all (paper, GPT-J: 693 of the 4,587 top neurons give 80%): boolean mask."""
-    de = np.asarray(de, np.float64)
-    order = np.argsort(-de, kind="stable")
-    cum = np.cumsum(de[order])
-    total = de.sum()
-    reached = cum >= fraction * total
-    k = int(np.argmax(reached)) + 1 if total > 0 and reached.any() else len(de)
-    mask = np.zeros(len(de), bool)
-    mask[order[: min(k, len(de))]] = True
-    return mask
+HARMONICS = 4  # figF4: a lens period T / k with k = 1..HARMONICS counts as a harmonic match
+
+
+def harmonic_order(lens_period, fitted_period, harmonics: int = HARMONICS, tol: float = NEAR) -> np.ndarray:
+    """The smallest k in 1..``harmonics`` with the lens period within ``tol`` of T / k (T the
+    fitted period), else 0.  k = 1 is the strict match; a period-5 neuron whose lens shows 2.5
+    has k = 2 (on integer tokens a cosine of period T is also periodic with every multiple of
+    T, and its readout may put its power in a harmonic)."""
+    p = np.asarray(lens_period, dtype=np.float64)
+    T = np.broadcast_to(np.asarray(fitted_period, dtype=np.float64), p.shape)
+    out = np.zeros(p.shape, dtype=np.int64)
+    for k in range(harmonics, 0, -1):
+        out = np.where(near(p, T / k, tol), k, out)
+    return out
 
 
 def logit_lens_periods(neurons: pd.DataFrame, lens: np.ndarray, fraction: float = 0.8,
-                       periods=PERIODS) -> pd.DataFrame:
-    """Fig. F4: for the neurons of the ``fraction`` DE set whose largest fitted a+b term has a
-    period in ``periods``, the top Fourier period of their logit lens (DC dropped).
+                       periods=PERIODS, harmonics: int = HARMONICS) -> pd.DataFrame:
+    """Fig. F4: the neurons of the ``fraction`` DE set (:func:`helixclock.statistics.share_set`)
+    whose preactivation fit's largest term is an a+b term c_{T,a+b} with T in ``periods`` (App.
+    F: "a neuron whose preactivation fit's largest term is c_{T_i,a+b}"), and the top Fourier
+    period of their logit lens (DC dropped).
 
-    neurons: row i <-> lens[i]; columns layer, neuron, de (direct effect), top_sum_period
-    (period T of the largest-amplitude a+b term of the neuron's Eq. 5 fit).
-    Columns: layer, neuron, de, top_sum_period, lens_period, lens_frequency, matches
-    (lens_period within 5% of top_sum_period).
+    neurons: row i <-> lens[i]; columns layer, neuron, de (direct effect), top_variable and
+    top_period (variable and period of the largest-amplitude Fourier term of the neuron's Eq. 5
+    fit).  Columns: layer, neuron, de, fitted_period (that T), lens_period, lens_frequency,
+    matches (lens period within 5% of T), harmonic (:func:`harmonic_order`: k with the lens
+    period within 5% of T / k, 0 if none) and matches_harmonic (harmonic > 0).
     """
-    _check_neurons(neurons, lens, ("layer", "neuron", "de", "top_sum_period"))
-    keep = de_set(neurons["de"].to_numpy(), fraction) & neurons["top_sum_period"].isin(periods).to_numpy()
+    _check_neurons(neurons, lens, ("layer", "neuron", "de", "top_variable", "top_period"))
+    keep = (share_set(neurons["de"].to_numpy(), fraction) & (neurons["top_variable"] == "a+b").to_numpy()
+            & neurons["top_period"].isin(periods).to_numpy())
     top = dominant_periods(np.asarray(lens, np.float64)[keep])
-    sub = neurons.loc[keep, ["layer", "neuron", "de", "top_sum_period"]].reset_index(drop=True)
+    sub = neurons.loc[keep, ["layer", "neuron", "de", "top_period"]].rename(columns={"top_period": "fitted_period"})
+    sub = sub.reset_index(drop=True)
     sub["lens_period"], sub["lens_frequency"] = top["period"], top["frequency"]
-    sub["matches"] = near(sub["lens_period"], sub["top_sum_period"].to_numpy(np.float64))
+    fitted = sub["fitted_period"].to_numpy(np.float64)
+    sub["matches"] = near(sub["lens_period"], fitted)
+    sub["harmonic"] = harmonic_order(sub["lens_period"].to_numpy(), fitted, harmonics)
+    sub["matches_harmonic"] = sub["harmonic"] > 0
     return sub
+
+
+def match_shares(periods_table: pd.DataFrame) -> dict[str, float]:
+    """Fig. F4's summary: n neurons, and the shares whose lens period matches the fitted period
+    strictly and up to a harmonic (NaN without neurons)."""
+    n = len(periods_table)
+    return {"n": n, "strict": float(periods_table["matches"].mean()) if n else np.nan,
+            "harmonic": float(periods_table["matches_harmonic"].mean()) if n else np.nan}
 
 
 # ---------------------------------------------------------------- all tables of a stage
@@ -362,9 +393,9 @@ def appendix_f_tables(accuracy: pd.DataFrame, logits: np.ndarray | None = None, 
 
 
 def neuron_lens_tables(neurons: pd.DataFrame, lens: np.ndarray, rows=None, fraction: float = 0.8,
-                       periods=PERIODS) -> dict[str, pd.DataFrame]:
+                       periods=PERIODS, harmonics: int = HARMONICS) -> dict[str, pd.DataFrame]:
     """The neuron tables of App. F: logit_lens (F3, neurons ``rows``, e.g. Fig. 8's four) and
     logit_lens_periods (F4, the ``fraction`` DE set).  Columns needed in ``neurons``:
     :data:`NEURON_COLUMNS`; row i of ``neurons`` is row i of ``lens``."""
     return {"logit_lens": logit_lens_table(neurons, lens, rows),
-            "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods)}
+            "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods, harmonics)}

@@ -7,48 +7,74 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from ..report.look import PALETTE, figure, paper_note, percent_axis
-from .errors import N_ANSWERS, PERIODS, dominant_periods, near, period_counts
+from .errors import (
+    HARMONICS,
+    N_ANSWERS,
+    PERIODS,
+    dominant_periods,
+    harmonic_order,
+    match_shares,
+    near,
+    period_counts,
+    too_few_errors,
+)
+from .linear_addition import READING_NAMES, READINGS
 
 
 def _period_label(p: float) -> str:
     return f"{p:.3g}"
 
 
+READING_COLORS = {"points": PALETTE["linear addition"], "regression": "#ff7f0e", "regression_heldout": "#9467bd"}
+
+
 def linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alpha_mark: int = 100):
-    """Fig. E1: accuracy of addition along the fitted line vs the model's, over the problems
-    with a1 + a2 < alpha; beside it, where each number's representation sits on the line."""
-    fig, (ax, ax2) = figure(1, 2, figsize=(11, 4.0), gridspec_kw={"width_ratios": [1.6, 1]})
-    long = accuracy.melt(id_vars="alpha", value_vars=["linear_accuracy", "model_accuracy"],
-                         var_name="method", value_name="accuracy").dropna()
-    names = {"linear_accuracy": "linear addition on the fitted line", "model_accuracy": model}
-    long["method"] = long["method"].map(names)
-    sns.lineplot(long, x="alpha", y="accuracy", hue="method", ax=ax,
-                 palette={names["linear_accuracy"]: PALETTE["linear addition"], model: PALETTE["model"]})
-    row = accuracy[accuracy["alpha"] == alpha_mark]
-    if len(row):
+    """Fig. E1: accuracy of addition along a line fitted to the numbers vs the model's, over
+    the problems with a1 + a2 < alpha, for each reading of "the line" (``reading``: the line
+    through the points; a regressed on the PCA dims, in-sample and held out), each with its
+    R^2 in the legend; beside it, where each number's representation sits on each line."""
+    fig, (ax, ax2) = figure(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    if "reading" not in accuracy.columns:
+        accuracy, line = accuracy.assign(reading="points"), line.assign(reading="points")
+    readings = [r for r in READINGS if r in set(accuracy["reading"])]
+    model_rows = accuracy[accuracy["reading"] == readings[0]]
+
+    def at_mark(part: pd.DataFrame, col: str) -> str:
+        v = part.loc[part["alpha"] == alpha_mark, col]
+        return f", {float(v.iloc[0]):.1%} at α = {alpha_mark}" if len(v) and np.isfinite(v.iloc[0]) else ""
+
+    if model_rows["model_accuracy"].notna().any():
+        ax.plot(model_rows["alpha"], model_rows["model_accuracy"], color=PALETTE["model"], lw=2,
+                label=f"{model} ({at_mark(model_rows, 'model_accuracy')[2:]})")
+    for reading in readings:
+        part = accuracy[accuracy["reading"] == reading]
+        r = part.iloc[0]
+        r2 = f"R² = {r['line_r2']:.3f}" + (f", held out {r['line_r2_heldout']:.3f}" if reading == "points" else "")
+        ax.plot(part["alpha"], part["linear_accuracy"], color=READING_COLORS[reading], lw=1.4,
+                ls="--" if reading == "regression_heldout" else "-",
+                label=f"{READING_NAMES[reading]} ({r2}{at_mark(part, 'linear_accuracy')})")
+    if (accuracy["alpha"] == alpha_mark).any():
         ax.axvline(alpha_mark, color="grey", ls=":", lw=0.8)
-        for col, color in (("linear_accuracy", PALETTE["linear addition"]), ("model_accuracy", PALETTE["model"])):
-            v = float(row[col].iloc[0])
-            if np.isfinite(v):
-                ax.annotate(f"{v:.1%}", (alpha_mark, v), xytext=(5, 4), textcoords="offset points", color=color,
-                            fontsize=9)
     ax.set_xlabel("α (problems a₁ + a₂ < α)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.02, 1.05)
     percent_axis(ax)
-    r2 = float(accuracy["line_r2"].iloc[0])
-    ax.set_title(f"addition along a line with R² = {r2:.3f}")
-    ax.legend(title=None, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    paper_note(ax, "paper (GPT-J): R² = 0.997; at α = 100 linear < 20%, GPT-J > 80%", "lower left")
-    sns.scatterplot(line, x="a", y="offset", ax=ax2, s=14, color=PALETTE["linear addition"], edgecolor="none")
+    ax.set_title("addition along a line fitted to the numbers\n"
+                 "paper (GPT-J): R² = 0.997; at α = 100 linear < 20%, GPT-J > 80%", fontsize=10)
+    ax.legend(title=None, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8)
+    for reading in readings:
+        part = line[line["reading"] == reading]
+        ax2.scatter(part["a"], part["offset"], s=10, color=READING_COLORS[reading], edgecolor="none",
+                    label=READING_NAMES[reading])
     ax2.axhspan(-0.25, 0.25, color="grey", alpha=0.15, lw=0, label="|t(a) − a| < 0.25")
     ax2.axhline(0, color="k", lw=0.6)
     ax2.set_xlabel("a")
     ax2.set_ylabel("t(a) − a (position on the line − a)")
-    ax2.set_title("each number's position on the line")
-    ax2.legend(loc="upper right")
+    ax2.set_title("each number's position on the line", fontsize=10)
+    ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
     fig.suptitle(f"{model}: why not linear addition? (numbers 0-99, layer-0 output, first 50 PCA dims)")
     fig.tight_layout()
     return fig
@@ -60,6 +86,7 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
     s = summary.iloc[0]
     fig, ax = figure(figsize=(8, 4.0))
     num = errors[errors["numeric"]]
+    few = too_few_errors(len(num)).replace("for the test", "for an error distribution")
     if len(num):
         err = num["error"].clip(-xlim, xlim)
         sns.histplot(x=err, discrete=True, ax=ax, color=PALETTE["other"], edgecolor="none")
@@ -73,12 +100,10 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
         reach = min(xlim, int(np.abs(err).max()) + 2)
         ax.set_xlim(-reach - 0.5, reach + 0.5)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # headroom for the labels and the paper's values
-    else:
-        ax.text(0.5, 0.5, "no numeric wrong answers", ha="center", transform=ax.transAxes)
     ax.set_xlabel(f"error = prediction − answer (clipped to ±{xlim})")
     ax.set_ylabel("wrong numeric answers")
     ax.set_title(f"{model}: {int(s['n_wrong'])} wrong answers ({s['wrong_share']:.1%} of {int(s['n_prompts'])}); "
-                 f"{s['numeric_share_of_wrong']:.1%} of them are numbers")
+                 f"{s['numeric_share_of_wrong']:.1%} of them are numbers" + (f"\n{few}" if few else ""))
     paper_note(ax, "paper (GPT-J): 19.5% wrong, over half numbers;\n−10: 45.7%, +10: 27.9%", "upper left")
     return fig
 
@@ -96,12 +121,14 @@ def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_valu
         ax.get_legend().set_title(None)
     ax.axvline(9.5, color="k", ls="--", lw=0.8)
     ax.text(9.6, 0.98, "carry (≥ 10) →", transform=ax.get_xaxis_transform(), va="top", fontsize=8)
+    few = too_few_errors(len(num))
     ax.set_xticks(range(0, 19))
     ax.set_xlabel("units digit of a + units digit of b")
     ax.set_ylabel("density")
     ps = "; ".join(f"{r.split}: χ² = {r.chi2:.2f}, p = {r.p:.3g}" if np.isfinite(r.p) else f"{r.split}: no test"
                    for r in carry.itertuples())
-    ax.set_title(f"{model}: is a carry more likely when the error is {error_value}?\n{ps} (Yates)", fontsize=10)
+    ax.set_title(f"{model}: is a carry more likely when the error is {error_value}?\n"
+                 + (few if few else f"{ps} (Yates)"), fontsize=10)
     paper_note(ax, "paper (GPT-J): not significant at 0.05", "upper left")
     return fig
 
@@ -133,27 +160,37 @@ def neuron_logit_lens(lens_table: pd.DataFrame, model: str):
 
 
 def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=PERIODS, top: int = 8):
-    """Fig. F4: for neurons of the 80% DE set, grouped by the period of their largest fitted
-    a+b term, the top Fourier period of their logit lens (bars near the fitted period red)."""
-    fig, axes = figure(2, 2, figsize=(11, 6.4), squeeze=False)
+    """Fig. F4: for the neurons of the 80% DE set whose fit's largest term is an a+b term of
+    period T, the top Fourier period of their logit lens, one panel per T; bars at T (a strict
+    match) red, at a harmonic T/k orange; each panel gives both match shares."""
+    fig, axes = figure(2, 2, figsize=(11, 6.6), squeeze=False)
+    harmonic_color = "#ff7f0e"
     for ax, T in zip(axes.ravel(), fitted_periods):
-        part = periods_table[periods_table["top_sum_period"] == T]
+        part = periods_table[periods_table["fitted_period"] == T]
         if part.empty:
             ax.text(0.5, 0.5, "no neurons", ha="center", transform=ax.transAxes)
-            ax.set_title(f"largest fitted a+b period T = {T} (n = 0)")
+            ax.set_title(f"largest fitted term c(T = {T}, a+b) (n = 0)", fontsize=10)
+            ax.set_xticks([])
+            ax.set_yticks([])
             continue
         counts = period_counts(part["lens_period"]).head(top).sort_values("period")
         labels = [_period_label(p) for p in counts["period"]]
-        colors = [PALETTE["highlight"] if near(p, T) else PALETTE["other"] for p in counts["period"]]
+        orders = harmonic_order(counts["period"].to_numpy(), float(T))
+        colors = [PALETTE["highlight"] if k == 1 else harmonic_color if k > 1 else PALETTE["other"] for k in orders]
         sns.barplot(x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)),
                     ax=ax, legend=False)
-        share = float(part["matches"].mean())
+        shares = match_shares(part)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-        ax.set_title(f"largest fitted a+b period T = {T} (n = {len(part)}): {share:.0%} within 5% of {T}")
+        ax.set_title(f"largest fitted term c(T = {T}, a+b) (n = {shares['n']}): {shares['strict']:.0%} at T, "
+                     f"{shares['harmonic']:.0%} at T/k (k ≤ {HARMONICS})", fontsize=10)
         ax.set_xlabel("top Fourier period of the logit lens (199/k tokens)")
         ax.set_ylabel("neurons")
-    fig.suptitle(f"{model}: logit-lens periods of the 80% DE neurons by their fitted a+b period "
-                 f"(paper: often the same; 200 common)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    total = match_shares(periods_table)
+    fig.suptitle(f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
+                 f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
+                 f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common",
+                 fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -174,7 +211,7 @@ def logit_examples(examples: pd.DataFrame, model: str):
                      f"top period of detrended {_period_label(r['top_period'])}", fontsize=10)
         ax.set_xlabel("answer token (0..198)")
         ax.set_ylabel("final logit")
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     fig.suptitle(f"{model}: final logits over the answer tokens for randomly drawn prompts")
     fig.tight_layout()
     return fig
@@ -192,11 +229,10 @@ def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     neg = float((per_prompt["slope"] < 0).mean())
     ax.set_xlabel("a + b")
     ax.set_ylabel("slope of the line through the logits")
-    ax.set_title(f"slope < 0 for {neg:.1%} of prompts")
-    leg = ax.legend(loc="lower left")
+    ax.set_title(f"slope < 0 for {neg:.1%} of prompts (paper, GPT-J: almost always negative)", fontsize=10)
+    leg = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for handle in leg.legend_handles:
         handle.set_alpha(1)
-    paper_note(ax, "paper (GPT-J): almost always negative", "upper right")
     counts = period_counts(per_prompt["top_period"], N_ANSWERS).head(top).sort_values("period")
     labels = [_period_label(p) for p in counts["period"]]
     colors = [PALETTE["highlight"] if near(p, 10) else PALETTE["other"] for p in counts["period"]]
@@ -206,8 +242,8 @@ def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     ax2.set_ylim(0, ax2.get_ylim()[1] * 1.15)
     ax2.set_xlabel("top Fourier period of the detrended logits (199/k tokens)")
     ax2.set_ylabel("prompts")
-    ax2.set_title(f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts)")
-    paper_note(ax2, "paper (GPT-J): 10 most common", "upper right")
+    ax2.set_title(f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts; "
+                  "paper, GPT-J: 10)", fontsize=10)
     fig.suptitle(f"{model}: the final logits over the answer tokens 0..198")
     fig.tight_layout()
     return fig

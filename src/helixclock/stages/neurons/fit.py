@@ -2,12 +2,29 @@
 
 For a top neuron n of layer l, ``N(a, b)`` is its preactivation at the last token of the
 prompt a+b, over the full 100 x 100 grid (grids are ``[n_neurons, n_a, n_b]``, row a, column
-b).  The paper models it as
+b).  The paper (Eq. 5) models it as
+
+    N(a, b) = sum_{t in (a, b, a+b)} c_t t + sum_{T in periods} c_{T,t} cos(2 pi (t - d_{T,t}) / T);
+
+helixclock fits
 
     N^(a, b) = sum_{T in periods} sum_{t in (a, b, a+b)} A_{T,t} cos(2 pi (t - d_{T,t}) / T)
                + w_a a~ + w_b b~ + w_ab (a~ + b~) + c,
 
-with a~ = 2 a / (n_a - 1) - 1 and b~ = 2 b / (n_b - 1) - 1 scaled to [-1, 1].  Since
+with a~ = 2 a / (n_a - 1) - 1 and b~ = 2 b / (n_b - 1) - 1 scaled to [-1, 1].  Two choices
+differ from the paper's form (README, "Differences from the authors' code"):
+
+* the constant c: the paper's form has none, so a neuron's mean (a GELU neuron's
+  preactivation is mostly negative) would have to be carried by the linear terms, tilting
+  them; every cosine sums to ~0 over the grid and cannot carry it.  With c the fit loses
+  nothing the paper's form has.
+* the scaled linear terms: with c in the model, w a~ = (2 w / (n_a - 1)) a - w is the paper's
+  c_a a plus a constant, so the fitted grid, its NRMSE and every Fourier amplitude are the
+  same as with raw a, b, a+b; only the linear coefficients are in other units (w = c_a
+  (n_a - 1) / 2, the term's half-range over the grid).  Scaled, the paper's SGD (lr 0.1) is
+  stable; on raw t up to 198 the curvature along c_{a+b} is ~1e4 and lr 0.1 diverges.
+
+Since
 A cos(w (t - d)) = alpha cos(w t) + beta sin(w t) with alpha = A cos(w d), beta = A sin(w d),
 the model is *linear* in (alpha, beta, w, c): least squares gives its global optimum, and
 because every neuron is fitted on the same grid, one SVD of the shared design matrix and
@@ -160,12 +177,14 @@ class NeuronFits:
 
     @property
     def ab_fraction(self) -> np.ndarray:
-        """[n] sum_T A^2_{T,a+b} / sum_T sum_t A^2_{T,t} (linear terms excluded; NaN if no
+        """[n] the paper's "fraction of their fit that helix(a+b) explains" (section 5.4: "the
+        magnitude of c_{T,a+b} terms" over "the total magnitude of c_{Tt} terms"):
+        sum_T A_{T,a+b} / sum_T sum_t A_{T,t} (amplitudes, linear terms excluded; NaN if no
         Fourier term at all)."""
-        A2 = self.amplitude ** 2
-        total = A2.sum((1, 2))
+        A = self.amplitude
+        total = A.sum((1, 2))
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(total > 0, A2[:, 2].sum(1) / np.where(total > 0, total, 1), np.nan)
+            return np.where(total > 0, A[:, 2].sum(1) / np.where(total > 0, total, 1), np.nan)
 
     def predict(self, index=None) -> np.ndarray:
         """Fitted grids N^(a, b) [k, n_a, n_b] of the neurons ``index`` (default all; mind
@@ -479,33 +498,50 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
                          "alpha": fits.alpha.ravel(), "beta": fits.beta.ravel()})
 
 
-def save_fits(path, fits: NeuronFits) -> None:
+def save_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
     """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
-    attrs periods, columns, method, grid_shape and the method's hyperparameters."""
+    attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
+    fits of a gated MLP's up projection (when gate and up are both fitted), in group "up"."""
     import h5py
 
     with h5py.File(path, "w") as f:
-        f.create_dataset("coef", data=fits.coef)
-        for name in ("rmse", "nrmse", "value_range", "layer", "neuron"):
-            f.create_dataset(name, data=getattr(fits, name))
-        for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
-            f.create_dataset(f"dominant_{key}", data=fits.dominant[v])
-        f.attrs["periods"] = np.asarray(fits.periods, dtype=np.float64)
-        f.attrs["columns"] = fits.columns
-        f.attrs["method"] = fits.method
-        f.attrs["grid_shape"] = np.asarray(fits.grid_shape)
-        for k, v in fits.info.items():
-            if np.isscalar(v):
-                f.attrs[f"info_{k}"] = v
-            else:
-                f.create_dataset(f"info/{k}", data=np.asarray(v))
+        _write_fits(f, fits)
+        if up is not None:
+            _write_fits(f.create_group("up"), up)
 
 
-def load_fits(path) -> NeuronFits:
-    """Inverse of :func:`save_fits`; checks that the stored columns match the periods."""
+def _write_fits(f, fits: NeuronFits) -> None:
+    f.create_dataset("coef", data=fits.coef)
+    for name in ("rmse", "nrmse", "value_range", "layer", "neuron"):
+        f.create_dataset(name, data=getattr(fits, name))
+    for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
+        f.create_dataset(f"dominant_{key}", data=fits.dominant[v])
+    f.attrs["periods"] = np.asarray(fits.periods, dtype=np.float64)
+    f.attrs["columns"] = fits.columns
+    f.attrs["method"] = fits.method
+    f.attrs["grid_shape"] = np.asarray(fits.grid_shape)
+    for k, v in fits.info.items():
+        if np.isscalar(v):
+            f.attrs[f"info_{k}"] = v
+        else:
+            f.create_dataset(f"info/{k}", data=np.asarray(v))
+
+
+def has_up_fits(path) -> bool:
+    """Whether a fits file holds a gated MLP's up-projection fits beside the gate's."""
     import h5py
 
     with h5py.File(path, "r") as f:
+        return "up" in f
+
+
+def load_fits(path, group: str | None = None) -> NeuronFits:
+    """Inverse of :func:`save_fits` (``group="up"``: the up projection's fits); checks that
+    the stored columns match the periods."""
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        f = h5[group] if group else h5
         periods = tuple(int(T) if float(T).is_integer() else float(T) for T in f.attrs["periods"])
         stored = [str(c) for c in f.attrs["columns"]]
         if stored != columns(periods):

@@ -1,19 +1,37 @@
 """Neurons at the last token (section 5.4, appendix D.2): the model jobs.
 
 * :func:`attribution_scores` - attribution patching of every last-token neuron (the engine's
-  gradient path), ranked; the top share are the "top neurons".
+  gradient path), ranked by the size of each neuron's effect (:data:`RANKINGS`); the top
+  share are the "top neurons".
 * :func:`neuron_direct_effects` - each top neuron's write (post_clean - post_base) * W_out[:, n]
   added to the final residual (path patching to the logits).
-* :func:`ablation_sweep` - keep the top k neurons (their unablated values), mean-ablate every
-  other last-token neuron of every layer; accuracy and LD vs k (figD9).
-* :func:`neuron_grids` - preactivations N(a, b) of the top neurons over all 10,000 prompts,
-  their maximum post-activation and logit lens (figs. 8, F3, F4).
-* :func:`fit_evaluation` - the top k neurons given their actual or their fitted preactivations,
-  the rest mean-ablated (fig09).
+* :func:`ablation_sweep` - keep the top k neurons, mean-ablate every other last-token neuron of
+  every layer; accuracy and LD vs k (figD9), under both readings of "keep" (:data:`READINGS`).
+* :func:`neuron_grids` - the fitted quantity N(a, b) of the top neurons over all 10,000
+  prompts, their maximum post-activation and logit lens (figs. 8, F3, F4).
+* :func:`fit_evaluation` - the top k neurons given their actual or their fitted N(a, b), the
+  rest mean-ablated (fig09).
 
 A neuron is a hidden unit of a layer's MLP at the last token: ``neuron_post`` is the input of
-the MLP output projection (act(gate) * up in gated MLPs) and ``neuron_pre`` the input of the
-nonlinearity (the gate's preactivation in gated MLPs), which is what Eq. 5 fits.
+the MLP output projection and ``neuron_pre`` the input of the nonlinearity.  The paper studies
+GPT-J's plain MLP, sigma(x W_up) W_down, and calls x W_up the preactivation: that is what Eq. 5
+fits there, for the paper's reason that it is a linear read of the residual stream, which the
+helices describe.  A gated MLP (Llama family) computes (act(x W_gate) * x W_up) W_down: its
+hidden unit has two such linear reads.  What "the preactivation" is there is helixclock's
+choice (:data:`GATED_PREACTIVATIONS`, config key ``neurons.gated_preactivation``):
+
+* ``gate_and_up`` (default) - both inputs of the unit's nonlinearity: the gate and the up
+  projection are each fitted with Eq. 5, and Fig. 9 patches both, the model's own
+  act(gate) * up combining them (as GPT-J's fitted preactivation goes through its GELU).
+  Figs. 8, D12, D13, 10 and the tables show the gate's fit (the up's NRMSE is in the table).
+* ``gate`` - the gate alone; Fig. 9 then leaves the up projection live in the ablated run.
+* ``product`` - act(gate) * up, what the down projection reads (not a linear read of the
+  residual: products of helices have sum and difference frequencies Eq. 5 lacks).
+
+Measured on toy-llama (README, "Differences from the authors' code"): Fig. 9 recovers 0.68 of
+the actual accuracy with gate and up fitted, 0.29 with the gate alone, 0.23 with the product.
+The paper analyses neurons in GPT-J only; the gated-MLP neuron analysis is helixclock's
+extension.
 """
 
 from __future__ import annotations
@@ -31,10 +49,46 @@ from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...patching.metrics import answer_correct
 from ...statistics import raw_table
 
+# How neurons are ranked by their attribution scores a_n(pair) (``neurons.ranking``).  The paper
+# (section 5.4) uses attribution patching to "approximate the total effect of each neuron" and
+# then keeps the top 1%, mean-ablating the rest; it does not say how scores become a ranking.
+# Mean ablation removes a neuron's contribution on every prompt whatever its sign, so what
+# matters is the size of its effect, and the attribution-patching literature (Nanda 2023;
+# Kramar et al. 2024, the paper's reference; Syed et al. 2023) ranks components by the
+# magnitude of their estimated effect, never by its sign.  Ranked by sign, the neurons with
+# large negative scores come last although they matter most when ablated (toy-gptj: accuracy
+# 0.43 from 6% to 50% of the neurons kept).  Two magnitudes are defensible:
+#   mean_abs - mean over pairs of |a_n|: the default.  The pairs have different answers, and a
+#              Clock neuron raises the clean answer on some pairs and lowers it on others (its
+#              effect follows a+b mod T), so its signed scores cancel in a mean although it
+#              matters on every prompt; the mean size counts it.
+#   abs_mean - |mean over pairs of a_n|: the size of the average effect (AtP's c(n) read as a
+#              magnitude); blind to neurons whose effects cancel across pairs.
+#   signed   - the mean itself, largest first (earlier versions): kept to measure the difference.
+# The tables keep the signed mean as the neuron's attribution TE either way.
+RANKINGS = ("mean_abs", "abs_mean", "signed")
+
+# What a gated MLP's neuron "preactivation" is for section 5.4 (``neurons.gated_preactivation``;
+# module docstring): the hook points fitted with Eq. 5 and patched in Fig. 9, the first one the
+# N(a, b) that the figures and tables show.
+GATED_PREACTIVATIONS = ("gate_and_up", "gate", "product")
+_GATED_KINDS = {"gate_and_up": ("neuron_pre", "neuron_up"), "gate": ("neuron_pre",), "product": ("neuron_post",)}
+_GATED_NAMES = {"gate_and_up": "gate preactivation", "gate": "gate preactivation", "product": "act(gate)·up"}
+
+# figD9's two readings of "keep the top k and mean-ablate the rest": the kept neurons keep
+# their values from the unablated run ("frozen", like Fig. 9's "actual"), or are computed live
+# in the ablated run ("live", the stricter reading).
+READINGS = ("frozen", "live")
+
+# Fractions of all neurons the figD9 sweep always includes beside the powers of two.
+SWEEP_FRACTIONS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+
 
 @dataclass(frozen=True)
 class NeuronSettings:
-    """Pair and prompt counts of the neuron experiments and the share called "top"."""
+    """Pair and prompt counts of the neuron experiments, the share called "top", how neurons
+    are ranked (:data:`RANKINGS`) and what a gated neuron's preactivation is
+    (:data:`GATED_PREACTIVATIONS`)."""
 
     attribution_pairs: int = 1000
     de_pairs: int = 300
@@ -42,6 +96,13 @@ class NeuronSettings:
     mean_prompts: int = 100
     top_share: float = 0.01
     seed: int = 0
+    ranking: str = "mean_abs"
+    gated_preactivation: str = "gate_and_up"
+
+    def __post_init__(self):
+        for key, allowed in (("ranking", RANKINGS), ("gated_preactivation", GATED_PREACTIVATIONS)):
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"neurons.{key}={getattr(self, key)!r}; allowed: {', '.join(allowed)}")
 
 
 def neuron_sites(adapter, last: int, kind: str = "neuron_post") -> list[Point]:
@@ -49,17 +110,53 @@ def neuron_sites(adapter, last: int, kind: str = "neuron_post") -> list[Point]:
     return [Point(kind, layer, (last,)) for layer in range(adapter.n_layers)]
 
 
-def attribution_scores(engine: PatchingEngine, pairs: Pairs, last: int) -> pd.DataFrame:
-    """Every neuron's mean attribution over the pairs, ranked (rank 0 = largest, signed)."""
-    sites = neuron_sites(engine.adapter, last)
-    scores = engine.attribute(pairs, sites, desc="attribution")
-    values = torch.stack([scores[p][0] for p in sites])  # [L, d_mlp]
-    L, m = values.shape
-    df = pd.DataFrame({"layer": np.repeat(np.arange(L), m), "neuron": np.tile(np.arange(m), L),
-                       "attribution": to_numpy(values).ravel()})
-    df = df.sort_values("attribution", ascending=False, kind="stable").reset_index(drop=True)
+def preactivation_kinds(adapter, choice: str = "gate_and_up") -> tuple[str, ...]:
+    """The hook points fitted with Eq. 5 and patched with their fits in Fig. 9, the first being
+    the N(a, b) the figures show: the input of the nonlinearity (``neuron_pre``) in a plain MLP;
+    in a gated MLP, by ``choice``, the gate and the up projection (``neuron_pre``,
+    ``neuron_up``), the gate alone, or act(gate) * up (``neuron_post``)."""
+    if choice not in GATED_PREACTIVATIONS:
+        raise ValueError(f"neurons.gated_preactivation={choice!r}; allowed: {', '.join(GATED_PREACTIVATIONS)}")
+    return _GATED_KINDS[choice] if adapter.gated else ("neuron_pre",)
+
+
+def preactivation_name(gated: bool, choice: str = "gate_and_up") -> str:
+    """What the N(a, b) of the figures and tables is, in words for axes and column names."""
+    return _GATED_NAMES[choice] if gated else "preactivation"
+
+
+def fitted_name(gated: bool, choice: str = "gate_and_up") -> str:
+    """What Fig. 9's fitted variant patches, in words."""
+    if not gated:
+        return "preactivation"
+    return {"gate_and_up": "gate and up preactivations", "gate": "gate preactivation (up live)",
+            "product": "act(gate)·up"}[choice]
+
+
+def rank_neurons(scores: pd.DataFrame, ranking: str = "mean_abs") -> pd.DataFrame:
+    """``scores`` (layer, neuron, attribution = signed mean over pairs, attribution_abs = mean
+    of |attribution| over pairs) sorted by ``ranking`` (:data:`RANKINGS`), largest first, with
+    ``effect`` (the ranked quantity) and ``rank`` (0 = first); ties keep the input order."""
+    if ranking not in RANKINGS:
+        raise ValueError(f"neurons.ranking={ranking!r}; allowed: {', '.join(RANKINGS)}")
+    effect = {"mean_abs": scores["attribution_abs"], "abs_mean": scores["attribution"].abs(),
+              "signed": scores["attribution"]}[ranking]
+    df = scores.drop(columns=["rank", "effect"], errors="ignore").assign(effect=effect.to_numpy())
+    df = df.sort_values("effect", ascending=False, kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.arange(len(df)))
     return df
+
+
+def attribution_scores(engine: PatchingEngine, pairs: Pairs, last: int, ranking: str = "mean_abs") -> pd.DataFrame:
+    """Every neuron's attribution over the pairs, signed mean (``attribution``, the TE of the
+    tables) and mean size (``attribution_abs``), ranked by ``ranking`` (:func:`rank_neurons`)."""
+    sites = neuron_sites(engine.adapter, last)
+    scores = engine.attribute(pairs, sites, reduce=("mean", "mean_abs"), desc="attribution")
+    values = {r: to_numpy(torch.stack([scores[r][p][0] for p in sites])) for r in scores}  # [L, d_mlp] each
+    L, m = values["mean"].shape
+    df = pd.DataFrame({"layer": np.repeat(np.arange(L), m), "neuron": np.tile(np.arange(m), L),
+                       "attribution": values["mean"].ravel(), "attribution_abs": values["mean_abs"].ravel()})
+    return rank_neurons(df, ranking)
 
 
 def n_top(n_neurons: int, share: float) -> int:
@@ -85,7 +182,7 @@ def keep_masks(order: pd.DataFrame, k: int, shape: tuple[int, int], device) -> t
     """Boolean [L, d_mlp]: the first k neurons of ``order`` (columns layer, neuron)."""
     mask = torch.zeros(shape, dtype=torch.bool, device=device)
     head = order.iloc[:k]
-    mask[torch.as_tensor(head["layer"].to_numpy()), torch.as_tensor(head["neuron"].to_numpy())] = True
+    mask[torch.as_tensor(head["layer"].to_numpy(copy=True)), torch.as_tensor(head["neuron"].to_numpy(copy=True))] = True
     return mask
 
 
@@ -95,55 +192,71 @@ def powers_of_two(n: int) -> list[int]:
     return ks + [n]
 
 
-def _ablation_variant(sites, keep: torch.Tensor, means: torch.Tensor) -> list[Patch]:
-    """Every layer's last-token neurons mean-ablated except those kept, which get their
-    values from the unablated run."""
-    return [Patch(p, "clean", where=keep[p.layer]) for p in sites] + \
-        [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites]
+def sweep_counts(n: int, fractions: Sequence[float] = SWEEP_FRACTIONS) -> list[int]:
+    """figD9's k: the powers of two up to n and the counts nearest each fraction of n (at
+    least 1), sorted, without repeats."""
+    return sorted(set(powers_of_two(n)) | {max(1, int(round(f * n))) for f in fractions if 0 < f <= 1})
+
+
+def _ablation_variant(sites, keep: torch.Tensor, means: torch.Tensor, reading: str = "frozen") -> list[Patch]:
+    """Every layer's last-token neurons mean-ablated except those kept, which get their values
+    from the unablated run ("frozen") or are left to the ablated run ("live")."""
+    if reading not in READINGS:
+        raise ValueError(f"reading={reading!r}; allowed: {', '.join(READINGS)}")
+    ablated = [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites]
+    return ([Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []) + ablated
 
 
 def ablation_sweep(engine: PatchingEngine, prompts: Pairs, order: pd.DataFrame, means: torch.Tensor,
-                   ks: Sequence[int], last: int) -> pd.DataFrame:
-    """figD9: for each k, the top k of ``order`` kept and every other neuron mean-ablated, on
-    ``prompts`` (pairs whose corrupted prompt is the clean one): raw table with rows
-    (k, measure) for measure "correct" (0/1 per prompt) and "ld" (logit_unablated(answer) -
-    logit_ablated(answer))."""
+                   ks: Sequence[int], last: int, readings: Sequence[str] = READINGS) -> pd.DataFrame:
+    """figD9: for each k and reading (:data:`READINGS`), the top k of ``order`` kept and every
+    other neuron mean-ablated, on ``prompts`` (pairs whose corrupted prompt is the clean one):
+    raw table with rows (k, fraction_kept, reading, measure) for measure "correct" (0/1 per
+    prompt) and "ld" (logit_unablated(answer) - logit_ablated(answer))."""
     sites = neuron_sites(engine.adapter, last)
-    variants = [_ablation_variant(sites, keep_masks(order, k, tuple(means.shape), means.device), means) for k in ks]
+    shape = tuple(means.shape)
+    variants, labels = [], []
+    total = int(means.numel())
+    for reading in readings:
+        for k in ks:
+            variants.append(_ablation_variant(sites, keep_masks(order, k, shape, means.device), means, reading))
+            labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
     res = engine.run(prompts, variants, metric=answer_correct, desc="neuron ablation")
     unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
-    total = int(means.numel())
-    labels = [{"k": k, "fraction_kept": k / total} for k in ks]
     return pd.concat([raw_table(res.metric, labels, measure="correct"),
                       raw_table(unablated[None] - res.answer_logit, labels, measure="ld")], ignore_index=True)
 
 
-def neuron_grids(engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int) -> dict[str, np.ndarray]:
-    """Last-token preactivations of the top neurons for every prompt of ``ids`` (all 10,000
-    a+b prompts, a-major), and each neuron's largest post-activation with its prompt row.
+def neuron_grids(engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int,
+                 kinds: str | Sequence[str] = "neuron_pre") -> dict[str, np.ndarray]:
+    """The top neurons' N(a, b) at the last token for every prompt of ``ids`` (all 10,000 a+b
+    prompts, a-major): the values of hook point(s) ``kinds`` (:func:`preactivation_kinds`), and
+    each neuron's largest post-activation with its prompt row.
 
-    Returns pre [n_top, n_prompts] and post_max, post_argmax [n_top]."""
+    Returns pre [n_top, n_prompts] (the first kind), up [n_top, n_prompts] when ``neuron_up``
+    is asked for too, and post_max, post_argmax [n_top]."""
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     layers = sorted(set(int(x) for x in top["layer"]))
-    pre_sites = {layer: Point("neuron_pre", layer, (last,)) for layer in layers}
-    post_sites = {layer: Point("neuron_post", layer, (last,)) for layer in layers}
+    wanted = {kind: {layer: Point(kind, layer, (last,)) for layer in layers} for kind in (*kinds, "neuron_post")}
+    sites = list(dict.fromkeys(p for per in wanted.values() for p in per.values()))
     where = {layer: np.flatnonzero(top["layer"].to_numpy() == layer) for layer in layers}
     index = {layer: torch.as_tensor(top["neuron"].to_numpy()[where[layer]], device=engine.model.device)
              for layer in layers}
-    pre, post = [], []
-    for chunk in engine.iter_collect(ids, list(pre_sites.values()) + list(post_sites.values()), logits=False,
-                                     desc="neuron grids"):
-        rows = len(chunk[pre_sites[layers[0]]])
-        p_pre = torch.empty(len(top), rows, device=engine.model.device)
-        p_post = torch.empty_like(p_pre)
-        for layer in layers:
-            rows_of = torch.as_tensor(where[layer], device=p_pre.device)
-            p_pre[rows_of] = chunk[pre_sites[layer]][:, 0, index[layer]].float().T
-            p_post[rows_of] = chunk[post_sites[layer]][:, 0, index[layer]].float().T
-        pre.append(p_pre)
-        post.append(p_post)
-    pre_all, post_all = torch.cat(pre, 1), torch.cat(post, 1)
-    best = post_all.max(1)
-    return {"pre": to_numpy(pre_all), "post_max": to_numpy(best.values), "post_argmax": to_numpy(best.indices)}
+    parts: dict[str, list[torch.Tensor]] = {kind: [] for kind in wanted}
+    for chunk in engine.iter_collect(ids, sites, logits=False, desc="neuron grids"):
+        rows = len(chunk[sites[0]])
+        for kind, per in wanted.items():
+            values = torch.empty(len(top), rows, device=engine.model.device)
+            for layer in layers:
+                values[torch.as_tensor(where[layer], device=values.device)] = \
+                    chunk[per[layer]][:, 0, index[layer]].float().T
+            parts[kind].append(values)
+    full = {kind: torch.cat(v, 1) for kind, v in parts.items()}
+    best = full["neuron_post"].max(1)
+    out = {"pre": to_numpy(full[kinds[0]]), "post_max": to_numpy(best.values), "post_argmax": to_numpy(best.indices)}
+    if "neuron_up" in kinds[1:]:
+        out["up"] = to_numpy(full["neuron_up"])
+    return out
 
 
 def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndarray) -> np.ndarray:
@@ -161,29 +274,35 @@ def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndar
     return lens
 
 
-def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame, fitted: torch.Tensor,
-                   means: torch.Tensor, ks: Sequence[int], last: int) -> pd.DataFrame:
-    """fig09: for each k, the top k neurons keep (a) their actual values (as in figD9) or (b)
-    get their fitted preactivation N^(a, b) (then the model's own nonlinearity), every other
-    neuron mean-ablated; ``fitted`` [n_prompts, n_top] holds N^ at each prompt's (a, b).
-    Raw table with rows (k, preactivation, measure): "correct" (0/1) and "ld"
-    (logit_unablated(answer) - logit(answer))."""
+def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame,
+                   fitted: torch.Tensor | dict[str, torch.Tensor], means: torch.Tensor, ks: Sequence[int],
+                   last: int) -> pd.DataFrame:
+    """fig09: for each k, the top k neurons keep (a) their actual values (as figD9's frozen
+    reading) or (b) get their fitted values, every other neuron mean-ablated.  ``fitted``
+    [n_prompts, n_top] holds N^(a, b) of the preactivation (``neuron_pre``) at each prompt's
+    (a, b), then the model's own nonlinearity; or a dict {hook kind: [n_prompts, n_top]} for
+    other or several points (:func:`preactivation_kinds`: a gated MLP's gate and up, whose
+    act(gate) * up the model then computes, or act(gate) * up itself).  Raw table with rows
+    (k, preactivation, measure): "correct" (0/1) and "ld" (logit_unablated(answer) -
+    logit(answer))."""
     sites = neuron_sites(engine.adapter, last)
     L, m = means.shape
     device = means.device
-    per_layer = {}  # the fitted preactivations of every top neuron, laid out per layer [n, 1, d_mlp]
-    for layer, part in top.reset_index(drop=True).groupby("layer"):
-        values = torch.zeros(len(prompts), 1, m, device=device)
-        values[:, 0, torch.as_tensor(part["neuron"].to_numpy(), device=device)] = \
-            fitted[:, torch.as_tensor(part.index.to_numpy(), device=device)].to(device)
-        per_layer[int(layer)] = values
+    fitted = fitted if isinstance(fitted, dict) else {"neuron_pre": fitted}
+    per_layer = {}  # the fitted values of every top neuron, laid out per (kind, layer) [n, 1, d_mlp]
+    for kind, values_of in fitted.items():
+        for layer, part in top.reset_index(drop=True).groupby("layer"):
+            values = torch.zeros(len(prompts), 1, m, device=device)
+            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(copy=True), device=device)] = \
+                values_of[:, torch.as_tensor(part.index.to_numpy(copy=True), device=device)].to(device)
+            per_layer[kind, int(layer)] = values
     variants, labels = [], []
     for k in ks:
         keep = keep_masks(top, k, (L, m), device)
-        variants.append(_ablation_variant(sites, keep, means))
+        variants.append(_ablation_variant(sites, keep, means, "frozen"))
         labels.append({"k": k, "preactivation": "actual"})
-        fitted_patches = [Patch(Point("neuron_pre", layer, (last,)), values, where=keep[layer])
-                          for layer, values in per_layer.items()]
+        fitted_patches = [Patch(Point(kind, layer, (last,)), values, where=keep[layer])
+                          for (kind, layer), values in per_layer.items()]
         variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
         labels.append({"k": k, "preactivation": "fitted"})
     res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
@@ -200,7 +319,7 @@ def attribution_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: st
     tok, device = engine.model.tokenizer, engine.model.device
     correct = accuracy[accuracy["correct"]]
     pairs = draw_pairs(correct, settings.attribution_pairs, settings.seed, tok, template, ("a", "b"), device=device)
-    scores = attribution_scores(engine, pairs, last)
+    scores = attribution_scores(engine, pairs, last, settings.ranking).assign(ranking=settings.ranking)
     top = scores.iloc[:n_top(len(scores), settings.top_share)]
     sub = Pairs(*(x[:settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer,
                                                   pairs.corrupted_answer)))
@@ -208,47 +327,64 @@ def attribution_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: st
     means = mean_activations(engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts,
                                                                           settings.seed), device), last)
     prompts = same_prompt_pairs(tok, seeded_rows(correct, settings.ablation_prompts, settings.seed), template, device)
-    ablation = ablation_sweep(engine, prompts, scores, means, powers_of_two(len(scores)), last)
+    ablation = ablation_sweep(engine, prompts, scores, means, sweep_counts(len(scores)), last)
+    ablation.insert(0, "ranking", settings.ranking)
     return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
 
 
-def grids_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int, top: pd.DataFrame
-              ) -> dict[str, np.ndarray]:
-    """N(a, b) of the top neurons over the 100 x 100 grid [n_top, 100, 100], their largest
-    post-activation and its (a, b), and their logit lens over the answers 0..198."""
+def grids_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int, top: pd.DataFrame,
+              settings: NeuronSettings = NeuronSettings()) -> dict:
+    """N(a, b) of the top neurons over the 100 x 100 grid [n_top, 100, 100] (the preactivation;
+    in a gated MLP what ``settings.gated_preactivation`` says, with ``up`` the up projection's
+    grids when both are fitted), their largest post-activation and its (a, b), their logit lens
+    over the answers 0..198, and ``quantity``: what N is."""
     grid = accuracy.sort_values(["a", "b"])
     if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
         raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
-    out = neuron_grids(engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last)
+    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
+    out = neuron_grids(engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last,
+                       kinds)
     answers = grid.drop_duplicates("answer").set_index("answer").loc[np.arange(199), "answer_token"].to_numpy()
     arg = out.pop("post_argmax")
-    return {"pre": out["pre"].reshape(len(top), 100, 100), "post_max": out["post_max"],
+    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
+    return {"pre": out["pre"].reshape(len(top), 100, 100), **extra, "post_max": out["post_max"],
             "max_a": grid["a"].to_numpy()[arg], "max_b": grid["b"].to_numpy()[arg],
             "lens": logit_lens(engine, top, answers), "layer": top["layer"].to_numpy(),
-            "neuron": top["neuron"].to_numpy(), "rank": top["rank"].to_numpy()}
+            "neuron": top["neuron"].to_numpy(), "rank": top["rank"].to_numpy(),
+            "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation)}
 
 
 def fit_eval_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int, top: pd.DataFrame,
-                 fitted_grids: np.ndarray, means: np.ndarray, settings: NeuronSettings = NeuronSettings()
-                 ) -> pd.DataFrame:
-    """fig09 on the ablation prompts: the fitted grids [n_top, 100, 100] read at each prompt."""
+                 fitted_grids: np.ndarray | Sequence[np.ndarray], means: np.ndarray,
+                 settings: NeuronSettings = NeuronSettings()) -> pd.DataFrame:
+    """fig09 on the ablation prompts: the fitted grids [n_top, 100, 100] read at each prompt,
+    one per hook point of :func:`preactivation_kinds` (for gate and up: the gate's, then the
+    up's); the raw table's ``quantity`` says what was fitted."""
     device = engine.model.device
     rows = seeded_rows(accuracy[accuracy["correct"]], settings.ablation_prompts, settings.seed)
     prompts = same_prompt_pairs(engine.model.tokenizer, rows, template, device)
-    fitted = torch.as_tensor(fitted_grids[:, rows["a"].to_numpy(), rows["b"].to_numpy()].T, dtype=torch.float32)
-    return fit_evaluation(engine, prompts, top, fitted.to(device), torch.as_tensor(means, device=device),
-                          powers_of_two(len(top)), last)
+    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
+    grids = [fitted_grids] if isinstance(fitted_grids, np.ndarray) else list(fitted_grids)
+    if len(grids) != len(kinds):
+        raise ValueError(f"{len(grids)} fitted grids for the {len(kinds)} fitted points {kinds}")
+    a, b = rows["a"].to_numpy(), rows["b"].to_numpy()
+    fitted = {kind: torch.as_tensor(g[:, a, b].T, dtype=torch.float32, device=device) for kind, g in zip(kinds, grids)}
+    raw = fit_evaluation(engine, prompts, top, fitted, torch.as_tensor(means, device=device), powers_of_two(len(top)),
+                         last)
+    raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
+    return raw
 
 
-def save_grids(path, grids: dict[str, np.ndarray], model: str) -> None:
+def save_grids(path, grids: dict, model: str) -> None:
     """The grids job's arrays to HDF5: pre [n_top, 100, 100] (a, b), post_max, max_a, max_b,
-    lens [n_top, 199], layer, neuron, rank."""
+    lens [n_top, 199], layer, neuron, rank, and quantity (a string: what ``pre`` holds)."""
     import h5py
 
     with h5py.File(path, "w") as f:
         for key, value in grids.items():
-            f.create_dataset(key, data=value, compression="gzip" if np.ndim(value) > 1 else None)
+            f.create_dataset(key, data=value, compression="gzip" if not isinstance(value, str) and np.ndim(value) > 1
+                             else None)
         f["pre"].attrs["axes"] = "neuron, a, b"
-        f["pre"].attrs["what"] = "last-token preactivation (input of the MLP nonlinearity; gate in gated MLPs)"
+        f["pre"].attrs["what"] = f"last-token N(a, b): {grids.get('quantity', 'preactivation')}"
         f["lens"].attrs["what"] = "W_U[answer 0..198] @ W_out[:, n]: no final norm, no unembedding bias"
         f.attrs["model"] = model

@@ -6,62 +6,78 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, labels_of, pair_values, summarise
+from ...statistics import Resampling, cumulative_shares, labels_of, pair_values, share_set, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
 
 
 def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
-    """figD9: per k, accuracy (share of prompts still answered) and mean LD with intervals."""
+    """figD9: per k and reading (frozen / live kept neurons), accuracy (share of prompts still
+    answered) and mean LD with intervals."""
+    keys = [c for c in ("ranking", "k", "fraction_kept", "reading") if c in raw.columns]
     acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy").drop(columns="measure")
     ld = summarise(raw[raw["measure"] == "ld"], resampling).drop(columns=["measure", "n_pairs"])
-    return acc.merge(ld, on=["k", "fraction_kept"]).rename(columns={"n_pairs": "n_prompts"})
+    return acc.merge(ld, on=keys).rename(columns={"n_pairs": "n_prompts"})
 
 
 def top_neuron_table(attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame,
                      circuit_layers, resampling: Resampling) -> pd.DataFrame:
-    """One row per top neuron (attribution rank order): te (attribution), de with its interval,
-    de_over_te, whether its layer is a circuit MLP, and its fit (nrmse, a+b fraction, leading
-    terms, dominant periods)."""
+    """One row per top neuron (rank order): te (the signed mean attribution), effect (its size
+    the neurons are ranked by), de with its interval (signed mean over pairs), de_effect (the
+    same size of the per-pair DEs: mean |DE| under the default ranking), de_over_te =
+    de_effect / effect (the share of the neuron's effect that is direct, in the ranking's
+    terms: a ratio of signed means divides by ~0 for a neuron whose effects cancel over pairs),
+    whether its layer is a circuit MLP, and its fit (nrmse, a+b fraction, leading terms,
+    dominant periods)."""
     de = summarise(raw_de, resampling, prefix="de").rename(columns={"de_mean": "de"})
+    ranking = str(attribution["ranking"].iloc[0]) if "ranking" in attribution and len(attribution) else "signed"
+    per_pair = pair_values(raw_de).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        sizes = {"mean_abs": np.nanmean(np.abs(per_pair), 1), "abs_mean": np.abs(np.nanmean(per_pair, 1)),
+                 "signed": np.nanmean(per_pair, 1)}[ranking]
+    de["de_effect"] = sizes
     top = attribution.merge(de, on=["rank", "layer", "neuron"]).rename(columns={"attribution": "te"})
-    top["de_over_te"] = top["de"] / top["te"]
+    if "effect" not in top:
+        top["effect"] = top["te"]
+    top["de_over_te"] = top["de_effect"] / top["effect"]
     top["in_circuit"] = top["layer"].isin(list(circuit_layers))
     out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=["layer", "neuron"], how="left")
     return out.sort_values("rank").reset_index(drop=True)
 
 
 def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
-    """figD11: top neurons sorted by DE, the cumulative share of their total DE, and where it
-    first reaches each of DE_SHARES (``reaches``: the smallest count, on that row)."""
-    df = neurons.sort_values("de", ascending=False, kind="stable").reset_index(drop=True)
-    positive = df["de"].clip(lower=0)
-    total = positive.sum()
+    """figD11: top neurons sorted by DE, the running share of their total (signed) DE, and where
+    it first reaches each of DE_SHARES (``reaches``: on the row of the smallest count; the same
+    counts as :func:`helixclock.statistics.share_set`)."""
+    order, shares = cumulative_shares(neurons["de"].to_numpy())
+    df = neurons.iloc[order].reset_index(drop=True)
     df["count"] = np.arange(1, len(df) + 1)
-    df["cumulative_share"] = positive.cumsum() / total if total > 0 else np.nan
+    df["cumulative_share"] = shares
     df["reaches"] = ""
     for share in DE_SHARES:
-        hit = np.flatnonzero(df["cumulative_share"].to_numpy() >= share - 1e-12)
-        if len(hit):
-            df.loc[hit[0], "reaches"] = ",".join(x for x in (df.loc[hit[0], "reaches"], f"{share:.0%}") if x)
+        k = de_share_count(df, share)
+        if k <= len(df) and (df["cumulative_share"] >= share - 1e-12).any():
+            df.loc[k - 1, "reaches"] = ",".join(x for x in (df.loc[k - 1, "reaches"], f"{share:.0%}") if x)
     extra = ["n_pairs"] if "n_pairs" in df else []  # the pairs behind each DE
     return df[["count", "rank", "layer", "neuron", "de", "cumulative_share", "reaches", "in_circuit", *extra]]
 
 
-def de_share_count(cumulative: pd.DataFrame, share: float) -> int:
-    """How many top neurons (by DE) hold ``share`` of their total DE."""
-    hit = cumulative[cumulative["cumulative_share"] >= share - 1e-12]
-    return int(hit["count"].min()) if len(hit) else int(cumulative["count"].max())
+def de_share_count(neurons: pd.DataFrame, share: float) -> int:
+    """How many top neurons (by DE) hold ``share`` of their total DE (all of them if never)."""
+    return int(share_set(neurons["de"].to_numpy(), share).sum())
 
 
 def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
-    """fig09: accuracy per k with actual and with fitted preactivations, and their ratio."""
+    """fig09: accuracy per k with actual and with fitted values, their ratio, and what was
+    fitted (``quantity``, where the raw table says)."""
     acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy")
     wide = acc.pivot_table(index="k", columns="preactivation", values="accuracy_mean").reset_index()
     wide.columns.name = None
     wide = wide.rename(columns={"actual": "actual_accuracy", "fitted": "fitted_accuracy"})
     wide["fitted_over_actual"] = wide["fitted_accuracy"] / wide["actual_accuracy"]
     wide["n_prompts"] = acc.groupby("k")["n_pairs"].min().reindex(wide["k"]).to_numpy()
+    if "quantity" in raw.columns:
+        wide["quantity"] = raw["quantity"].iloc[0]
     return wide
 
 
@@ -71,10 +87,16 @@ def mean_values(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
-    """tabD2: layer, neuron, TE, DE, DE/TE, NRMSE, leading fitted terms, a+b fraction."""
-    cols = {"rank": "rank", "layer": "layer", "neuron": "neuron", "te": "TE", "de": "DE", "de_over_te": "DE/TE",
-            "nrmse": "NRMSE", "top_terms": "top fitted terms", "ab_fraction": "a+b fraction"}
-    return neurons[list(cols)].rename(columns=cols)
+    """tabD2 (helixclock's table of the top neurons; the paper has none): rank, layer, neuron,
+    TE (signed mean attribution), the ranked effect size, DE (signed mean) and its effect size,
+    DE/TE of the effect sizes, and the Eq. 5 fit of N
+    (NRMSE, leading terms, a+b fraction), the fit's columns naming what N is (``quantity``:
+    the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation)."""
+    what = str(neurons["quantity"].iloc[0]) if "quantity" in neurons and len(neurons) else "preactivation"
+    cols = {"rank": "rank", "layer": "layer", "neuron": "neuron", "te": "TE", "effect": "effect (ranked)",
+            "de": "DE", "de_effect": "DE effect", "de_over_te": "DE/TE (effects)", "nrmse": f"NRMSE of the {what} fit",
+            "top_terms": f"top fitted terms of the {what}", "ab_fraction": "a+b fraction"}
+    return neurons[[c for c in cols if c in neurons]].rename(columns=cols)
 
 
 def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) -> pd.DataFrame:

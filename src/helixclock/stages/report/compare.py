@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ...io import markdown_table
+from ...statistics import share_set
 from ...tasks import TASKS
-from ..errors.errors import N_ANSWERS, de_set
+
+N_ANSWERS = 199  # the answer tokens 0..198 of a+b with a, b in [0, 99]
 
 REFERENCE_MODEL = "gptj"
 PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
@@ -115,7 +117,8 @@ def _circuit_share(t: Tables, model: str) -> float:
 
 
 def _de80(t: Tables) -> np.ndarray:
-    return de_set(t["neurons"]["de"].to_numpy(), 0.8)
+    """The top neurons holding 80% of the total DE (one definition: helixclock.statistics.share_set)."""
+    return share_set(t["neurons"]["de"].to_numpy(), 0.8)
 
 
 def _late_share(t: Tables, model: str) -> float:
@@ -125,14 +128,32 @@ def _late_share(t: Tables, model: str) -> float:
     return float((layers >= b).mean()) if len(layers) and np.isfinite(b) else np.nan
 
 
-def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01) -> float:
+def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01, reading: str = "frozen") -> float:
     """Accuracy at ``fraction`` of the neurons kept (``neuron_ablation``: fraction_kept,
-    accuracy_mean), interpolated linearly in log(fraction_kept)."""
-    df = t["neuron_ablation"].sort_values("fraction_kept")
+    accuracy_mean, reading), interpolated linearly in log(fraction_kept), under one reading of
+    "kept" (frozen at the unablated values, or live; a table without readings is frozen)."""
+    df = t["neuron_ablation"]
+    if "reading" in df.columns:
+        df = df[df["reading"] == reading]
+    elif reading != "frozen":
+        return np.nan
+    df = df.sort_values("fraction_kept")
     x, y = np.log(df["fraction_kept"].to_numpy(float)), df["accuracy_mean"].to_numpy(float)
     if not len(x) or not (x[0] <= np.log(fraction) <= x[-1]):
         return np.nan
     return float(np.interp(np.log(fraction), x, y))
+
+
+def _line(t: Tables, reading: str, col: str, alpha: int | None = None) -> float:
+    """``col`` of App. E's table under one reading of "a line fitted to the numbers"
+    (``linear_addition``: alpha, reading, ...); at ``alpha`` or the first row.  A table
+    without readings is the line through the points."""
+    df = t["linear_addition"]
+    if "reading" in df.columns:
+        df = df[df["reading"] == reading]
+    elif reading != "points":
+        return np.nan
+    return _at(df, "alpha", alpha, col) if alpha is not None else _first(df, col)
 
 
 def _fit_recovery(t: Tables, model: str) -> float:
@@ -170,15 +191,21 @@ def _registry() -> dict[str, Quantity]:
         "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),
         "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
         "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction),
+        "neuron_accuracy_at_1pct_live": Quantity(("neuron_ablation",),
+                                                 lambda t, m: _accuracy_at_fraction(t, m, reading="live")),
         "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
         "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
         "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share),
         "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery),
-        "line_r2": Quantity(("linear_addition",), lambda t, m: _first(t["linear_addition"], "line_r2")),
-        "linear_accuracy_alpha100": Quantity(
-            ("linear_addition",), lambda t, m: _at(t["linear_addition"], "alpha", 100, "linear_accuracy")),
         "model_accuracy_alpha100": Quantity(
-            ("linear_addition",), lambda t, m: _at(t["linear_addition"], "alpha", 100, "model_accuracy")),
+            ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)),
+    }
+    for reading in ("points", "regression", "regression_heldout"):  # App. E's readings of "a line"
+        suffix = "" if reading == "points" else f"_{reading}"
+        reg[f"line_r2{suffix}"] = Quantity(("linear_addition",), lambda t, m, r=reading: _line(t, r, "line_r2"))
+        reg[f"linear_accuracy_alpha100{suffix}"] = Quantity(
+            ("linear_addition",), lambda t, m, r=reading: _line(t, r, "linear_accuracy", 100))
+    reg |= {
         "carry_test_p": Quantity(("carry_test",), lambda t, m: _at(t["carry_test"], "split", ">= 10 (carry)", "p")),
         "carry_test_p_authors": Quantity(
             ("carry_test",), lambda t, m: _at(t["carry_test"], "split", "> 10 (authors' code)", "p")),
@@ -207,12 +234,15 @@ REGISTRY: dict[str, Quantity] = _registry()
 
 # ---------------------------------------------------------------- paper values
 
-PAPER_COLUMNS = ["id", "description", "section", "model", "value", "approx", "relation", "quote"]
+PAPER_COLUMNS = ["id", "description", "section", "model", "value", "approx", "relation", "defined_by", "quote"]
+RELATIONS = ("=", "<", ">", "<=", ">=")
+DEFINED_BY = ("paper", "helixclock")
 
 
 def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataFrame:
     """The paper's numbers, one row per (quantity, model): id, description, section, model,
-    value, approx, relation, quote."""
+    value, approx, relation, defined_by ("paper", or "helixclock" where the quantity is
+    helixclock's own definition or reading of what the paper states in words), quote."""
     import yaml
 
     data = yaml.safe_load(Path(path).read_text())
@@ -225,12 +255,17 @@ def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataF
             raise ValueError(f"{path}: quantity id {q['id']!r} appears twice")
         seen.add(q["id"])
         relation = q.get("relation", "=")
-        if relation not in ("=", "<", ">"):
-            raise ValueError(f"{path}: quantity {q['id']!r} has relation {relation!r}; allowed: '=', '<', '>'")
+        if relation not in RELATIONS:
+            raise ValueError(f"{path}: quantity {q['id']!r} has relation {relation!r}; allowed: "
+                             + ", ".join(f"'{r}'" for r in RELATIONS))
+        defined_by = q.get("defined_by", "paper")
+        if defined_by not in DEFINED_BY:
+            raise ValueError(f"{path}: quantity {q['id']!r} has defined_by {defined_by!r}; allowed: "
+                             + ", ".join(DEFINED_BY))
         for model, value in q["values"].items():
             rows.append({"id": q["id"], "description": q["description"], "section": q["section"], "model": model,
                          "value": float(value), "approx": bool(q.get("approx", False)), "relation": relation,
-                         "quote": q.get("quote", "")})
+                         "defined_by": defined_by, "quote": q.get("quote", "")})
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
 
 
@@ -297,7 +332,8 @@ def run_values(root: str | Path, models: Sequence[str], registry: Mapping[str, Q
 # ---------------------------------------------------------------- the comparison
 
 COMPARISON_COLUMNS = ["model", "id", "description", "section", "run_value", "paper_value", "paper_model",
-                      "same_model", "approx", "relation", "ratio", "bound_holds", "status", "file"]
+                      "same_model", "approx", "relation", "defined_by", "ratio", "bound_holds", "status", "file"]
+HOLDS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal}
 
 
 def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
@@ -305,10 +341,12 @@ def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
     same model, or GPT-J's where the paper gives none for it (same_model False).
 
     paper: :func:`load_paper_values`; run: model, id, value (and optionally file, status).
-    ratio = run / paper; bound_holds says, for a bound ("<" or ">"), whether the run's value
-    satisfies it (NaN for "=" quantities and missing values).
+    ratio = run / paper; bound_holds says, for a bound ("<", ">", "<=", ">="), whether the
+    run's value satisfies it (NaN for "=" quantities and missing values); defined_by says
+    whose definition the run's value follows.
     """
-    quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation"]]
+    paper = paper if "defined_by" in paper.columns else paper.assign(defined_by="paper")
+    quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation", "defined_by"]]
     by_key = paper.set_index(["id", "model"])["value"]
     run = run.set_index(["model", "id"])
     rows = []
@@ -326,10 +364,11 @@ def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
             ratio = rv / pv if pv != 0 and np.isfinite(rv) else np.nan
             holds = np.nan
             if q.relation != "=" and np.isfinite(rv):
-                holds = bool(rv < pv) if q.relation == "<" else bool(rv > pv)
+                holds = bool(HOLDS[q.relation](rv, pv))
             rows.append({"model": model, "id": q.id, "description": q.description, "section": q.section,
                          "run_value": rv, "paper_value": pv, "paper_model": paper_model,
                          "same_model": paper_model == model, "approx": bool(q.approx), "relation": q.relation,
+                         "defined_by": q.defined_by,
                          "ratio": ratio, "bound_holds": holds, "status": status, "file": file})
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
@@ -342,7 +381,7 @@ def _fmt(v: float) -> str:
 
 def paper_cell(row) -> str:
     """The paper's value as the paper states it: "~0.8", "< 0.2", "693 (GPT-J)"."""
-    prefix = {"<": "< ", ">": "> "}.get(row["relation"], "")
+    prefix = {"<": "< ", ">": "> ", "<=": "≤ ", ">=": "≥ "}.get(row["relation"], "")
     text = ("~" if row["approx"] else "") + prefix + _fmt(row["paper_value"])
     if not row["same_model"]:
         text += f" ({PAPER_MODEL_NAMES.get(row['paper_model'], row['paper_model'])})"
@@ -352,9 +391,12 @@ def paper_cell(row) -> str:
 def comparison_markdown(df: pd.DataFrame) -> str:
     """paper_comparison.md: one section per model with quantity, where, paper, run, ratio."""
     lines = ["# The paper's numbers beside this run's", "",
-             "Paper values: `~` approximate (\"roughly\", \"almost\"), `<`/`>` a bound the paper states; a model "
-             "name in brackets marks GPT-J's value shown for a model the paper does not report. "
-             "ratio = run / paper; for a bound, the last column says whether the run satisfies it.", ""]
+             "Paper values: `~` approximate (\"roughly\", \"almost\"), `<`/`>`/`≤`/`≥` a bound the paper states; "
+             "a model name in brackets marks GPT-J's value shown for a model the paper does not report. "
+             "ratio = run / paper; for a bound, the column `bound` says whether the run satisfies it. "
+             "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
+             "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
+             "says which).", ""]
     for model, part in df.groupby("model", sort=False):
         table = pd.DataFrame({
             "quantity": part["id"], "what": part["description"], "where": part["section"],
@@ -362,6 +404,7 @@ def comparison_markdown(df: pd.DataFrame) -> str:
             "run": [_fmt(v) if s == "ok" else "missing" for v, s in zip(part["run_value"], part["status"])],
             "ratio": [_fmt(v) for v in part["ratio"]],
             "bound": ["" if pd.isna(h) else ("holds" if h else "fails") for h in part["bound_holds"]],
+            "definition": part["defined_by"] if "defined_by" in part else "paper",
         })
         found = int((part["status"] == "ok").sum())
         lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured.", "", markdown_table(table), ""]
