@@ -50,3 +50,22 @@ def spectrum_peaks(periods: np.ndarray, magnitude: np.ndarray, k: int = 10) -> l
     return [{"rank": r + 1, "period": float(periods[i]), "frequency": int(i + 1),
              "magnitude": float(m[i]), "relative_to_median": float(m[i] / med) if med > 0 else np.inf}
             for r, i in enumerate(idx)]
+
+
+def dominant_periods(Y: np.ndarray) -> dict[str, np.ndarray]:
+    """The strongest non-constant Fourier component of each row of Y [n, m]: one rFFT along
+    the last axis, the DC term (k = 0) dropped explicitly.  The one dominant-period estimator
+    of helixclock: the logit lens and final logits (App. F) and the neurons' N over a+b, a
+    and b (Fig. D12) all use it.
+
+    Returns frequency k [n] (1..m//2), period m / k [n], magnitude |F_k| [n] and its share of
+    the total non-DC magnitude [n].
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    mag = np.abs(np.fft.rfft(Y, axis=-1))[:, 1:]  # [n, m//2], DC dropped
+    k = mag.argmax(1) + 1
+    top = mag[np.arange(len(mag)), k - 1]
+    total = mag.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, top / total, np.nan)
+    return {"frequency": k, "period": Y.shape[1] / k, "magnitude": top, "share": share}

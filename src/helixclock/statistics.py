@@ -95,10 +95,14 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
     return df
 
 
-def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction") -> int:
-    """The smallest ``x`` whose ``by`` column reaches ``threshold`` (the largest if none does)."""
-    hit = curve[curve[by] >= threshold]
-    return int(hit[x].min()) if len(hit) else int(curve[x].max())
+def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction", default=None):
+    """The smallest ``x`` whose ``by`` column reaches ``threshold``; when none does, ``default``
+    (the top-k tables: None, the largest ``x``, i.e. every component; the paper comparison:
+    NaN, "not reached")."""
+    hit = curve.loc[curve[by] >= threshold, x]
+    if len(hit):
+        return int(hit.min())
+    return int(curve[x].max()) if default is None else default
 
 
 def topk_table(raw: pd.DataFrame, threshold: float, resampling: Resampling = Resampling()) -> pd.DataFrame:

@@ -15,9 +15,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+# the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines
 sns.set_theme(context="paper", style="ticks", font_scale=1.1,
               rc={"axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100,
                   "legend.frameon": False})
+
+# colours of the errors and report stages' figures (the model, linear addition, the paper, a, b, a+b)
+PALETTE = {"model": "#1f77b4", "linear addition": "#d62728", "paper": "#7f7f7f", "a": "#1f77b4",
+           "b": "#ff7f0e", "a+b": "#2ca02c", "highlight": "#d62728", "other": "#9ecae1"}
+PAPER_COLOR = PALETTE["paper"]
 
 METHOD_STYLE = {"layer": ("layer patch", "k"), "pca": ("PCA", "C0"), "helix": ("helix", "C3"),
                 "circle": ("circle", "C2"), "poly": ("polynomial", "C1"),
@@ -131,3 +137,22 @@ def empty(message: str):
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     ax.axis("off")
     return fig
+
+
+def figure(*args, **kwargs):
+    """plt.subplots under the shared theme."""
+    return plt.subplots(*args, **kwargs)
+
+
+def paper_note(ax, text: str, loc: str = "lower right") -> None:
+    """A small grey note of what the paper reported, in a corner of the axes."""
+    x, ha = (0.98, "right") if "right" in loc else (0.02, "left")
+    y, va = (0.03, "bottom") if "lower" in loc else (0.97, "top")
+    ax.text(x, y, text, transform=ax.transAxes, ha=ha, va=va, fontsize=8, color=PAPER_COLOR)
+
+
+def percent_axis(ax, axis: str = "y") -> None:
+    """Tick labels of a share as percentages."""
+    from matplotlib.ticker import PercentFormatter
+
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(PercentFormatter(1.0))

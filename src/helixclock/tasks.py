@@ -71,6 +71,8 @@ def _grid(lo: int, hi: int, step: int = 1) -> Callable[[], list[tuple[int, ...]]
     return lambda: [(a,) for a in range(lo, hi + 1, step)]
 
 
+N_ANSWERS = 199  # the answers of a+b with a, b in 0..99: the numbers 0..198
+
 TASKS: dict[str, Task] = {
     t.name: t
     for t in [

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...io import to_numpy
-from ...tasks import Task, check_task_tokens
+from ...tasks import N_ANSWERS, Task, check_task_tokens
 
 if TYPE_CHECKING:
     from ...models import LoadedModel
@@ -24,7 +24,7 @@ COLUMNS = ["task", "a", "b", "answer", "answer_token", "pred_token", "pred", "co
            "answer_logit", "rank"]
 
 
-ANSWER_NUMBERS = np.arange(199)  # the answers of a+b: logits of these tokens are kept
+ANSWER_NUMBERS = np.arange(N_ANSWERS)  # the answers of a+b: logits of these tokens are kept
 
 
 def task_accuracy(model: LoadedModel, task: Task, template: str, engine: PatchingEngine,

@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...fourier import dominant_periods
 from ...statistics import share_set
+from ...tasks import N_ANSWERS
 
-N_ANSWERS = 199
 PERIODS = (2, 5, 10, 100)
 NEAR = 0.05  # a period "matches" T when within 5% of it (the paper's Fig. D12 convention)
 
@@ -174,23 +175,6 @@ def line_fits(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     design = np.stack([np.ones_like(x), x], 1)  # [m, 2]
     coef, *_ = np.linalg.lstsq(design, Y.T, rcond=None)  # [2, n]
     return coef[1], coef[0], (design @ coef).T
-
-
-def dominant_periods(Y: np.ndarray) -> dict[str, np.ndarray]:
-    """The strongest non-constant Fourier component of each row of Y [n, m]: one rFFT along
-    the last axis, the DC term (k = 0) dropped explicitly.
-
-    Returns frequency k [n] (1..m//2), period m / k [n], magnitude |F_k| [n] and its share of
-    the total non-DC magnitude [n].
-    """
-    Y = np.asarray(Y, dtype=np.float64)
-    mag = np.abs(np.fft.rfft(Y, axis=-1))[:, 1:]  # [n, m//2], DC dropped
-    k = mag.argmax(1) + 1
-    top = mag[np.arange(len(mag)), k - 1]
-    total = mag.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(total > 0, top / total, np.nan)
-    return {"frequency": k, "period": Y.shape[1] / k, "magnitude": top, "share": share}
 
 
 def near(period, T: float, tol: float = NEAR):

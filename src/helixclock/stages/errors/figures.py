@@ -9,12 +9,12 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ..report.look import PALETTE, figure, paper_note, percent_axis
+from ...fourier import dominant_periods
+from ...style import PALETTE, figure, paper_note, percent_axis
 from .errors import (
     HARMONICS,
     N_ANSWERS,
     PERIODS,
-    dominant_periods,
     harmonic_order,
     match_shares,
     near,

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-N_ANSWERS = 199  # answers 0..198 of a + b with a, b in [0, 99]
+from ...tasks import N_ANSWERS
+
 READINGS = ("points", "regression", "regression_heldout")
 READING_NAMES = {"points": "line through the points", "regression": "a regressed on the dims",
                  "regression_heldout": "a regressed on the dims, held out"}

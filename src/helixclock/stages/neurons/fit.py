@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ... import fourier
 from ...io import to_numpy
 
 PERIODS = (2, 5, 10, 100)
@@ -435,7 +436,7 @@ def dominant_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> di
     for i in range(0, n, chunk_size):
         for v, p in _chunk_periods(g[i:i + chunk_size].double(), s, counts, detrend).items():
             out[v].append(p)
-    return {v: to_numpy(torch.cat(p)) for v, p in out.items()}
+    return {v: np.concatenate(p) for v, p in out.items()}
 
 
 def _sums_index(n_a: int, n_b: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -461,11 +462,10 @@ def _detrended(m: torch.Tensor) -> torch.Tensor:
     return m - slope * x
 
 
-def _top_period(m: torch.Tensor) -> torch.Tensor:
-    """[k, L] series -> [k] period L / argmax_{f >= 1} |rFFT(m - mean)|."""
-    L = m.shape[1]
-    mag = torch.fft.rfft(m - m.mean(1, keepdim=True), dim=1).abs()[:, 1:]
-    return L / (mag.argmax(1) + 1).double()
+def _top_period(m: torch.Tensor) -> np.ndarray:
+    """[k, L] series -> [k] period L / argmax_{f >= 1} |rFFT(m)| (the one estimator,
+    :func:`helixclock.fourier.dominant_periods`)."""
+    return fourier.dominant_periods(to_numpy(m))["period"]
 
 
 # ----------------------------------------------------------------------------- tables and files

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, cumulative_shares, labels_of, pair_values, share_set, summarise
+from ...statistics import Resampling, cumulative_shares, pair_values, share_set, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
 
@@ -79,11 +79,6 @@ def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     if "quantity" in raw.columns:
         wide["quantity"] = raw["quantity"].iloc[0]
     return wide
-
-
-def mean_values(raw: pd.DataFrame) -> pd.DataFrame:
-    """Labels with the plain mean over pairs (no interval)."""
-    return labels_of(raw).assign(mean=pair_values(raw).mean(1))
 
 
 def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:

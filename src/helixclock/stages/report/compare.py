@@ -22,10 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ...io import markdown_table
-from ...statistics import share_set
-from ...tasks import TASKS
-
-N_ANSWERS = 199  # the answer tokens 0..198 of a+b with a, b in [0, 99]
+from ...statistics import share_set, smallest_k
+from ...tasks import N_ANSWERS, TASKS
 
 REFERENCE_MODEL = "gptj"
 PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
@@ -81,11 +79,10 @@ def _first(df: pd.DataFrame, col: str) -> float:
     return float(df[col].iloc[0]) if len(df) else np.nan
 
 
-def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction_of_max") -> float:
-    """The smallest k whose ``by`` column reaches ``threshold`` (NaN if none does); top-k
-    curves are read in the authors' normalisation, by their largest effect."""
-    hit = curve.loc[curve[by] >= threshold, x]
-    return float(hit.min()) if len(hit) else np.nan
+def _k_for(topk: pd.DataFrame, threshold: float) -> float:
+    """The smallest k of a top-k curve reaching ``threshold`` in the authors' normalisation (by
+    the largest effect over k); NaN when none does."""
+    return smallest_k(topk, threshold, by="fraction_of_max", default=np.nan)
 
 
 def stage_boundary(stages: pd.DataFrame) -> float:
@@ -180,12 +177,12 @@ def _registry() -> dict[str, Quantity]:
     reg: dict[str, Quantity] = {
         "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
         "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
-        "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: smallest_k(t["heads_topk"], 0.8)),
+        "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: _k_for(t["heads_topk"], 0.8)),
         "heads_fraction_k20": Quantity(("heads_topk",),
                                        lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max")),
         "mixed_fraction_m4": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction")),
         "mixed_fraction_m0": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction")),
-        "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: smallest_k(t["mlp_topk"], 0.95)),
+        "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(t["mlp_topk"], 0.95)),
         "mlp_circuit_first_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min())),
         "mlp_circuit_last_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max())),
         "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),

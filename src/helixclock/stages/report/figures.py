@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ...style import PALETTE, figure, percent_axis
 from ...tasks import TASKS
 from .clock import SUM, available_example, clock_angles
-from .look import PALETTE, figure, percent_axis
 
 TASK_ORDER = [t.label for t in TASKS.values()]
 PAPER_GREYS = ["#4d4d4d", "#8c8c8c", "#bdbdbd"]
