@@ -258,6 +258,8 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
             **output,
         log:
             f"logs/{{model}}/publish_{name}.log",
+        conda:
+            ENV
         shell:
             publish_command(output, directory_output)
 
