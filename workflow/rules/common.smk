@@ -280,7 +280,8 @@ def publish_command(output, directory_output=False):
             if directory_output:
                 moves.append(f"find {src} -mindepth 1 -maxdepth 1 ! -name {Path(path).name} ! -name .snakemake_timestamp "
                              f"-exec mv -fv -t $(dirname {dst}) {{{{}}}} +")
-            moves.append(f"mv -fv {src}{'/' + Path(path).name if directory_output else ''} {dst}")
+            last = f"{src}/{Path(path).name}" if directory_output else src
+            moves.append(f"mv -fv {last} {dst}")
     return "(" + " && ".join(moves) + ") > {log} 2>&1"
 
 
