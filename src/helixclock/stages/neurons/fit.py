@@ -307,7 +307,7 @@ def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
         vrange.append(hi - lo)
         for v, p in _chunk_periods(x, s, counts).items():
             periods[v].append(p)
-    dominant = {v: to_numpy(torch.cat(p)) for v, p in periods.items()}
+    dominant = {v: np.concatenate(p) for v, p in periods.items()}
     return torch.cat(coef), torch.cat(sse), torch.cat(vrange), dominant
 
 
