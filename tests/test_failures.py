@@ -65,13 +65,16 @@ def test_a_model_job_on_a_missing_gpu_changes_nothing(finished, tmp_path):
 
 
 def test_a_refused_model_job_changes_nothing(finished, tmp_path):
-    """minimum.pairs beyond what the accuracy table gives: the patching jobs refuse before they
-    load the model, with the rule, the count and the minimum."""
+    """minimum.correct_prompts beyond what the accuracy table gives (known only once the model
+    has answered): the residual cache refuses before it loads the model, with the model, the
+    rule, the minimum and the count found.  (A large minimum.pairs would not do: a stage runs
+    with min(n_pairs, minimum.pairs) pairs, so it only lowers the bar.)"""
     before = outputs(finished)
-    config = changed_config(tmp_path, minimum={"pairs": 10**6})
+    config = changed_config(tmp_path, minimum={"correct_prompts": 10**6})
     proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
     assert proc.returncode != 0
-    assert re.search(r"helixclock: model 'toy-(gptj|llama)'.*minimum 1000000", proc.stdout + proc.stderr)
+    assert re.search(r"helixclock: toy-(gptj|llama): (residual_cache|neuron_fit_eval) needs at least 1000000 "
+                     r"correct a\+b prompts .*found \d+", proc.stdout + proc.stderr)
     assert_nothing_lost(finished, before)
 
 
@@ -102,10 +105,14 @@ def test_a_model_job_killed_after_loading_its_model_changes_nothing(finished, tm
     assert_nothing_lost(finished, before)
 
 
-def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished):
-    """kill -9 of the whole run while the residual cache is written; Snakemake's lock stays;
-    --unlock, then the same command rebuilds a cache equal to the uninterrupted run's."""
+def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, tmp_path):
+    """kill -9 of the whole run while the residual cache is written; Snakemake's lock stays and
+    the published cache is untouched.  --unlock, then the same command rebuilds a cache equal to
+    the uninterrupted run's (rerun-incomplete redoes the killed job).  Or, to keep what is
+    published: --cleanup-metadata of the killed job's staged output and removing it leave a run
+    that plans nothing (README, "When a run fails")."""
     cache = finished / "results/toy-gptj/cache/residuals.h5"
+    stamp = cache.stat().st_mtime_ns
     with h5py.File(cache) as f:
         reference = {k: f[k][()] for k in f}
     command = ["results/toy-gptj/cache/residuals.h5", "--forcerun", "residual_cache", "--cores", "1"]
@@ -118,10 +125,20 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished):
     locked = snakemake(finished, *command, check=False)
     assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout + locked.stderr
     snakemake(finished, "--unlock")
-    assert planned_jobs(finished) == {}  # the killed job's half-written output never left staging
+    assert cache.stat().st_mtime_ns == stamp  # the killed job's output never left staging
+
+    kept = tmp_path / "kept"  # the other way out: keep what is published
+    shutil.copytree(finished, kept, symlinks=True)
+    # the killed job's declared output (it may not exist yet: the job writes residuals.h5.tmp first)
+    staged = [f"{d.relative_to(kept)}/results/toy-gptj/cache/residuals.h5"
+              for d in (kept / ".staging/residual_cache").iterdir()]
+    assert len(staged) == 1, staged
+    snakemake(kept, "--cleanup-metadata", *staged)
+    shutil.rmtree(kept / ".staging/residual_cache")
+    assert planned_jobs(kept) == {}
+
     snakemake(finished, *command)
     with h5py.File(cache) as f:
         assert set(f) == set(reference)
         for key, values in reference.items():
             np.testing.assert_array_equal(f[key][()], values, err_msg=key)
-    assert planned_jobs(finished) == {}
