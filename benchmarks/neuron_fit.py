@@ -34,7 +34,9 @@ import pandas as pd
 import torch
 from common import emit, timed
 
-from helixclock.stages.neurons.fit import PERIODS, VARIABLES, design, fit_neurons, planted_grids, sgd_fit
+from helixclock.stages.neurons.basis import PERIODS, VARIABLES, design, planted_grids
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.sgd import sgd_fit
 
 TOP_NEURONS = 4587
 

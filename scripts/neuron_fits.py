@@ -3,7 +3,8 @@ import numpy as np
 
 from helixclock.io import read_arrays
 from helixclock.pipeline import start
-from helixclock.stages.neurons.fit import fit_neurons, neuron_table, save_fits, term_table
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.fit_files import neuron_table, save_fits, term_table
 from helixclock.stages.neurons.tables import figure_grids
 
 log = start(snakemake)

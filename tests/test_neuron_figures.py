@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from helixclock.stages.neurons.basis import PERIODS, planted_grids
 from helixclock.stages.neurons.figures import (
     fig08_neuron_preacts,
     fig10_neuron_trends,
@@ -15,7 +16,8 @@ from helixclock.stages.neurons.figures import (
     layer_trends,
     period_shares,
 )
-from helixclock.stages.neurons.fit import PERIODS, fit_neurons, neuron_table, planted_grids
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.fit_files import neuron_table
 
 LAYERS = list(range(14, 28))
 

@@ -7,22 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from helixclock.stages.neurons.fit import (
-    PERIODS,
-    VARIABLES,
-    columns,
-    design,
-    dominant_periods,
-    fit_neurons,
-    grid_values,
-    has_up_fits,
-    load_fits,
-    neuron_table,
-    planted_grids,
-    save_fits,
-    sgd_fit,
-    term_table,
-)
+from helixclock.stages.neurons.basis import PERIODS, VARIABLES, columns, design, grid_values, planted_grids
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.fit_files import has_up_fits, load_fits, neuron_table, save_fits, term_table
+from helixclock.stages.neurons.periods import grid_periods
+from helixclock.stages.neurons.sgd import sgd_fit
 
 NT = len(PERIODS)
 
@@ -192,7 +181,7 @@ def test_dominant_periods_find_planted_periods():
         A[i, 1, (a[1] + 2) % NT] = 1.0  # a b term at another period
         d[i, :, 1:] = 1.3
     grids = planted_grids(A, d, np.zeros((n, 3)), np.zeros(n), noise=0.01)
-    per = dominant_periods(torch.tensor(grids))
+    per = grid_periods(torch.tensor(grids))
     for i, (ab, a) in enumerate(cases):
         assert abs(per["a+b"][i] - PERIODS[ab[1]]) <= 0.05 * PERIODS[ab[1]]  # 199 / k
         assert per["a"][i] == PERIODS[a[1]]  # exact frequencies over 100 values
@@ -200,7 +189,7 @@ def test_dominant_periods_find_planted_periods():
     assert np.allclose(per["a+b"], [199 / 99, 199 / 40, 199 / 20, 199 / 2])
     rng = np.random.default_rng(7)
     noisy = rng.normal(size=(3, 100, 100)).cumsum(2)
-    per = dominant_periods(noisy)
+    per = grid_periods(noisy)
     for i in range(3):
         ref = _reference_periods(noisy[i])
         assert all(np.isclose(per[v][i], ref[v]) for v in ref)
@@ -210,8 +199,8 @@ def test_detrend_option_sees_through_a_linear_trend():
     A, d = np.zeros((1, 3, NT)), np.zeros((1, 3, NT))
     A[0, 2, 2] = 0.5
     grids = planted_grids(A, d, np.array([[0.0, 0.0, 3.0]]), np.zeros(1))
-    assert dominant_periods(grids)["a+b"][0] == 199.0  # the Decision's estimator: the trend wins
-    assert np.isclose(dominant_periods(grids, detrend=True)["a+b"][0], 199 / 20)
+    assert grid_periods(grids)["a+b"][0] == 199.0  # Fig. D12's estimator: the trend wins
+    assert np.isclose(grid_periods(grids, detrend=True)["a+b"][0], 199 / 20)
 
 
 def test_ab_fraction_is_the_papers_ratio_of_magnitudes():

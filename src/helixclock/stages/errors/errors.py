@@ -11,13 +11,14 @@ slope (F5, F6), which makes a+b-10 the likeliest wrong answer.
 Conventions
 - Predictions are the decoded top tokens of ``add.csv`` (column ``pred``, stripped); one is
   numeric when it spells an integer; error = prediction - answer.
-- Carry: the units digits of a and b sum to >= 10 (Decision); the authors' code used > 10, and
+- Carry: the units digits of a and b sum to >= 10 (a carry); the authors' code used > 10, and
   both tests are reported.  Scipy's chi-squared test of a 2x2 table uses Yates' correction.
 - Periods over the answer tokens 0..198 come from one rFFT along the token axis of a
   [n, 199] array with the DC term dropped: frequency k has period 199 / k (k = 20 is
   9.95, the "10" of the paper; k = 1 is 199, the paper's "200").
 - Neuron logit lens: lens[n] = W_U . W_out[:, n] over the answer tokens (no final norm, no
-  unembedding bias; methods file, Decision), scaled by the neuron's post-activation.
+  unembedding bias: the authors skip the norm; the bias would add one fixed
+  pattern to every neuron), scaled by the neuron's post-activation.
 
 All functions are numpy/scipy/pandas (no torch) and vectorised over prompts and neurons.
 """

@@ -1,7 +1,7 @@
 """Figures of the neuron fits (paper Fig. 8, Fig. 10, Figs. D12, D13), drawn from saved
 tables and arrays only (never from the model; no torch).
 
-Inputs are the tables of :mod:`helixclock.stages.neurons.fit` (``neuron_table``), with the
+Inputs are the tables of :mod:`helixclock.stages.neurons.fit_files` (``neuron_table``), with the
 pipeline's extra columns where a figure needs them (``te``: attribution total effect,
 ``de``: direct effect), and for Fig. 8 the actual and fitted grids of four neurons.
 """

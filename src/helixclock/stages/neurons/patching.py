@@ -261,7 +261,7 @@ def neuron_grids(engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, l
 
 def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndarray) -> np.ndarray:
     """(W_U W_out[:, n]) over the answer tokens for each top neuron: [n_top, len(answer_tokens)].
-    No final norm and no unembedding bias (App. F's Decision: the bias adds one fixed pattern
+    No final norm and no unembedding bias (App. F; the authors skip the norm too; the bias would add one fixed pattern
     to every neuron)."""
     hf, ad = engine.model.hf, engine.adapter
     W_U = hf.get_submodule(ad.unembed).weight[torch.as_tensor(answer_tokens, device=engine.model.device)]  # [A, d]

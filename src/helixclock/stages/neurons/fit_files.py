@@ -1,0 +1,95 @@
+"""Tables and HDF5 files of the neuron fits (paper section 5.4): one row per neuron, one row per
+fitted term, and the fits saved and loaded for the jobs after ``neuron_fits``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .basis import VARIABLES, columns
+from .fit import NeuronFits
+
+
+def neuron_table(fits: NeuronFits, k_terms: int = 3) -> pd.DataFrame:
+    """One row per neuron: layer, neuron, nrmse, rmse, value_range, ab_fraction, top_terms
+    (the k largest terms, :meth:`NeuronFits.leading_terms`), top_variable, top_period,
+    top_amplitude, top_ab_period, w_a, w_b, w_ab, const, and the dominant periods
+    dominant_period_a, dominant_period_b, dominant_period_ab."""
+    lin = fits.linear
+    df = pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron, "nrmse": fits.nrmse, "rmse": fits.rmse,
+                       "value_range": fits.value_range, "ab_fraction": fits.ab_fraction,
+                       "top_terms": fits.leading_terms(k_terms)})
+    df = pd.concat([df, fits.top_term()], axis=1)
+    df = df.assign(w_a=lin[:, 0], w_b=lin[:, 1], w_ab=lin[:, 2], const=fits.const)
+    for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
+        df[f"dominant_period_{key}"] = fits.dominant[v]
+    return df
+
+
+def term_table(fits: NeuronFits) -> pd.DataFrame:
+    """One row per (neuron, variable, period): layer, neuron, variable (a, b, a+b), period,
+    amplitude, phase (units of t, [0, T)), alpha, beta."""
+    n, nv, nt = fits.amplitude.shape
+    rep = nv * nt
+    return pd.DataFrame({"layer": np.repeat(fits.layer, rep), "neuron": np.repeat(fits.neuron, rep),
+                         "variable": np.tile(np.repeat(VARIABLES, nt), n),
+                         "period": np.tile(np.asarray(fits.periods), n * nv),
+                         "amplitude": fits.amplitude.ravel(), "phase": fits.phase.ravel(),
+                         "alpha": fits.alpha.ravel(), "beta": fits.beta.ravel()})
+
+
+def save_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
+    """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
+    attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
+    fits of a gated MLP's up projection (when gate and up are both fitted), in group "up"."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        _write_fits(f, fits)
+        if up is not None:
+            _write_fits(f.create_group("up"), up)
+
+
+def _write_fits(f, fits: NeuronFits) -> None:
+    f.create_dataset("coef", data=fits.coef)
+    for name in ("rmse", "nrmse", "value_range", "layer", "neuron"):
+        f.create_dataset(name, data=getattr(fits, name))
+    for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
+        f.create_dataset(f"dominant_{key}", data=fits.dominant[v])
+    f.attrs["periods"] = np.asarray(fits.periods, dtype=np.float64)
+    f.attrs["columns"] = fits.columns
+    f.attrs["method"] = fits.method
+    f.attrs["grid_shape"] = np.asarray(fits.grid_shape)
+    for k, v in fits.info.items():
+        if np.isscalar(v):
+            f.attrs[f"info_{k}"] = v
+        else:
+            f.create_dataset(f"info/{k}", data=np.asarray(v))
+
+
+def has_up_fits(path) -> bool:
+    """Whether a fits file holds a gated MLP's up-projection fits beside the gate's."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return "up" in f
+
+
+def load_fits(path, group: str | None = None) -> NeuronFits:
+    """Inverse of :func:`save_fits` (``group="up"``: the up projection's fits); checks that
+    the stored columns match the periods."""
+    import h5py
+
+    with h5py.File(path, "r") as h5:
+        f = h5[group] if group else h5
+        periods = tuple(int(T) if float(T).is_integer() else float(T) for T in f.attrs["periods"])
+        stored = [str(c) for c in f.attrs["columns"]]
+        if stored != columns(periods):
+            raise ValueError(f"{path}: columns {stored} do not match periods {periods} ({columns(periods)})")
+        info = {k[5:]: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items() if k.startswith("info_")}
+        if "info" in f:
+            info.update({k: f["info"][k][()] for k in f["info"]})
+        dom = {v: f[f"dominant_{key}"][()] for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab"))}
+        return NeuronFits(periods, f["coef"][()], f["rmse"][()], f["nrmse"][()], f["value_range"][()], dom,
+                          f["layer"][()], f["neuron"][()], str(f.attrs["method"]),
+                          tuple(int(x) for x in f.attrs["grid_shape"]), info)
