@@ -15,7 +15,8 @@ def grid_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> dict[s
     """The dominant period of each neuron's N over a+b, a and b (figD12; helixclock's
     estimator, README "Differences from the authors' code"): the mean of N over each
     s = a+b (s = 0..n_a+n_b-2), over b for each a, and over a for each b; centred; rFFT;
-    the period L / k of the largest |FFT| with k >= 1 (DC excluded).  Returns {"a+b": [n], "a": [n], "b": [n]} (periods in units of t).
+    the period L / k of the largest |FFT| with k >= 1 (DC excluded).  Returns {"a+b": [n],
+    "a": [n], "b": [n]} (periods in units of t).
 
     Periods are L / k: over a+b (L = 199) T = 100, 10, 5, 2 show up as 99.5, 9.95, 4.975 and
     2.01 (figD12 counts periods within 5% of T).  A linear trend peaks at k = 1 (T = L);
