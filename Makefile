@@ -7,7 +7,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 CORES ?= all
 
-.PHONY: run test test-fast lint venv clean
+.PHONY: run test test-fast lint format venv clean
 
 venv: $(STAMP)
 
@@ -29,9 +29,16 @@ test: $(STAMP) lint
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -m "not slow"
 
+# ruff check, ruff format --check and snakefmt --check (format with `make format`), snakemake --lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src scripts tests benchmarks
+	$(VENV)/bin/ruff format --check src scripts tests benchmarks
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(VENV)/bin/snakemake --lint
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src scripts tests benchmarks
+	$(VENV)/bin/snakefmt Snakefile workflow/rules
 
 clean:
 	rm -rf results logs .snakemake .staging

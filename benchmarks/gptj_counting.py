@@ -85,16 +85,31 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     tok = build_tokenizer(prompts, 399, bos=False)
     shape = Shape(n_layers=3, n_heads=4, d_model=32, d_mlp=64, vocab=len(tok))
     torch.manual_seed(seed)
-    hf = GPTJForCausalLM(GPTJConfig(vocab_size=shape.vocab, n_positions=64, n_embd=shape.d_model,
-                                    n_layer=shape.n_layers, n_head=shape.n_heads, rotary_dim=4, n_inner=shape.d_mlp,
-                                    bos_token_id=None, eos_token_id=None))
+    hf = GPTJForCausalLM(
+        GPTJConfig(
+            vocab_size=shape.vocab,
+            n_positions=64,
+            n_embd=shape.d_model,
+            n_layer=shape.n_layers,
+            n_head=shape.n_heads,
+            rotary_dim=4,
+            n_inner=shape.d_mlp,
+            bos_token_id=None,
+            eos_token_id=None,
+        )
+    )
     model = wrap_model(hf.eval(), tok, name="tiny-gptj")
     name, template, device = model.name, prompts["add"], model.device
     geo = geometry(tok, prompts, tasks, cfg["cache"]["max_number"], name)
     helix, clock = cfg["helix"], cfg["clock"]
     fit = FitSettings(helix["periods"], helix["pca_components"], cfg.get("compat", "corrected"))
-    neurons = NeuronSettings(**{k: cfg["neurons"][k] for k in ("attribution_pairs", "de_pairs", "ablation_prompts",
-                                                                "mean_prompts", "top_share")}, seed=cfg["seed"])
+    neurons = NeuronSettings(
+        **{
+            k: cfg["neurons"][k]
+            for k in ("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share")
+        },
+        seed=cfg["seed"],
+    )
     positions = check_task_tokens(tok, name, get_task("add"), template, answers=False).positions.as_dict()
     last = positions["last"]
     counter = Counter(hf)
@@ -113,16 +128,33 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "residuals.h5"
-        write_residual_cache(model, template, correct["a"].to_numpy(), correct["b"].to_numpy(), path,
-                             dtype="float32", max_number=cfg["cache"]["max_number"], engine=engine())
+        write_residual_cache(
+            model,
+            template,
+            correct["a"].to_numpy(),
+            correct["b"].to_numpy(),
+            path,
+            dtype="float32",
+            max_number=cfg["cache"]["max_number"],
+            engine=engine(),
+        )
         got["residual_cache"] = counter.take()
         cache = read_residual_cache(path)
     H = torch.from_numpy(cache.a).transpose(0, 1)  # helix_fits, a CPU job
     fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
 
     counter.take()
-    helix_stage(engine(), correct, cache, to_device(fits, device), template, fit, n_pairs=helix["n_pairs"],
-                seed=cfg["seed"], test_fraction=helix["test_fraction"])
+    helix_stage(
+        engine(),
+        correct,
+        cache,
+        to_device(fits, device),
+        template,
+        fit,
+        n_pairs=helix["n_pairs"],
+        seed=cfg["seed"],
+        test_fraction=helix["test_fraction"],
+    )
     got["helix_patching"] = counter.take()
     other_tasks_stage(engine(), tables, prompts, fit, n_pairs=helix["n_pairs"], seed=cfg["seed"])
     got["other_tasks_patching"] = counter.take()
@@ -137,14 +169,26 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     got["last_token_patching"] = counter.take()
 
     ids, a, b = prompt_sample(tok, correct, template, clock["fit_prompts"], cfg["seed"])
-    heads = head_stage(engine(), clock_pairs(), ids, a, b, positions,
-                       HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components))
+    heads = head_stage(
+        engine(),
+        clock_pairs(),
+        ids,
+        a,
+        b,
+        positions,
+        HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components),
+    )
     got["head_patching"] = counter.take()
     paths = heads["paths"]
-    role_layers = lambda side: tuple(int(h.split("H")[0][1:]) for h in  # noqa: E731
-                                     paths[paths["analysis"] == side].drop_duplicates("role")["head"])
-    observed = {"top_heads": len(heads["categories"]), "senders": role_layers("sender"),
-                "receivers": role_layers("receiver")}
+
+    def role_layers(side):
+        return tuple(int(h.split("H")[0][1:]) for h in paths[paths["analysis"] == side].drop_duplicates("role")["head"])
+
+    observed = {
+        "top_heads": len(heads["categories"]),
+        "senders": role_layers("sender"),
+        "receivers": role_layers("receiver"),
+    }
     want = path_counts(shape, observed["senders"], observed["receivers"])[0]
     if want != len(paths):
         raise AssertionError(f"Fig. D7 paths: the formula says {want}, the job patched {len(paths)}")
@@ -156,13 +200,21 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     out = attribution_job(engine(), acc, template, last, neurons)
     got["neuron_attribution"] = counter.take()
     scores = out["attribution"]
-    top = scores.iloc[:top_count(len(scores), neurons.top_share)]
+    top = scores.iloc[: top_count(len(scores), neurons.top_share)]
     grids = grids_job(engine(), acc, template, last, top)
     got["neuron_grids"] = counter.take()
     nf = fit_neurons(grids["pre"], fit.periods, layer=grids["layer"], neuron=grids["neuron"])  # neuron_fits, CPU
     counter.take()
-    fit_eval_job(engine(), acc, template, last, pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron}), nf.predict(),
-                 out["means"], neurons)
+    fit_eval_job(
+        engine(),
+        acc,
+        template,
+        last,
+        pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron}),
+        nf.predict(),
+        out["means"],
+        neurons,
+    )
     got["neuron_fit_eval"] = counter.take()
 
     counts = counts_from(cfg, entry, tables, batch, **observed)
@@ -178,5 +230,3 @@ def check_formulas(got: dict[str, dict], shape: Shape, geo: Geometry, counts: Co
             if want[key] != got[job][key]:
                 bad.append(f"{job}: {key} counted {got[job][key]}, formula {want[key]}")
     return bad
-
-
