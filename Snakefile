@@ -30,6 +30,6 @@ include: "workflow/rules/report.smk"
 
 rule all:
     default_target: True
-    localrule: True
     input:
         final_outputs(),
+    localrule: True

@@ -64,11 +64,20 @@ def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, subset:
     t_subset = time.perf_counter() - start
     n_neurons = ad.n_layers * ad.d_mlp
     t_per_neuron = t_subset * n_neurons / subset
-    return {"shape": shape, "device": str(device), "n_pairs": n_pairs, "n_layers": ad.n_layers, "d_mlp": ad.d_mlp,
-            "neurons": n_neurons, "engine_s": round(t_engine, 4), "forward_backward_s": round(t_floor, 4),
-            "per_neuron_s_scaled": round(t_per_neuron, 2), "per_neuron_subset": subset,
-            "throughput_ratio_vs_forward_backward": round(t_floor / t_engine, 3),
-            "speedup_vs_per_neuron": round(t_per_neuron / t_engine, 1)}
+    return {
+        "shape": shape,
+        "device": str(device),
+        "n_pairs": n_pairs,
+        "n_layers": ad.n_layers,
+        "d_mlp": ad.d_mlp,
+        "neurons": n_neurons,
+        "engine_s": round(t_engine, 4),
+        "forward_backward_s": round(t_floor, 4),
+        "per_neuron_s_scaled": round(t_per_neuron, 2),
+        "per_neuron_subset": subset,
+        "throughput_ratio_vs_forward_backward": round(t_floor / t_engine, 3),
+        "speedup_vs_per_neuron": round(t_per_neuron / t_engine, 1),
+    }
 
 
 def main() -> None:

@@ -25,26 +25,40 @@ def run_case(shape: str, device: torch.device, n: int, batch: int) -> dict:
     tok = toy_tokenizer()
     model = random_gptj(shape, tok, device)
     ids = add_prompts(tok, n).to(device)
-    a = np.repeat(np.arange(100), 100)[: n]
-    b = np.tile(np.arange(100), 100)[: n]
+    a = np.repeat(np.arange(100), 100)[:n]
+    b = np.tile(np.arange(100), 100)[:n]
     engine = PatchingEngine(model, batch_size=batch, progress=False)
 
     def forward():
         with torch.no_grad():
             for i in range(0, n, batch):
-                model.hf(ids[i: i + batch])
+                model.hf(ids[i : i + batch])
 
     with tempfile.TemporaryDirectory() as tmp:
+
         def cache():
-            write_residual_cache(model, "Output ONLY a number.\n{a}+{b}=", a, b, Path(tmp) / "r.h5",
-                                 dtype="float16" if device.type == "cuda" else "float32",
-                                 max_number=0, engine=engine)
+            write_residual_cache(
+                model,
+                "Output ONLY a number.\n{a}+{b}=",
+                a,
+                b,
+                Path(tmp) / "r.h5",
+                dtype="float16" if device.type == "cuda" else "float32",
+                max_number=0,
+                engine=engine,
+            )
 
         t_fwd = timed(forward, device)
         t_cache = timed(cache, device)
-    return {"case": shape, "device": str(device), "prompts": n, "batch_size": batch,
-            "forward_prompts_per_s": round(n / t_fwd, 1), "cache_prompts_per_s": round(n / t_cache, 1),
-            "throughput_ratio_vs_forward": round(t_fwd / t_cache, 3)}
+    return {
+        "case": shape,
+        "device": str(device),
+        "prompts": n,
+        "batch_size": batch,
+        "forward_prompts_per_s": round(n / t_fwd, 1),
+        "cache_prompts_per_s": round(n / t_cache, 1),
+        "throughput_ratio_vs_forward": round(t_fwd / t_cache, 3),
+    }
 
 
 def main() -> None:
@@ -56,8 +70,10 @@ def main() -> None:
     for shape, device in cases():
         n = args.prompts if shape == "toy" else min(args.prompts, 2048)
         r = run_case(shape, device, n, args.batch_size if shape == "toy" else 128)
-        print(f"{shape} on {device}: forward {r['forward_prompts_per_s']} prompts/s, cache "
-              f"{r['cache_prompts_per_s']} prompts/s, ratio {r['throughput_ratio_vs_forward']}")
+        print(
+            f"{shape} on {device}: forward {r['forward_prompts_per_s']} prompts/s, cache "
+            f"{r['cache_prompts_per_s']} prompts/s, ratio {r['throughput_ratio_vs_forward']}"
+        )
         results[shape] = r
     ratios = {f"{k}_ratio": v["throughput_ratio_vs_forward"] for k, v in results.items()}
     emit({"benchmark": "cache_throughput", **ratios, "cases": results})

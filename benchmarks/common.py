@@ -25,8 +25,16 @@ def random_gptj(shape: str, tokenizer, device: torch.device):
 
     torch.manual_seed(0)
     if shape == "toy":
-        cfg = GPTJConfig(vocab_size=len(tokenizer), n_positions=64, n_embd=128, n_layer=2, n_head=4,
-                         rotary_dim=16, n_inner=512, activation_function="gelu")
+        cfg = GPTJConfig(
+            vocab_size=len(tokenizer),
+            n_positions=64,
+            n_embd=128,
+            n_layer=2,
+            n_head=4,
+            rotary_dim=16,
+            n_inner=512,
+            activation_function="gelu",
+        )
         dtype = torch.float32
     elif shape == "gptj-6b":
         cfg = GPTJConfig()  # the hub model's shape: 28 layers, d 4096, 16 heads, vocab 50400

@@ -32,8 +32,17 @@ def wide_model(tok, n_layers: int, seed: int = 0):
     from helixclock.models import wrap_model
 
     s = GPTJ
-    cfg = GPTJConfig(vocab_size=s.vocab, n_positions=2048, n_embd=s.d_model, n_layer=n_layers, n_head=s.n_heads,
-                     rotary_dim=64, n_inner=s.d_mlp, bos_token_id=50256, eos_token_id=50256)
+    cfg = GPTJConfig(
+        vocab_size=s.vocab,
+        n_positions=2048,
+        n_embd=s.d_model,
+        n_layer=n_layers,
+        n_head=s.n_heads,
+        rotary_dim=64,
+        n_inner=s.d_mlp,
+        bos_token_id=50256,
+        eos_token_id=50256,
+    )
     with no_init_weights():
         hf = GPTJForCausalLM(cfg)
     first = dict(hf.transformer.h[0].named_modules())
@@ -51,7 +60,7 @@ def wide_model(tok, n_layers: int, seed: int = 0):
             flat = p.view(-1)
             for i in range(0, flat.numel(), block.numel()):
                 k = min(block.numel(), flat.numel() - i)
-                flat[i:i + k].copy_(block[:k])
+                flat[i : i + k].copy_(block[:k])
     return wrap_model(hf.eval(), tok, name=f"random-gptj-width-{n_layers}L")
 
 
@@ -100,6 +109,7 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
         def fn():
             with torch.no_grad():
                 hf(x, use_cache=False)
+
         return fn
 
     # 1. a plain forward at n_layers and at 1 layer, interleaved against the load of a shared machine
@@ -120,8 +130,11 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
     # plain forwards of the same rows in the same passes (the suffix tokens the engine runs)
     eng = PatchingEngine(model, batch_size=4096, progress=False)
     variants = [[Patch(Point("resid_pre", l, (pos_a,)))] for l in range(n_layers)]
-    passes = [forward(clean[:, pos_a:]), forward(corrupted[:, pos_a:]),
-              forward(corrupted[:, pos_a:].repeat(len(variants), 1))]
+    passes = [
+        forward(clean[:, pos_a:]),
+        forward(corrupted[:, pos_a:]),
+        forward(corrupted[:, pos_a:].repeat(len(variants), 1)),
+    ]
     t_floor = timed(lambda: [f() for f in passes], cpu, repeats)
     t_run = timed(lambda: eng.run(fresh(), variants), cpu, repeats)
 
@@ -135,9 +148,15 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
     saved = saved_bytes(lambda: eng.attribute(pairs, sites), hf.parameters())
     flop_ratio = s.backward_flops(T) / (n_layers * s.block_flops(T) + s.unembed_flops)
     return {
-        "threads": torch.get_num_threads(), "prompts": B, "tokens": T, "layers": n_layers, "build_s": round(build_s, 1),
-        "forward_s": round(t_full, 3), "forward_1_layer_s": round(t_one, 3),
-        "ms_per_token_per_layer": round(per_layer * 1e3, 3), "ms_per_token_rest": round(rest * 1e3, 3),
+        "threads": torch.get_num_threads(),
+        "prompts": B,
+        "tokens": T,
+        "layers": n_layers,
+        "build_s": round(build_s, 1),
+        "forward_s": round(t_full, 3),
+        "forward_1_layer_s": round(t_one, 3),
+        "ms_per_token_per_layer": round(per_layer * 1e3, 3),
+        "ms_per_token_rest": round(rest * 1e3, 3),
         "gflops_per_s_layers": round(s.block_flops(T) / per_layer / 1e9, 1),
         "gflops_per_s_rest": round(s.unembed_flops / rest / 1e9, 1),
         "gflops_per_s_unembed_alone": round(s.unembed_flops / t_unembed / 1e9, 1),
@@ -147,5 +166,3 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
         "backward_over_forward_flop_model": round(flop_ratio, 3),
         "saved_kb_per_token_layer_fp32": round(saved / (B * S) / n_layers / 1024, 1),
     }
-
-

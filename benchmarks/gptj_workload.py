@@ -126,12 +126,18 @@ def basis_counts(periods: Sequence[int], compat: str) -> dict[str, int]:
     from helixclock.stages.last_token.patching import PCA_BASELINES
 
     pca_ks = inspect.signature(patch_sweep).parameters["pca_ks"].default
-    return {"standard": len(standard_bases(periods, compat=compat)), "full": len(full_bases(periods, compat=compat)),
-            "clock": len(clock_bases(periods)), "pca_ks": len(pca_ks), "pca_ns": len(PCA_BASELINES)}
+    return {
+        "standard": len(standard_bases(periods, compat=compat)),
+        "full": len(full_bases(periods, compat=compat)),
+        "clock": len(clock_bases(periods)),
+        "pca_ks": len(pca_ks),
+        "pca_ns": len(PCA_BASELINES),
+    }
 
 
-def fabricated_tables(tokenizer, tasks: Sequence[str], accuracy: dict[str, float], seed: int
-                      ) -> dict[str, pd.DataFrame]:
+def fabricated_tables(
+    tokenizer, tasks: Sequence[str], accuracy: dict[str, float], seed: int
+) -> dict[str, pd.DataFrame]:
     """Accuracy tables with exactly round(accuracy x prompts) correct rows, at seeded places."""
     from helixclock.tasks import get_task
 
@@ -143,8 +149,9 @@ def fabricated_tables(tokenizer, tasks: Sequence[str], accuracy: dict[str, float
         correct = np.zeros(n, dtype=bool)
         correct[rng.permutation(n)[: int(round(accuracy[t] * n))]] = True
         answer_token = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(str(int(x)))[0]) for x in pr.answer]
-        out[t] = pd.DataFrame({"task": t, "a": pr.a, "b": pr.b, "answer": pr.answer, "answer_token": answer_token,
-                               "correct": correct})
+        out[t] = pd.DataFrame(
+            {"task": t, "a": pr.a, "b": pr.b, "answer": pr.answer, "answer_token": answer_token, "correct": correct}
+        )
     return out
 
 
@@ -161,17 +168,25 @@ def counts_from(cfg: dict, entry: dict, tables: dict[str, pd.DataFrame], batch: 
     n_pairs = lambda frame, n, vary, clean_a=None: len(pair_indices(frame, n, seed, vary, clean_a)[0])  # noqa: E731
     attribution = n_pairs(add, neurons["attribution_pairs"], ("a", "b"))
     return Counts(
-        batch=batch, tasks=tuple(tables), problems={t: len(df) for t, df in tables.items()},
-        correct={t: len(df) for t, df in right.items()}, numbers=cfg["cache"]["max_number"] + 1,
-        helix_pairs=n_pairs(add, helix["n_pairs"], ("a",)), split_pairs=n_pairs(add, helix["n_pairs"], ("a",), test_a),
+        batch=batch,
+        tasks=tuple(tables),
+        problems={t: len(df) for t, df in tables.items()},
+        correct={t: len(df) for t, df in right.items()},
+        numbers=cfg["cache"]["max_number"] + 1,
+        helix_pairs=n_pairs(add, helix["n_pairs"], ("a",)),
+        split_pairs=n_pairs(add, helix["n_pairs"], ("a",), test_a),
         b_pairs=n_pairs(add, helix["n_pairs"], ("b",)),
         task_pairs={t: n_pairs(df, helix["n_pairs"], ("a",)) for t, df in right.items()},
         clock_pairs=n_pairs(add, clock["n_pairs"], tuple(clock["corrupt"])),
-        fit_prompts=min(clock["fit_prompts"], len(add)), top_share=neurons["top_share"],
-        attribution_pairs=attribution, de_pairs=min(neurons["de_pairs"], attribution),
+        fit_prompts=min(clock["fit_prompts"], len(add)),
+        top_share=neurons["top_share"],
+        attribution_pairs=attribution,
+        de_pairs=min(neurons["de_pairs"], attribution),
         ablation_prompts=min(neurons["ablation_prompts"], len(add)),
         mean_prompts=min(neurons["mean_prompts"], len(tables["add"])),
-        bases=basis_counts(helix["periods"], cfg.get("compat", "corrected")), **heads)
+        bases=basis_counts(helix["periods"], cfg.get("compat", "corrected")),
+        **heads,
+    )
 
 
 # -- the formulas -------------------------------------------------------------------------------------
@@ -207,13 +222,16 @@ def unpatched(what: str, n: int, tokens: int, batch: int) -> list[Call]:
 
 
 def accuracy_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
-    return [Call(f"{t}: every prompt", c.problems[t], g.prompts[t].suffix, c.batch) for t in c.tasks] + \
-        prefixes(g, c.tasks)
+    return [Call(f"{t}: every prompt", c.problems[t], g.prompts[t].suffix, c.batch) for t in c.tasks] + prefixes(
+        g, c.tasks
+    )
 
 
 def residual_cache_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
-    calls = [Call("correct a+b prompts, resid_pre at a, b, last", c.correct["add"], g.prompts["add"].suffix, c.batch),
-             Call("bare numbers", c.numbers, g.number_length - g.number_prefix, c.batch)]
+    calls = [
+        Call("correct a+b prompts, resid_pre at a, b, last", c.correct["add"], g.prompts["add"].suffix, c.batch),
+        Call("bare numbers", c.numbers, g.number_length - g.number_prefix, c.batch),
+    ]
     return calls + prefixes(g, ["add"]) + ([Call("numbers' prefix", 1, g.number_prefix, 1)] if g.number_prefix else [])
 
 
@@ -236,21 +254,29 @@ def other_tasks_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     calls = []
     for t, n in c.task_pairs.items():
         S = g.prompts[t].suffix
-        calls += [Call(f"{t}: a-token residuals of correct prompts", c.correct[t], S, bs),
-                  *unpatched(f"{t} pairs", n, S, bs), Call(f"{t}: Table 1 fits at every layer", small * L * n, S, bs)]
+        calls += [
+            Call(f"{t}: a-token residuals of correct prompts", c.correct[t], S, bs),
+            *unpatched(f"{t} pairs", n, S, bs),
+            Call(f"{t}: Table 1 fits at every layer", small * L * n, S, bs),
+        ]
     return calls + prefixes(g, list(c.task_pairs))
 
 
 def last_token_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     L, S, bs, n = s.n_layers, g.prompts["add"].suffix, c.batch, c.clock_pairs
     per_layer = 1 + c.bases["pca_ns"] + c.bases["clock"]
-    return unpatched("a'+b' pairs", n, S, bs) + [
-        Call("Fig. 5: last-token fits at every block output", per_layer * (L + 1) * n, S, bs),
-        Call("Fig. 6: clean attention/MLP outputs", n, S, bs),
-        Call("Fig. 6 TE: every attention and MLP output", 2 * L * n, S, bs),
-        Call("Fig. 6 DE: corrupted final residual", n, S, bs),
-        Call("Fig. 6 DE: corrupted attention/MLP outputs", n, S, bs),
-        Call("Fig. 6 DE: unembedding", 2 * L * n, 0, bs, "unembed")] + prefixes(g, ["add"])
+    return (
+        unpatched("a'+b' pairs", n, S, bs)
+        + [
+            Call("Fig. 5: last-token fits at every block output", per_layer * (L + 1) * n, S, bs),
+            Call("Fig. 6: clean attention/MLP outputs", n, S, bs),
+            Call("Fig. 6 TE: every attention and MLP output", 2 * L * n, S, bs),
+            Call("Fig. 6 DE: corrupted final residual", n, S, bs),
+            Call("Fig. 6 DE: corrupted attention/MLP outputs", n, S, bs),
+            Call("Fig. 6 DE: unembedding", 2 * L * n, 0, bs, "unembed"),
+        ]
+        + prefixes(g, ["add"])
+    )
 
 
 def path_counts(s: Shape, senders: Sequence[int], receivers: Sequence[int]) -> tuple[int, int]:
@@ -267,27 +293,40 @@ def head_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     LH = L * H
     paths, upstream = path_counts(s, c.senders, c.receivers)
     return [
-        Call("Fig. D2 TE: clean head outputs", n, S, bs), Call("Fig. D2 TE: corrupted run", n, S, bs),
+        Call("Fig. D2 TE: clean head outputs", n, S, bs),
+        Call("Fig. D2 TE: corrupted run", n, S, bs),
         Call("Fig. D2 TE: every head", LH * n, S, bs),
-        Call("Fig. D2 DE: corrupted final residual", n, S, bs), Call("Fig. D2 DE: clean head outputs", n, S, bs),
-        Call("Fig. D2 DE: corrupted head outputs", n, S, bs), Call("Fig. D2 DE: unembedding", LH * n, 0, bs, "unembed"),
+        Call("Fig. D2 DE: corrupted final residual", n, S, bs),
+        Call("Fig. D2 DE: clean head outputs", n, S, bs),
+        Call("Fig. D2 DE: corrupted head outputs", n, S, bs),
+        Call("Fig. D2 DE: unembedding", LH * n, 0, bs, "unembed"),
         Call("Fig. D3: top-k heads, every k", (LH + 2) * n, S, bs),
         Call("head outputs of the fit prompts", c.fit_prompts, S, bs),
         Call("Fig. D4: helix fits of every head, 2 more per top head", (LH + 2 * k) * n, S, bs),
         Call("Fig. D5: corrupted top-head outputs", n, S, bs),
         Call("Fig. D5: m mixed heads, every m", (k + 2) * n, S, bs),
-        Call("attention patterns (eager, whole prompts)", min(c.fit_prompts, ATTENTION_PROMPTS),
-             g.prompts["add"].length, ATTENTION_BATCH),
+        Call(
+            "attention patterns (eager, whole prompts)",
+            min(c.fit_prompts, ATTENTION_PROMPTS),
+            g.prompts["add"].length,
+            ATTENTION_BATCH,
+        ),
         Call("Fig. D7: clean and corrupted runs of each upstream MLP", n, S, bs, repeat=2 * upstream),
-        Call("Fig. D7 path patching, 2 passes", paths * n, S, bs, repeat=2)] + prefixes(g, ["add"])
+        Call("Fig. D7 path patching, 2 passes", paths * n, S, bs, repeat=2),
+    ] + prefixes(g, ["add"])
 
 
 def mlp_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     L, S, bs, n = s.n_layers, g.prompts["add"].suffix, c.batch, c.clock_pairs
-    return unpatched("a'+b' pairs", n, S, bs) + [
-        Call("Fig. D8: top-k MLPs, every k", (L + 2) * n, S, bs),
-        Call("MLP outputs of the fit prompts", c.fit_prompts, S, bs),
-        Call("Fig. 7: helix(a+b) fit of every MLP", L * n, S, bs)] + prefixes(g, ["add"])
+    return (
+        unpatched("a'+b' pairs", n, S, bs)
+        + [
+            Call("Fig. D8: top-k MLPs, every k", (L + 2) * n, S, bs),
+            Call("MLP outputs of the fit prompts", c.fit_prompts, S, bs),
+            Call("Fig. 7: helix(a+b) fit of every MLP", L * n, S, bs),
+        ]
+        + prefixes(g, ["add"])
+    )
 
 
 def n_top(s: Shape, c: Counts) -> int:
@@ -304,32 +343,44 @@ def neuron_attribution_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     return [
         Call("attribution: clean neuron values", nA, S, bs),
         Call("attribution: corrupted run with gradients, backward", nA, S, bs, "grad"),
-        Call("top-neuron DE: corrupted final residual", nD, S, bs), Call("DE: clean neurons", nD, S, bs),
+        Call("top-neuron DE: corrupted final residual", nD, S, bs),
+        Call("DE: clean neurons", nD, S, bs),
         Call("DE: corrupted neurons", nD, S, bs),
         Call("DE: unembedding of each top neuron's write", n_top(s, c) * nD, 0, bs, "unembed"),
         Call("mean activations", c.mean_prompts, S, bs),
-        Call("Fig. D9: unablated run", nAb, S, bs), Call("Fig. D9: keep the top k, every k", ks * nAb, S, bs),
+        Call("Fig. D9: unablated run", nAb, S, bs),
+        Call("Fig. D9: keep the top k, every k", ks * nAb, S, bs),
     ] + prefixes(g, ["add"])
 
 
 def neuron_grids_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
-    return [Call("N(a, b) of the top neurons, every a+b prompt", GRID, g.prompts["add"].suffix, c.batch)] + \
-        prefixes(g, ["add"])
+    return [Call("N(a, b) of the top neurons, every a+b prompt", GRID, g.prompts["add"].suffix, c.batch)] + prefixes(
+        g, ["add"]
+    )
 
 
 def neuron_fit_eval_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
     from helixclock.stages.neurons.patching import powers_of_two
 
     S, nAb = g.prompts["add"].suffix, c.ablation_prompts
-    return [Call("Fig. 9: unablated run", nAb, S, c.batch),
-            Call("Fig. 9: actual and fitted preactivations, every k", 2 * len(powers_of_two(n_top(s, c))) * nAb, S,
-                 c.batch)] + prefixes(g, ["add"])
+    return [
+        Call("Fig. 9: unablated run", nAb, S, c.batch),
+        Call(
+            "Fig. 9: actual and fitted preactivations, every k", 2 * len(powers_of_two(n_top(s, c))) * nAb, S, c.batch
+        ),
+    ] + prefixes(g, ["add"])
 
 
 JOBS: dict[str, Callable[[Shape, Geometry, Counts], list[Call]]] = {
-    "accuracy": accuracy_job, "residual_cache": residual_cache_job, "helix_patching": helix_patching_job,
-    "other_tasks_patching": other_tasks_job, "last_token_patching": last_token_job, "head_patching": head_job,
-    "mlp_patching": mlp_job, "neuron_attribution": neuron_attribution_job, "neuron_grids": neuron_grids_job,
+    "accuracy": accuracy_job,
+    "residual_cache": residual_cache_job,
+    "helix_patching": helix_patching_job,
+    "other_tasks_patching": other_tasks_job,
+    "last_token_patching": last_token_job,
+    "head_patching": head_job,
+    "mlp_patching": mlp_job,
+    "neuron_attribution": neuron_attribution_job,
+    "neuron_grids": neuron_grids_job,
     "neuron_fit_eval": neuron_fit_eval_job,
 }
 
@@ -353,22 +404,29 @@ def totals(calls: Sequence[Call], s: Shape, ctx: int) -> dict:
     grad = sum(c.rows * c.tokens * c.repeat for c in calls if c.kind == "grad")
     unembed = fwd + sum(c.rows * c.repeat for c in calls if c.kind == "unembed")
     flops = fwd * s.n_layers * s.block_flops(ctx) + unembed * s.unembed_flops + grad * s.backward_flops(ctx)
-    return {"block_rows": fwd, "unembed_rows": unembed, "grad_rows": grad,
-            "passes": sum(c.passes for c in calls), "flops": flops}
-
+    return {
+        "block_rows": fwd,
+        "unembed_rows": unembed,
+        "grad_rows": grad,
+        "passes": sum(c.passes for c in calls),
+        "flops": flops,
+    }
 
 
 def svd_flops(s: Shape, c: Counts) -> float:
     """float64 SVDs of the big fits inside model jobs (analytic, thin SVD ~ 4 m n^2 + 8 n^3 for
     m >= n); the a-token fits collapse to one row per a and are left out."""
+
     def one(m: int, n: int) -> float:
         m, n = max(m, n), min(m, n)
-        return 4.0 * m * n * n + 8.0 * n ** 3
+        return 4.0 * m * n * n + 8.0 * n**3
 
     C, F, d = c.correct["add"], c.fit_prompts, s.d_model
-    return (2 * (s.n_layers + 1) * one(C, d)  # b-token fits (helix_patching), last-token fits (last_token_patching)
-            + s.n_layers * one(F, d)  # every MLP's output (mlp_patching)
-            + s.n_layers * s.n_heads * one(F, d // s.n_heads))  # every head's output (head_patching)
+    return (
+        2 * (s.n_layers + 1) * one(C, d)  # b-token fits (helix_patching), last-token fits (last_token_patching)
+        + s.n_layers * one(F, d)  # every MLP's output (mlp_patching)
+        + s.n_layers * s.n_heads * one(F, d // s.n_heads)
+    )  # every head's output (head_patching)
 
 
 def read_config() -> tuple[dict, dict]:
@@ -377,24 +435,27 @@ def read_config() -> tuple[dict, dict]:
     return cfg, registry["gptj"]
 
 
-MEMORY = {"weights_gb": "weights", "forward_batch_logits_gb": "logits of one forward batch",
-          "de_chunk_logits_gb": "one direct-effect chunk's logits (bf16 + float32)",
-          "helix_job_cache_tensors_gb": "a- and b-token cache on the GPU (helix_patching, float32)",
-          "residual_cache_file_gb": "residual cache file (float32, on disk)",
-          "attribution_saved_activations_gb": "one attribution batch's activations kept for backward"}
+MEMORY = {
+    "weights_gb": "weights",
+    "forward_batch_logits_gb": "logits of one forward batch",
+    "de_chunk_logits_gb": "one direct-effect chunk's logits (bf16 + float32)",
+    "helix_job_cache_tensors_gb": "a- and b-token cache on the GPU (helix_patching, float32)",
+    "residual_cache_file_gb": "residual cache file (float32, on disk)",
+    "attribution_saved_activations_gb": "one attribution batch's activations kept for backward",
+}
 
 
 def memory(s: Shape, c: Counts, g: Geometry, saved_kb_fp32: float | None) -> dict:
     """Analytic memory of the big items (bf16/fp16 model, GB = 1e9 bytes); the attribution
     batch from the bytes autograd saved on the CPU model (float32, halved)."""
     S, L1, d = g.prompts["add"].suffix, s.n_layers + 1, s.d_model
-    out = {"weights_gb": s.params * 2 / 1e9,
-           "forward_batch_logits_gb": c.batch * S * s.vocab * 2 / 1e9,
-           "de_chunk_logits_gb": DE_CHUNK * max(c.de_pairs, c.clock_pairs) * s.vocab * (2 + 4) / 1e9,
-           "helix_job_cache_tensors_gb": 2 * c.correct["add"] * L1 * d * 4 / 1e9,
-           "residual_cache_file_gb": (3 * c.correct["add"] + c.numbers) * L1 * d * 4 / 1e9}
+    out = {
+        "weights_gb": s.params * 2 / 1e9,
+        "forward_batch_logits_gb": c.batch * S * s.vocab * 2 / 1e9,
+        "de_chunk_logits_gb": DE_CHUNK * max(c.de_pairs, c.clock_pairs) * s.vocab * (2 + 4) / 1e9,
+        "helix_job_cache_tensors_gb": 2 * c.correct["add"] * L1 * d * 4 / 1e9,
+        "residual_cache_file_gb": (3 * c.correct["add"] + c.numbers) * L1 * d * 4 / 1e9,
+    }
     if saved_kb_fp32:
         out["attribution_saved_activations_gb"] = c.batch * S * s.n_layers * saved_kb_fp32 * 1024 / 2 / 1e9
     return out
-
-

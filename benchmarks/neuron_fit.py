@@ -88,14 +88,24 @@ def run_case(device: torch.device, n: int, subset: int, sgd_epochs: int) -> dict
     if device.type == "cuda":
         torch.cuda.synchronize()
     t_points = (time.perf_counter() - t0) / few
-    return {"device": str(device), "neurons": n, "points": int(Y.shape[1]), "columns": int(Xd.shape[1]),
-            "batched_s": round(t_batched, 3), "loop_numpy_s": round(t_np, 2), "loop_torch_s": round(t_torch, 2),
-            "loop_subset": subset, "loop_scaled_from_subset": True,
-            "speedup_vs_loop": round(t_np / t_batched, 1), "speedup_vs_torch_loop": round(t_torch / t_batched, 1),
-            "max_rmse_diff_vs_loop": max_diff,
-            "sgd_2500_epochs_s": round(t_sgd, 2), "sgd_epochs_timed": sgd_epochs,
-            "sgd_points_s_per_epoch": round(t_points, 3),
-            "sgd_points_2500_epochs_s_estimated": round(t_points * 2500, 1)}
+    return {
+        "device": str(device),
+        "neurons": n,
+        "points": int(Y.shape[1]),
+        "columns": int(Xd.shape[1]),
+        "batched_s": round(t_batched, 3),
+        "loop_numpy_s": round(t_np, 2),
+        "loop_torch_s": round(t_torch, 2),
+        "loop_subset": subset,
+        "loop_scaled_from_subset": True,
+        "speedup_vs_loop": round(t_np / t_batched, 1),
+        "speedup_vs_torch_loop": round(t_torch / t_batched, 1),
+        "max_rmse_diff_vs_loop": max_diff,
+        "sgd_2500_epochs_s": round(t_sgd, 2),
+        "sgd_epochs_timed": sgd_epochs,
+        "sgd_points_s_per_epoch": round(t_points, 3),
+        "sgd_points_2500_epochs_s_estimated": round(t_points * 2500, 1),
+    }
 
 
 def sgd_study(reps: int = 4, amplitudes=(0.25, 0.5, 1, 2, 4, 8), noise: float = 0.1) -> pd.DataFrame:
@@ -113,9 +123,11 @@ def sgd_study(reps: int = 4, amplitudes=(0.25, 0.5, 1, 2, 4, 8), noise: float = 
     rows = []
     for units in ("t", "angle"):
         sgd = fit_neurons(G, method="sgd", phase_units=units)
-        ratio = (sgd.rmse ** 2 / ls.rmse ** 2).reshape(len(cases), reps).max(1)
-        rows += [{"phase_units": units, "variable": VARIABLES[j], "T": PERIODS[k], "A": A, "worst_ratio": r}
-                 for (j, k, A), r in zip(cases, ratio)]
+        ratio = (sgd.rmse**2 / ls.rmse**2).reshape(len(cases), reps).max(1)
+        rows += [
+            {"phase_units": units, "variable": VARIABLES[j], "T": PERIODS[k], "A": A, "worst_ratio": r}
+            for (j, k, A), r in zip(cases, ratio)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -134,23 +146,39 @@ def main() -> None:
         threadpool_limits(args.threads)
     if args.sgd_study:
         table = sgd_study()
-        print(table.pivot_table(index=["phase_units", "variable", "T"], columns="A", values="worst_ratio")
-              .round(3).to_string())
+        print(
+            table.pivot_table(index=["phase_units", "variable", "T"], columns="A", values="worst_ratio")
+            .round(3)
+            .to_string()
+        )
         return
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     results = {}
     for device in devices:
         r = run_case(device, args.neurons, args.subset, args.sgd_epochs)
-        print(f"{device}: batched {r['batched_s']} s for {r['neurons']} neurons; per-neuron loop (numpy lstsq, "
-              f"{r['loop_subset']} neurons timed, scaled) {r['loop_numpy_s']} s -> speedup {r['speedup_vs_loop']}x; "
-              f"torch loop {r['loop_torch_s']} s; paper SGD {r['sgd_2500_epochs_s']} s (sufficient statistics), "
-              f"~{r['sgd_points_2500_epochs_s_estimated']} s on the points", flush=True)
+        print(
+            f"{device}: batched {r['batched_s']} s for {r['neurons']} neurons; per-neuron loop (numpy lstsq, "
+            f"{r['loop_subset']} neurons timed, scaled) {r['loop_numpy_s']} s -> speedup {r['speedup_vs_loop']}x; "
+            f"torch loop {r['loop_torch_s']} s; paper SGD {r['sgd_2500_epochs_s']} s (sufficient statistics), "
+            f"~{r['sgd_points_2500_epochs_s_estimated']} s on the points",
+            flush=True,
+        )
         results[device.type] = r
     main_case = results["cpu"]
-    emit({"benchmark": "neuron_fit", "main_case": "cpu", "speedup_vs_loop": main_case["speedup_vs_loop"],
-          **{f"{k}_{m}": v[m] for k, v in results.items()
-             for m in ("speedup_vs_loop", "batched_s", "loop_numpy_s", "sgd_2500_epochs_s")},
-          "threads": args.threads or torch.get_num_threads(), "cases": results})
+    emit(
+        {
+            "benchmark": "neuron_fit",
+            "main_case": "cpu",
+            "speedup_vs_loop": main_case["speedup_vs_loop"],
+            **{
+                f"{k}_{m}": v[m]
+                for k, v in results.items()
+                for m in ("speedup_vs_loop", "batched_s", "loop_numpy_s", "sgd_2500_epochs_s")
+            },
+            "threads": args.threads or torch.get_num_threads(),
+            "cases": results,
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -101,10 +101,16 @@ def main() -> None:
     bad = check_formulas(got, tiny, tiny_geo, tiny_counts)
     tiny_passes = sum(v["passes"] for v in got.values())
     tiny_ms_per_pass = 1e3 * sum(v["seconds"] for v in got.values()) / max(1, tiny_passes)
-    print(f"formula check on a tiny GPT-J ({tiny.n_layers} layers, {tiny.n_heads} heads, d {tiny.d_model}, "
-          f"MLP {tiny.d_mlp}; {len(JOBS)} jobs, {tiny_passes} passes, {time.perf_counter() - t0:.0f} s): "
-          + ("every job's token-rows, unembedding rows, gradient rows and passes equal its formula" if not bad
-             else "MISMATCH\n  " + "\n  ".join(bad)), flush=True)
+    print(
+        f"formula check on a tiny GPT-J ({tiny.n_layers} layers, {tiny.n_heads} heads, d {tiny.d_model}, "
+        f"MLP {tiny.d_mlp}; {len(JOBS)} jobs, {tiny_passes} passes, {time.perf_counter() - t0:.0f} s): "
+        + (
+            "every job's token-rows, unembedding rows, gradient rows and passes equal its formula"
+            if not bad
+            else "MISMATCH\n  " + "\n  ".join(bad)
+        ),
+        flush=True,
+    )
     if bad:
         raise SystemExit(1)
 
@@ -120,10 +126,18 @@ def main() -> None:
         calls = fn(GPTJ, geo, counts)
         t = totals(calls, GPTJ, ctx)
         per_job[job] = t
-        rows.append({"job": job, "token-rows": t["block_rows"], "unembed rows": t["unembed_rows"],
-                     "grad rows": t["grad_rows"], "passes": t["passes"], "PFLOP": t["flops"] / 1e15,
-                     f"H100 s @{args.utilisation:g}": t["flops"] / (rate * args.utilisation),
-                     f"H100 s @{args.pessimistic:g}": t["flops"] / (rate * args.pessimistic)})
+        rows.append(
+            {
+                "job": job,
+                "token-rows": t["block_rows"],
+                "unembed rows": t["unembed_rows"],
+                "grad rows": t["grad_rows"],
+                "passes": t["passes"],
+                "PFLOP": t["flops"] / 1e15,
+                f"H100 s @{args.utilisation:g}": t["flops"] / (rate * args.utilisation),
+                f"H100 s @{args.pessimistic:g}": t["flops"] / (rate * args.pessimistic),
+            }
+        )
         if args.calls:
             print(f"\n{job}:")
             for c in calls:
@@ -134,51 +148,80 @@ def main() -> None:
     flops = float(total["PFLOP"]) * 1e15
     hours = flops / (rate * args.utilisation) / 3600
     hours_low = flops / (rate * args.pessimistic) / 3600
-    print(f"\nGPT-J-6B ({GPTJ.n_layers} layers, d {GPTJ.d_model}, {GPTJ.n_heads} heads, MLP {GPTJ.d_mlp}, vocab "
-          f"{GPTJ.vocab}; {GPTJ.params / 1e9:.2f} B parameters), a+b prompt {ctx} tokens, the engine runs "
-          f"{geo.prompts['add'].suffix} after the shared prefix; batch {counts.batch}; correct a+b prompts "
-          f"{counts.correct['add']} ({PAPER_ACCURACY['add']:.1%}); top neurons {n_top(GPTJ, counts)}; Fig. D7 paths "
-          f"{path_counts(GPTJ, counts.senders, counts.receivers)[0]}")
+    print(
+        f"\nGPT-J-6B ({GPTJ.n_layers} layers, d {GPTJ.d_model}, {GPTJ.n_heads} heads, MLP {GPTJ.d_mlp}, vocab "
+        f"{GPTJ.vocab}; {GPTJ.params / 1e9:.2f} B parameters), a+b prompt {ctx} tokens, the engine runs "
+        f"{geo.prompts['add'].suffix} after the shared prefix; batch {counts.batch}; correct a+b prompts "
+        f"{counts.correct['add']} ({PAPER_ACCURACY['add']:.1%}); top neurons {n_top(GPTJ, counts)}; Fig. D7 paths "
+        f"{path_counts(GPTJ, counts.senders, counts.receivers)[0]}"
+    )
     fmt = {"PFLOP": "{:.3f}".format}
-    print(table.to_string(index=False, formatters={**fmt, **{c: "{:.0f}".format for c in table.columns
-                                                              if c.startswith("H100")}}))
-    print(f"total: {flops / 1e15:.1f} PFLOP; one H100 at {args.utilisation:.0%} of {args.peak_tflops:g} TFLOP/s: "
-          f"{hours * 60:.1f} min of compute ({args.pessimistic:.0%}: {hours_low * 60:.1f} min)")
+    print(
+        table.to_string(
+            index=False, formatters={**fmt, **{c: "{:.0f}".format for c in table.columns if c.startswith("H100")}}
+        )
+    )
+    print(
+        f"total: {flops / 1e15:.1f} PFLOP; one H100 at {args.utilisation:.0%} of {args.peak_tflops:g} TFLOP/s: "
+        f"{hours * 60:.1f} min of compute ({args.pessimistic:.0%}: {hours_low * 60:.1f} min)"
+    )
 
     timing = None if args.no_timing else time_width(entry["prompts"], args.prompts, args.layers, args.repeats)
     if timing:
-        print(f"\nGPT-J width on this CPU ({timing['threads']} thread(s), float32, {timing['prompts']} prompts x "
-              f"{timing['tokens']} tokens; model built in {timing['build_s']} s): "
-              f"{timing['ms_per_token_per_layer']} ms per token per block = {timing['gflops_per_s_layers']} GFLOP/s; "
-              f"embedding + final norm + unembedding "
-              f"{timing['ms_per_token_rest']} ms per token = {timing['gflops_per_s_rest']} GFLOP/s; whole "
-              f"{timing['layers']}-layer forward {timing['gflops_per_s_forward']} GFLOP/s")
-        print(f"unembedding alone {timing['gflops_per_s_unembed_alone']} GFLOP/s; the engine's patched run takes "
-              f"{timing['engine_run_vs_plain_forward']}x plain forwards of the same rows (FLOP model: 1); the "
-              f"attribution backward {timing['backward_over_forward']}x its forward (FLOP model: "
-              f"{timing['backward_over_forward_flop_model']}); autograd saves "
-              f"{timing['saved_kb_per_token_layer_fp32']} kB per token per block (float32)")
+        print(
+            f"\nGPT-J width on this CPU ({timing['threads']} thread(s), float32, {timing['prompts']} prompts x "
+            f"{timing['tokens']} tokens; model built in {timing['build_s']} s): "
+            f"{timing['ms_per_token_per_layer']} ms per token per block = {timing['gflops_per_s_layers']} GFLOP/s; "
+            f"embedding + final norm + unembedding "
+            f"{timing['ms_per_token_rest']} ms per token = {timing['gflops_per_s_rest']} GFLOP/s; whole "
+            f"{timing['layers']}-layer forward {timing['gflops_per_s_forward']} GFLOP/s"
+        )
+        print(
+            f"unembedding alone {timing['gflops_per_s_unembed_alone']} GFLOP/s; the engine's patched run takes "
+            f"{timing['engine_run_vs_plain_forward']}x plain forwards of the same rows (FLOP model: 1); the "
+            f"attribution backward {timing['backward_over_forward']}x its forward (FLOP model: "
+            f"{timing['backward_over_forward_flop_model']}); autograd saves "
+            f"{timing['saved_kb_per_token_layer_fp32']} kB per token per block (float32)"
+        )
     mem = memory(GPTJ, counts, geo, timing and timing["saved_kb_per_token_layer_fp32"])
     print("memory (analytic, bf16/fp16): " + "; ".join(f"{MEMORY[k]} {v:.2f} GB" for k, v in mem.items()))
     passes = int(total["passes"])
-    print(f"not in the estimate: {passes} forward passes, each with Python/nnsight overhead ({tiny_ms_per_pass:.0f} ms "
-          f"a pass on this CPU for the 3-layer toy, job time / passes: "
-          f"{passes * tiny_ms_per_pass / 1e3 / 60:.1f} min at that rate); "
-          f"loading {mem['weights_gb']:.1f} GB of weights in each of {len(JOBS)} model jobs; HDF5 I/O (the residual "
-          f"cache alone is {mem['residual_cache_file_gb']:.1f} GB); the fits' float64 SVDs, about "
-          f"{svd_flops(GPTJ, counts) / 1e12:.0f} TFLOP (analytic)")
+    print(
+        f"not in the estimate: {passes} forward passes, each with Python/nnsight overhead ({tiny_ms_per_pass:.0f} ms "
+        f"a pass on this CPU for the 3-layer toy, job time / passes: "
+        f"{passes * tiny_ms_per_pass / 1e3 / 60:.1f} min at that rate); "
+        f"loading {mem['weights_gb']:.1f} GB of weights in each of {len(JOBS)} model jobs; HDF5 I/O (the residual "
+        f"cache alone is {mem['residual_cache_file_gb']:.1f} GB); the fits' float64 SVDs, about "
+        f"{svd_flops(GPTJ, counts) / 1e12:.0f} TFLOP (analytic)"
+    )
 
-    emit({"benchmark": "paper_shape", "formula_checks_passed": not bad, "jobs_checked": len(JOBS),
-          "gflops_per_job": {k: round(v["flops"] / 1e9) for k, v in per_job.items()},
-          "total_pflops": round(flops / 1e15, 2), "utilisation": args.utilisation, "peak_tflops": args.peak_tflops,
-          "h100_hours": round(hours, 4), "h100_hours_pessimistic": round(hours_low, 4),
-          "pessimistic_utilisation": args.pessimistic, "forward_passes": passes,
-          "tiny_ms_per_pass": round(tiny_ms_per_pass, 1),
-          "cpu_gflops_per_s": timing and timing["gflops_per_s_forward"],
-          "svd_tflops_fp64_analytic": round(svd_flops(GPTJ, counts) / 1e12),
-          "assumptions": {"accuracy": PAPER_ACCURACY, "top_heads": counts.top_heads, "senders": counts.senders,
-                          "receivers": counts.receivers, "backward": "input gradients only (weights frozen)"},
-          "memory_gb": {k: round(v, 2) for k, v in mem.items()}, "timing": timing})
+    emit(
+        {
+            "benchmark": "paper_shape",
+            "formula_checks_passed": not bad,
+            "jobs_checked": len(JOBS),
+            "gflops_per_job": {k: round(v["flops"] / 1e9) for k, v in per_job.items()},
+            "total_pflops": round(flops / 1e15, 2),
+            "utilisation": args.utilisation,
+            "peak_tflops": args.peak_tflops,
+            "h100_hours": round(hours, 4),
+            "h100_hours_pessimistic": round(hours_low, 4),
+            "pessimistic_utilisation": args.pessimistic,
+            "forward_passes": passes,
+            "tiny_ms_per_pass": round(tiny_ms_per_pass, 1),
+            "cpu_gflops_per_s": timing and timing["gflops_per_s_forward"],
+            "svd_tflops_fp64_analytic": round(svd_flops(GPTJ, counts) / 1e12),
+            "assumptions": {
+                "accuracy": PAPER_ACCURACY,
+                "top_heads": counts.top_heads,
+                "senders": counts.senders,
+                "receivers": counts.receivers,
+                "backward": "input gradients only (weights frozen)",
+            },
+            "memory_gb": {k: round(v, 2) for k, v in mem.items()},
+            "timing": timing,
+        }
+    )
 
 
 if __name__ == "__main__":

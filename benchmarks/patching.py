@@ -116,8 +116,9 @@ def naive(model, pairs: Pairs, variants) -> float:
     return total
 
 
-def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layers: int | None,
-             sweep: str = "layers", model=None) -> dict:
+def run_case(
+    shape: str, device: torch.device, n_pairs: int, batch: int, n_layers: int | None, sweep: str = "layers", model=None
+) -> dict:
     tok = toy_tokenizer()
     model = model or random_gptj(shape, tok, device)
     L = model.adapter.n_layers
@@ -133,7 +134,7 @@ def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layer
     def floor():
         with torch.no_grad():
             for i in range(0, rows, batch):
-                model.hf(big[i: i + batch])
+                model.hf(big[i : i + batch])
 
     def engine():
         fresh = Pairs(pairs.clean, pairs.corrupted, pairs.clean_answer, pairs.corrupted_answer)
@@ -143,12 +144,20 @@ def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, n_layer
     t_engine = timed(engine, device, repeats=2)
     sub = variants[:: max(1, len(variants) // 40)]  # the naive loop on a subset, scaled up
     t_naive = timed(lambda: naive(model, pairs, sub), device, repeats=1) * len(variants) / len(sub)
-    return {"case": shape, "sweep": sweep, "device": str(device), "layers": len(layers), "variants": len(variants),
-            "pairs": n_pairs, "batch_size": batch,
-            "engine_pairs_per_s": round(rows / t_engine, 1), "forward_pairs_per_s": round(rows / t_floor, 1),
-            "naive_pairs_per_s": round(rows / t_naive, 1),
-            "throughput_ratio_vs_forward": round(t_floor / t_engine, 3),
-            "speedup_vs_naive": round(t_naive / t_engine, 2)}
+    return {
+        "case": shape,
+        "sweep": sweep,
+        "device": str(device),
+        "layers": len(layers),
+        "variants": len(variants),
+        "pairs": n_pairs,
+        "batch_size": batch,
+        "engine_pairs_per_s": round(rows / t_engine, 1),
+        "forward_pairs_per_s": round(rows / t_floor, 1),
+        "naive_pairs_per_s": round(rows / t_naive, 1),
+        "throughput_ratio_vs_forward": round(t_floor / t_engine, 3),
+        "speedup_vs_naive": round(t_naive / t_engine, 2),
+    }
 
 
 def main() -> None:
@@ -161,19 +170,38 @@ def main() -> None:
     for shape, device in cases():
         model = random_gptj(shape, toy_tokenizer(), device)
         for sweep in ("layers", "heads"):
-            r = run_case(shape, device, args.pairs, args.batch_size if shape == "toy" else 1024,
-                         None if shape == "toy" else args.gpu_layers, sweep, model)
-            print(f"{shape} {sweep} sweep on {device}: engine {r['engine_pairs_per_s']} pairs/s, floor "
-                  f"{r['forward_pairs_per_s']}, naive {r['naive_pairs_per_s']}; ratio "
-                  f"{r['throughput_ratio_vs_forward']}, speedup {r['speedup_vs_naive']}", flush=True)
+            r = run_case(
+                shape,
+                device,
+                args.pairs,
+                args.batch_size if shape == "toy" else 1024,
+                None if shape == "toy" else args.gpu_layers,
+                sweep,
+                model,
+            )
+            print(
+                f"{shape} {sweep} sweep on {device}: engine {r['engine_pairs_per_s']} pairs/s, floor "
+                f"{r['forward_pairs_per_s']}, naive {r['naive_pairs_per_s']}; ratio "
+                f"{r['throughput_ratio_vs_forward']}, speedup {r['speedup_vs_naive']}",
+                flush=True,
+            )
             results[f"{shape}_{sweep}"] = r
         del model
     main = results.get("gptj-6b_layers", results["toy_layers"])
-    emit({"benchmark": "patching", "main_case": main["case"] + "_layers",
-          "throughput_ratio_vs_forward": main["throughput_ratio_vs_forward"],
-          "speedup_vs_naive": main["speedup_vs_naive"],
-          **{f"{k}_{m}": v[m] for k, v in results.items() for m in ("throughput_ratio_vs_forward", "speedup_vs_naive")},
-          "cases": results})
+    emit(
+        {
+            "benchmark": "patching",
+            "main_case": main["case"] + "_layers",
+            "throughput_ratio_vs_forward": main["throughput_ratio_vs_forward"],
+            "speedup_vs_naive": main["speedup_vs_naive"],
+            **{
+                f"{k}_{m}": v[m]
+                for k, v in results.items()
+                for m in ("throughput_ratio_vs_forward", "speedup_vs_naive")
+            },
+            "cases": results,
+        }
+    )
 
 
 if __name__ == "__main__":

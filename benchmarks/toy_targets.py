@@ -35,17 +35,24 @@ def fourier_target(results: Path, layer: int = 1) -> dict:
     n = int(peaks.n_numbers.iloc[0])
     wanted = {T: round(n / T) for T in PERIODS}
     found = set(peaks.frequency.astype(int))
-    return {"top6_periods": [round(float(p), 1) for p in peaks.period],
-            "missing": [T for T, f in wanted.items() if f not in found],
-            "pass": all(f in found for f in wanted.values())}
+    return {
+        "top6_periods": [round(float(p), 1) for p in peaks.period],
+        "missing": [T for T, f in wanted.items() if f not in found],
+        "pass": all(f in found for f in wanted.values()),
+    }
 
 
 def a_token_target(results: Path) -> dict:
     tab = pd.read_csv(results / "tables" / "tab01_other_tasks.csv").set_index("task").loc["a+b"]
     ratio = float(tab.Poly / tab.Full) if tab.Full else float("nan")
-    return {"full": float(tab.Full), "pca9": float(tab.PCA), "helix": float(tab.Helix),
-            "poly": float(tab.Poly), "poly_over_full": ratio,
-            "pass": bool(tab.Helix >= tab.PCA and ratio <= 0.6)}
+    return {
+        "full": float(tab.Full),
+        "pca9": float(tab.PCA),
+        "helix": float(tab.Helix),
+        "poly": float(tab.Poly),
+        "poly_over_full": ratio,
+        "pass": bool(tab.Helix >= tab.PCA and ratio <= 0.6),
+    }
 
 
 def last_token_target(results: Path) -> dict:
@@ -56,22 +63,41 @@ def last_token_target(results: Path) -> dict:
     pca = by["PCA (9 comps)"]
     margin = helix - pca
     best = int(margin.idxmax())
-    return {"best_layer": best, "helix_ab": float(helix[best]), "pca9": float(pca[best]),
-            "layers_won": [int(x) for x in margin.index[margin > 0]], "pass": bool((margin > 0).any())}
+    return {
+        "best_layer": best,
+        "helix_ab": float(helix[best]),
+        "pca9": float(pca[best]),
+        "layers_won": [int(x) for x in margin.index[margin > 0]],
+        "pass": bool((margin > 0).any()),
+    }
 
 
 def mlp_target(results: Path) -> dict:
     st = pd.read_csv(results / "mlps" / "mlp_stages.csv")
     builders = st[(st.helix_sum_over_te >= 0.5) & (st.de_over_te <= 0.5)]
     readers = st[st.de_over_te >= 0.8]
-    rows = [{"layer": int(r.layer), "helix_over_te": round(float(r.helix_sum_over_te), 3),
-             "de_over_te": round(float(r.de_over_te), 3)} for r in st.itertuples()]
-    return {"mlps": rows, "builders": [int(x) for x in builders.layer],
-            "readers": [int(x) for x in readers.layer], "pass": bool(len(builders) and len(readers))}
+    rows = [
+        {
+            "layer": int(r.layer),
+            "helix_over_te": round(float(r.helix_sum_over_te), 3),
+            "de_over_te": round(float(r.de_over_te), 3),
+        }
+        for r in st.itertuples()
+    ]
+    return {
+        "mlps": rows,
+        "builders": [int(x) for x in builders.layer],
+        "readers": [int(x) for x in readers.layer],
+        "pass": bool(len(builders) and len(readers)),
+    }
 
 
-TARGETS = {"T1 fourier": fourier_target, "T2 a token": a_token_target,
-           "T3 last token": last_token_target, "T4 mlp stages": mlp_target}
+TARGETS = {
+    "T1 fourier": fourier_target,
+    "T2 a token": a_token_target,
+    "T3 last token": last_token_target,
+    "T4 mlp stages": mlp_target,
+}
 
 
 def main() -> None:

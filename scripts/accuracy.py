@@ -1,5 +1,6 @@
 """Rule accuracy: every prompt of every task -> results/{model}/accuracy/{task}.csv, and the
 logits of the answers 0..198 on a+b -> accuracy/add_logits.h5."""
+
 from helixclock.pipeline import load, patching_engine, start
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, save_answer_logits, task_accuracy
 from helixclock.tasks import check_all_tasks, get_task

@@ -1,4 +1,5 @@
 """Rule clock_coordinates: Fig. 1's a+b side, the last-token helix(a+b) where it patches best."""
+
 import pandas as pd
 
 from helixclock.cache import read_residual_cache

@@ -1,4 +1,5 @@
 """Rule compat_effects: the affected numbers under every mode run so far, side by side."""
+
 from helixclock.io import write_table
 from helixclock.pipeline import start
 from helixclock.stages.report.compat import compat_effects

@@ -1,4 +1,5 @@
 """Rule cross_model_figures: accuracy of every model on the six tasks and Table 1's LD ratios."""
+
 import pandas as pd
 
 from helixclock.io import save_figure

@@ -1,4 +1,5 @@
 """Every plotting rule: tables in, params.function draws, PDF and PNG out (see figure_rule)."""
+
 from helixclock.pipeline import figure
 
 figure(snakemake)

@@ -1,4 +1,5 @@
 """Rule head_summary: the heads' tables with bootstrap intervals, and Table D1."""
+
 import pandas as pd
 
 from helixclock.io import write_table
@@ -7,8 +8,13 @@ from helixclock.stages.heads.tables import category_table, head_summary
 
 start(snakemake)
 raw = {name: pd.read_csv(snakemake.input[name]) for name in ("effects", "fits", "topk", "mixed", "paths")}
-out = head_summary(raw, pd.read_csv(snakemake.input.categories), pd.read_csv(snakemake.input.attention),
-                   resampling(snakemake), snakemake.params.threshold)
+out = head_summary(
+    raw,
+    pd.read_csv(snakemake.input.categories),
+    pd.read_csv(snakemake.input.attention),
+    resampling(snakemake),
+    snakemake.params.threshold,
+)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
 write_table(category_table(out["categories"]), snakemake.output.table, snakemake.output.table_md, floatfmt=".3f")

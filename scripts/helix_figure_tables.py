@@ -1,4 +1,5 @@
 """Rule helix_figure_tables: Fig. 3 and Figs. C1-C3 at the figure layer."""
+
 import torch
 
 from helixclock.cache import read_residual_cache

@@ -1,4 +1,5 @@
 """Rule helix_summary: means with bootstrap intervals and the best period subsets (Fig. 4, C5, C6)."""
+
 import pandas as pd
 
 from helixclock.pipeline import resampling, start

@@ -1,4 +1,5 @@
 """Rule last_token_summary: means with bootstrap intervals of Figs. 5 and 6."""
+
 import pandas as pd
 
 from helixclock.pipeline import resampling, start

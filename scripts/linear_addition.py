@@ -1,4 +1,5 @@
 """Rule linear_addition: App. E, addition along a line fitted to the numbers (Fig. E1)."""
+
 import pandas as pd
 
 from helixclock.cache import read_residual_cache

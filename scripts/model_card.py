@@ -1,4 +1,5 @@
 """Rule model_card: family, shape and checked token positions of a model (no forward pass)."""
+
 from helixclock.io import write_json
 from helixclock.model_card import model_card
 from helixclock.pipeline import start

@@ -1,4 +1,5 @@
 """Rule model_errors: App. F, the wrong answers, the carry test and the final logits (Figs. F1, F2, F5, F6)."""
+
 import pandas as pd
 
 from helixclock.io import write_table
@@ -6,8 +7,9 @@ from helixclock.pipeline import start
 from helixclock.stages.errors.errors import appendix_f_tables, read_answer_logits
 
 start(snakemake)
-out = appendix_f_tables(pd.read_csv(snakemake.input.accuracy), read_answer_logits(snakemake.input.logits),
-                        seed=snakemake.params.seed)
+out = appendix_f_tables(
+    pd.read_csv(snakemake.input.accuracy), read_answer_logits(snakemake.input.logits), seed=snakemake.params.seed
+)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
 write_table(out["carry_test"], snakemake.output.table, snakemake.output.table_md)

@@ -1,4 +1,5 @@
 """Rule neuron_attribution: every neuron's attribution, the top neurons' DE and the figD9 sweep."""
+
 import numpy as np
 
 from helixclock.io import read_json
@@ -11,8 +12,13 @@ acc = accuracy(snakemake)
 require(snakemake, attribution_needs(acc, snakemake.params.neurons["attribution_pairs"], minimum(snakemake)))
 model = load(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-out = attribution_job(patching_engine(snakemake, model), acc,
-                      snakemake.params.spec["prompts"]["add"], last, settings(snakemake, "neurons", NeuronSettings))
+out = attribution_job(
+    patching_engine(snakemake, model),
+    acc,
+    snakemake.params.spec["prompts"]["add"],
+    last,
+    settings(snakemake, "neurons", NeuronSettings),
+)
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

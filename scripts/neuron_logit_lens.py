@@ -1,4 +1,5 @@
 """Rule neuron_logit_lens: App. F, the top neurons' logit lens (Figs. F3, F4)."""
+
 import numpy as np
 import pandas as pd
 
@@ -14,5 +15,9 @@ out = neuron_lens_tables(neurons, grids["lens"], rows, periods=snakemake.params.
 out["logit_lens"].to_csv(snakemake.output.lens, index=False)
 out["logit_lens_periods"].to_csv(snakemake.output.periods, index=False)
 shares = match_shares(out["logit_lens_periods"])
-log.info("figF4: %d neurons, lens period = fitted period %.1f%%, up to a harmonic %.1f%%", shares["n"],
-         100 * shares["strict"], 100 * shares["harmonic"])
+log.info(
+    "figF4: %d neurons, lens period = fitted period %.1f%%, up to a harmonic %.1f%%",
+    shares["n"],
+    100 * shares["strict"],
+    100 * shares["harmonic"],
+)

@@ -1,4 +1,5 @@
 """Rule other_tasks_patching: full fits patched at the a token for every task (Table 1, Fig. C7)."""
+
 import pandas as pd
 
 from helixclock.fits import FitSettings
@@ -10,6 +11,7 @@ p = snakemake.params
 frames = usable_tasks(snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)})
 model = load(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
-raw = other_tasks_stage(patching_engine(snakemake, model), frames, p.spec["prompts"], fit, n_pairs=p.n_pairs,
-                        seed=p.seed)
+raw = other_tasks_stage(
+    patching_engine(snakemake, model), frames, p.spec["prompts"], fit, n_pairs=p.n_pairs, seed=p.seed
+)
 raw.to_csv(snakemake.output[0], index=False)

@@ -1,4 +1,5 @@
 """Rule paper_comparison: every number of config/paper_values.yaml beside the run's, per model."""
+
 from pathlib import Path
 
 from helixclock.pipeline import start

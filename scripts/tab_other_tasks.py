@@ -1,4 +1,5 @@
 """Rule tab_other_tasks: Table 1, max over layers of mean LD per task and fit (and Fig. C7's curves)."""
+
 import pandas as pd
 
 from helixclock.io import write_table

@@ -1,4 +1,5 @@
 """Rule tab_other_tasks_accuracy: tabC1, accuracy on the five other tasks."""
+
 import pandas as pd
 
 from helixclock.io import write_table
@@ -10,5 +11,4 @@ frames = {}
 for path in snakemake.input:
     df = pd.read_csv(path)
     frames[str(df["task"].iloc[0])] = df
-write_table(other_tasks_accuracy_table(snakemake.wildcards.model, frames, snakemake.params.prompts),
-            *snakemake.output)
+write_table(other_tasks_accuracy_table(snakemake.wildcards.model, frames, snakemake.params.prompts), *snakemake.output)

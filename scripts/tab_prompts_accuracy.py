@@ -1,4 +1,5 @@
 """Rule tab_prompts_accuracy: tabA1, the a+b prompt and accuracy of every model."""
+
 import pandas as pd
 
 from helixclock.io import write_table

@@ -1,5 +1,6 @@
 """Rule train_toy: install the committed checkpoint of a toy model of the embedded default
 when it was trained with exactly these settings, else train it here."""
+
 from pathlib import Path
 
 from helixclock.pipeline import start
@@ -11,11 +12,14 @@ out = Path(snakemake.output[0])  # the staged model directory (published into re
 committed = matching_checkpoint(Path(snakemake.params.committed) / model, spec, toy)
 if committed is not None and not snakemake.params.retrain:
     record = install_checkpoint(committed, out)
-    log.info("installed the committed checkpoint %s (trained in %.0f s; --config toy_retrain=true "
-             "trains it here): %s", committed, record["train_seconds"], record["accuracy"])
+    log.info(
+        "installed the committed checkpoint %s (trained in %.0f s; --config toy_retrain=true trains it here): %s",
+        committed,
+        record["train_seconds"],
+        record["accuracy"],
+    )
 else:
     if committed is None:
-        log.info("no committed checkpoint of %s with these settings in %s: training", model,
-                 snakemake.params.committed)
+        log.info("no committed checkpoint of %s with these settings in %s: training", model, snakemake.params.committed)
     record = train_toy(model, spec, out, **toy)
     log.info("trained in %.1f s: %s", record["train_seconds"], record["accuracy"])

@@ -50,16 +50,33 @@ def test_every_family_has_a_spec_a_schema_entry_and_a_tiny_model():
 
 def test_config_and_the_family_table_import_no_torch():
     code = "import sys, helixclock.config, helixclock.adapters; assert 'torch' not in sys.modules, 'torch'"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+    )
     assert out.returncode == 0, out.stderr
 
 
 def test_a_spec_names_both_projections_of_a_gated_mlp():
     with pytest.raises(ValueError, match="family 'x': neuron_in \\('mlp.fc',\\) must name gate and up"):
-        adapters.FamilySpec("x", ("x",), "X", blocks="b", final_norm="n", unembed="u",
-                            attn_proj="a.o", mlp="mlp", neuron_in=("mlp.fc",), neuron_out="mlp.down",
-                            attn_norm="ln1", mlp_norm="ln2", parallel=False, gated=True)
+        adapters.FamilySpec(
+            "x",
+            ("x",),
+            "X",
+            blocks="b",
+            final_norm="n",
+            unembed="u",
+            attn_proj="a.o",
+            mlp="mlp",
+            neuron_in=("mlp.fc",),
+            neuron_out="mlp.down",
+            attn_norm="ln1",
+            mlp_norm="ln2",
+            parallel=False,
+            gated=True,
+        )
 
 
 def test_the_model_class_is_the_one_the_table_names(family_model):
@@ -74,11 +91,19 @@ def test_every_hook_point_has_its_shape(family_model):
     ad = family_model.adapter
     pts = all_points(ad)
     values, logits = PatchingEngine(family_model, progress=False).collect(
-        add_prompt_ids(family_model.tokenizer, PAIRS), pts)
+        add_prompt_ids(family_model.tokenizer, PAIRS), pts
+    )
     n, p = len(PAIRS), len(POS)
-    expected = {"resid_pre": (n, p, ad.d_model), "attn_out": (n, p, ad.d_model), "mlp_out": (n, p, ad.d_model),
-                "resid_mid": (n, p, ad.d_model), "head_out": (n, p, ad.n_heads, ad.d_head),
-                "neuron_pre": (n, p, ad.d_mlp), "neuron_up": (n, p, ad.d_mlp), "neuron_post": (n, p, ad.d_mlp)}
+    expected = {
+        "resid_pre": (n, p, ad.d_model),
+        "attn_out": (n, p, ad.d_model),
+        "mlp_out": (n, p, ad.d_model),
+        "resid_mid": (n, p, ad.d_model),
+        "head_out": (n, p, ad.n_heads, ad.d_head),
+        "neuron_pre": (n, p, ad.d_mlp),
+        "neuron_up": (n, p, ad.d_mlp),
+        "neuron_post": (n, p, ad.d_mlp),
+    }
     for pt in pts:
         assert tuple(values[pt].shape) == expected[pt.kind], pt
     assert tuple(logits.shape) == (n, ad.vocab_size)
@@ -110,8 +135,9 @@ def test_block_identity_and_final_logits(family_model):
         assert (hf.get_submodule(ad.unembed)(out.hidden_states[-1][:, -1]) - ref).abs().max() > 1e-3
     # resid_pre[l] is the input of block l, as transformers' hidden_states[l] (l < n_layers)
     for l in range(ad.n_layers):
-        torch.testing.assert_close(values[Point("resid_pre", l, POS)], out.hidden_states[l][:, list(POS)],
-                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            values[Point("resid_pre", l, POS)], out.hidden_states[l][:, list(POS)], atol=1e-5, rtol=1e-5
+        )
 
 
 def test_heads_through_output_projection_sum_to_its_output(family_model):
@@ -166,8 +192,9 @@ def test_llama_grouped_query_attention_gives_one_output_per_query_head(tokenizer
     hf = tiny_hf_model("llama", len(tokenizer), heads=4)
     assert hf.config.num_key_value_heads == 2
     model = wrap_model(hf, tokenizer)
-    v, _ = PatchingEngine(model, progress=False).collect(add_prompt_ids(tokenizer, PAIRS),
-                                                         [Point("head_out", 0, POS)], logits=False)
+    v, _ = PatchingEngine(model, progress=False).collect(
+        add_prompt_ids(tokenizer, PAIRS), [Point("head_out", 0, POS)], logits=False
+    )
     assert v[Point("head_out", 0, POS)].shape[2] == 4
     assert model.adapter.n_kv_heads == 2 and model.adapter.gated and not model.adapter.parallel
 
@@ -176,7 +203,7 @@ def test_gemma_head_dim_is_read_from_the_config(tokenizer):
     """Gemma's heads are 16 wide on a 32-wide residual with 4 heads (H * dh != d)."""
     ad = make_adapter(tiny_hf_model("gemma2", len(tokenizer)))
     assert (ad.n_heads, ad.d_head, ad.d_model, ad.n_kv_heads) == (4, 16, 32, 2)
-    assert ad.embed_scale == pytest.approx(32 ** 0.5)
+    assert ad.embed_scale == pytest.approx(32**0.5)
 
 
 def test_attention_windows_are_read_from_the_config(tokenizer):
@@ -218,15 +245,25 @@ def test_sites_of_post_normed_and_unnormed_families(tokenizer):
 def test_unsupported_family_names_the_supported_ones(tokenizer):
     from transformers import OPTConfig, OPTForCausalLM
 
-    hf = OPTForCausalLM(OPTConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1,
-                                  num_attention_heads=2, ffn_dim=32, word_embed_proj_dim=16))
+    hf = OPTForCausalLM(
+        OPTConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            ffn_dim=32,
+            word_embed_proj_dim=16,
+        )
+    )
     with pytest.raises(UnsupportedFamilyError) as err:
         make_adapter(hf)
     msg = str(err.value)
     assert "model type 'opt' is not supported" in msg
-    assert ("supported families: gptj, neox, llama, gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, gemma2, "
-            "gemma3 (model types gptj, gpt_neox, llama, gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, "
-            "gemma2, gemma3_text)") in msg
+    assert (
+        "supported families: gptj, neox, llama, gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, gemma2, "
+        "gemma3 (model types gptj, gpt_neox, llama, gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, "
+        "gemma2, gemma3_text)"
+    ) in msg
     with pytest.raises(UnsupportedFamilyError, match="load the text-only Gemma3ForCausalLM"):
         adapters.detect_family(types.SimpleNamespace(model_type="gemma3"))
 
@@ -242,8 +279,10 @@ def test_registry_family_must_match(tokenizer):
 def test_a_config_that_disagrees_with_the_weights_is_refused(tokenizer):
     hf = tiny_hf_model("qwen2", len(tokenizer))
     hf.config.intermediate_size = 50
-    with pytest.raises(UnsupportedFamilyError, match="model.layers.0.mlp.down_proj has weight shape \\(32, 48\\), "
-                                                     "expected \\(32, 50\\)"):
+    with pytest.raises(
+        UnsupportedFamilyError,
+        match="model.layers.0.mlp.down_proj has weight shape \\(32, 48\\), expected \\(32, 50\\)",
+    ):
         make_adapter(hf)
 
 
@@ -284,8 +323,9 @@ def test_word_level_families_run_the_accuracy_sweep(family_model):
     with torch.no_grad():
         ref = family_model.hf(torch.from_numpy(found.input_ids)).logits[:, -1]
     answer = torch.tensor(df["answer_token"].to_numpy())
-    torch.testing.assert_close(torch.from_numpy(df["answer_logit"].to_numpy()), ref.gather(1, answer[:, None])[:, 0],
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        torch.from_numpy(df["answer_logit"].to_numpy()), ref.gather(1, answer[:, None])[:, 0], atol=1e-5, rtol=1e-5
+    )
     assert (df["pred_token"].to_numpy() == ref.argmax(-1).numpy()).all()
     assert (df["rank"].to_numpy() == (ref > ref.gather(1, answer[:, None])).sum(-1).numpy()).all()
 
@@ -320,8 +360,12 @@ def test_every_family_gets_its_model_card_or_a_clear_refusal(family, tokenizer, 
     hf = tiny_hf_model(family, len(tok))
     hf.save_pretrained(tmp_path / family)
     tok.save_pretrained(tmp_path / family)
-    spec = {"source": str(tmp_path / family), "family": family, "max_number": 399,
-            "prompts": {"add": GPTJ_PROMPTS["add"], "sub23": GPTJ_PROMPTS["sub23"]}}
+    spec = {
+        "source": str(tmp_path / family),
+        "family": family,
+        "max_number": 399,
+        "prompts": {"add": GPTJ_PROMPTS["add"], "sub23": GPTJ_PROMPTS["sub23"]},
+    }
     if family in DIGIT_SPLITTING:
         with pytest.raises(TokenisationError, match=r"number 10 .*\['1', '0'\]"):
             model_card(family, spec, ["add", "sub23"])

@@ -23,8 +23,10 @@ def reference_attribution(model, pairs):
 
     def run(ids, grad):
         kept = []
-        handles = [replace_io(hf.get_submodule(ad.site("neuron_post", l).path), "input",
-                            lambda x: kept.append(x) or x) for l in range(ad.n_layers)]
+        handles = [
+            replace_io(hf.get_submodule(ad.site("neuron_post", l).path), "input", lambda x: kept.append(x) or x)
+            for l in range(ad.n_layers)
+        ]
         try:
             with torch.enable_grad():
                 embeds = hf.get_input_embeddings()(ids).detach().requires_grad_(grad)

@@ -38,7 +38,8 @@ def test_round_trip_matches_a_plain_forward(tiny_gptj, tmp_path):
 
 def test_float16_cache(tiny_gptj, tmp_path):
     path = tmp_path / "r16.h5"
-    write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], np.array([1, 2]), np.array([3, 4]), path,
-                         dtype="float16", max_number=5)
+    write_residual_cache(
+        tiny_gptj, GPTJ_PROMPTS["add"], np.array([1, 2]), np.array([3, 4]), path, dtype="float16", max_number=5
+    )
     with h5py.File(path) as f:
         assert f["a"].dtype == np.float16 and f.attrs["dtype"] == "float16"

@@ -65,13 +65,15 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
     site = ad.site("head_out", 0)
     W = ad.head_weights(hf, 0)[1]
     sl = slice(ad.d_head, 2 * ad.d_head)
-    delta = (capture(hf, site.path, site.io, pairs.clean)[:, LAST, sl]
-             - capture(hf, site.path, site.io, pairs.corrupted)[:, LAST, sl]) @ W
+    delta = (
+        capture(hf, site.path, site.io, pairs.clean)[:, LAST, sl]
+        - capture(hf, site.path, site.io, pairs.corrupted)[:, LAST, sl]
+    ) @ W
     base = hf(pairs.corrupted).logits[:, -1].detach()
     for i, r in enumerate(receivers):
         in_site = ad.site(engine.receiver_input(r).kind, r.layer)
         out_site = ad.site(r.kind, r.layer)
-        take = (lambda y: y[:, LAST, 3 * ad.d_head:4 * ad.d_head]) if r.kind == "head_out" else (lambda y: y[:, LAST])
+        take = (lambda y: y[:, LAST, 3 * ad.d_head : 4 * ad.d_head]) if r.kind == "head_out" else (lambda y: y[:, LAST])
 
         def add(x):
             y = x.clone()
@@ -87,7 +89,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
         def put(x, r=r, received=received):
             y = x.clone()
             if r.kind == "head_out":
-                y[:, LAST, 3 * ad.d_head:4 * ad.d_head] = received
+                y[:, LAST, 3 * ad.d_head : 4 * ad.d_head] = received
             else:
                 y[:, LAST] = received
             return y
@@ -130,15 +132,18 @@ def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
 
 
 def test_categorisation_formulas():
-    heads = pd.DataFrame({
-        "name": ["ab", "sum", "weak_ab", "weak_sum"],
-        "layer": [3, 20, 10, 18], "head": [0, 1, 2, 3],
-        "te": [2.0, 1.0, 1.0, 2.0],
-        "de": [0.2, 0.9, 0.5, 1.2],
-        "fit_all": [1.0, 1.0, 1.0, 1.0],
-        "fit_ab": [0.9, 0.1, 0.5, 0.4],
-        "fit_sum": [0.1, 0.8, 0.2, 0.5],
-    })
+    heads = pd.DataFrame(
+        {
+            "name": ["ab", "sum", "weak_ab", "weak_sum"],
+            "layer": [3, 20, 10, 18],
+            "head": [0, 1, 2, 3],
+            "te": [2.0, 1.0, 1.0, 2.0],
+            "de": [0.2, 0.9, 0.5, 1.2],
+            "fit_all": [1.0, 1.0, 1.0, 1.0],
+            "fit_ab": [0.9, 0.1, 0.5, 0.4],
+            "fit_sum": [0.1, 0.8, 0.2, 0.5],
+        }
+    )
     cats = categorise(heads)
     by = cats.set_index("name")
     # c_ab = (1 - DE/TE) helix(a,b)/helix(a,b,a+b);  c_a+b = DE/TE helix(a+b)/helix(a,b,a+b)

@@ -22,15 +22,24 @@ def test_default_config_is_valid():
     assert registry["llama"]["source"] == "meta-llama/Llama-3.1-8B"
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"models": ["no-such-model"]}, "unknown model 'no-such-model'; known models: gptj, llama, pythia"),
-    ({"cache": {"dtype": "float8"}}, "key 'cache.dtype': value 'float8' is not one of the allowed values float16, float32"),
-    ({"device": "tpu"}, "key 'device': value 'tpu' does not match"),
-    ({"batch_size": 0}, "key 'batch_size': value 0 violates minimum 1"),
-    ({"sedd": 1}, "unknown key(s) 'sedd' at the top level; allowed keys: accuracy"),
-    ({"accuracy": {"tasks": ["add", "mul"]}}, "key 'accuracy.tasks.1': value 'mul' is not one of the allowed values add"),
-    ({"toy": {"steps": "many"}}, "key 'toy.steps': value 'many' should be of type integer"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({"models": ["no-such-model"]}, "unknown model 'no-such-model'; known models: gptj, llama, pythia"),
+        (
+            {"cache": {"dtype": "float8"}},
+            "key 'cache.dtype': value 'float8' is not one of the allowed values float16, float32",
+        ),
+        ({"device": "tpu"}, "key 'device': value 'tpu' does not match"),
+        ({"batch_size": 0}, "key 'batch_size': value 0 violates minimum 1"),
+        ({"sedd": 1}, "unknown key(s) 'sedd' at the top level; allowed keys: accuracy"),
+        (
+            {"accuracy": {"tasks": ["add", "mul"]}},
+            "key 'accuracy.tasks.1': value 'mul' is not one of the allowed values add",
+        ),
+        ({"toy": {"steps": "many"}}, "key 'toy.steps': value 'many' should be of type integer"),
+    ],
+)
 def test_config_errors_name_key_and_value(config, message):
     with pytest.raises(ConfigError) as err:
         check_config(config)
@@ -42,8 +51,11 @@ def test_registry_errors(tmp_path):
     reg["toy-gptj"]["family"] = "bert"
     path = tmp_path / "models.yaml"
     path.write_text(yaml.safe_dump(reg))
-    with pytest.raises(ConfigError, match="registry key 'toy-gptj.family': value 'bert' is not one of the allowed values gptj, neox, llama, "
-                       "gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, gemma2, gemma3"):
+    with pytest.raises(
+        ConfigError,
+        match="registry key 'toy-gptj.family': value 'bert' is not one of the allowed values gptj, neox, llama, "
+        "gpt2, gpt_neo, olmo, olmo2, phi, qwen2, mistral, gemma2, gemma3",
+    ):
         check_config({"registry": str(path)})
     reg["toy-gptj"]["family"] = "gptj"
     del reg["toy-gptj"]["prompts"]["mod2"]
@@ -54,8 +66,13 @@ def test_registry_errors(tmp_path):
 
 def test_snakemake_refuses_an_unknown_model_within_seconds():
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config", 'models=["no-such-model"]'],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--config", 'models=["no-such-model"]'],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "unknown model 'no-such-model'" in out and "toy-gptj" in out
@@ -87,14 +104,17 @@ def registry_with(tmp_path, **changes):
     return str(path)
 
 
-@pytest.mark.parametrize("prompt, problem", [
-    ("{a}+=", "value '{a}+=' lacks the placeholder {b}; a prompt of task add needs {a}, {b}, each once"),
-    ("{a}+{a}=", "repeats (2 times) the placeholder {a}"),
-    ("{a}+{b}={c}", "has the unknown placeholder {c}; allowed: {a}, {b}"),
-    ("{a:03d}+{b}=", "has the unknown placeholder {a:03d}"),
-    ("{a}+{b}={", "has unmatched braces"),
-    ("{a}+{b}=}", "has unmatched braces"),
-])
+@pytest.mark.parametrize(
+    "prompt, problem",
+    [
+        ("{a}+=", "value '{a}+=' lacks the placeholder {b}; a prompt of task add needs {a}, {b}, each once"),
+        ("{a}+{a}=", "repeats (2 times) the placeholder {a}"),
+        ("{a}+{b}={c}", "has the unknown placeholder {c}; allowed: {a}, {b}"),
+        ("{a:03d}+{b}=", "has the unknown placeholder {a:03d}"),
+        ("{a}+{b}={", "has unmatched braces"),
+        ("{a}+{b}=}", "has unmatched braces"),
+    ],
+)
 def test_add_prompt_placeholders_are_checked_before_any_job(tmp_path, prompt, problem):
     registry = registry_with(tmp_path, **{"toy-gptj__prompts__add": prompt})
     with pytest.raises(ConfigError) as err:
@@ -104,29 +124,48 @@ def test_add_prompt_placeholders_are_checked_before_any_job(tmp_path, prompt, pr
 
 def test_one_operand_prompts_take_a_alone(tmp_path):
     registry = registry_with(tmp_path, **{"toy-llama__prompts__mod2": "{a}%{b}="})
-    with pytest.raises(ConfigError, match=r"registry key 'toy-llama.prompts.mod2': value '\{a\}%\{b\}=' has the "
-                                          r"unknown placeholder \{b\}; allowed: \{a\}"):
+    with pytest.raises(
+        ConfigError,
+        match=r"registry key 'toy-llama.prompts.mod2': value '\{a\}%\{b\}=' has the "
+        r"unknown placeholder \{b\}; allowed: \{a\}",
+    ):
         check_config({"registry": registry})
     # literal braces written as {{ }} are text, and a model not in use is not checked
     ok = registry_with(tmp_path, **{"toy-gptj__prompts__add": "{{sum}} {a}+{b}=", "pythia__prompts__add": "{a}="})
     assert check_config({"registry": ok})[1]["toy-gptj"]["prompts"]["add"] == "{{sum}} {a}+{b}="
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"cache": {"max_number": 100000}},
-     "config key 'cache.max_number': value 100000 is more than model 'toy-gptj' keeps as one token "
-     "(registry key 'toy-gptj.max_number': 399); allowed: 99..399"),
-    ({"cache": {"max_number": 50}}, "key 'cache.max_number': value 50 violates minimum 99"),
-    ({"models": ["toy-gptj", "toy-gptj"]}, "config key 'models': value ['toy-gptj', 'toy-gptj'] names toy-gptj more than once"),
-    ({"accuracy": {"tasks": ["sub23", "mod2"]}}, "config key 'accuracy.tasks': value ['sub23', 'mod2'] lacks 'add'"),
-    ({"helix": {"periods": [2, 5, 5]}}, "config key 'helix.periods': value [2, 5, 5] names 5 more than once"),
-    ({"neurons": {"de_pairs": 10**6}}, "config key 'neurons.de_pairs': value 1000000 is more than the"),
-    ({"structure": {"layer": 9}}, "config key 'structure.layer': value 9 is past the residual stream of model "
-                                  "'toy-gptj'; allowed: 0..4"),
-    ({"helix": {"figure_layer": 5}}, "config key 'helix.figure_layer': value 5 is past"),
-    ({"neurons": {"figure_ranks": [0, 200]}}, "config key 'neurons.figure_ranks': value [0, 200] asks for rank 200 "
-                                             "but model 'toy-gptj' has 102 top neurons"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            {"cache": {"max_number": 100000}},
+            "config key 'cache.max_number': value 100000 is more than model 'toy-gptj' keeps as one token "
+            "(registry key 'toy-gptj.max_number': 399); allowed: 99..399",
+        ),
+        ({"cache": {"max_number": 50}}, "key 'cache.max_number': value 50 violates minimum 99"),
+        (
+            {"models": ["toy-gptj", "toy-gptj"]},
+            "config key 'models': value ['toy-gptj', 'toy-gptj'] names toy-gptj more than once",
+        ),
+        (
+            {"accuracy": {"tasks": ["sub23", "mod2"]}},
+            "config key 'accuracy.tasks': value ['sub23', 'mod2'] lacks 'add'",
+        ),
+        ({"helix": {"periods": [2, 5, 5]}}, "config key 'helix.periods': value [2, 5, 5] names 5 more than once"),
+        ({"neurons": {"de_pairs": 10**6}}, "config key 'neurons.de_pairs': value 1000000 is more than the"),
+        (
+            {"structure": {"layer": 9}},
+            "config key 'structure.layer': value 9 is past the residual stream of model 'toy-gptj'; allowed: 0..4",
+        ),
+        ({"helix": {"figure_layer": 5}}, "config key 'helix.figure_layer': value 5 is past"),
+        (
+            {"neurons": {"figure_ranks": [0, 200]}},
+            "config key 'neurons.figure_ranks': value [0, 200] asks for rank 200 "
+            "but model 'toy-gptj' has 102 top neurons",
+        ),
+    ],
+)
 def test_settings_that_would_fail_in_a_job_are_refused_at_dag_time(config, message):
     with pytest.raises(ConfigError) as err:
         check_config(config)
@@ -136,15 +175,21 @@ def test_settings_that_would_fail_in_a_job_are_refused_at_dag_time(config, messa
 def test_cache_max_number_is_checked_against_the_models_in_use():
     """gptj keeps 0..361 as one token: 400 is refused for it and accepted for the toys."""
     assert check_config({"cache": {"max_number": 399}})[0]["cache"]["max_number"] == 399
-    with pytest.raises(ConfigError, match=r"'cache.max_number': value 400 is more than model 'gptj' keeps as one "
-                                          r"token \(registry key 'gptj.max_number': 361\); allowed: 99..361"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'cache.max_number': value 400 is more than model 'gptj' keeps as one "
+        r"token \(registry key 'gptj.max_number': 361\); allowed: 99..361",
+    ):
         check_config({"models": ["gptj"], "cache": {"max_number": 400}})
 
 
-@pytest.mark.parametrize("arch, message", [
-    ({"n_heads": 3}, "registry key 'toy-gptj.toy.n_heads': value 3 does not divide d_model 128"),
-    ({"n_kv_heads": 3}, "registry key 'toy-llama.toy.n_kv_heads': value 3 does not divide n_heads 4"),
-])
+@pytest.mark.parametrize(
+    "arch, message",
+    [
+        ({"n_heads": 3}, "registry key 'toy-gptj.toy.n_heads': value 3 does not divide d_model 128"),
+        ({"n_kv_heads": 3}, "registry key 'toy-llama.toy.n_kv_heads': value 3 does not divide n_heads 4"),
+    ],
+)
 def test_toy_architecture_is_checked_before_training(tmp_path, arch, message):
     model = "toy-llama" if "n_kv_heads" in arch else "toy-gptj"
     registry = registry_with(tmp_path, **{f"{model}__toy__{k}": v for k, v in arch.items()})
@@ -155,9 +200,13 @@ def test_toy_architecture_is_checked_before_training(tmp_path, arch, message):
 
 def test_snakemake_refuses_a_prompt_without_b_before_any_job(tmp_path):
     registry = registry_with(tmp_path, **{"toy-gptj__prompts__add": "{a}+="})
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config", f"registry={registry}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--config", f"registry={registry}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Job stats" not in out
     assert "registry key 'toy-gptj.prompts.add': value '{a}+=' lacks the placeholder {b}" in out
-

@@ -19,9 +19,16 @@ MODELS = ("toy-gptj", "toy-llama")
 def test_every_output_is_made(tiny_run):
     work, seconds = tiny_run
     for m in MODELS:
-        for rel in ("model.json", "accuracy/add.csv", "accuracy/mod2.csv", "cache/residuals.h5",
-                    "figures/figA1_accuracy_heatmap.pdf", "figures/figA1_accuracy_heatmap.png",
-                    "tables/tabC1_other_tasks_accuracy.csv", "tables/tabC1_other_tasks_accuracy.md"):
+        for rel in (
+            "model.json",
+            "accuracy/add.csv",
+            "accuracy/mod2.csv",
+            "cache/residuals.h5",
+            "figures/figA1_accuracy_heatmap.pdf",
+            "figures/figA1_accuracy_heatmap.png",
+            "tables/tabC1_other_tasks_accuracy.csv",
+            "tables/tabC1_other_tasks_accuracy.md",
+        ):
             assert (work / "results" / m / rel).stat().st_size > 0, (m, rel)
         # a staged job's log and benchmark are named by its settings hash (README, "When a run fails")
         (log,) = (work / "logs" / m).glob("accuracy-*.log")
@@ -88,7 +95,7 @@ def test_concurrent_model_jobs_get_different_gpu_slots(tiny_run):
     work, _ = tiny_run
     spans = _job_spans(work)
     assert {s[2] for s in spans} == {"0", "1"}
-    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:] if a[3] < b[4] and b[3] < a[4]]
+    overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :] if a[3] < b[4] and b[3] < a[4]]
     assert overlapping, "no two model jobs ran at the same time"
     assert all(a[2] != b[2] for a, b in overlapping), overlapping
 

@@ -61,11 +61,24 @@ def add_table(correct, pred=None) -> pd.DataFrame:
     answer = a + b
     correct = np.asarray(correct, bool)
     pred = np.where(correct, answer.astype(str), "") if pred is None else pred
-    return pd.DataFrame({"task": "add", "a": a, "b": b, "answer": answer, "answer_token": answer,
-                         "pred_token": 0, "pred": pred, "correct": correct, "answer_logit": 0.0, "rank": 0})
+    return pd.DataFrame(
+        {
+            "task": "add",
+            "a": a,
+            "b": b,
+            "answer": answer,
+            "answer_token": answer,
+            "pred_token": 0,
+            "pred": pred,
+            "correct": correct,
+            "answer_logit": 0.0,
+            "rank": 0,
+        }
+    )
 
 
 # ---------------------------------------------------------------- App. E
+
 
 def test_linear_addition_on_an_exact_line_is_always_right():
     rng = np.random.default_rng(0)
@@ -167,9 +180,30 @@ def test_the_two_readings_of_app_e_line_by_hand():
 # ---------------------------------------------------------------- App. F: errors
 
 # wrong answers: (error or a non-number, units-digit sum); 4 correct prompts besides
-WRONG = [(-10, 12), (-10, 15), (-10, 10), (-10, 11), (-10, 13), (-10, 18), (-10, 3), (-10, 5),
-         (10, 11), (10, 4), (10, 0), (10, 2), (1, 16), (1, 10), (-1, 1), (-20, 7), (20, 8), (-2, 6),
-         (-1, 9), (2, 2), ("x", 4), ("", 12)]
+WRONG = [
+    (-10, 12),
+    (-10, 15),
+    (-10, 10),
+    (-10, 11),
+    (-10, 13),
+    (-10, 18),
+    (-10, 3),
+    (-10, 5),
+    (10, 11),
+    (10, 4),
+    (10, 0),
+    (10, 2),
+    (1, 16),
+    (1, 10),
+    (-1, 1),
+    (-20, 7),
+    (20, 8),
+    (-2, 6),
+    (-1, 9),
+    (2, 2),
+    ("x", 4),
+    ("", 12),
+]
 
 
 def hand_made() -> pd.DataFrame:
@@ -224,7 +258,7 @@ def test_carry_test_is_yates_chi_squared_by_hand():
     assert [[row.hit_carry, row.hit_no_carry], [row.other_carry, row.other_no_carry]] == carry
     chi2, p = yates(carry)
     assert np.isclose(row.chi2, chi2) and np.isclose(row.p, p) and row.dof == 1
-    assert np.isclose(chi2, 20 * 38 ** 2 / (8 * 12 * 9 * 11))
+    assert np.isclose(chi2, 20 * 38**2 / (8 * 12 * 9 * 11))
     # > 10 (the authors' code): a units sum of exactly 10 is no carry
     authors = [[5, 3], [2, 10]]
     row = res.loc["> 10 (authors' code)"]
@@ -242,6 +276,7 @@ def test_carry_test_without_any_minus_ten_has_no_statistic():
 
 # ---------------------------------------------------------------- App. F: logits
 
+
 def planted_logits(n: int = 300, seed: int = 0):
     """Logits over 0..198 = slope * token + c + A cos(2 pi token / T + phi) + noise."""
     rng = np.random.default_rng(seed)
@@ -249,8 +284,12 @@ def planted_logits(n: int = 300, seed: int = 0):
     slope = rng.uniform(-0.08, 0.02, n)
     T = rng.choice([10, 100, 5], n)
     A = rng.uniform(1.0, 2.0, n)
-    Y = slope[:, None] * x + rng.normal(size=(n, 1)) + A[:, None] * np.cos(
-        2 * np.pi * x / T[:, None] + rng.uniform(0, 2 * np.pi, (n, 1))) + 0.05 * rng.normal(size=(n, 199))
+    Y = (
+        slope[:, None] * x
+        + rng.normal(size=(n, 1))
+        + A[:, None] * np.cos(2 * np.pi * x / T[:, None] + rng.uniform(0, 2 * np.pi, (n, 1)))
+        + 0.05 * rng.normal(size=(n, 199))
+    )
     return Y, slope, T
 
 
@@ -289,8 +328,14 @@ def test_logit_line_fourier_and_examples(tmp_path):
     with pytest.raises(ValueError, match="rows of logits"):
         logit_line_fourier(Y[:10], acc)
     tables = appendix_f_tables(acc, Y, n_examples=3, seed=5)
-    assert set(tables) == {"errors", "error_distribution", "error_summary", "carry_test", "logit_examples",
-                           "logit_line_fourier"}
+    assert set(tables) == {
+        "errors",
+        "error_distribution",
+        "error_summary",
+        "carry_test",
+        "logit_examples",
+        "logit_line_fourier",
+    }
     pd.testing.assert_frame_equal(tables["logit_examples"], ex)
     assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["errors"]) == 0
     # the h5 reader
@@ -304,6 +349,7 @@ def test_logit_line_fourier_and_examples(tmp_path):
 
 # ---------------------------------------------------------------- App. F: neurons
 
+
 def planted_neurons(n: int = 40, seed: int = 0):
     """Neurons whose logit lens has period T (199 / round(199 / T)) = their fitted a+b period,
     except every fifth, whose lens has period 199 (the paper's "200")."""
@@ -312,10 +358,19 @@ def planted_neurons(n: int = 40, seed: int = 0):
     x = np.arange(199)
     lens = np.cos(2 * np.pi * x / T[:, None] + rng.uniform(0, 6, (n, 1))) + 0.1 * rng.normal(size=(n, 199))
     lens[::5] = 2 * np.cos(2 * np.pi * x / 199) + 0.1 * rng.normal(size=(n // 5, 199))
-    neurons = pd.DataFrame({"layer": rng.integers(10, 28, n), "neuron": rng.integers(0, 16384, n),
-                            "te": rng.uniform(0.1, 1, n), "de": np.linspace(1.0, 0.01, n),
-                            "max_post": rng.uniform(1, 3, n), "max_a": rng.integers(0, 100, n),
-                            "max_b": rng.integers(0, 100, n), "top_variable": "a+b", "top_period": T})
+    neurons = pd.DataFrame(
+        {
+            "layer": rng.integers(10, 28, n),
+            "neuron": rng.integers(0, 16384, n),
+            "te": rng.uniform(0.1, 1, n),
+            "de": np.linspace(1.0, 0.01, n),
+            "max_post": rng.uniform(1, 3, n),
+            "max_a": rng.integers(0, 100, n),
+            "max_b": rng.integers(0, 100, n),
+            "top_variable": "a+b",
+            "top_period": T,
+        }
+    )
     return neurons, lens
 
 
@@ -352,8 +407,9 @@ def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
     # a period-5 neuron whose lens shows 2.5 (the harmonic) is a harmonic match, not a strict one
     x = np.arange(199)
     lens2 = np.cos(2 * np.pi * x / 2.5)[None].repeat(2, 0)
-    two = pd.DataFrame({"layer": [1, 2], "neuron": [0, 1], "de": [1.0, 1.0], "top_variable": "a+b",
-                        "top_period": [5, 10]})
+    two = pd.DataFrame(
+        {"layer": [1, 2], "neuron": [0, 1], "de": [1.0, 1.0], "top_variable": "a+b", "top_period": [5, 10]}
+    )
     per2 = logit_lens_periods(two, lens2, fraction=1.0)
     assert per2["matches"].tolist() == [False, False] and per2["harmonic"].tolist() == [2, 4]
     assert match_shares(per2) == {"n": 2, "strict": 0.0, "harmonic": 1.0}
@@ -362,8 +418,10 @@ def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
 def test_neuron_logit_lens_and_periods():
     neurons, lens = planted_neurons()
     table = logit_lens_table(neurons, lens, rows=[0, 3])
-    assert list(dict.fromkeys(table["label"])) == [f"L{neurons.layer[0]}N{neurons.neuron[0]}",
-                                                   f"L{neurons.layer[3]}N{neurons.neuron[3]}"]
+    assert list(dict.fromkeys(table["label"])) == [
+        f"L{neurons.layer[0]}N{neurons.neuron[0]}",
+        f"L{neurons.layer[3]}N{neurons.neuron[3]}",
+    ]
     assert np.allclose(table["logit"].to_numpy()[:199], neurons.max_post[0] * lens[0])
     assert (table["answer"] == table["max_a"] + table["max_b"]).all()
     per = logit_lens_periods(neurons, lens, fraction=0.8)
@@ -384,6 +442,7 @@ def test_neuron_logit_lens_and_periods():
 
 # ---------------------------------------------------------------- figures
 
+
 def test_figures_of_appendix_e_and_f(tmp_path):
     rng = np.random.default_rng(0)
     v = rng.normal(size=32)
@@ -401,14 +460,16 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     r2 = tabs["accuracy"].groupby("reading").first()
     at100 = tabs["accuracy"][tabs["accuracy"]["alpha"] == 100].set_index("reading")
-    assert legend == [f"toy ({at100['model_accuracy'].iloc[0]:.1%} at α = 100)",
-                      f"line through the points (R² = {r2.loc['points', 'line_r2']:.3f}, held out "
-                      f"{r2.loc['points', 'line_r2_heldout']:.3f}, {at100.loc['points', 'linear_accuracy']:.1%} "
-                      "at α = 100)",
-                      f"a regressed on the dims (R² = {r2.loc['regression', 'line_r2']:.3f}, "
-                      f"{at100.loc['regression', 'linear_accuracy']:.1%} at α = 100)",
-                      f"a regressed on the dims, held out (R² = {r2.loc['regression_heldout', 'line_r2']:.3f}, "
-                      f"{at100.loc['regression_heldout', 'linear_accuracy']:.1%} at α = 100)"]
+    assert legend == [
+        f"toy ({at100['model_accuracy'].iloc[0]:.1%} at α = 100)",
+        f"line through the points (R² = {r2.loc['points', 'line_r2']:.3f}, held out "
+        f"{r2.loc['points', 'line_r2_heldout']:.3f}, {at100.loc['points', 'linear_accuracy']:.1%} "
+        "at α = 100)",
+        f"a regressed on the dims (R² = {r2.loc['regression', 'line_r2']:.3f}, "
+        f"{at100.loc['regression', 'linear_accuracy']:.1%} at α = 100)",
+        f"a regressed on the dims, held out (R² = {r2.loc['regression_heldout', 'line_r2']:.3f}, "
+        f"{at100.loc['regression_heldout', 'linear_accuracy']:.1%} at α = 100)",
+    ]
     assert "paper (GPT-J)" in fig.axes[0].get_title() and not fig.axes[0].texts  # no note over the curves
     save(fig, tmp_path, "figE1_linear_addition")
 
@@ -430,8 +491,9 @@ def test_figures_of_appendix_e_and_f(tmp_path):
 
     per = logit_lens_periods(neurons, lens)
     fig = F.logit_lens_periods(per, "toy")
-    assert [ax.get_title().split(" (n")[0] for ax in fig.axes] == [f"largest fitted term c(T = {T}, a+b)"
-                                                                   for T in (2, 5, 10, 100)]
+    assert [ax.get_title().split(" (n")[0] for ax in fig.axes] == [
+        f"largest fitted term c(T = {T}, a+b)" for T in (2, 5, 10, 100)
+    ]
     shares = match_shares(per[per["fitted_period"] == 5])
     assert f"{shares['strict']:.0%} at T, {shares['harmonic']:.0%} at T/k" in fig.axes[1].get_title()
     save(fig, tmp_path, "figF4_logit_lens_periods")

@@ -32,8 +32,12 @@ def finished(tiny_run, tmp_path_factory):
 
 def outputs(work: Path) -> dict[str, float]:
     """Every published output and its modification time."""
-    return {str(p.relative_to(work)): p.stat().st_mtime_ns
-            for top in ("results", "resources") for p in (work / top).rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(work)): p.stat().st_mtime_ns
+        for top in ("results", "resources")
+        for p in (work / top).rglob("*")
+        if p.is_file()
+    }
 
 
 def changed_config(tmp_path: Path, **settings) -> Path:
@@ -73,8 +77,11 @@ def test_a_refused_model_job_changes_nothing(finished, tmp_path):
     config = changed_config(tmp_path, minimum={"correct_prompts": 10**6})
     proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
     assert proc.returncode != 0
-    assert re.search(r"helixclock: toy-(gptj|llama): (residual_cache|neuron_fit_eval) needs at least 1000000 "
-                     r"correct a\+b prompts .*found \d+", proc.stdout + proc.stderr)
+    assert re.search(
+        r"helixclock: toy-(gptj|llama): (residual_cache|neuron_fit_eval) needs at least 1000000 "
+        r"correct a\+b prompts .*found \d+",
+        proc.stdout + proc.stderr,
+    )
     assert_nothing_lost(finished, before)
 
 
@@ -95,8 +102,18 @@ def test_a_model_job_killed_after_loading_its_model_changes_nothing(finished, tm
     kernel's out-of-memory killer does) once it has loaded its model."""
     before = outputs(finished)
     config = changed_config(tmp_path, batch_size=64)
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
-           f"--configfile={config}", "--cores", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(finished),
+        f"--configfile={config}",
+        "--cores",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     job = wait_for_line(finished / "logs", r"process (\d+)\n.*loaded toy-", proc)
     os.kill(int(job.group(1)), signal.SIGKILL)
@@ -116,8 +133,17 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, 
     with h5py.File(cache) as f:
         reference = {k: f[k][()] for k in f}
     command = ["results/toy-gptj/cache/residuals.h5", "--forcerun", "residual_cache", "--cores", "1"]
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(finished),
-           f"--configfile={TINY}", *command]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(finished),
+        f"--configfile={TINY}",
+        *command,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for_line(finished / "logs", r"rule residual_cache.*loaded toy-gptj", proc)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -130,8 +156,10 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, 
     kept = tmp_path / "kept"  # the other way out: keep what is published
     shutil.copytree(finished, kept, symlinks=True)
     # the killed job's declared output (it may not exist yet: the job writes residuals.h5.tmp first)
-    staged = [f"{d.relative_to(kept)}/results/toy-gptj/cache/residuals.h5"
-              for d in (kept / ".staging/residual_cache").iterdir()]
+    staged = [
+        f"{d.relative_to(kept)}/results/toy-gptj/cache/residuals.h5"
+        for d in (kept / ".staging/residual_cache").iterdir()
+    ]
     assert len(staged) == 1, staged
     snakemake(kept, "--cleanup-metadata", *staged)
     shutil.rmtree(kept / ".staging/residual_cache")

@@ -25,8 +25,10 @@ CLAIM = textwrap.dedent("""
 def run_claims(tmp_path, n, hold, devices="2"):
     env = {**os.environ, "HELIXCLOCK_GPUS": devices, "HELIXCLOCK_GPU_LOCKS": str(tmp_path / "locks")}
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, str(hold)], env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(n)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CLAIM, str(hold)], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(n)
+    ]
     outs = [p.communicate(timeout=60)[0].split() for p in procs]
     return [(o[0], o[1], float(o[2]), float(o[4])) for o in outs]
 

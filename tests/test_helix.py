@@ -118,8 +118,15 @@ def test_best_subset_per_k_is_the_planted_strongest():
 
 def test_best_subsets_compares_every_candidate():
     # the authors' loop kept its first candidate; the best one here is in the middle
-    scores = {("helix", (2,)): 1.0, ("helix", (5,)): 3.0, ("helix", (10,)): 2.0, ("helix", (100,)): 0.5,
-              ("circle", (2, 5)): 0.1, ("circle", (2, 10)): 0.9, ("circle", (5, 100)): 0.3}
+    scores = {
+        ("helix", (2,)): 1.0,
+        ("helix", (5,)): 3.0,
+        ("helix", (10,)): 2.0,
+        ("helix", (100,)): 0.5,
+        ("circle", (2, 5)): 0.1,
+        ("circle", (2, 10)): 0.9,
+        ("circle", (5, 100)): 0.3,
+    }
     best = best_subsets(scores)
     assert best == {("helix", 1): (5,), ("circle", 2): (2, 10)}
 
@@ -175,8 +182,9 @@ def test_weighted_unique_rows_equal_the_full_fit():
     weighted = fit_bases(H_u, vals, standard_bases(), weights=w)
     torch.testing.assert_close(weighted.r2, full.r2, atol=1e-5, rtol=1e-5)
     basis = Basis("helix", PLANTED)
-    torch.testing.assert_close(weighted.predict(basis, np.arange(100)), full.predict(basis, np.arange(100)),
-                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(
+        weighted.predict(basis, np.arange(100)), full.predict(basis, np.arange(100)), atol=1e-4, rtol=1e-4
+    )
     torch.testing.assert_close(weighted.pca.mean, full.pca.mean)
 
 
@@ -223,5 +231,5 @@ def test_pca_and_least_squares_agree_with_scikit_learn():
             ref = LinearRegression(fit_intercept=False, tol=1e-12).fit(B, P)
             m = B.shape[1]
             np.testing.assert_allclose(B @ fits.coef_pca[s, layer, :m].numpy(), ref.predict(B), atol=1e-5)
-            r2 = 1 - ((P - ref.predict(B)) ** 2).sum() / (P ** 2).sum()
+            r2 = 1 - ((P - ref.predict(B)) ** 2).sum() / (P**2).sum()
             assert abs(float(fits.r2[s, layer]) - r2) < 1e-5

@@ -23,8 +23,14 @@ def stage_inputs(tiny_gptj, tmp_path_factory):
     write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, max_number=10)
     cache = read_residual_cache(path)
     tok = tiny_gptj.tokenizer
-    correct = pd.DataFrame({"a": cache.ab[:, 0], "b": cache.ab[:, 1], "answer": cache.ab.sum(1),
-                            "answer_token": [tok.convert_tokens_to_ids(str(x)) for x in cache.ab.sum(1)]})
+    correct = pd.DataFrame(
+        {
+            "a": cache.ab[:, 0],
+            "b": cache.ab[:, 1],
+            "answer": cache.ab.sum(1),
+            "answer_token": [tok.convert_tokens_to_ids(str(x)) for x in cache.ab.sum(1)],
+        }
+    )
     H = torch.from_numpy(cache.a).transpose(0, 1)
     fits = fit_token(H, cache.ab[:, 0], standard_bases(), 20)
     return cache, correct, fits
@@ -32,15 +38,26 @@ def stage_inputs(tiny_gptj, tmp_path_factory):
 
 def run(tiny_gptj, stage_inputs, seed=3):
     cache, correct, fits = stage_inputs
-    raw = hp.helix_stage(PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"],
-                         FitSettings(pca_components=20), n_pairs=24, seed=seed, test_fraction=0.2)
+    raw = hp.helix_stage(
+        PatchingEngine(tiny_gptj, progress=False),
+        correct,
+        cache,
+        fits,
+        GPTJ_PROMPTS["add"],
+        FitSettings(pca_components=20),
+        n_pairs=24,
+        seed=seed,
+        test_fraction=0.2,
+    )
     return helix_summary(raw, Resampling(bootstrap=50, seed=seed))
 
 
 def test_one_seeded_split_fits_and_patches(tiny_gptj, stage_inputs, monkeypatch):
     fitted = []
     real_fit = hp.fit_token
-    monkeypatch.setattr(hp, "fit_token", lambda H, values, *a, **k: fitted.append(values) or real_fit(H, values, *a, **k))
+    monkeypatch.setattr(
+        hp, "fit_token", lambda H, values, *a, **k: fitted.append(values) or real_fit(H, values, *a, **k)
+    )
     drawn = []
     real_draw = hp.draw_pairs
     monkeypatch.setattr(hp, "draw_pairs", lambda *a, **k: drawn.append(k.get("clean_a")) or real_draw(*a, **k))

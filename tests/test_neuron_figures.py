@@ -36,8 +36,14 @@ def fitted():
     A[np.arange(n), 2, rng.integers(0, 4, n)] += 2.0 * lean  # a dominant a+b period in later layers
     d = rng.uniform(0, 1, size=A.shape) * np.asarray(PERIODS, dtype=float)
     noise = np.linspace(0.05, 0.8, n)
-    grids = np.concatenate([planted_grids(A[i:i + 1], d[i:i + 1], rng.normal(0, 0.3, (1, 3)), rng.normal(size=1),
-                                          noise=noise[i], seed=i) for i in range(n)])
+    grids = np.concatenate(
+        [
+            planted_grids(
+                A[i : i + 1], d[i : i + 1], rng.normal(0, 0.3, (1, 3)), rng.normal(size=1), noise=noise[i], seed=i
+            )
+            for i in range(n)
+        ]
+    )
     fits = fit_neurons(grids, layer=layer, neuron=rng.integers(0, 16384, n))
     table = neuron_table(fits)
     te = np.exp(rng.normal(0, 0.3, n)) * np.geomspace(3, 0.03, n)
@@ -172,14 +178,32 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
 
     fractions = np.array([1, 2, 4, 20, 41, 102, 205, 2048]) / 2048
     rows = []
-    for reading, acc in (("frozen", [0.2, 0.3, 0.4, 0.6, 0.8, 0.98, 1, 1]), ("live", [0.1, 0.1, 0.2, 0.3, 0.5, 0.97, 1, 1])):
+    for reading, acc in (
+        ("frozen", [0.2, 0.3, 0.4, 0.6, 0.8, 0.98, 1, 1]),
+        ("live", [0.1, 0.1, 0.2, 0.3, 0.5, 0.97, 1, 1]),
+    ):
         for f, a in zip(fractions, acc):
-            rows.append({"ranking": "mean_abs", "k": int(f * 2048), "fraction_kept": f, "reading": reading,
-                         "accuracy_mean": a, "accuracy_low": a - 0.02, "accuracy_high": a + 0.02, "n_prompts": 1000,
-                         "ld_mean": 1 - a, "ld_low": 0.9 - a, "ld_high": 1.1 - a})
+            rows.append(
+                {
+                    "ranking": "mean_abs",
+                    "k": int(f * 2048),
+                    "fraction_kept": f,
+                    "reading": reading,
+                    "accuracy_mean": a,
+                    "accuracy_low": a - 0.02,
+                    "accuracy_high": a + 0.02,
+                    "n_prompts": 1000,
+                    "ld_mean": 1 - a,
+                    "ld_low": 0.9 - a,
+                    "ld_high": 1.1 - a,
+                }
+            )
     fig = ablation_figure(pd.DataFrame(rows), "synthetic")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[:2] == ["kept neurons frozen at their unablated values", "kept neurons computed live in the ablated run"]
+    assert labels[:2] == [
+        "kept neurons frozen at their unablated values",
+        "kept neurons computed live in the ablated run",
+    ]
     assert "mean |attribution| over pairs" in fig.get_suptitle()
     assert len([line for line in fig.axes[0].lines if len(line.get_xdata()) == len(fractions)]) == 2
     _save(fig, tmp_path, "figD9_readings")

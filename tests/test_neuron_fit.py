@@ -104,7 +104,7 @@ def test_batched_lstsq_equals_per_neuron_reference():
 
 
 def _ratio(sgd, ls):
-    return sgd.rmse ** 2 / ls.rmse ** 2
+    return sgd.rmse**2 / ls.rmse**2
 
 
 def test_paper_sgd_reaches_the_least_squares_loss():
@@ -161,8 +161,7 @@ def test_sgd_on_sufficient_statistics_equals_sgd_on_points():
 def _reference_periods(grid):
     """Plain loops: mean over each s = a+b, over b, over a; centred; top rFFT period."""
     n_a, n_b = grid.shape
-    by_s = np.array([np.mean([grid[a, s - a] for a in range(n_a) if 0 <= s - a < n_b])
-                     for s in range(n_a + n_b - 1)])
+    by_s = np.array([np.mean([grid[a, s - a] for a in range(n_a) if 0 <= s - a < n_b]) for s in range(n_a + n_b - 1)])
 
     def top(m):
         mag = np.abs(np.fft.rfft(m - m.mean()))[1:]
@@ -254,8 +253,7 @@ def test_leading_terms_text():
 def test_tables_and_hdf5_round_trip(tmp_path):
     A, d, lin, c, _ = params(5, seed=8)
     grids = planted_grids(A, d, lin, c, noise=0.01)
-    fits = fit_neurons(grids, layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5], method="sgd", epochs=50,
-                       record_every=25)
+    fits = fit_neurons(grids, layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5], method="sgd", epochs=50, record_every=25)
     nt = neuron_table(fits)
     assert list(nt.columns[:7]) == ["layer", "neuron", "nrmse", "rmse", "value_range", "ab_fraction", "top_terms"]
     assert {"dominant_period_a", "dominant_period_b", "dominant_period_ab", "top_ab_period"} <= set(nt.columns)
@@ -274,8 +272,9 @@ def test_tables_and_hdf5_round_trip(tmp_path):
     up = fit_neurons(grids[::-1].copy(), layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5])  # a gated MLP's up projection
     save_fits(path, fits, up)
     assert has_up_fits(path) and np.array_equal(load_fits(path).coef, fits.coef)
-    assert np.array_equal(load_fits(path, "up").coef, up.coef) and np.allclose(load_fits(path, "up").predict(),
-                                                                               up.predict())
+    assert np.array_equal(load_fits(path, "up").coef, up.coef) and np.allclose(
+        load_fits(path, "up").predict(), up.predict()
+    )
 
 
 def test_other_periods_and_errors():

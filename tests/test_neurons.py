@@ -36,9 +36,14 @@ TEMPLATE = GPTJ_PROMPTS["add"]
 
 
 def prompt_rows(tok, pairs):
-    return pd.DataFrame({"a": [a for a, _ in pairs], "b": [b for _, b in pairs],
-                         "answer": [a + b for a, b in pairs],
-                         "answer_token": [tok.convert_tokens_to_ids(str(a + b)) for a, b in pairs]})
+    return pd.DataFrame(
+        {
+            "a": [a for a, _ in pairs],
+            "b": [b for _, b in pairs],
+            "answer": [a + b for a, b in pairs],
+            "answer_token": [tok.convert_tokens_to_ids(str(a + b)) for a, b in pairs],
+        }
+    )
 
 
 ROWS = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80), (60, 39), (25, 25), (8, 9)]
@@ -62,10 +67,12 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
     # none kept: every layer's last-token neurons replaced by their means, with plain hooks
     handles = []
     for layer in range(ad.n_layers):
+
         def put(x, layer=layer):
             y = x.clone()
             y[:, LAST] = means[layer]
             return y
+
         handles.append(replace_io(hf.get_submodule(ad.site("neuron_post", layer).path), "input", put))
     try:
         with torch.no_grad():
@@ -74,8 +81,9 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
         for h in handles:
             h.remove()
     answer = prompts.clean_answer[:, None]
-    np.testing.assert_allclose(ld[0], (logits.gather(1, answer) - ablated.gather(1, answer))[:, 0].numpy(),
-                               atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(
+        ld[0], (logits.gather(1, answer) - ablated.gather(1, answer))[:, 0].numpy(), atol=1e-4, rtol=1e-4
+    )
     np.testing.assert_array_equal(correct[0], (ablated.argmax(-1) == prompts.clean_answer).numpy())
     assert np.abs(ld[0]).max() > 1e-3  # ablating everything changes the answer's logit
     # three kept: exactly the top three of the attribution order keep their values
@@ -116,7 +124,10 @@ def test_grids_are_the_neurons_preactivations(tiny_model):
         pre = capture(hf, pre_site.path, pre_site.io, ids)[:, LAST, r.neuron]
         post = capture(hf, post_site.path, post_site.io, ids)[:, LAST, r.neuron]
         np.testing.assert_allclose(out["pre"][i], pre.numpy(), atol=1e-5, rtol=1e-5)
-        assert np.isclose(out["post_max"][i], post.max().item(), atol=1e-5) and out["post_argmax"][i] == post.argmax().item()
+        assert (
+            np.isclose(out["post_max"][i], post.max().item(), atol=1e-5)
+            and out["post_argmax"][i] == post.argmax().item()
+        )
 
 
 def test_top_share_and_sweep_points():
@@ -151,11 +162,18 @@ def test_fit_evaluation_with_exact_fits_equals_the_actual_run(tiny_gptj):
 
 # -- the ranking (paper section 5.4: which neurons are "top") -----------------------------------
 
+
 def synthetic_scores(per_pair: np.ndarray) -> pd.DataFrame:
     """The attribution table of neurons whose per-pair attributions are the rows of per_pair."""
     n = len(per_pair)
-    return pd.DataFrame({"layer": 0, "neuron": np.arange(n), "attribution": per_pair.mean(1),
-                         "attribution_abs": np.abs(per_pair).mean(1)})
+    return pd.DataFrame(
+        {
+            "layer": 0,
+            "neuron": np.arange(n),
+            "attribution": per_pair.mean(1),
+            "attribution_abs": np.abs(per_pair).mean(1),
+        }
+    )
 
 
 def test_the_signed_ranking_drops_the_important_neurons_and_the_size_ranking_keeps_them():
@@ -195,8 +213,7 @@ def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
     for p in sites:
         got = table.loc[p.layer].sort_index()
         np.testing.assert_allclose(got["attribution"], per_pair[p].mean(0)[0].numpy(), atol=1e-5, rtol=1e-4)
-        np.testing.assert_allclose(got["attribution_abs"], per_pair[p].abs().mean(0)[0].numpy(), atol=1e-5,
-                                   rtol=1e-4)
+        np.testing.assert_allclose(got["attribution_abs"], per_pair[p].abs().mean(0)[0].numpy(), atol=1e-5, rtol=1e-4)
     assert (np.diff(scores["effect"].to_numpy()) <= 0).all()
     assert np.allclose(scores["effect"], scores["attribution_abs"])
     assert (scores["attribution"] < 0).any()  # negative signed scores rank by their size too
@@ -205,6 +222,7 @@ def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
 
 
 # -- figD9's two readings ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("family", ["gptj", "llama"])
 def test_both_readings_against_plain_hooks(family, tokenizer):
@@ -222,8 +240,12 @@ def test_both_readings_against_plain_hooks(family, tokenizer):
     means = mean_activations(engine, prompts.clean, LAST)
     L, m = means.shape
     # kept first: five neurons of the last layer, whose inputs the ablation of earlier layers changes
-    order = pd.DataFrame({"layer": np.r_[np.full(5, L - 1), np.repeat(np.arange(L), m)],
-                          "neuron": np.r_[np.arange(5), np.tile(np.arange(m), L)]}).drop_duplicates()
+    order = pd.DataFrame(
+        {
+            "layer": np.r_[np.full(5, L - 1), np.repeat(np.arange(L), m)],
+            "neuron": np.r_[np.arange(5), np.tile(np.arange(m), L)],
+        }
+    ).drop_duplicates()
     total = int(means.numel())
     raw = ablation_sweep(engine, prompts, order, means, [0, 5, total], LAST)
     assert set(raw["reading"]) == {"frozen", "live"} and set(raw["fraction_kept"]) == {0.0, 5 / total, 1.0}
@@ -240,11 +262,13 @@ def test_both_readings_against_plain_hooks(family, tokenizer):
     for reading in ("frozen", "live"):
         handles = []
         for layer, site in enumerate(sites):
+
             def put(x, layer=layer, reading=reading):
                 y = x.clone()
                 kept = unablated[layer] if reading == "frozen" else y[:, LAST]
                 y[:, LAST] = torch.where(keep[layer], kept, means[layer])
                 return y
+
             handles.append(replace_io(hf.get_submodule(site.path), site.io, put))
         try:
             with torch.no_grad():
@@ -264,6 +288,7 @@ def test_sweep_counts_include_the_papers_fractions():
 
 
 # -- gated MLPs: what N(a, b) is ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny_llama(tokenizer):
@@ -309,13 +334,16 @@ def test_gated_fit_evaluation_under_each_choice(tiny_llama):
         kinds = preactivation_kinds(ad, choice)
         grids = neuron_grids(engine, prompts.clean, ranked, LAST, kinds)
         assert ("up" in grids) == (choice == "gate_and_up")
-        exact = {kinds[0]: torch.tensor(grids["pre"].T)} | ({"neuron_up": torch.tensor(grids["up"].T)}
-                                                              if "up" in grids else {})
+        exact = {kinds[0]: torch.tensor(grids["pre"].T)} | (
+            {"neuron_up": torch.tensor(grids["up"].T)} if "up" in grids else {}
+        )
         raw = fit_evaluation(engine, prompts, top, exact, means, [4, len(top)], LAST)
         part = raw[raw["measure"] == "ld"]
         values = pair_values(part)
-        ld[choice] = (values[(part["preactivation"] == "actual").to_numpy()],
-                      values[(part["preactivation"] == "fitted").to_numpy()])
+        ld[choice] = (
+            values[(part["preactivation"] == "actual").to_numpy()],
+            values[(part["preactivation"] == "fitted").to_numpy()],
+        )
     for choice in ("gate_and_up", "product"):
         actual, fitted = ld[choice]
         np.testing.assert_allclose(actual, fitted, atol=1e-5)

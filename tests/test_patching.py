@@ -24,7 +24,9 @@ def test_full_clean_patch_restores_the_clean_logit(tiny_model):
     assert clean_ld.abs().min() > 1e-4  # the corruption matters at all
     for v in range(len(variants)):
         torch.testing.assert_close(res.metric[v], clean_ld, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(res.answer_logit[0], engine.clean_logits(pairs).gather(1, pairs.clean_answer[:, None])[:, 0])
+    torch.testing.assert_close(
+        res.answer_logit[0], engine.clean_logits(pairs).gather(1, pairs.clean_answer[:, None])[:, 0]
+    )
     # at a later layer, the a token alone no longer carries everything
     later = engine.run(pairs, [[Patch(Point("resid_pre", 1, (POS_A,)))]]).metric[0]
     assert (later - clean_ld).abs().max() > 1e-3
@@ -35,7 +37,9 @@ def test_identity_patch_gives_zero(tiny_model):
     engine = PatchingEngine(tiny_model)
     L = tiny_model.adapter.n_layers
     identity = lambda clean, corrupted: corrupted  # noqa: E731
-    variants = [[Patch(Point(k, l, (POS_A, 8)), identity)] for l in range(L) for k in ("resid_pre", "mlp_out", "head_out")]
+    variants = [
+        [Patch(Point(k, l, (POS_A, 8)), identity)] for l in range(L) for k in ("resid_pre", "mlp_out", "head_out")
+    ]
     res = engine.run(pairs, variants)
     assert res.metric.abs().max() < 1e-5
     # and patching nothing at all is the corrupted run
@@ -67,10 +71,20 @@ def test_agrees_with_plain_pytorch_hooks(tiny_model):
         clean = capture(hf, site.path, site.io, pairs.clean)
         corr = capture(hf, site.path, site.io, pairs.corrupted)
         mix = 0.3 * clean[:, last] + 0.7 * corr[:, last]
-        cases.append((Patch(Point("attn_out", l, (last,)), lambda c, x: 0.3 * c + 0.7 * x), site.path, "output", last, mix, None))
+        cases.append(
+            (Patch(Point("attn_out", l, (last,)), lambda c, x: 0.3 * c + 0.7 * x), site.path, "output", last, mix, None)
+        )
         const = torch.randn(ad.d_model)
-        cases.append((Patch(Point("attn_out", l, (last,)), const[None, None].expand(len(CLEAN), 1, -1).clone()),
-                      site.path, "output", last, const.expand(len(CLEAN), -1), None))
+        cases.append(
+            (
+                Patch(Point("attn_out", l, (last,)), const[None, None].expand(len(CLEAN), 1, -1).clone()),
+                site.path,
+                "output",
+                last,
+                const.expand(len(CLEAN), -1),
+                None,
+            )
+        )
     res = engine.run(pairs, [[c[0]] for c in cases])
     for v, (_, path, io, pos, value, head) in enumerate(cases):
         ref = patched_logits(hf, path, io, pairs.corrupted, pos, value, head, ad.n_heads)
@@ -80,8 +94,9 @@ def test_agrees_with_plain_pytorch_hooks(tiny_model):
 
 def test_batch_size_does_not_change_results(tiny_gptj):
     pairs = make_pairs(tiny_gptj)
-    variants = [[Patch(Point("resid_pre", l, (POS_A,)))] for l in range(2)] + \
-               [[Patch(Point("head_out", 1, (8,), index=h))] for h in range(4)]
+    variants = [[Patch(Point("resid_pre", l, (POS_A,)))] for l in range(2)] + [
+        [Patch(Point("head_out", 1, (8,), index=h))] for h in range(4)
+    ]
     a = PatchingEngine(tiny_gptj, batch_size=1000).run(pairs, variants).metric
     b = PatchingEngine(tiny_gptj, batch_size=3).run(pairs, variants).metric
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

@@ -108,8 +108,11 @@ def test_model_card_numbers_up_to_the_real_limit_and_not_past_it(model_path):
     card = model_card("gptj", gptj_spec(model_path, one_task, BARE_LIMIT), ["sub23"])
     assert card["number_length"] == 1 and card["max_number"] == BARE_LIMIT
     # a registry entry claiming more than the tokenizer keeps: the card names 521 and its tokens
-    with pytest.raises(TokenisationError, match=r"model 'gptj': number 521 is not a single token: "
-                                                r"tokens \['5', '21'\]"):
+    with pytest.raises(
+        TokenisationError,
+        match=r"model 'gptj': number 521 is not a single token: "
+        r"tokens \['5', '21'\]",
+    ):
         model_card("gptj", gptj_spec(model_path, one_task, max_number=600), ["sub23"])
     # an entry with no max_number: the card finds the tokenizer's own limit
     spec = gptj_spec(model_path, one_task)
@@ -142,8 +145,12 @@ def test_accuracy_tokenisation_of_add(tok, prompts, a_token, length):
     assert (pos.a, pos.b, pos.last) == (pos.length - 4, pos.length - 2, pos.length - 1)
     assert found.input_ids.shape == (10000, pos.length)
     # operand tokens decode to the operands (with the template's space before a), answers to a+b
-    texts = {i: tok.decode([i]) for i in np.unique(np.concatenate(
-        [found.input_ids[:, pos.a], found.input_ids[:, pos.b], found.answer_ids])).tolist()}
+    texts = {
+        i: tok.decode([i])
+        for i in np.unique(
+            np.concatenate([found.input_ids[:, pos.a], found.input_ids[:, pos.b], found.answer_ids])
+        ).tolist()
+    }
     decode = np.vectorize(texts.__getitem__, otypes=[object])
     assert (decode(found.input_ids[:, pos.a]) == np.array([a_token.format(a) for a in problems.a])).all()
     assert (decode(found.input_ids[:, pos.b]) == problems.b.astype(str).astype(object)).all()
@@ -181,8 +188,9 @@ def test_engine_forward_on_the_saved_model(model_path, tok):
         out = ref(ids, output_hidden_states=True)
     torch.testing.assert_close(logits, out.logits[:, -1], atol=1e-5, rtol=1e-5)
     for l in range(2):  # hidden_states[l] is the input of block l
-        torch.testing.assert_close(values[points[l]], out.hidden_states[l][:, [pos.a, pos.b, pos.last]],
-                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            values[points[l]], out.hidden_states[l][:, [pos.a, pos.b, pos.last]], atol=1e-5, rtol=1e-5
+        )
     # different operands give different residuals at a (the prefix cache does not leak rows)
     assert (values[points[1]][:, 0].diff(dim=0).abs().amax(-1) > 1e-4).all()
     # the accuracy sweep end to end on a one-operand task: ranks agree with the plain logits
@@ -191,7 +199,9 @@ def test_engine_forward_on_the_saved_model(model_path, tok):
     df, _ = task_accuracy(model, get_task("sub23"), GPTJ_PROMPTS["sub23"], PatchingEngine(model, progress=False))
     assert len(df) == 77 and [tok.decode([t]) for t in df["answer_token"]] == df["answer"].astype(str).tolist()
     with torch.no_grad():
-        plain = ref(torch.tensor(tok(get_task("sub23").problems().prompts(GPTJ_PROMPTS["sub23"]))["input_ids"])).logits[:, -1]
+        plain = ref(torch.tensor(tok(get_task("sub23").problems().prompts(GPTJ_PROMPTS["sub23"]))["input_ids"])).logits[
+            :, -1
+        ]
     answer_logit = plain.gather(1, torch.tensor(df["answer_token"].to_numpy())[:, None])  # [77, 1]
     np.testing.assert_allclose(df["answer_logit"].to_numpy(), answer_logit[:, 0].numpy(), atol=1e-5)
     # ranks among 50,400 random logits: exact up to near-ties that float rounding may flip

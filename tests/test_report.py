@@ -46,8 +46,10 @@ def save(fig, tmp_path: Path, name: str) -> Path:
 
 # ---------------------------------------------------------------- Fig. 1
 
-def planted_last(layers: int = 4, layer: int = 2, d: int = 40, noise: float = 0.02, seed: int = 0,
-                 distract: float = 1.0):
+
+def planted_last(
+    layers: int = 4, layer: int = 2, d: int = 40, noise: float = 0.02, seed: int = 0, distract: float = 1.0
+):
     """Last-token residuals of every a+b: at ``layer`` h = mean + helix(a+b) C + Fourier parts
     of a and b (distractors) + noise; other layers pure noise."""
     rng = np.random.default_rng(seed)
@@ -59,7 +61,7 @@ def planted_last(layers: int = 4, layer: int = 2, d: int = 40, noise: float = 0.
     # helix(a+b) and the a, b parts in orthogonal subspaces (random orthonormal directions)
     Q, _ = np.linalg.qr(rng.normal(size=(d, B.shape[1] + 8)))
     C = Q[:, : B.shape[1]].T * rng.uniform(1, 3, (B.shape[1], 1))
-    W = Q[:, B.shape[1]:].T  # [8, d]
+    W = Q[:, B.shape[1] :].T  # [8, d]
     H = rng.normal(size=(len(a), layers + 1, d)) * noise
     H[:, layer] += B @ C + distract * np.concatenate([Da[:, 1:-1], Db[:, 1:-1]], 1) @ W
     return H, np.stack([a, b], 1)
@@ -104,8 +106,13 @@ def test_sum_helix_fit_agrees_with_the_helix_library():
 
 
 def test_best_layer_and_clock_angles():
-    last_token = pd.DataFrame({"layer": [0, 1, 2, 3] * 2, "fit": ["helix(a+b)"] * 4 + ["layer patch"] * 4,
-                               "ld_mean": [0.1, 2.0, 5.0, 1.0, 9, 9, 9, 9]})
+    last_token = pd.DataFrame(
+        {
+            "layer": [0, 1, 2, 3] * 2,
+            "fit": ["helix(a+b)"] * 4 + ["layer patch"] * 4,
+            "ld_mean": [0.1, 2.0, 5.0, 1.0, 9, 9, 9, 9],
+        }
+    )
     assert best_sum_layer(last_token) == 2
     with pytest.raises(KeyError, match="helix\\(a\\+b\\)"):
         best_sum_layer(last_token[last_token["fit"] == "layer patch"])
@@ -145,6 +152,7 @@ def test_fig01_clock(tmp_path):
 
 # ---------------------------------------------------------------- the paper comparison
 
+
 def write(root: Path, key: str, model: str, obj) -> None:
     path = root / TABLE_FILES[key].format(model=model)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,10 +166,20 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
     """Every table the registry reads, with known answers; returns the expected values."""
     labels = ["a+b", "a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
     write(root, "card", model, {"n_layers": 28, "n_heads": 16})
-    write(root, "tab01", model, pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0,
-                                              "Circle": 6.5, "Poly": 3.0}))
-    write(root, "tabC1", model, pd.DataFrame({"task": labels[1:], "domain": "", "prompt": "", "n": 100,
-                                              "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}))
+    write(
+        root,
+        "tab01",
+        model,
+        pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0, "Circle": 6.5, "Poly": 3.0}),
+    )
+    write(
+        root,
+        "tabC1",
+        model,
+        pd.DataFrame(
+            {"task": labels[1:], "domain": "", "prompt": "", "n": 100, "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}
+        ),
+    )
     k = np.arange(1, 26)
     write(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction_of_max": k / 25, "smallest_k": 20}))
     write(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
@@ -169,54 +187,144 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
     layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
     write(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
     k = np.arange(1, 29)
-    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5 ** k}))
+    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5**k}))
     circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
     build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
-    write(root, "mlp_stages", model, pd.DataFrame({"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2),
-                                                   "de_over_te": np.where(build, 0.1, 0.6)}))
+    write(
+        root,
+        "mlp_stages",
+        model,
+        pd.DataFrame(
+            {"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2), "de_over_te": np.where(build, 0.1, 0.6)}
+        ),
+    )
     # 10 top neurons: 7 in circuit MLPs; DE 5, 3, 1, 1, 0 ... -> the 80% set is the first two
-    write(root, "neurons", model, pd.DataFrame({"layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
-                                                "neuron": np.arange(10),
-                                                "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0]}))
+    write(
+        root,
+        "neurons",
+        model,
+        pd.DataFrame(
+            {
+                "layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
+                "neuron": np.arange(10),
+                "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0],
+            }
+        ),
+    )
     fractions = [0.001, 0.005, 0.02, 1.0]
-    write(root, "neuron_ablation", model, pd.DataFrame({"fraction_kept": fractions * 2,
-                                                        "reading": ["frozen"] * 4 + ["live"] * 4,
-                                                        "accuracy_mean": [0.2, 0.4, 0.6, 1.0, 0.0, 0.1, 0.2, 1.0]}))
-    write(root, "neuron_fit_eval", model, pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8],
-                                                        "fitted_accuracy": [0.0, 0.25, 0.6]}))
-    write(root, "linear_addition", model, pd.DataFrame({
-        "alpha": [50, 100] * 3, "reading": np.repeat(["points", "regression", "regression_heldout"], 2),
-        "linear_accuracy": [0.3, 0.1, 0.5, 0.25, 0.2, 0.05], "model_accuracy": [0.9, 0.85] * 3,
-        "n_problems": [1, 2] * 3, "line_r2": np.repeat([0.08, 0.998, 0.9], 2)}))
-    write(root, "error_summary", model, pd.DataFrame([{"wrong_share": 0.2, "numeric_share_of_wrong": 0.6,
-                                                       "minus10_share": 0.4, "plus10_share": 0.3,
-                                                       "top2_cumulative_share": 0.7}]))
-    write(root, "carry_test", model, pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"],
-                                                   "p": [0.3, 0.01]}))
+    write(
+        root,
+        "neuron_ablation",
+        model,
+        pd.DataFrame(
+            {
+                "fraction_kept": fractions * 2,
+                "reading": ["frozen"] * 4 + ["live"] * 4,
+                "accuracy_mean": [0.2, 0.4, 0.6, 1.0, 0.0, 0.1, 0.2, 1.0],
+            }
+        ),
+    )
+    write(
+        root,
+        "neuron_fit_eval",
+        model,
+        pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8], "fitted_accuracy": [0.0, 0.25, 0.6]}),
+    )
+    write(
+        root,
+        "linear_addition",
+        model,
+        pd.DataFrame(
+            {
+                "alpha": [50, 100] * 3,
+                "reading": np.repeat(["points", "regression", "regression_heldout"], 2),
+                "linear_accuracy": [0.3, 0.1, 0.5, 0.25, 0.2, 0.05],
+                "model_accuracy": [0.9, 0.85] * 3,
+                "n_problems": [1, 2] * 3,
+                "line_r2": np.repeat([0.08, 0.998, 0.9], 2),
+            }
+        ),
+    )
+    write(
+        root,
+        "error_summary",
+        model,
+        pd.DataFrame(
+            [
+                {
+                    "wrong_share": 0.2,
+                    "numeric_share_of_wrong": 0.6,
+                    "minus10_share": 0.4,
+                    "plus10_share": 0.3,
+                    "top2_cumulative_share": 0.7,
+                }
+            ]
+        ),
+    )
+    write(
+        root, "carry_test", model, pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"], "p": [0.3, 0.01]})
+    )
     write(root, "logit_line_fourier", model, pd.DataFrame({"slope": [-1, -2, 3, -1], "top_frequency": [20, 20, 2, 1]}))
-    tab = pd.DataFrame({"model": ["gptj", "pythia", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000,
-                        "accuracy": [0.7245, 0.772, 0.5]})
+    tab = pd.DataFrame(
+        {
+            "model": ["gptj", "pythia", "toy-gptj"],
+            "task": "a+b",
+            "prompt": "",
+            "n": 10_000,
+            "accuracy": [0.7245, 0.772, 0.5],
+        }
+    )
     write(root, "tabA1", model, tab)
-    return {"heads_k_for_80pct": 20, "heads_fraction_k20": 0.8, "mixed_fraction_m4": 0.74, "mixed_fraction_m0": 0.7,
-            "n_heads_total": 448, "n_ab_heads": 11, "n_sum_heads": 5, "n_mixed_heads": 4, "ab_heads_layer_min": 9,
-            "ab_heads_layer_max": 18, "sum_heads_layer_min": 19, "sum_heads_layer_max": 26,
-            "mixed_heads_layer_min": 15, "mixed_heads_layer_max": 18, "mlp_k_for_95pct": 5,
-            "mlp_circuit_first_layer": 14, "mlp_circuit_last_layer": 27, "mlp_stage_boundary": 19,
-            "n_top_neurons": 10, "top_neurons_in_circuit_share": 0.7, "n_neurons_de80": 2, "de80_late_share": 1.0,
-            "neuron_accuracy_at_1pct": 0.5, "neuron_accuracy_at_1pct_live": 0.15, "neuron_fit_recovery": 0.625,
-            "line_r2": 0.08, "line_r2_regression": 0.998, "line_r2_regression_heldout": 0.9,
-            "linear_accuracy_alpha100": 0.1, "linear_accuracy_alpha100_regression": 0.25,
-            "linear_accuracy_alpha100_regression_heldout": 0.05, "model_accuracy_alpha100": 0.85, "wrong_share": 0.2,
-            "carry_test_p": 0.3, "carry_test_p_authors": 0.01, "logit_top_period": 9.95,
-            "logit_slope_negative_share": 0.75, "tab01_add_full": 8.0 * scale, "tab01_mod2_poly": 3.0,
-            "div5_accuracy": 0.95}
+    return {
+        "heads_k_for_80pct": 20,
+        "heads_fraction_k20": 0.8,
+        "mixed_fraction_m4": 0.74,
+        "mixed_fraction_m0": 0.7,
+        "n_heads_total": 448,
+        "n_ab_heads": 11,
+        "n_sum_heads": 5,
+        "n_mixed_heads": 4,
+        "ab_heads_layer_min": 9,
+        "ab_heads_layer_max": 18,
+        "sum_heads_layer_min": 19,
+        "sum_heads_layer_max": 26,
+        "mixed_heads_layer_min": 15,
+        "mixed_heads_layer_max": 18,
+        "mlp_k_for_95pct": 5,
+        "mlp_circuit_first_layer": 14,
+        "mlp_circuit_last_layer": 27,
+        "mlp_stage_boundary": 19,
+        "n_top_neurons": 10,
+        "top_neurons_in_circuit_share": 0.7,
+        "n_neurons_de80": 2,
+        "de80_late_share": 1.0,
+        "neuron_accuracy_at_1pct": 0.5,
+        "neuron_accuracy_at_1pct_live": 0.15,
+        "neuron_fit_recovery": 0.625,
+        "line_r2": 0.08,
+        "line_r2_regression": 0.998,
+        "line_r2_regression_heldout": 0.9,
+        "linear_accuracy_alpha100": 0.1,
+        "linear_accuracy_alpha100_regression": 0.25,
+        "linear_accuracy_alpha100_regression_heldout": 0.05,
+        "model_accuracy_alpha100": 0.85,
+        "wrong_share": 0.2,
+        "carry_test_p": 0.3,
+        "carry_test_p_authors": 0.01,
+        "logit_top_period": 9.95,
+        "logit_slope_negative_share": 0.75,
+        "tab01_add_full": 8.0 * scale,
+        "tab01_mod2_poly": 3.0,
+        "div5_accuracy": 0.95,
+    }
 
 
 def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
     paper = load_paper_values(PAPER)
     ids = set(paper["id"])
-    assert ids == set(REGISTRY), (f"no extractor: {sorted(ids - set(REGISTRY))}; "
-                                  f"no paper value: {sorted(set(REGISTRY) - ids)}")
+    assert ids == set(REGISTRY), (
+        f"no extractor: {sorted(ids - set(REGISTRY))}; no paper value: {sorted(set(REGISTRY) - ids)}"
+    )
     models = ["gptj", "pythia", "toy-gptj"]
     expected = {m: synthetic_results(tmp_path, m) for m in models}
     run = run_values(tmp_path, models)
@@ -280,8 +388,10 @@ def test_paper_values_file_errors(tmp_path):
     bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}, relation: '~'}\n")
     with pytest.raises(ValueError, match="relation '~'"):
         load_paper_values(bad)
-    bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}}\n"
-                   "  - {id: x, description: d, section: s, values: {gptj: 2}}\n")
+    bad.write_text(
+        "quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}}\n"
+        "  - {id: x, description: d, section: s, values: {gptj: 2}}\n"
+    )
     with pytest.raises(ValueError, match="'x' appears twice"):
         load_paper_values(bad)
 
@@ -301,24 +411,34 @@ def test_paper_tables_and_stage_boundary():
 
 # ---------------------------------------------------------------- cross-model figures
 
+
 def test_cross_model_figures(tmp_path):
     paper = load_paper_values(PAPER)
-    tabA1 = pd.DataFrame({"model": ["gptj", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000,
-                          "accuracy": [0.79, 0.99]})
+    tabA1 = pd.DataFrame(
+        {"model": ["gptj", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000, "accuracy": [0.79, 0.99]}
+    )
     labels = ["a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
-    tabC1 = {m: pd.DataFrame({"task": labels, "accuracy": acc})
-             for m, acc in (("gptj", [0.88, 0.97, 0.81, 0.95, 0.96]), ("toy-gptj", [0.99, 0.98, 0.7, 1.0, 1.0]))}
+    tabC1 = {
+        m: pd.DataFrame({"task": labels, "accuracy": acc})
+        for m, acc in (("gptj", [0.88, 0.97, 0.81, 0.95, 0.96]), ("toy-gptj", [0.99, 0.98, 0.7, 1.0, 1.0]))
+    }
     fig = R.all_accuracy(tabA1, tabC1, paper_accuracy(paper))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a+b", *labels]
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"gptj", "toy-gptj", "paper: gptj",
-                                                                    "paper: pythia", "paper: llama"}
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {
+        "gptj",
+        "toy-gptj",
+        "paper: gptj",
+        "paper: pythia",
+        "paper: llama",
+    }
     heights = sorted(round(p.get_height(), 4) for p in ax.patches if p.get_height() > 0)
     assert 0.9778 in heights and 0.772 in heights and 0.79 in heights
     save(fig, tmp_path, "figAll_accuracy")
 
-    tab01 = {m: paper_tab01(paper).assign(Helix=lambda d, s=s: d["Helix"] * s)
-             for m, s in (("gptj", 1.0), ("toy-gptj", 0.5))}
+    tab01 = {
+        m: paper_tab01(paper).assign(Helix=lambda d, s=s: d["Helix"] * s) for m, s in (("gptj", 1.0), ("toy-gptj", 0.5))
+    }
     fig = R.all_ld_ratios(tab01, paper_tab01(paper))
     assert [ax.get_title() for ax in fig.axes] == ["Helix / Full", "PCA / Full", "Poly / Full"]
     assert fig.axes[0].get_ylabel() == "max-over-layers LD, fit / layer patch"
@@ -328,9 +448,11 @@ def test_cross_model_figures(tmp_path):
 
 
 def test_plotting_and_table_modules_import_no_torch():
-    code = ("import sys; import helixclock.stages.errors.figures, helixclock.stages.errors.errors, "
-            "helixclock.stages.errors.linear_addition, helixclock.stages.report.figures, "
-            "helixclock.stages.report.compare, helixclock.stages.report.clock; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys; import helixclock.stages.errors.figures, helixclock.stages.errors.errors, "
+        "helixclock.stages.errors.linear_addition, helixclock.stages.report.figures, "
+        "helixclock.stages.report.compare, helixclock.stages.report.clock; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)

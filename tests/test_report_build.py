@@ -20,8 +20,17 @@ def test_report_names_every_output_of_the_run(tiny_run):
     missing = sorted(x for x in figures | tables if x not in html)
     assert not missing, f"not in the report: {missing}"
     # grouped by paper section, the paper beside the run first
-    names = ["0 Paper vs run", "1 Accuracy", "2 Structure of numbers", "3 The helix", "4 The last token",
-             "5 Attention heads", "6 MLPs", "7 Neurons", "8 Why a helix"]
+    names = [
+        "0 Paper vs run",
+        "1 Accuracy",
+        "2 Structure of numbers",
+        "3 The helix",
+        "4 The last token",
+        "5 Attention heads",
+        "6 MLPs",
+        "7 Neurons",
+        "8 Why a helix",
+    ]
     assert all(name in html for name in names)
 
 

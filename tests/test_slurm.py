@@ -30,10 +30,21 @@ def cluster(tmp_path_factory):
 
 # every model job of the DAG and the tables behind the figures (the plotting jobs, all local
 # rules, are left to the local run)
-TARGETS = [f"results/toy-gptj/{rel}" for rel in (
-    "tables/fourier_peaks.csv", "helix/projection.csv", "helix/sweep.csv", "tables/tab01_other_tasks.csv",
-    "last_token/fits.csv", "tables/tabD1_head_categories.csv", "mlps/mlp_stages.csv", "tables/tabD2_top_neurons.csv",
-    "errors/carry_test.csv", "errors/linear_addition.csv")]
+TARGETS = [
+    f"results/toy-gptj/{rel}"
+    for rel in (
+        "tables/fourier_peaks.csv",
+        "helix/projection.csv",
+        "helix/sweep.csv",
+        "tables/tab01_other_tasks.csv",
+        "last_token/fits.csv",
+        "tables/tabD1_head_categories.csv",
+        "mlps/mlp_stages.csv",
+        "tables/tabD2_top_neurons.csv",
+        "errors/carry_test.csv",
+        "errors/linear_addition.csv",
+    )
+]
 
 
 def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path):
@@ -41,10 +52,25 @@ def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path
     local, _ = tiny_run
     before = slurm.submissions()
     t0 = time.time()
-    proc = snakemake(tmp_path, *TARGETS, "--workflow-profile", str(REPO / "profiles" / "slurm"),
-                     "--slurm-no-account", "--slurm-status-command", "squeue",
-                     "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-                     "--max-threads", "1", "--config", 'models=["toy-gptj"]', env=slurm.env, timeout=1200)
+    proc = snakemake(
+        tmp_path,
+        *TARGETS,
+        "--workflow-profile",
+        str(REPO / "profiles" / "slurm"),
+        "--slurm-no-account",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "2",
+        "--max-threads",
+        "1",
+        "--config",
+        'models=["toy-gptj"]',
+        env=slurm.env,
+        timeout=1200,
+    )
     seconds = time.time() - t0
     out = proc.stdout + proc.stderr
     submitted = out.count("has been submitted with SLURM jobid")
@@ -56,8 +82,9 @@ def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path
     tables = sorted(p.relative_to(tmp_path) for p in (tmp_path / "results" / m).rglob("*.csv"))
     assert len(tables) >= 40
     for rel in tables:
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / rel), pd.read_csv(local / rel),
-                                      check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel))
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / rel), pd.read_csv(local / rel), check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel)
+        )
     a = load_file(local / f"resources/models/{m}/model.safetensors")
     b = load_file(tmp_path / f"resources/models/{m}/model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)

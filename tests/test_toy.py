@@ -10,13 +10,32 @@ from safetensors.torch import load_file
 
 from helixclock.toy import build_corpus, build_tokenizer, holdout_mask, train_toy
 
-SPEC = {"source": "toy", "family": "gptj", "max_number": 399, "prompts": GPTJ_PROMPTS,
-        "toy": {"d_model": 64, "n_layers": 1, "n_heads": 2, "d_mlp": 128}}
+SPEC = {
+    "source": "toy",
+    "family": "gptj",
+    "max_number": 399,
+    "prompts": GPTJ_PROMPTS,
+    "toy": {"d_model": 64, "n_layers": 1, "n_heads": 2, "d_mlp": 128},
+}
 
 
 def test_tokenizer_holds_numbers_words_and_symbols():
     tok = build_tokenizer(GPTJ_PROMPTS, 399, bos=False)
-    assert tok.tokenize("Output ONLY a number.\nx-57=0, x=") == ["Output", "ONLY", "a", "number", ".", "x", "-", "57", "=", "0", ",", "x", "="]
+    assert tok.tokenize("Output ONLY a number.\nx-57=0, x=") == [
+        "Output",
+        "ONLY",
+        "a",
+        "number",
+        ".",
+        "x",
+        "-",
+        "57",
+        "=",
+        "0",
+        ",",
+        "x",
+        "=",
+    ]
     assert all(tok.convert_tokens_to_ids(str(n)) != tok.unk_token_id for n in range(400))
     assert tok.convert_tokens_to_ids("400") == tok.unk_token_id
 
@@ -35,8 +54,9 @@ def test_holdout_is_seeded_and_twenty_percent():
 
 
 def test_reduced_budget_learns(tmp_path):
-    rec = train_toy("tiny", SPEC, tmp_path, steps=200, batch_size=128, lr=3e-3, warmup=20,
-                    eval_every=100, progress=False)
+    rec = train_toy(
+        "tiny", SPEC, tmp_path, steps=200, batch_size=128, lr=3e-3, warmup=20, eval_every=100, progress=False
+    )
     acc = rec["accuracy"]
     vocab = 423
     # an untrained model's loss is ln(vocab) = 6.05 and its accuracy 1/vocab
@@ -87,8 +107,9 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
     from helixclock.config import training_settings
     from helixclock.toy import install_checkpoint, matching_checkpoint
 
-    training = training_settings({"steps": 6, "batch_size": 32, "warmup": 2, "lr": 1e-3, "seed": 1,
-                                  "eval_every": 3}, SPEC)
+    training = training_settings(
+        {"steps": 6, "batch_size": 32, "warmup": 2, "lr": 1e-3, "seed": 1, "eval_every": 3}, SPEC
+    )
     rec = train_toy("t", SPEC, tmp_path / "ck", progress=False, **training)
     assert [h["step"] for h in rec["history"]] == [3, 6]
     assert matching_checkpoint(tmp_path / "ck", SPEC, training) == tmp_path / "ck"
@@ -100,8 +121,11 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
     assert matching_checkpoint(tmp_path / "nothing", SPEC, training) is None
     # a registry entry's own training keys override config key toy; architecture keys do not
     own = {**SPEC, "toy": {**SPEC["toy"], "steps": 9, "weight_decay": 0.5}}
-    assert training_settings({"steps": 6, "weight_decay": 0.1, "lr": 1e-3}, own) == \
-        {"steps": 9, "weight_decay": 0.5, "lr": 1e-3}
+    assert training_settings({"steps": 6, "weight_decay": 0.1, "lr": 1e-3}, own) == {
+        "steps": 9,
+        "weight_decay": 0.5,
+        "lr": 1e-3,
+    }
     installed = install_checkpoint(tmp_path / "ck", tmp_path / "out")
     assert installed == rec
     a, b = (load_file(tmp_path / x / "model.safetensors") for x in ("ck", "out"))
@@ -136,8 +160,9 @@ def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path, repo, mon
     assert record["accuracy"]["add_heldout"] >= 0.9  # the committed toy generalises
     early = record["early_check"]
     training.pop("eval_every", None)
-    rerun = train_toy(model, spec, tmp_path, progress=False, eval_every=early["step"],
-                      stop_after=early["step"], **training)
+    rerun = train_toy(
+        model, spec, tmp_path, progress=False, eval_every=early["step"], stop_after=early["step"], **training
+    )
     again = rerun["history"][0]
     assert again["step"] == early["step"]
     assert again["loss"] == pytest.approx(early["loss"], rel=1e-3)

@@ -40,8 +40,9 @@ def weak_accuracy() -> pd.DataFrame:
     partners a+b'): 41 correct prompts, 10 pairs a'+b, 32 pairs a+b', 41 pairs a'+b'."""
     a, b = np.divmod(np.arange(10000), 100)
     correct = ((b == 7) & (a < 10)) | ((a == 0) & (b >= 20) & (b <= 50))
-    return pd.DataFrame({"task": "add", "a": a, "b": b, "answer": a + b, "answer_token": a + b + 10,
-                         "correct": correct})
+    return pd.DataFrame(
+        {"task": "add", "a": a, "b": b, "answer": a + b, "answer_token": a + b + 10, "correct": correct}
+    )
 
 
 def reference_pairs(correct: pd.DataFrame, vary) -> int:
@@ -82,8 +83,12 @@ def test_pairs_available_within_a_held_out_split():
 
 def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
     """What a script's ``snakemake`` object holds for :func:`helixclock.pipeline.require`."""
-    return SimpleNamespace(rule=rule, wildcards=SimpleNamespace(model="weak"),
-                           input=SimpleNamespace(accuracy=str(accuracy_path)), params=SimpleNamespace(**params))
+    return SimpleNamespace(
+        rule=rule,
+        wildcards=SimpleNamespace(model="weak"),
+        input=SimpleNamespace(accuracy=str(accuracy_path)),
+        params=SimpleNamespace(**params),
+    )
 
 
 @pytest.fixture
@@ -129,8 +134,9 @@ def test_fewer_pairs_than_asked_run_down_to_minimum_pairs():
     needs = pre.clock_needs("last_token_patching", weak_accuracy(), PERIODS, 100, ("a",), pre.Minimum(pairs=11))
     assert (needs[0].found, needs[0].minimum, needs[0].met) == (10, 11, False)
     assert pre.Minimum(pairs=50).fewest_pairs(4) == 4 and pre.Minimum(pairs=2).fewest_pairs(1) == 2
-    mul = pd.DataFrame({"task": "mul1p5", "a": np.arange(0, 100, 2), "b": -1, "answer": np.arange(0, 150, 3),
-                        "correct": True})
+    mul = pd.DataFrame(
+        {"task": "mul1p5", "a": np.arange(0, 100, 2), "b": -1, "answer": np.arange(0, 150, 3), "correct": True}
+    )
     need = pre.other_tasks_needs({"mul1p5": mul}, PERIODS, 100, pre.Minimum(pairs=80))["mul1p5"][0]
     assert (need.found, need.minimum) == (50, 50) and "capped at the task's 50 prompts" in need.source
 
@@ -164,26 +170,42 @@ def test_no_correct_prompt_stops_the_cache_before_the_model(tmp_path):
     job = fake_job("residual_cache", path, minimum={"correct_prompts": 1})
     with pytest.raises(pre.PreconditionError) as err:  # as scripts/residual_cache.py states them
         require(job, pre.cache_needs(accuracy(job), minimum(job), max_number=120, card_max_number=199))
-    assert one_line(err) == ("weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
-                             "(minimum.correct_prompts=1), found 0; "
-                             "this model's residual_cache and everything after it stop here")
+    assert one_line(err) == (
+        "weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
+        "(minimum.correct_prompts=1), found 0; "
+        "this model's residual_cache and everything after it stop here"
+    )
 
 
 def test_other_tasks_leave_out_a_weak_task_and_stop_on_a_weak_add(tmp_path, caplog):
     good = weak_accuracy().assign(correct=True)
-    mod2 = pd.DataFrame({"task": "mod2", "a": np.arange(100), "b": -1, "answer": np.arange(100) % 2,
-                         "correct": np.arange(100) < 3})  # answers 0, 1, 0: 3 pairs a'
-    job = fake_job("other_tasks_patching", "", tasks=["add", "mod2"], n_pairs=4, fit={"periods": PERIODS},
-                   minimum={"pairs": 10, "spare_rows": 1})
+    mod2 = pd.DataFrame(
+        {"task": "mod2", "a": np.arange(100), "b": -1, "answer": np.arange(100) % 2, "correct": np.arange(100) < 3}
+    )  # answers 0, 1, 0: 3 pairs a'
+    job = fake_job(
+        "other_tasks_patching",
+        "",
+        tasks=["add", "mod2"],
+        n_pairs=4,
+        fit={"periods": PERIODS},
+        minimum={"pairs": 10, "spare_rows": 1},
+    )
     with caplog.at_level(logging.WARNING, logger="helixclock"):
         usable = usable_tasks(job, {"add": good, "mod2": mod2})
     assert list(usable) == ["add"]
-    assert ("left out of Table 1 and Fig. C7: weak: other_tasks_patching needs at least 4 clean/corrupted pairs "
-            "with different answers (a' from the 3 correct mod2 prompts) (config helix.n_pairs=4, minimum.pairs=10), "
-            "found 3") in caplog.text
+    assert (
+        "left out of Table 1 and Fig. C7: weak: other_tasks_patching needs at least 4 clean/corrupted pairs "
+        "with different answers (a' from the 3 correct mod2 prompts) (config helix.n_pairs=4, minimum.pairs=10), "
+        "found 3"
+    ) in caplog.text
     with pytest.raises(pre.PreconditionError, match=r"at least 4 .*\(a'\+b from the 2 correct add prompts\).*found 2;"):
-        usable_tasks(job, {"add": weak_accuracy().assign(correct=lambda d: d["correct"] & (d["b"] == 7) & (d["a"] < 2)),
-                           "mod2": mod2})
+        usable_tasks(
+            job,
+            {
+                "add": weak_accuracy().assign(correct=lambda d: d["correct"] & (d["b"] == 7) & (d["a"] < 2)),
+                "mod2": mod2,
+            },
+        )
 
 
 def test_over_fitted_helix_fits_are_refused():
@@ -220,19 +242,40 @@ def test_figures_say_how_many_pairs_and_draw_nan_intervals():
     from helixclock.stages.last_token.figures import layer_patching
     from helixclock.style import pairs_note
 
-    controls = pd.DataFrame({"control": ["train/test split"] * 2 + ["shuffled a"] * 2, "method": ["helix", "layer"] * 2,
-                             "layer": [0, 0, 0, 0], "ld_mean": [0.5, 1.0, 0.1, 1.0],
-                             "ld_low": [np.nan, np.nan, 0.0, 0.8], "ld_high": [np.nan, np.nan, 0.2, 1.2],
-                             "n_pairs": [1, 1, 30, 30]})
+    controls = pd.DataFrame(
+        {
+            "control": ["train/test split"] * 2 + ["shuffled a"] * 2,
+            "method": ["helix", "layer"] * 2,
+            "layer": [0, 0, 0, 0],
+            "ld_mean": [0.5, 1.0, 0.1, 1.0],
+            "ld_low": [np.nan, np.nan, 0.0, 0.8],
+            "ld_high": [np.nan, np.nan, 0.2, 1.2],
+            "n_pairs": [1, 1, 30, 30],
+        }
+    )
     fig = helix_controls(controls, "weak")
-    assert [ax.get_title() for ax in fig.axes] == ["fit on 80% of a, patch held-out 20% (n = 1 pair)",
-                                                   "helix fitted to shuffled a (n = 30 pairs)"]
-    effects = pd.DataFrame({"component": ["MLP", "attention"], "layer": [0, 0], "te": [1.0, 0.5],
-                            "te_low": [np.nan, np.nan], "te_high": [np.nan, np.nan], "de": [0.2, 0.1],
-                            "de_low": [np.nan, np.nan], "de_high": [np.nan, np.nan], "n_pairs": [1, 4]})
+    assert [ax.get_title() for ax in fig.axes] == [
+        "fit on 80% of a, patch held-out 20% (n = 1 pair)",
+        "helix fitted to shuffled a (n = 30 pairs)",
+    ]
+    effects = pd.DataFrame(
+        {
+            "component": ["MLP", "attention"],
+            "layer": [0, 0],
+            "te": [1.0, 0.5],
+            "te_low": [np.nan, np.nan],
+            "te_high": [np.nan, np.nan],
+            "de": [0.2, 0.1],
+            "de_low": [np.nan, np.nan],
+            "de_high": [np.nan, np.nan],
+            "n_pairs": [1, 4],
+        }
+    )
     fig = layer_patching(effects, "weak")
-    assert [ax.get_title() for ax in fig.axes] == ["MLP outputs at the last token (n = 1 pair)",
-                                                   "attention outputs at the last token (n = 4 pairs)"]
+    assert [ax.get_title() for ax in fig.axes] == [
+        "MLP outputs at the last token (n = 1 pair)",
+        "attention outputs at the last token (n = 4 pairs)",
+    ]
     fig.savefig(os.devnull, format="png")  # draws with NaN intervals
     assert pairs_note(controls) == "n = 1–30 pairs" and pairs_note(pd.DataFrame({"x": [1]})) == ""
 
@@ -243,8 +286,12 @@ def test_tensors_leave_the_device_as_numpy_can_hold_them():
     from helixclock.io import to_numpy
 
     x = torch.tensor([1.0, 2.5, -3.25])
-    for dtype, expected in ((torch.bfloat16, np.float32), (torch.float16, np.float32), (torch.float32, np.float32),
-                            (torch.float64, np.float64)):
+    for dtype, expected in (
+        (torch.bfloat16, np.float32),
+        (torch.float16, np.float32),
+        (torch.float32, np.float32),
+        (torch.float64, np.float64),
+    ):
         out = to_numpy(x.to(dtype))
         assert out.dtype == expected and np.array_equal(out, [1.0, 2.5, -3.25])
     assert to_numpy(torch.arange(3)).dtype == np.int64
@@ -268,8 +315,10 @@ def test_a_stopped_job_prints_its_line_and_no_traceback(tmp_path):
     """The job's console (what Snakemake shows) gets the line alone; its log gets it last."""
     log = tmp_path / "job.log"
     proc = subprocess.run([sys.executable, "-c", STOP, str(log)], capture_output=True, text=True, timeout=60)
-    line = "helixclock: weak: residual_cache needs at least 1 correct a+b prompt, found 0; " \
-           "this model's residual_cache and everything after it stop here"
+    line = (
+        "helixclock: weak: residual_cache needs at least 1 correct a+b prompt, found 0; "
+        "this model's residual_cache and everything after it stop here"
+    )
     assert proc.returncode == 1
     assert proc.stderr.strip() == line
     text = log.read_text()
@@ -286,8 +335,17 @@ def save_weak_gptj(path, prompts: dict) -> None:
 
     tok = build_tokenizer(prompts, 199, bos=False)
     torch.manual_seed(0)
-    cfg = GPTJConfig(vocab_size=len(tok), n_positions=32, n_embd=16, n_layer=1, n_head=2, rotary_dim=4, n_inner=32,
-                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = GPTJConfig(
+        vocab_size=len(tok),
+        n_positions=32,
+        n_embd=16,
+        n_layer=1,
+        n_head=2,
+        rotary_dim=4,
+        n_inner=32,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     model = GPTJForCausalLM(cfg).eval()
     with torch.no_grad():
         model.lm_head.bias[tok.eos_token_id] = 1e3
@@ -295,15 +353,23 @@ def save_weak_gptj(path, prompts: dict) -> None:
     tok.save_pretrained(path)
 
 
-MODEL_OUTPUTS = ["cache/residuals.h5", "helix/raw/sweep.csv", "helix/raw/other_tasks.csv", "last_token/raw/fits.csv",
-                 "heads/raw/effects.csv", "mlps/raw/topk.csv", "neurons/raw/attribution.csv",
-                 "neurons/raw/fit_eval.csv"]
+MODEL_OUTPUTS = [
+    "cache/residuals.h5",
+    "helix/raw/sweep.csv",
+    "helix/raw/other_tasks.csv",
+    "last_token/raw/fits.csv",
+    "heads/raw/effects.csv",
+    "mlps/raw/topk.csv",
+    "neurons/raw/attribution.csv",
+    "neurons/raw/fit_eval.csv",
+]
 ACCURACY_OUTPUTS = ["accuracy/add.csv", "figures/figA1_accuracy_heatmap.png", "figures/figA1_accuracy_heatmap.pdf"]
-STOPPED = {"residual_cache": "1 correct a+b prompts (of 10000 prompts)",
-           "other_tasks_patching": "4 clean/corrupted pairs with different answers (a'+b from the 0 correct add prompts)",
-           "head_patching": "4 clean/corrupted pairs with different answers (a'+b' from the 0 correct add prompts)",
-           "neuron_attribution": "6 clean/corrupted pairs with different answers (a'+b' from the 0 correct add "
-                                 "prompts)"}
+STOPPED = {
+    "residual_cache": "1 correct a+b prompts (of 10000 prompts)",
+    "other_tasks_patching": "4 clean/corrupted pairs with different answers (a'+b from the 0 correct add prompts)",
+    "head_patching": "4 clean/corrupted pairs with different answers (a'+b' from the 0 correct add prompts)",
+    "neuron_attribution": "6 clean/corrupted pairs with different answers (a'+b' from the 0 correct add prompts)",
+}
 
 
 @pytest.mark.slow
@@ -312,21 +378,36 @@ def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
 
     prompts = {"add": TEMPLATE}
     save_weak_gptj(tmp_path / "weak-gptj", prompts)
-    registry = {"weak-gptj": {"source": str(tmp_path / "weak-gptj"), "family": "gptj", "dtype": "bfloat16",
-                              "max_number": 199, "prompts": prompts}}
+    registry = {
+        "weak-gptj": {
+            "source": str(tmp_path / "weak-gptj"),
+            "family": "gptj",
+            "dtype": "bfloat16",
+            "max_number": 199,
+            "prompts": prompts,
+        }
+    }
     (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
-    config = {"models": ["weak-gptj"], "registry": str(tmp_path / "models.yaml"), "device": "cpu",
-              "batch_size": 2048, "accuracy": {"tasks": ["add"]}, "cache": {"max_number": 99},
-              "helix": {"n_pairs": 4, "bootstrap": 20}, "clock": {"n_pairs": 4, "fit_prompts": 40},
-              "neurons": {"attribution_pairs": 6, "de_pairs": 2, "ablation_prompts": 4, "mean_prompts": 4}}
+    config = {
+        "models": ["weak-gptj"],
+        "registry": str(tmp_path / "models.yaml"),
+        "device": "cpu",
+        "batch_size": 2048,
+        "accuracy": {"tasks": ["add"]},
+        "cache": {"max_number": 99},
+        "helix": {"n_pairs": 4, "bootstrap": 20},
+        "clock": {"n_pairs": 4, "fit_prompts": 40},
+        "neurons": {"attribution_pairs": 6, "de_pairs": 2, "ablation_prompts": 4, "mean_prompts": 4},
+    }
     (tmp_path / "weak.yaml").write_text(yaml.safe_dump(config))
     work = tmp_path / "work"
     results = work / "results" / "weak-gptj"
     targets = [str(results.relative_to(work) / p) for p in ACCURACY_OUTPUTS + MODEL_OUTPUTS]
     targets.append("results/all/tables/tabA1_prompts_accuracy.csv")
     t0 = time.time()
-    proc = snakemake(work, "--cores", "2", "--keep-going", *targets, configfile=tmp_path / "weak.yaml", check=False,
-                     timeout=300)
+    proc = snakemake(
+        work, "--cores", "2", "--keep-going", *targets, configfile=tmp_path / "weak.yaml", check=False, timeout=300
+    )
     seconds = time.time() - t0
     console = proc.stdout + proc.stderr
     assert proc.returncode != 0, console[-3000:]

@@ -42,11 +42,29 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-HOOK_KINDS = ("resid_pre", "head_out", "attn_out", "resid_mid", "neuron_pre", "neuron_up",
-              "neuron_post", "mlp_out", "logits")
+HOOK_KINDS = (
+    "resid_pre",
+    "head_out",
+    "attn_out",
+    "resid_mid",
+    "neuron_pre",
+    "neuron_up",
+    "neuron_post",
+    "mlp_out",
+    "logits",
+)
 # position of each kind inside a block, in the order the forward pass reaches it
-_STAGE = {"resid_pre": 0, "head_out": 1, "attn_out": 2, "resid_mid": 3, "neuron_pre": 4,
-          "neuron_up": 5, "neuron_post": 6, "mlp_out": 7, "logits": 9}
+_STAGE = {
+    "resid_pre": 0,
+    "head_out": 1,
+    "attn_out": 2,
+    "resid_mid": 3,
+    "neuron_pre": 4,
+    "neuron_up": 5,
+    "neuron_post": 6,
+    "mlp_out": 7,
+    "logits": 9,
+}
 LAYOUTS = ("out_in", "in_out")  # nn.Linear stores weight [out, in]; GPT-2's Conv1D [in, out]
 
 
@@ -91,20 +109,38 @@ class FamilySpec:
 
     def __post_init__(self):
         if self.proj_layout not in LAYOUTS:
-            raise ValueError(f"family {self.name!r}: proj_layout {self.proj_layout!r} is not one of "
-                             f"{', '.join(LAYOUTS)}")
+            raise ValueError(
+                f"family {self.name!r}: proj_layout {self.proj_layout!r} is not one of {', '.join(LAYOUTS)}"
+            )
         if len(self.neuron_in) != (2 if self.gated else 1):
-            raise ValueError(f"family {self.name!r}: neuron_in {self.neuron_in} must name "
-                             f"{'gate and up' if self.gated else 'one input projection'}")
+            raise ValueError(
+                f"family {self.name!r}: neuron_in {self.neuron_in} must name "
+                f"{'gate and up' if self.gated else 'one input projection'}"
+            )
 
 
-_LLAMA_LIKE = dict(blocks="model.layers", final_norm="model.norm", unembed="lm_head",
-                   attn_proj="self_attn.o_proj", mlp="mlp",
-                   neuron_in=("mlp.gate_proj", "mlp.up_proj"), neuron_out="mlp.down_proj",
-                   attn_norm="input_layernorm", mlp_norm="post_attention_layernorm", parallel=False, gated=True)
-_GEMMA = dict(_LLAMA_LIKE, mlp_norm="pre_feedforward_layernorm", attn_post_norm="post_attention_layernorm",
-              mlp_post_norm="post_feedforward_layernorm", embed_scale=True,
-              final_softcap_key="final_logit_softcapping", window_key="sliding_window")
+_LLAMA_LIKE = dict(
+    blocks="model.layers",
+    final_norm="model.norm",
+    unembed="lm_head",
+    attn_proj="self_attn.o_proj",
+    mlp="mlp",
+    neuron_in=("mlp.gate_proj", "mlp.up_proj"),
+    neuron_out="mlp.down_proj",
+    attn_norm="input_layernorm",
+    mlp_norm="post_attention_layernorm",
+    parallel=False,
+    gated=True,
+)
+_GEMMA = dict(
+    _LLAMA_LIKE,
+    mlp_norm="pre_feedforward_layernorm",
+    attn_post_norm="post_attention_layernorm",
+    mlp_post_norm="post_feedforward_layernorm",
+    embed_scale=True,
+    final_softcap_key="final_logit_softcapping",
+    window_key="sliding_window",
+)
 _LOCAL = ("sliding_attention", "local")  # windowed layers in config.layer_types / attention_layers
 
 # What the rows encode, beyond module names (checked against transformers 5.23's sources):
@@ -118,33 +154,109 @@ _LOCAL = ("sliding_attention", "local")  # windowed layers in config.layer_types
 # - Phi's unembedding has a bias (kept: logits come from the module itself);
 # - Gemma's embedding module multiplies by sqrt(d_model); Gemma-2 soft-caps the final logits.
 _SPECS = (
-    FamilySpec("gptj", ("gptj",), "GPTJForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head", attn_proj="attn.out_proj", mlp="mlp",
-               neuron_in=("mlp.fc_in",), neuron_out="mlp.fc_out", attn_norm="ln_1", mlp_norm="ln_1",
-               parallel=True, gated=False, head_dim_key=None, d_mlp_key="n_inner"),
-    FamilySpec("neox", ("gpt_neox",), "GPTNeoXForCausalLM", blocks="gpt_neox.layers",
-               final_norm="gpt_neox.final_layer_norm", unembed="lm_head",
-               attn_proj="attention.dense", mlp="mlp", neuron_in=("mlp.dense_h_to_4h",),
-               neuron_out="mlp.dense_4h_to_h", attn_norm="input_layernorm", mlp_norm="post_attention_layernorm",
-               parallel=True, gated=False, parallel_key="use_parallel_residual", head_dim_key=None),
+    FamilySpec(
+        "gptj",
+        ("gptj",),
+        "GPTJForCausalLM",
+        blocks="transformer.h",
+        final_norm="transformer.ln_f",
+        unembed="lm_head",
+        attn_proj="attn.out_proj",
+        mlp="mlp",
+        neuron_in=("mlp.fc_in",),
+        neuron_out="mlp.fc_out",
+        attn_norm="ln_1",
+        mlp_norm="ln_1",
+        parallel=True,
+        gated=False,
+        head_dim_key=None,
+        d_mlp_key="n_inner",
+    ),
+    FamilySpec(
+        "neox",
+        ("gpt_neox",),
+        "GPTNeoXForCausalLM",
+        blocks="gpt_neox.layers",
+        final_norm="gpt_neox.final_layer_norm",
+        unembed="lm_head",
+        attn_proj="attention.dense",
+        mlp="mlp",
+        neuron_in=("mlp.dense_h_to_4h",),
+        neuron_out="mlp.dense_4h_to_h",
+        attn_norm="input_layernorm",
+        mlp_norm="post_attention_layernorm",
+        parallel=True,
+        gated=False,
+        parallel_key="use_parallel_residual",
+        head_dim_key=None,
+    ),
     FamilySpec("llama", ("llama",), "LlamaForCausalLM", **_LLAMA_LIKE),
-    FamilySpec("gpt2", ("gpt2",), "GPT2LMHeadModel", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head", attn_proj="attn.c_proj", mlp="mlp",
-               neuron_in=("mlp.c_fc",), neuron_out="mlp.c_proj", attn_norm="ln_1", mlp_norm="ln_2",
-               parallel=False, gated=False, proj_layout="in_out", head_dim_key=None, d_mlp_key="n_inner"),
-    FamilySpec("gpt_neo", ("gpt_neo",), "GPTNeoForCausalLM", blocks="transformer.h", final_norm="transformer.ln_f",
-               unembed="lm_head",
-               attn_proj="attn.attention.out_proj", mlp="mlp", neuron_in=("mlp.c_fc",), neuron_out="mlp.c_proj",
-               attn_norm="ln_1", mlp_norm="ln_2", parallel=False, gated=False, head_dim_key=None,
-               window_key="window_size"),
+    FamilySpec(
+        "gpt2",
+        ("gpt2",),
+        "GPT2LMHeadModel",
+        blocks="transformer.h",
+        final_norm="transformer.ln_f",
+        unembed="lm_head",
+        attn_proj="attn.c_proj",
+        mlp="mlp",
+        neuron_in=("mlp.c_fc",),
+        neuron_out="mlp.c_proj",
+        attn_norm="ln_1",
+        mlp_norm="ln_2",
+        parallel=False,
+        gated=False,
+        proj_layout="in_out",
+        head_dim_key=None,
+        d_mlp_key="n_inner",
+    ),
+    FamilySpec(
+        "gpt_neo",
+        ("gpt_neo",),
+        "GPTNeoForCausalLM",
+        blocks="transformer.h",
+        final_norm="transformer.ln_f",
+        unembed="lm_head",
+        attn_proj="attn.attention.out_proj",
+        mlp="mlp",
+        neuron_in=("mlp.c_fc",),
+        neuron_out="mlp.c_proj",
+        attn_norm="ln_1",
+        mlp_norm="ln_2",
+        parallel=False,
+        gated=False,
+        head_dim_key=None,
+        window_key="window_size",
+    ),
     FamilySpec("olmo", ("olmo",), "OlmoForCausalLM", **_LLAMA_LIKE),
-    FamilySpec("olmo2", ("olmo2",), "Olmo2ForCausalLM", **dict(
-        _LLAMA_LIKE, attn_norm=None, mlp_norm=None, attn_post_norm="post_attention_layernorm",
-        mlp_post_norm="post_feedforward_layernorm")),
-    FamilySpec("phi", ("phi",), "PhiForCausalLM", blocks="model.layers", final_norm="model.final_layernorm",
-               unembed="lm_head", attn_proj="self_attn.dense",
-               mlp="mlp", neuron_in=("mlp.fc1",), neuron_out="mlp.fc2", attn_norm="input_layernorm",
-               mlp_norm="input_layernorm", parallel=True, gated=False),
+    FamilySpec(
+        "olmo2",
+        ("olmo2",),
+        "Olmo2ForCausalLM",
+        **dict(
+            _LLAMA_LIKE,
+            attn_norm=None,
+            mlp_norm=None,
+            attn_post_norm="post_attention_layernorm",
+            mlp_post_norm="post_feedforward_layernorm",
+        ),
+    ),
+    FamilySpec(
+        "phi",
+        ("phi",),
+        "PhiForCausalLM",
+        blocks="model.layers",
+        final_norm="model.final_layernorm",
+        unembed="lm_head",
+        attn_proj="self_attn.dense",
+        mlp="mlp",
+        neuron_in=("mlp.fc1",),
+        neuron_out="mlp.fc2",
+        attn_norm="input_layernorm",
+        mlp_norm="input_layernorm",
+        parallel=True,
+        gated=False,
+    ),
     FamilySpec("qwen2", ("qwen2",), "Qwen2ForCausalLM", **dict(_LLAMA_LIKE, window_key="sliding_window")),
     FamilySpec("mistral", ("mistral",), "MistralForCausalLM", **dict(_LLAMA_LIKE, window_key="sliding_window")),
     FamilySpec("gemma2", ("gemma2",), "Gemma2ForCausalLM", **_GEMMA),
@@ -158,11 +270,16 @@ def detect_family(hf_config) -> str:
     """The family of a Hugging Face config, or an error naming the supported ones."""
     model_type = getattr(hf_config, "model_type", None)
     if model_type not in MODEL_TYPES:
-        hint = (" (multimodal Gemma-3 checkpoints are not supported: load the text-only "
-                "Gemma3ForCausalLM, model type 'gemma3_text')" if model_type == "gemma3" else "")
+        hint = (
+            " (multimodal Gemma-3 checkpoints are not supported: load the text-only "
+            "Gemma3ForCausalLM, model type 'gemma3_text')"
+            if model_type == "gemma3"
+            else ""
+        )
         raise UnsupportedFamilyError(
             f"model type {model_type!r} is not supported{hint}; supported families: "
-            f"{', '.join(FAMILIES)} (model types {', '.join(MODEL_TYPES)})")
+            f"{', '.join(FAMILIES)} (model types {', '.join(MODEL_TYPES)})"
+        )
     return MODEL_TYPES[model_type]
 
 
@@ -194,8 +311,20 @@ class Adapter:
         self.spec = spec
         self.config = hf_config
         self.family = spec.name
-        for key in ("blocks", "final_norm", "unembed", "attn_proj", "mlp", "neuron_in",
-                    "neuron_out", "attn_norm", "mlp_norm", "attn_post_norm", "mlp_post_norm", "gated"):
+        for key in (
+            "blocks",
+            "final_norm",
+            "unembed",
+            "attn_proj",
+            "mlp",
+            "neuron_in",
+            "neuron_out",
+            "attn_norm",
+            "mlp_norm",
+            "attn_post_norm",
+            "mlp_post_norm",
+            "gated",
+        ):
             setattr(self, key, getattr(spec, key))
         self.parallel = spec.parallel
         if spec.parallel_key is not None and getattr(hf_config, spec.parallel_key, None) is not None:
@@ -208,7 +337,7 @@ class Adapter:
         self.d_head = int(head_dim) if head_dim else self.d_model // self.n_heads
         self.d_mlp = int(getattr(hf_config, spec.d_mlp_key, None) or 4 * self.d_model)
         self.vocab_size = _int(hf_config, "vocab_size", spec.name)
-        self.embed_scale = self.d_model ** 0.5 if spec.embed_scale else 1.0
+        self.embed_scale = self.d_model**0.5 if spec.embed_scale else 1.0
         cap = getattr(hf_config, spec.final_softcap_key, None) if spec.final_softcap_key else None
         self.final_softcap: float | None = float(cap) if cap else None
         self.sliding_window = self._window(hf_config)
@@ -312,29 +441,45 @@ class Adapter:
         output-projection and MLP widths, vocabulary); an error names the module at fault."""
         n = len(hf_model.get_submodule(self.blocks))
         if n != self.n_layers:
-            raise UnsupportedFamilyError(f"family {self.family!r}: {self.blocks} has {n} blocks but the "
-                                         f"config says num_hidden_layers={self.n_layers}")
-        expected = {self.attn_proj: (self.n_heads * self.d_head, self.d_model),
-                    self.neuron_out: (self.d_mlp, self.d_model)}
+            raise UnsupportedFamilyError(
+                f"family {self.family!r}: {self.blocks} has {n} blocks but the "
+                f"config says num_hidden_layers={self.n_layers}"
+            )
+        expected = {
+            self.attn_proj: (self.n_heads * self.d_head, self.d_model),
+            self.neuron_out: (self.d_mlp, self.d_model),
+        }
         for rel, (fan_in, fan_out) in expected.items():
             w = hf_model.get_submodule(f"{self.block_path(0)}.{rel}").weight
             want = (fan_out, fan_in) if self.spec.proj_layout == "out_in" else (fan_in, fan_out)
             if tuple(w.shape) != want:
                 raise UnsupportedFamilyError(
                     f"family {self.family!r}: {self.block_path(0)}.{rel} has weight shape {tuple(w.shape)}, "
-                    f"expected {want} (layout {self.spec.proj_layout}) from the config")
+                    f"expected {want} (layout {self.spec.proj_layout}) from the config"
+                )
         V = hf_model.get_submodule(self.unembed).weight.shape[0]
         if V != self.vocab_size:
-            raise UnsupportedFamilyError(f"family {self.family!r}: {self.unembed} has {V} rows but the "
-                                         f"config says vocab_size={self.vocab_size}")
+            raise UnsupportedFamilyError(
+                f"family {self.family!r}: {self.unembed} has {V} rows but the config says vocab_size={self.vocab_size}"
+            )
 
     def describe(self) -> dict[str, Any]:
-        return {"family": self.family, "parallel": self.parallel, "gated": self.gated,
-                "post_norms": bool(self.attn_post_norm or self.mlp_post_norm),
-                "n_layers": self.n_layers, "n_heads": self.n_heads, "n_kv_heads": self.n_kv_heads,
-                "d_model": self.d_model, "d_head": self.d_head, "d_mlp": self.d_mlp,
-                "vocab_size": self.vocab_size, "embed_scale": self.embed_scale,
-                "final_softcap": self.final_softcap, "sliding_window": self.sliding_window}
+        return {
+            "family": self.family,
+            "parallel": self.parallel,
+            "gated": self.gated,
+            "post_norms": bool(self.attn_post_norm or self.mlp_post_norm),
+            "n_layers": self.n_layers,
+            "n_heads": self.n_heads,
+            "n_kv_heads": self.n_kv_heads,
+            "d_model": self.d_model,
+            "d_head": self.d_head,
+            "d_mlp": self.d_mlp,
+            "vocab_size": self.vocab_size,
+            "embed_scale": self.embed_scale,
+            "final_softcap": self.final_softcap,
+            "sliding_window": self.sliding_window,
+        }
 
 
 def make_adapter(hf_model: torch.nn.Module, family: str | None = None) -> Adapter:
@@ -343,10 +488,10 @@ def make_adapter(hf_model: torch.nn.Module, family: str | None = None) -> Adapte
     detected = detect_family(hf_model.config)
     if family is not None and family != detected:
         if family not in FAMILIES:
-            raise UnsupportedFamilyError(f"family {family!r} is not supported; supported "
-                                         f"families: {', '.join(FAMILIES)}")
-        raise UnsupportedFamilyError(f"registry says family {family!r} but the model's "
-                                     f"config says {detected!r}")
+            raise UnsupportedFamilyError(
+                f"family {family!r} is not supported; supported families: {', '.join(FAMILIES)}"
+            )
+        raise UnsupportedFamilyError(f"registry says family {family!r} but the model's config says {detected!r}")
     adapter = Adapter(FAMILIES[detected], hf_model.config)
     adapter.check_model(hf_model)
     return adapter

@@ -32,19 +32,26 @@ from .models import LoadedModel
 from .patching import PatchingEngine, Point
 from .tasks import check_task_tokens, get_task, number_token_ids, render
 
-LAYER_CONVENTION = ("layer l = resid_pre[l], the input of block l; layer n_layers = the final "
-                    "residual (input of the final norm)")
+LAYER_CONVENTION = (
+    "layer l = resid_pre[l], the input of block l; layer n_layers = the final residual (input of the final norm)"
+)
 POSITIONS = ("a", "b", "last")
 
 
 def _create(f: h5py.File, name: str, n: int, L1: int, d: int, dtype: str) -> h5py.Dataset:
-    return f.create_dataset(name, shape=(n, L1, d), dtype=dtype,
-                            chunks=(max(1, min(n, 1024)), 1, d))
+    return f.create_dataset(name, shape=(n, L1, d), dtype=dtype, chunks=(max(1, min(n, 1024)), 1, d))
 
 
-def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np.ndarray,
-                         path: str | Path, dtype: str = "float32", max_number: int = 360,
-                         engine: PatchingEngine | None = None) -> dict:
+def write_residual_cache(
+    model: LoadedModel,
+    template: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    path: str | Path,
+    dtype: str = "float32",
+    max_number: int = 360,
+    engine: PatchingEngine | None = None,
+) -> dict:
     """Run the a+b prompts (a[i], b[i]) and the bare numbers; write the cache to ``path``."""
     engine = engine or PatchingEngine(model)
     task = get_task("add")
@@ -81,11 +88,20 @@ def write_residual_cache(model: LoadedModel, template: str, a: np.ndarray, b: np
         num[:] = to_numpy(torch.stack([values[p][:, 0] for p in npoints], 1), dtype)
         f["numbers"].attrs["values"] = np.array(numbers)
         attrs = {
-            "model": model.name, "source": str(model.source), "model_dtype": str(model.dtype),
-            "dtype": dtype, "template": template, "example_prompt": render(template, 12, 34),
-            "position_a": positions.a, "position_b": positions.b, "position_last": positions.last,
-            "prompt_length": positions.length, "number_position": last,
-            "n_layers": model.adapter.n_layers, "d_model": d, "family": model.adapter.family,
+            "model": model.name,
+            "source": str(model.source),
+            "model_dtype": str(model.dtype),
+            "dtype": dtype,
+            "template": template,
+            "example_prompt": render(template, 12, 34),
+            "position_a": positions.a,
+            "position_b": positions.b,
+            "position_last": positions.last,
+            "prompt_length": positions.length,
+            "number_position": last,
+            "n_layers": model.adapter.n_layers,
+            "d_model": d,
+            "family": model.adapter.family,
             "layer_convention": LAYER_CONVENTION,
         }
         f.attrs.update(attrs)

@@ -59,8 +59,7 @@ def _format_error(err, what: str) -> str:
         allowed = ", ".join(sorted(err.schema.get("properties", {})))
         extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
         where = f"'{key}'" if err.absolute_path else "the top level"
-        return (f"{what} has unknown key(s) {', '.join(map(repr, extra))} at {where}; "
-                f"allowed keys: {allowed}")
+        return f"{what} has unknown key(s) {', '.join(map(repr, extra))} at {where}; allowed keys: {allowed}"
     if v == "type":
         return f"{what} key '{key}': value {err.instance!r} should be of type {err.validator_value}"
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
@@ -143,8 +142,9 @@ def load_registry(path: str | Path) -> dict:
     return validate(reg, SCHEMAS / "models.schema.yaml", "model registry")
 
 
-def check_config(config: dict, registry_path: str | Path | None = None,
-                 schema_dir: str | Path | None = None) -> tuple[dict, dict]:
+def check_config(
+    config: dict, registry_path: str | Path | None = None, schema_dir: str | Path | None = None
+) -> tuple[dict, dict]:
     """Validate the pipeline config and registry together; return both with defaults.
 
     Raises :class:`ConfigError` naming the key and value at fault; an unknown model
@@ -158,16 +158,21 @@ def check_config(config: dict, registry_path: str | Path | None = None,
     registry = load_registry(reg_path)
     for name in config["models"]:
         if name not in registry:
-            raise ConfigError(f"config key 'models': unknown model {name!r}; known models: "
-                              f"{', '.join(sorted(registry))}")
+            raise ConfigError(
+                f"config key 'models': unknown model {name!r}; known models: {', '.join(sorted(registry))}"
+            )
     for name, spec in registry.items():
         missing = [t for t in config["accuracy"]["tasks"] if t not in spec["prompts"]]
         if missing and name in config["models"]:
-            raise ConfigError(f"registry key '{name}.prompts': no prompt for task(s) "
-                              f"{', '.join(missing)} (tasks come from config key 'accuracy.tasks')")
+            raise ConfigError(
+                f"registry key '{name}.prompts': no prompt for task(s) "
+                f"{', '.join(missing)} (tasks come from config key 'accuracy.tasks')"
+            )
         if spec["source"] == TOY_SOURCE and "toy" not in spec:
-            raise ConfigError(f"registry key '{name}': source 'toy' needs a 'toy' "
-                              "section with the architecture (d_model, n_layers, n_heads)")
+            raise ConfigError(
+                f"registry key '{name}': source 'toy' needs a 'toy' "
+                "section with the architecture (d_model, n_layers, n_heads)"
+            )
     check_settings(config, registry)
     return config, registry
 
@@ -188,11 +193,16 @@ def check_prompt(name: str, task: str, template: str) -> None:
     wanted = OPERANDS.get(task, ("a",))
     allowed = ", ".join("{" + w + "}" for w in wanted)
     try:
-        fields = [(f, f"{{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
-                  for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+        fields = [
+            (f, f"{{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}}")
+            for _, f, spec, conv in string.Formatter().parse(template)
+            if f is not None
+        ]
     except ValueError as err:
-        raise ConfigError(f"{key}: value {template!r} has unmatched braces ({err}); allowed: the "
-                          f"placeholders {allowed} and text without braces") from None
+        raise ConfigError(
+            f"{key}: value {template!r} has unmatched braces ({err}); allowed: the "
+            f"placeholders {allowed} and text without braces"
+        ) from None
     for field, written in fields:
         if field not in wanted or written != "{" + field + "}":
             raise ConfigError(f"{key}: value {template!r} has the unknown placeholder {written}; allowed: {allowed}")
@@ -200,8 +210,9 @@ def check_prompt(name: str, task: str, template: str) -> None:
     for w in wanted:
         if names.count(w) != 1:
             problem = "lacks the placeholder" if w not in names else f"repeats ({names.count(w)} times) the placeholder"
-            raise ConfigError(f"{key}: value {template!r} {problem} {{{w}}}; a prompt of task {task} needs "
-                              f"{allowed}, each once")
+            raise ConfigError(
+                f"{key}: value {template!r} {problem} {{{w}}}; a prompt of task {task} needs {allowed}, each once"
+            )
 
 
 def _toy_checks(name: str, spec: dict, config: dict) -> None:
@@ -210,25 +221,35 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
     arch = spec["toy"]
     key = f"registry key '{name}.toy"
     if arch["d_model"] % arch["n_heads"]:
-        raise ConfigError(f"{key}.n_heads': value {arch['n_heads']} does not divide d_model "
-                          f"{arch['d_model']}; allowed: a divisor of d_model")
+        raise ConfigError(
+            f"{key}.n_heads': value {arch['n_heads']} does not divide d_model "
+            f"{arch['d_model']}; allowed: a divisor of d_model"
+        )
     if spec.get("family") == "llama" and arch["n_heads"] % arch.get("n_kv_heads", arch["n_heads"]):
-        raise ConfigError(f"{key}.n_kv_heads': value {arch['n_kv_heads']} does not divide n_heads "
-                          f"{arch['n_heads']}; allowed: a divisor of n_heads")
+        raise ConfigError(
+            f"{key}.n_kv_heads': value {arch['n_kv_heads']} does not divide n_heads "
+            f"{arch['n_heads']}; allowed: a divisor of n_heads"
+        )
     top = arch["n_layers"]
-    for cfg_key, value in (("structure.layer", config["structure"]["layer"]),
-                           ("helix.figure_layer", config["helix"]["figure_layer"])):
+    for cfg_key, value in (
+        ("structure.layer", config["structure"]["layer"]),
+        ("helix.figure_layer", config["helix"]["figure_layer"]),
+    ):
         if value > top:
-            raise ConfigError(f"config key '{cfg_key}': value {value} is past the residual stream of model "
-                              f"{name!r}; allowed: 0..{top} (resid_pre[{top}] is its final residual)")
+            raise ConfigError(
+                f"config key '{cfg_key}': value {value} is past the residual stream of model "
+                f"{name!r}; allowed: 0..{top} (resid_pre[{top}] is its final residual)"
+            )
     neurons = arch["n_layers"] * arch.get("d_mlp", 4 * arch["d_model"])
     share = {**config["neurons"], **spec.get("neurons", {})}["top_share"]
     n_top = max(1, int(share * neurons))
     ranks = config["neurons"]["figure_ranks"]
     if max(ranks) >= n_top:
-        raise ConfigError(f"config key 'neurons.figure_ranks': value {ranks} asks for rank {max(ranks)} but "
-                          f"model {name!r} has {n_top} top neurons (top_share {share:g} of {neurons}); "
-                          f"allowed: ranks 0..{n_top - 1}")
+        raise ConfigError(
+            f"config key 'neurons.figure_ranks': value {ranks} asks for rank {max(ranks)} but "
+            f"model {name!r} has {n_top} top neurons (top_share {share:g} of {neurons}); "
+            f"allowed: ranks 0..{n_top - 1}"
+        )
 
 
 def check_settings(config: dict, registry: dict) -> None:
@@ -236,28 +257,40 @@ def check_settings(config: dict, registry: dict) -> None:
     or tokenizer to tell: the cache's numbers against each model's registry ``max_number``,
     prompt placeholders, settings that contradict each other, a toy's architecture."""
     tasks = config["accuracy"]["tasks"]
-    for key, values in (("models", config["models"]), ("accuracy.tasks", tasks),
-                        ("helix.periods", config["helix"]["periods"]), ("clock.corrupt", config["clock"]["corrupt"])):
+    for key, values in (
+        ("models", config["models"]),
+        ("accuracy.tasks", tasks),
+        ("helix.periods", config["helix"]["periods"]),
+        ("clock.corrupt", config["clock"]["corrupt"]),
+    ):
         twice = sorted({v for v in values if values.count(v) > 1})
         if twice:
-            raise ConfigError(f"config key '{key}': value {values} names {', '.join(map(str, twice))} more than "
-                              "once; allowed: each at most once")
+            raise ConfigError(
+                f"config key '{key}': value {values} names {', '.join(map(str, twice))} more than "
+                "once; allowed: each at most once"
+            )
     if "add" not in tasks:
-        raise ConfigError(f"config key 'accuracy.tasks': value {tasks} lacks 'add'; every stage after the "
-                          "accuracy sweep studies a+b, so the list must include add")
+        raise ConfigError(
+            f"config key 'accuracy.tasks': value {tasks} lacks 'add'; every stage after the "
+            "accuracy sweep studies a+b, so the list must include add"
+        )
     max_number = config["cache"]["max_number"]
     neurons = config["neurons"]
     if neurons["de_pairs"] > neurons["attribution_pairs"]:
-        raise ConfigError(f"config key 'neurons.de_pairs': value {neurons['de_pairs']} is more than the "
-                          f"{neurons['attribution_pairs']} attribution pairs it is taken from; allowed: at most "
-                          "neurons.attribution_pairs")
+        raise ConfigError(
+            f"config key 'neurons.de_pairs': value {neurons['de_pairs']} is more than the "
+            f"{neurons['attribution_pairs']} attribution pairs it is taken from; allowed: at most "
+            "neurons.attribution_pairs"
+        )
     for name in config["models"]:
         spec = registry[name]
         limit = spec.get("max_number")
         if limit is not None and max_number > limit:
-            raise ConfigError(f"config key 'cache.max_number': value {max_number} is more than model {name!r} "
-                              f"keeps as one token (registry key '{name}.max_number': {limit}); allowed: "
-                              f"{FEWEST_NUMBERS}..{limit}")
+            raise ConfigError(
+                f"config key 'cache.max_number': value {max_number} is more than model {name!r} "
+                f"keeps as one token (registry key '{name}.max_number': {limit}); allowed: "
+                f"{FEWEST_NUMBERS}..{limit}"
+            )
         for task in tasks:
             check_prompt(name, task, spec["prompts"][task])
         if spec["source"] == TOY_SOURCE:

@@ -34,9 +34,16 @@ def pca_patch(pca: PCA, layer: int, n: int) -> Callable[[Tensor, Tensor], Tensor
     return fn
 
 
-def fit_variants(fits: Fits, layers: Sequence[int], position: int, clean_values,
-                 bases: Sequence[Basis] | None = None, pca_ks: Sequence[int] = (1, 2, 3, 4),
-                 layer_patch: bool = True, pca_ns: Sequence[int] = ()) -> tuple[list[list[Patch]], list[dict]]:
+def fit_variants(
+    fits: Fits,
+    layers: Sequence[int],
+    position: int,
+    clean_values,
+    bases: Sequence[Basis] | None = None,
+    pca_ks: Sequence[int] = (1, 2, 3, 4),
+    layer_patch: bool = True,
+    pca_ns: Sequence[int] = (),
+) -> tuple[list[list[Patch]], list[dict]]:
     """One variant per (layer, method): the layer patch, PCA with 2k+1 components for each
     k in ``pca_ks`` (and n components for each n in ``pca_ns``), and each basis evaluated at
     the clean values of the pairs."""
@@ -55,14 +62,33 @@ def fit_variants(fits: Fits, layers: Sequence[int], position: int, clean_values,
             labels.append({"layer": layer, "method": "pca", "periods": "", "k": k, "n_params": n})
         for b in bases:
             variants.append([Patch(point, preds[b][li][:, None].to(device))])
-            labels.append({"layer": layer, "method": b.kind, "periods": ",".join(map(str, b.periods)),
-                           "k": b.k, "n_params": b.n_params, "basis": b.name})
+            labels.append(
+                {
+                    "layer": layer,
+                    "method": b.kind,
+                    "periods": ",".join(map(str, b.periods)),
+                    "k": b.k,
+                    "n_params": b.n_params,
+                    "basis": b.name,
+                }
+            )
     return variants, labels
 
 
-def patch_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, layers: Sequence[int], position: int,
-                clean_values, bases=None, pca_ks=(1, 2, 3, 4), desc: str = "helix patching",
-                layer_patch: bool = True, pca_ns: Sequence[int] = (), **extra) -> pd.DataFrame:
+def patch_sweep(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    fits: Fits,
+    layers: Sequence[int],
+    position: int,
+    clean_values,
+    bases=None,
+    pca_ks=(1, 2, 3, 4),
+    desc: str = "helix patching",
+    layer_patch: bool = True,
+    pca_ns: Sequence[int] = (),
+    **extra,
+) -> pd.DataFrame:
     """Every fit of every layer patched in at ``position``: the raw LD table."""
     variants, labels = fit_variants(fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns)
     return raw_table(engine.run(pairs, variants, desc=desc).metric, labels, **extra)
@@ -75,19 +101,23 @@ def component_points(adapter, last: int, kinds=("attn_out", "mlp_out")) -> list[
     return [Point(k, layer, (last,)) for layer in range(adapter.n_layers) for k in kinds]
 
 
-def total_and_direct(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point],
-                     desc: str = "total effects") -> pd.DataFrame:
+def total_and_direct(
+    engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], desc: str = "total effects"
+) -> pd.DataFrame:
     """TE (activation patching) and DE (path patching to the logits) of each point: a raw table
     with columns layer, component, head, effect (te or de) and the pairs."""
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc).metric
     de = engine.direct_effects(pairs, points)
-    labels = [{"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
-              for p in points]
+    labels = [
+        {"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
+        for p in points
+    ]
     return pd.concat([raw_table(te, labels, effect="te"), raw_table(de, labels, effect="de")], ignore_index=True)
 
 
-def topk_sweep(engine: PatchingEngine, pairs: Pairs, ordered: Sequence[Point], ks: Sequence[int] | None = None,
-               desc: str = "top-k") -> pd.DataFrame:
+def topk_sweep(
+    engine: PatchingEngine, pairs: Pairs, ordered: Sequence[Point], ks: Sequence[int] | None = None, desc: str = "top-k"
+) -> pd.DataFrame:
     """Patch the first k of ``ordered`` together, for each k (0..all by default), and all of
     them (k = -1, the reference): a raw table with columns k, added (the component the k-th
     step adds) and the pairs."""

@@ -113,7 +113,7 @@ class Basis:
             x = np.asarray(values[v], dtype=np.float64)
             s = x / SCALES.get(v, 99.0) if self.scaled else x
             if self.kind == "poly":
-                cols += [s ** j for j in range(1, self.degree + 1)]
+                cols += [s**j for j in range(1, self.degree + 1)]
                 continue
             if self.kind == "helix":
                 cols.append(s)
@@ -143,8 +143,10 @@ def standard_bases(periods: Sequence[int] = PERIODS, variables=("a",), compat: s
     out = []
     for kind in ("helix", "circle"):
         out += [Basis(kind, s, variables=variables) for s in period_subsets(periods)]
-    out += [Basis("poly", degree=2 * k + 1, variables=variables, scaled=check_compat(compat) == "corrected")
-            for k in range(1, len(periods) + 1)]
+    out += [
+        Basis("poly", degree=2 * k + 1, variables=variables, scaled=check_compat(compat) == "corrected")
+        for k in range(1, len(periods) + 1)
+    ]
     return out
 
 
@@ -227,8 +229,14 @@ class Fits:
         return self.r2[self.index(basis)]
 
 
-def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: Sequence[Basis],
-              n_components: int = 100, pca: PCA | None = None, weights: Tensor | None = None) -> Fits:
+def fit_bases(
+    H: Tensor,
+    values: Mapping[str, np.ndarray] | np.ndarray,
+    bases: Sequence[Basis],
+    n_components: int = 100,
+    pca: PCA | None = None,
+    weights: Tensor | None = None,
+) -> Fits:
     """Least-squares fits of every basis to every layer of H [L, rows, d], via PCA.
 
     Rows may carry weights (weighted least squares, as if repeated).  R^2 is measured
@@ -254,7 +262,7 @@ def fit_bases(H: Tensor, values: Mapping[str, np.ndarray] | np.ndarray, bases: S
     pred = torch.einsum("srm,slmp->slrp", Bs, coef)
     ss_res = ((P[None] - pred) ** 2).sum((2, 3))
     # P is already centred (weighted) by the PCA mean
-    ss_tot = (P ** 2).sum((1, 2))
+    ss_tot = (P**2).sum((1, 2))
     r2 = 1 - ss_res / ss_tot.clamp_min(1e-30)[None]
     C = torch.einsum("slmp,lpd->slmd", coef, pca.components)
     return Fits(list(bases), C.float(), coef, r2.float(), pca)
@@ -307,10 +315,18 @@ def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = 
             m = len(basis.columns())
             g.create_dataset("C", data=to_numpy(fits.C[s, :, :m], "float32"))
             g.create_dataset("r2", data=to_numpy(fits.r2[s], "float32"))
-            g.attrs.update({"kind": basis.kind, "periods": np.array(basis.periods, dtype=np.int64),
-                            "degree": basis.degree, "variables": ",".join(basis.variables), "scaled": basis.scaled,
-                            "columns": ",".join(basis.columns()), "n_params": basis.n_params,
-                            "description": _describe(basis)})
+            g.attrs.update(
+                {
+                    "kind": basis.kind,
+                    "periods": np.array(basis.periods, dtype=np.int64),
+                    "degree": basis.degree,
+                    "variables": ",".join(basis.variables),
+                    "scaled": basis.scaled,
+                    "columns": ",".join(basis.columns()),
+                    "n_params": basis.n_params,
+                    "description": _describe(basis),
+                }
+            )
         f["fits"].attrs["order"] = [b.name for b in fits.bases]
         for k, v in (layer_values or {}).items():
             f.create_dataset(f"values/{k}", data=np.asarray(v))
@@ -325,9 +341,15 @@ def load_fits(path) -> Fits:
         bases, Cs, r2 = [], [], []
         for name in f["fits"].attrs["order"]:
             g = f["fits"][name]
-            bases.append(Basis(g.attrs["kind"], tuple(int(t) for t in g.attrs["periods"]),
-                               int(g.attrs["degree"]), tuple(g.attrs["variables"].split(",")),
-                               bool(g.attrs.get("scaled", True))))
+            bases.append(
+                Basis(
+                    g.attrs["kind"],
+                    tuple(int(t) for t in g.attrs["periods"]),
+                    int(g.attrs["degree"]),
+                    tuple(g.attrs["variables"].split(",")),
+                    bool(g.attrs.get("scaled", True)),
+                )
+            )
             Cs.append(torch.from_numpy(g["C"][...]))
             r2.append(torch.from_numpy(g["r2"][...]))
         attrs = dict(f.attrs)
@@ -344,8 +366,9 @@ def _describe(basis: Basis) -> str:
         how = "scaled" if basis.scaled else "raw powers, the authors' least squares"
         return f"polynomial of degree {basis.degree} in {var} ({how}), plus a constant"
     lin = "a linear term, " if basis.kind == "helix" else ""
-    return (f"{basis.kind} in {var}: {lin}cos/sin with periods "
-            f"{', '.join(str(t) for t in basis.periods)}, plus a constant")
+    return (
+        f"{basis.kind} in {var}: {lin}cos/sin with periods {', '.join(str(t) for t in basis.periods)}, plus a constant"
+    )
 
 
 def projection(fits: Fits, basis: Basis, layer: int, H: Tensor) -> Tensor:
@@ -354,7 +377,6 @@ def projection(fits: Fits, basis: Basis, layer: int, H: Tensor) -> Tensor:
     C = fits.coefficients(basis)[layer].double()
     centred = H.double() - fits.pca.mean[layer].double() - C[-1]
     return helix_projection(C[:-1], centred)
-
 
 
 SUM = "a+b"
@@ -369,19 +391,26 @@ def sum_values(a, b) -> dict[str, np.ndarray]:
 def clock_bases(periods: Sequence[int] = PERIODS) -> list[Basis]:
     """The last-token fits of the Clock: helix(a, b, a+b), helix(a+b) and helix(a, b)."""
     T = tuple(periods)
-    return [Basis("helix", T, variables=("a", "b", SUM)), Basis("helix", T, variables=(SUM,)),
-            Basis("helix", T, variables=("a", "b"))]
+    return [
+        Basis("helix", T, variables=("a", "b", SUM)),
+        Basis("helix", T, variables=(SUM,)),
+        Basis("helix", T, variables=("a", "b")),
+    ]
 
 
 def full_bases(periods: Sequence[int] = PERIODS, variable: str = "a", compat: str = "corrected") -> list[Basis]:
     """Helix and circle with every period, polynomial with as many parameters as the helix."""
     v = (variable,)
-    return [Basis("helix", tuple(periods), variables=v), Basis("circle", tuple(periods), variables=v),
-            Basis("poly", degree=2 * len(periods) + 1, variables=v, scaled=check_compat(compat) == "corrected")]
+    return [
+        Basis("helix", tuple(periods), variables=v),
+        Basis("circle", tuple(periods), variables=v),
+        Basis("poly", degree=2 * len(periods) + 1, variables=v, scaled=check_compat(compat) == "corrected"),
+    ]
 
 
-def fit_token(H: Tensor, values, bases: Sequence[Basis], n_components: int = 100,
-              dedupe: bool = True, max_elements: int = 2 ** 27) -> Fits:
+def fit_token(
+    H: Tensor, values, bases: Sequence[Basis], n_components: int = 100, dedupe: bool = True, max_elements: int = 2**27
+) -> Fits:
     """Fit ``bases`` to residuals H [L, rows, d] of one token.
 
     With ``dedupe`` rows sharing a value are collapsed, weighted by their counts (the a
@@ -394,8 +423,9 @@ def fit_token(H: Tensor, values, bases: Sequence[Basis], n_components: int = 100
         weights = weights.to(H.device)
     per_layer = H.shape[1] * H.shape[2]
     step = max(1, max_elements // max(1, per_layer))
-    parts = [fit_bases(H[i:i + step], values, bases, n_components, weights=weights)
-             for i in range(0, H.shape[0], step)]
+    parts = [
+        fit_bases(H[i : i + step], values, bases, n_components, weights=weights) for i in range(0, H.shape[0], step)
+    ]
     return parts[0] if len(parts) == 1 else concat_fits(parts)
 
 
@@ -411,10 +441,18 @@ def concat_fits(parts: Sequence[Fits]) -> Fits:
         shape[dim] = extra
         return torch.cat([x, x.new_zeros(shape)], dim)
 
-    pca = PCA(torch.cat([f.pca.mean for f in parts]), torch.cat([pad(f.pca.components, 1) for f in parts]),
-              torch.cat([pad(f.pca.variance, 1) for f in parts]))
-    return Fits(parts[0].bases, torch.cat([f.C for f in parts], 1), torch.cat([pad(f.coef_pca, 3) for f in parts], 1),
-                torch.cat([f.r2 for f in parts], 1), pca)
+    pca = PCA(
+        torch.cat([f.pca.mean for f in parts]),
+        torch.cat([pad(f.pca.components, 1) for f in parts]),
+        torch.cat([pad(f.pca.variance, 1) for f in parts]),
+    )
+    return Fits(
+        parts[0].bases,
+        torch.cat([f.C for f in parts], 1),
+        torch.cat([pad(f.coef_pca, 3) for f in parts], 1),
+        torch.cat([f.r2 for f in parts], 1),
+        pca,
+    )
 
 
 def to_device(fits: Fits, device) -> Fits:

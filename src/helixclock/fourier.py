@@ -47,9 +47,16 @@ def spectrum_peaks(periods: np.ndarray, magnitude: np.ndarray, k: int = 10) -> l
     idx = np.flatnonzero(is_peak)
     idx = idx[np.argsort(-m[idx])][:k]
     med = float(np.median(m))
-    return [{"rank": r + 1, "period": float(periods[i]), "frequency": int(i + 1),
-             "magnitude": float(m[i]), "relative_to_median": float(m[i] / med) if med > 0 else np.inf}
-            for r, i in enumerate(idx)]
+    return [
+        {
+            "rank": r + 1,
+            "period": float(periods[i]),
+            "frequency": int(i + 1),
+            "magnitude": float(m[i]),
+            "relative_to_median": float(m[i] / med) if med > 0 else np.inf,
+        }
+        for r, i in enumerate(idx)
+    ]
 
 
 def dominant_periods(Y: np.ndarray) -> dict[str, np.ndarray]:

@@ -68,8 +68,9 @@ def _jsonable(x):
     raise TypeError(f"not JSON serialisable: {type(x)}")
 
 
-def write_table(df, csv_path: str | os.PathLike, md_path: str | os.PathLike | None = None,
-                floatfmt: str = ".4g") -> None:
+def write_table(
+    df, csv_path: str | os.PathLike, md_path: str | os.PathLike | None = None, floatfmt: str = ".4g"
+) -> None:
     """Write a table as CSV and (when asked) as a Markdown table beside it."""
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,5 +108,3 @@ def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
     with h5py.File(path, "r") as f:
         return {key: f[key][...] for key in f}
-
-

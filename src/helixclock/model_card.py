@@ -21,8 +21,10 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
     cfg = AutoConfig.from_pretrained(path)
     family = detect_family(cfg)
     if spec.get("family") and spec["family"] != family:
-        raise UnsupportedFamilyError(f"model {name!r}: registry says family {spec['family']!r}, "
-                                     f"its config says {family!r} (supported: {', '.join(FAMILIES)})")
+        raise UnsupportedFamilyError(
+            f"model {name!r}: registry says family {spec['family']!r}, "
+            f"its config says {family!r} (supported: {', '.join(FAMILIES)})"
+        )
     tokenizer = AutoTokenizer.from_pretrained(path)
     positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)
     max_number = spec.get("max_number")
@@ -30,9 +32,13 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         max_number = single_token_limit(tokenizer, SCAN_NUMBERS)
     number_ids = number_token_ids(tokenizer, name, list(range(max_number + 1)))
     return {
-        "model": name, "source": spec["source"], "path": str(path), "family": family,
+        "model": name,
+        "source": spec["source"],
+        "path": str(path),
+        "family": family,
         "dtype": spec.get("dtype", "float32"),
-        "n_layers": int(cfg.num_hidden_layers), "n_heads": int(cfg.num_attention_heads),
+        "n_layers": int(cfg.num_hidden_layers),
+        "n_heads": int(cfg.num_attention_heads),
         "d_model": int(cfg.hidden_size),
         "positions": {t: p.as_dict() for t, p in positions.items()},
         "number_length": len(number_ids[0]),

@@ -30,8 +30,21 @@ from .config import TOY_SOURCE, model_dir
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FAMILIES", "HOOK_KINDS", "MODEL_TYPES", "Adapter", "FamilySpec", "LoadedModel", "Site",
-           "UnsupportedFamilyError", "detect_family", "load_model", "make_adapter", "resolve_device", "wrap_model"]
+__all__ = [
+    "FAMILIES",
+    "HOOK_KINDS",
+    "MODEL_TYPES",
+    "Adapter",
+    "FamilySpec",
+    "LoadedModel",
+    "Site",
+    "UnsupportedFamilyError",
+    "detect_family",
+    "load_model",
+    "make_adapter",
+    "resolve_device",
+    "wrap_model",
+]
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -79,8 +92,9 @@ def _freeze(hf_model: torch.nn.Module) -> None:
         p.requires_grad_(False)
 
 
-def wrap_model(hf_model: torch.nn.Module, tokenizer, name: str = "model",
-               family: str | None = None, source: str = "") -> LoadedModel:
+def wrap_model(
+    hf_model: torch.nn.Module, tokenizer, name: str = "model", family: str | None = None, source: str = ""
+) -> LoadedModel:
     """Wrap an already-built Hugging Face model (tests build tiny random ones)."""
     from nnsight import TransformersModel
 
@@ -90,8 +104,9 @@ def wrap_model(hf_model: torch.nn.Module, tokenizer, name: str = "model",
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     p = next(hf_model.parameters())
-    return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype,
-                       attn_implementation=attention)
+    return LoadedModel(
+        name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype, attn_implementation=attention
+    )
 
 
 def run_dtype(name: str, device: torch.device) -> torch.dtype:
@@ -106,8 +121,13 @@ def run_dtype(name: str, device: torch.device) -> torch.dtype:
     return dtype
 
 
-def load_model(name: str, spec: dict, device: str = "auto", resources: str = "resources/models",
-               attn_implementation: str | None = None) -> LoadedModel:
+def load_model(
+    name: str,
+    spec: dict,
+    device: str = "auto",
+    resources: str = "resources/models",
+    attn_implementation: str | None = None,
+) -> LoadedModel:
     """Load a registered model through nnsight: hub id, local directory or trained toy."""
     from nnsight import TransformersModel
     from transformers import AutoModelForCausalLM, AutoTokenizer

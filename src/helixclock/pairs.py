@@ -19,8 +19,9 @@ from .tasks import render
 log = logging.getLogger("helixclock")
 
 
-def pair_indices(correct: pd.DataFrame, n_pairs: int, seed: int, vary: Sequence[str] = ("a",),
-                 clean_a: Sequence[int] | None = None) -> tuple[list[int], list[int]]:
+def pair_indices(
+    correct: pd.DataFrame, n_pairs: int, seed: int, vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None
+) -> tuple[list[int], list[int]]:
     """Row positions (in ``correct``) of up to ``n_pairs`` clean prompts and their corrupted
     partners, drawn seeded: the corrupted prompt changes the operands in ``vary``, keeps the
     others, and has another answer.  Needs no model: stages count pairs before loading one."""
@@ -47,8 +48,16 @@ def pair_indices(correct: pd.DataFrame, n_pairs: int, seed: int, vary: Sequence[
     return clean_idx, corrupt_idx
 
 
-def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, template: str,
-               vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None, device=None) -> Pairs:
+def draw_pairs(
+    correct: pd.DataFrame,
+    n_pairs: int,
+    seed: int,
+    tokenizer,
+    template: str,
+    vary: Sequence[str] = ("a",),
+    clean_a: Sequence[int] | None = None,
+    device=None,
+) -> Pairs:
     """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
 
     ``correct`` is a task's accuracy table restricted to correct rows (columns a, b,
@@ -59,19 +68,37 @@ def draw_pairs(correct: pd.DataFrame, n_pairs: int, seed: int, tokenizer, templa
     """
     clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a)
     if not clean_idx:
-        raise ValueError(f"no clean/corrupted pairs with different answers among {len(correct)} correct prompts "
-                         f"(varying {', '.join(vary)})")
+        raise ValueError(
+            f"no clean/corrupted pairs with different answers among {len(correct)} correct prompts "
+            f"(varying {', '.join(vary)})"
+        )
     if len(clean_idx) < n_pairs:
-        log.warning("only %d clean/corrupted pairs of the %d asked for (varying %s; %d correct prompts)",
-                    len(clean_idx), n_pairs, ", ".join(vary), len(correct))
+        log.warning(
+            "only %d clean/corrupted pairs of the %d asked for (varying %s; %d correct prompts)",
+            len(clean_idx),
+            n_pairs,
+            ", ".join(vary),
+            len(correct),
+        )
     rows = correct.reset_index(drop=True)
     c, x = rows.iloc[clean_idx], rows.iloc[corrupt_idx]
-    meta = {"clean_a": c["a"].to_numpy(), "clean_b": c["b"].to_numpy(), "clean_answer": c["answer"].to_numpy(),
-            "corrupted_a": x["a"].to_numpy(), "corrupted_b": x["b"].to_numpy(),
-            "corrupted_answer": x["answer"].to_numpy(), "vary": tuple(vary), "seed": seed}
-    return Pairs(prompt_ids(tokenizer, template, c, device), prompt_ids(tokenizer, template, x, device),
-                 torch.tensor(c["answer_token"].to_numpy(), device=device),
-                 torch.tensor(x["answer_token"].to_numpy(), device=device), meta)
+    meta = {
+        "clean_a": c["a"].to_numpy(),
+        "clean_b": c["b"].to_numpy(),
+        "clean_answer": c["answer"].to_numpy(),
+        "corrupted_a": x["a"].to_numpy(),
+        "corrupted_b": x["b"].to_numpy(),
+        "corrupted_answer": x["answer"].to_numpy(),
+        "vary": tuple(vary),
+        "seed": seed,
+    }
+    return Pairs(
+        prompt_ids(tokenizer, template, c, device),
+        prompt_ids(tokenizer, template, x, device),
+        torch.tensor(c["answer_token"].to_numpy(), device=device),
+        torch.tensor(x["answer_token"].to_numpy(), device=device),
+        meta,
+    )
 
 
 def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> torch.Tensor:

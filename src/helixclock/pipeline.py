@@ -76,8 +76,7 @@ def usable_tasks(snakemake, frames: dict) -> dict:
     warning, any other task that does (Table 1 and Fig. C7 then have no row for it)."""
     from . import preconditions as pre
 
-    needs = pre.other_tasks_needs(frames, snakemake.params.fit["periods"], snakemake.params.n_pairs,
-                                  minimum(snakemake))
+    needs = pre.other_tasks_needs(frames, snakemake.params.fit["periods"], snakemake.params.n_pairs, minimum(snakemake))
     rule, model = snakemake.rule, snakemake.wildcards.model
     log = logging.getLogger("helixclock")
     if "add" in needs:
@@ -104,8 +103,9 @@ def load(snakemake, **kwargs):
         torch.set_num_threads(int(snakemake.threads))
     params = snakemake.params
     model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
-    logging.getLogger("helixclock").info("loaded %s (%s) on %s as %s", model.name, model.source,
-                                         model.device, model.dtype)
+    logging.getLogger("helixclock").info(
+        "loaded %s (%s) on %s as %s", model.name, model.source, model.device, model.dtype
+    )
     return model
 
 
@@ -168,14 +168,35 @@ def clock_job(snakemake) -> ClockJob:
     p = snakemake.params
     acc = accuracy(snakemake)
     periods = p.fit["periods"] if hasattr(p, "fit") else p.heads["periods"]
-    require(snakemake, clock_needs(snakemake.rule, acc, periods, p.pairs["n_pairs"], p.pairs["vary"],
-                                   minimum(snakemake), getattr(p, "fit_prompts", None), p.pairs["seed"]))
+    require(
+        snakemake,
+        clock_needs(
+            snakemake.rule,
+            acc,
+            periods,
+            p.pairs["n_pairs"],
+            p.pairs["vary"],
+            minimum(snakemake),
+            getattr(p, "fit_prompts", None),
+            p.pairs["seed"],
+        ),
+    )
     correct = acc[acc["correct"]]
     positions = read_json(snakemake.input.card)["positions"]["add"]
     model = load(snakemake)
     template = p.spec["prompts"]["add"]
-    pairs = draw_pairs(correct, p.pairs["n_pairs"], p.pairs["seed"], model.tokenizer, template,
-                       tuple(p.pairs["vary"]), device=model.device)
-    ids, a, b = prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"]) \
-        if hasattr(p, "fit_prompts") else (None, None, None)
+    pairs = draw_pairs(
+        correct,
+        p.pairs["n_pairs"],
+        p.pairs["seed"],
+        model.tokenizer,
+        template,
+        tuple(p.pairs["vary"]),
+        device=model.device,
+    )
+    ids, a, b = (
+        prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"])
+        if hasattr(p, "fit_prompts")
+        else (None, None, None)
+    )
     return ClockJob(log, patching_engine(snakemake, model), pairs, ids, a, b, positions)

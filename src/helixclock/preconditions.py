@@ -75,7 +75,7 @@ class Need:
         return self.found >= self.minimum
 
     def shortfall(self, model: str, stage: str) -> str:
-        """"<model>: <stage> needs at least <minimum> <what> (<source>), found <found>"."""
+        """ "<model>: <stage> needs at least <minimum> <what> (<source>), found <found>"."""
         source = f" ({self.source})" if self.source else ""
         return f"{model}: {stage} needs at least {self.minimum} {self.what}{source}, found {self.found}"
 
@@ -134,52 +134,79 @@ def n_columns(kind: str, periods: Sequence[int], variables: Sequence[str] = ("a"
     return len(Basis(kind, tuple(periods), variables=tuple(variables)).columns())
 
 
-def _pairs_need(accuracy: pd.DataFrame, vary: Sequence[str], n_pairs: int, minimum: Minimum, key: str,
-                task: str = "add") -> Need:
+def _pairs_need(
+    accuracy: pd.DataFrame, vary: Sequence[str], n_pairs: int, minimum: Minimum, key: str, task: str = "add"
+) -> Need:
     """Pairs drawn from the correct rows of ``accuracy``.  A task with fewer prompts than
     ``n_pairs`` (a-23 has 77) asks for as many pairs as it has prompts."""
     correct = correct_rows(accuracy)
     asked = min(n_pairs, len(accuracy))
     corrupted = "+".join(f"{v}'" if v in vary else v for v in ("a", "b")) if task == "add" else "a'"
     cap = f", capped at the task's {len(accuracy)} prompts" if asked < n_pairs else ""
-    return Need(f"clean/corrupted pairs with different answers ({corrupted} from the {len(correct)} correct "
-                f"{task} prompts)", pairs_available(correct, vary), minimum.fewest_pairs(asked),
-                f"config {key}={n_pairs}{cap}, minimum.pairs={minimum.pairs}")
+    return Need(
+        f"clean/corrupted pairs with different answers ({corrupted} from the {len(correct)} correct {task} prompts)",
+        pairs_available(correct, vary),
+        minimum.fewest_pairs(asked),
+        f"config {key}={n_pairs}{cap}, minimum.pairs={minimum.pairs}",
+    )
 
 
 def _rows_need(found: int, what: str, basis: str, columns: int, minimum: Minimum) -> Need:
-    return Need(what, found, minimum.fewest_rows(columns),
-                f"{basis} has {columns} columns, + minimum.spare_rows={minimum.spare_rows}")
+    return Need(
+        what,
+        found,
+        minimum.fewest_rows(columns),
+        f"{basis} has {columns} columns, + minimum.spare_rows={minimum.spare_rows}",
+    )
 
 
 # -- the stages --------------------------------------------------------------------------------
-def cache_needs(accuracy: pd.DataFrame, minimum: Minimum, max_number: int | None = None,
-                card_max_number: int | None = None) -> list[Need]:
+def cache_needs(
+    accuracy: pd.DataFrame, minimum: Minimum, max_number: int | None = None, card_max_number: int | None = None
+) -> list[Need]:
     """residual_cache: correct a+b prompts to cache, and bare numbers 0..``max_number`` that
     the model card found to be single tokens (a registry entry without ``max_number`` leaves
     this to the card; with one, the config is checked against it before any job)."""
     needs = [_prompts_need(accuracy, minimum)]
     if max_number is not None and card_max_number is not None:
-        needs.append(Need("bare numbers that are single tokens (the model card's max_number + 1)",
-                          card_max_number + 1, max_number + 1, f"config cache.max_number={max_number}"))
+        needs.append(
+            Need(
+                "bare numbers that are single tokens (the model card's max_number + 1)",
+                card_max_number + 1,
+                max_number + 1,
+                f"config cache.max_number={max_number}",
+            )
+        )
     return needs
 
 
 def _prompts_need(accuracy: pd.DataFrame, minimum: Minimum) -> Need:
-    return Need(f"correct a+b prompts (of {len(accuracy)} prompts)", len(correct_rows(accuracy)),
-                minimum.correct_prompts, f"minimum.correct_prompts={minimum.correct_prompts}")
+    return Need(
+        f"correct a+b prompts (of {len(accuracy)} prompts)",
+        len(correct_rows(accuracy)),
+        minimum.correct_prompts,
+        f"minimum.correct_prompts={minimum.correct_prompts}",
+    )
 
 
 def helix_fit_needs(a: np.ndarray, periods: Sequence[int], minimum: Minimum) -> list[Need]:
     """helix_fits: more distinct a than the largest basis (helix and polynomial, 2k + 2
     columns) has columns."""
     columns = n_columns("helix", periods)
-    return [_rows_need(len(np.unique(a)), "distinct a among the correct a+b prompts",
-                       f"helix(a) with T={list(periods)}", columns, minimum)]
+    return [
+        _rows_need(
+            len(np.unique(a)),
+            "distinct a among the correct a+b prompts",
+            f"helix(a) with T={list(periods)}",
+            columns,
+            minimum,
+        )
+    ]
 
 
-def helix_patching_needs(accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, test_fraction: float,
-                         seed: int, minimum: Minimum) -> list[Need]:
+def helix_patching_needs(
+    accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, test_fraction: float, seed: int, minimum: Minimum
+) -> list[Need]:
     """helix_patching: pairs a'+b -> a+b; the train/test control's fits on the train share of
     a; the b-token control's fits of helix(b)."""
     from .pairs import split_values
@@ -187,29 +214,57 @@ def helix_patching_needs(accuracy: pd.DataFrame, periods: Sequence[int], n_pairs
     correct = correct_rows(accuracy)
     train = split_values(correct["a"].to_numpy(), test_fraction, seed)[0] if len(correct) else []
     columns = n_columns("helix", periods)
-    return [_pairs_need(accuracy, ("a",), n_pairs, minimum, "helix.n_pairs"),
-            _rows_need(len(train), f"distinct a in the train split (1 - helix.test_fraction={test_fraction:g})",
-                       f"helix(a) with T={list(periods)}", columns, minimum),
-            _rows_need(int(correct["b"].nunique()), "distinct b among the correct a+b prompts",
-                       f"helix(b) with T={list(periods)}", columns, minimum)]
+    return [
+        _pairs_need(accuracy, ("a",), n_pairs, minimum, "helix.n_pairs"),
+        _rows_need(
+            len(train),
+            f"distinct a in the train split (1 - helix.test_fraction={test_fraction:g})",
+            f"helix(a) with T={list(periods)}",
+            columns,
+            minimum,
+        ),
+        _rows_need(
+            int(correct["b"].nunique()),
+            "distinct b among the correct a+b prompts",
+            f"helix(b) with T={list(periods)}",
+            columns,
+            minimum,
+        ),
+    ]
 
 
-def other_tasks_needs(accuracy: Mapping[str, pd.DataFrame], periods: Sequence[int], n_pairs: int,
-                      minimum: Minimum) -> dict[str, list[Need]]:
+def other_tasks_needs(
+    accuracy: Mapping[str, pd.DataFrame], periods: Sequence[int], n_pairs: int, minimum: Minimum
+) -> dict[str, list[Need]]:
     """other_tasks_patching, per task: pairs varying a and more distinct a than the helix has
     columns.  The job stops when a+b lacks them and leaves out any other task that does."""
     columns = n_columns("helix", periods)
     needs = {}
     for task, acc in accuracy.items():
         correct = correct_rows(acc)
-        needs[task] = [_pairs_need(acc, ("a",), n_pairs, minimum, "helix.n_pairs", task=task),
-                       _rows_need(int(correct["a"].nunique()), f"distinct a among the correct {task} prompts",
-                                  f"helix(a) with T={list(periods)}", columns, minimum)]
+        needs[task] = [
+            _pairs_need(acc, ("a",), n_pairs, minimum, "helix.n_pairs", task=task),
+            _rows_need(
+                int(correct["a"].nunique()),
+                f"distinct a among the correct {task} prompts",
+                f"helix(a) with T={list(periods)}",
+                columns,
+                minimum,
+            ),
+        ]
     return needs
 
 
-def clock_needs(stage: str, accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, vary: Sequence[str],
-                minimum: Minimum, fit_prompts: int | None = None, seed: int = 0) -> list[Need]:
+def clock_needs(
+    stage: str,
+    accuracy: pd.DataFrame,
+    periods: Sequence[int],
+    n_pairs: int,
+    vary: Sequence[str],
+    minimum: Minimum,
+    fit_prompts: int | None = None,
+    seed: int = 0,
+) -> list[Need]:
     """The last-token stages: pairs of ``vary``, and rows for their fits: last_token_patching
     fits helix(a, b, a+b) to every correct prompt, head_patching to the seeded sample of
     ``fit_prompts``, mlp_patching fits helix(a+b) to that sample."""
@@ -219,18 +274,37 @@ def clock_needs(stage: str, accuracy: pd.DataFrame, periods: Sequence[int], n_pa
     needs = [_pairs_need(accuracy, vary, n_pairs, minimum, "clock.n_pairs")]
     T = list(periods)
     if stage == "last_token_patching":
-        needs.append(_rows_need(len(correct), "correct a+b prompts", f"helix(a,b,a+b) with T={T}",
-                                n_columns("helix", periods, ("a", "b", "a+b")), minimum))
+        needs.append(
+            _rows_need(
+                len(correct),
+                "correct a+b prompts",
+                f"helix(a,b,a+b) with T={T}",
+                n_columns("helix", periods, ("a", "b", "a+b")),
+                minimum,
+            )
+        )
     elif stage in ("head_patching", "mlp_patching"):
         sample = seeded_rows(correct, fit_prompts, seed)
         if stage == "head_patching":
-            needs.append(_rows_need(len(sample), f"correct a+b prompts to fit (clock.fit_prompts={fit_prompts})",
-                                    f"helix(a,b,a+b) with T={T}", n_columns("helix", periods, ("a", "b", "a+b")),
-                                    minimum))
+            needs.append(
+                _rows_need(
+                    len(sample),
+                    f"correct a+b prompts to fit (clock.fit_prompts={fit_prompts})",
+                    f"helix(a,b,a+b) with T={T}",
+                    n_columns("helix", periods, ("a", "b", "a+b")),
+                    minimum,
+                )
+            )
         else:
-            needs.append(_rows_need(int((sample["a"] + sample["b"]).nunique()),
-                                    f"distinct a+b among the prompts fitted (clock.fit_prompts={fit_prompts})",
-                                    f"helix(a+b) with T={T}", n_columns("helix", periods, ("a+b",)), minimum))
+            needs.append(
+                _rows_need(
+                    int((sample["a"] + sample["b"]).nunique()),
+                    f"distinct a+b among the prompts fitted (clock.fit_prompts={fit_prompts})",
+                    f"helix(a+b) with T={T}",
+                    n_columns("helix", periods, ("a+b",)),
+                    minimum,
+                )
+            )
     else:
         raise ValueError(f"clock_needs: stage {stage!r}; allowed: last_token_patching, head_patching, mlp_patching")
     return needs

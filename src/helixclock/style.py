@@ -16,18 +16,34 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 # the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines
-sns.set_theme(context="paper", style="ticks", font_scale=1.1,
-              rc={"axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100,
-                  "legend.frameon": False})
+sns.set_theme(
+    context="paper",
+    style="ticks",
+    font_scale=1.1,
+    rc={"axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100, "legend.frameon": False},
+)
 
 # colours of the errors and report stages' figures (the model, linear addition, the paper, a, b, a+b)
-PALETTE = {"model": "#1f77b4", "linear addition": "#d62728", "paper": "#7f7f7f", "a": "#1f77b4",
-           "b": "#ff7f0e", "a+b": "#2ca02c", "highlight": "#d62728", "other": "#9ecae1"}
+PALETTE = {
+    "model": "#1f77b4",
+    "linear addition": "#d62728",
+    "paper": "#7f7f7f",
+    "a": "#1f77b4",
+    "b": "#ff7f0e",
+    "a+b": "#2ca02c",
+    "highlight": "#d62728",
+    "other": "#9ecae1",
+}
 PAPER_COLOR = PALETTE["paper"]
 
-METHOD_STYLE = {"layer": ("layer patch", "k"), "pca": ("PCA", "C0"), "helix": ("helix", "C3"),
-                "circle": ("circle", "C2"), "poly": ("polynomial", "C1"),
-                "helix (shuffled a)": ("helix, shuffled a", "C4")}
+METHOD_STYLE = {
+    "layer": ("layer patch", "k"),
+    "pca": ("PCA", "C0"),
+    "helix": ("helix", "C3"),
+    "circle": ("circle", "C2"),
+    "poly": ("polynomial", "C1"),
+    "helix (shuffled a)": ("helix, shuffled a", "C4"),
+}
 CATEGORY_COLOR = {"a,b": "C0", "a+b": "C3", "mixed": "C2"}
 
 # What "layer l" means on an axis, per convention (README, "Layer numbering")
@@ -46,7 +62,7 @@ def layer_name(resid_layer: int) -> str:
 
 
 def pairs_note(*tables: pd.DataFrame) -> str:
-    """"n = k pairs" for the pairs behind a panel's means (the summaries' ``n_pairs``), or
+    """ "n = k pairs" for the pairs behind a panel's means (the summaries' ``n_pairs``), or
     "n = k1–k2 pairs" when its curves rest on different numbers; "" when no table says.
     Every figure of means over pairs carries it in its panels' titles, so that a mean of a
     few pairs (a weak model, a small held-out split) reads as what it is."""
@@ -69,8 +85,17 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
     if part.empty:
         return
     part = part.sort_values(x)
-    sns.lineplot(x=part[x].to_numpy(), y=part[f"{prefix}_mean"].to_numpy(), ax=ax, marker="o", markersize=4,
-                 lw=1.4, label=label, color=color, errorbar=None)
+    sns.lineplot(
+        x=part[x].to_numpy(),
+        y=part[f"{prefix}_mean"].to_numpy(),
+        ax=ax,
+        marker="o",
+        markersize=4,
+        lw=1.4,
+        label=label,
+        color=color,
+        errorbar=None,
+    )
     ax.fill_between(part[x], part[f"{prefix}_low"], part[f"{prefix}_high"], color=color, alpha=0.15, lw=0)
 
 
@@ -89,11 +114,31 @@ def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | Non
     ax.set_title(title, fontsize=10)
 
 
-def heatmap(ax, grid: np.ndarray, cmap: str, label: str, center=None, vmin=None, vmax=None,
-            xlabel: str = "", ylabel: str = "", ticks: int | str = "auto"):
+def heatmap(
+    ax,
+    grid: np.ndarray,
+    cmap: str,
+    label: str,
+    center=None,
+    vmin=None,
+    vmax=None,
+    xlabel: str = "",
+    ylabel: str = "",
+    ticks: int | str = "auto",
+):
     """A heatmap with row 0 at the bottom (layers and numbers grow upwards)."""
-    sns.heatmap(grid, ax=ax, cmap=cmap, center=center, vmin=vmin, vmax=vmax, cbar_kws={"label": label},
-                xticklabels=ticks, yticklabels=ticks, rasterized=True)
+    sns.heatmap(
+        grid,
+        ax=ax,
+        cmap=cmap,
+        center=center,
+        vmin=vmin,
+        vmax=vmax,
+        cbar_kws={"label": label},
+        xticklabels=ticks,
+        yticklabels=ticks,
+        rasterized=True,
+    )
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -121,8 +166,13 @@ def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = Fals
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
     k = int(topk["smallest_k"].iloc[0])
-    ax.axvline(k, color="C3", ls=":", lw=1, label=f"smallest k for {thr:.0%}: {k} "
-               f"({int(topk['smallest_k_all'].iloc[0])} of the all-{what} effect)")
+    ax.axvline(
+        k,
+        color="C3",
+        ls=":",
+        lw=1,
+        label=f"smallest k for {thr:.0%}: {k} ({int(topk['smallest_k_all'].iloc[0])} of the all-{what} effect)",
+    )
     if annotate:
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")

@@ -76,8 +76,14 @@ N_ANSWERS = 199  # the answers of a+b with a, b in 0..99: the numbers 0..198
 TASKS: dict[str, Task] = {
     t.name: t
     for t in [
-        Task("add", "a+b", ("a", "b"), "a, b in [0, 99]",
-             lambda: [(a, b) for a in range(100) for b in range(100)], lambda a, b: a + b),
+        Task(
+            "add",
+            "a+b",
+            ("a", "b"),
+            "a, b in [0, 99]",
+            lambda: [(a, b) for a in range(100) for b in range(100)],
+            lambda a, b: a + b,
+        ),
         Task("sub23", "a-23", ("a",), "a in [23, 99]", _grid(23, 99), lambda a: a - 23),
         Task("div5", "a//5", ("a",), "a in [0, 99]", _grid(0, 99), lambda a: a // 5),
         Task("mul1p5", "a*1.5", ("a",), "even a in [0, 98]", _grid(0, 98, 2), lambda a: a * 3 // 2),
@@ -154,8 +160,9 @@ def _segments(template: str, operands: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _operand_spans(template: str, values: dict[str, np.ndarray], operands: Sequence[str]
-                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _operand_spans(
+    template: str, values: dict[str, np.ndarray], operands: Sequence[str]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Character span [start, end) of each operand in every rendered prompt."""
     n = len(next(iter(values.values())))
     cursor = np.zeros(n, dtype=np.int64)
@@ -180,8 +187,9 @@ class TaskTokens:
     answer_ids: np.ndarray | None
 
 
-def check_task_tokens(tokenizer, model: str, task: Task, template: str,
-                      problems: Problems | None = None, answers: bool = True) -> TaskTokens:
+def check_task_tokens(
+    tokenizer, model: str, task: Task, template: str, problems: Problems | None = None, answers: bool = True
+) -> TaskTokens:
     """Check every operand (and answer) of ``task`` is one token; return what was found.
 
     Operands are located in each prompt through the tokenizer's character offsets: exactly
@@ -193,8 +201,9 @@ def check_task_tokens(tokenizer, model: str, task: Task, template: str,
     problems = problems if problems is not None else task.problems()
     for op in task.operands:
         if "{" + op + "}" not in template:
-            raise TokenisationError(f"model {model!r}: template {template!r} of task "
-                                    f"{task.name!r} has no {{{op}}} placeholder")
+            raise TokenisationError(
+                f"model {model!r}: template {template!r} of task {task.name!r} has no {{{op}}} placeholder"
+            )
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     lengths = np.array([len(x) for x in enc["input_ids"]])
@@ -210,11 +219,13 @@ def check_task_tokens(tokenizer, model: str, task: Task, template: str,
                     raise TokenisationError(
                         f"model {model!r}: number {number} (operand {op} of task {task.name!r}, "
                         f"prompt {prompts[i]!r}) is not a single token: tokens "
-                        f"{_token_strings(tokenizer, [ids_i[t] for t in toks])}")
+                        f"{_token_strings(tokenizer, [ids_i[t] for t in toks])}"
+                    )
         raise TokenisationError(
             f"model {model!r}: prompts of task {task.name!r} have different token lengths "
             f"({lengths[0]} for {prompts[0]!r}, {lengths[i]} for {prompts[i]!r}: tokens "
-            f"{_token_strings(tokenizer, enc['input_ids'][i])})")
+            f"{_token_strings(tokenizer, enc['input_ids'][i])})"
+        )
     ids = np.array(enc["input_ids"], dtype=np.int64)  # [n, S]
     offs = np.array(enc["offset_mapping"], dtype=np.int64)  # [n, S, 2]
     decode = _Decoder(tokenizer)
@@ -234,22 +245,24 @@ def check_task_tokens(tokenizer, model: str, task: Task, template: str,
             shown = _token_strings(tokenizer, ids[i][overlap[i]])
             raise TokenisationError(
                 f"model {model!r}: number {values[op][i]} (operand {op} of task {task.name!r}, "
-                f"prompt {prompts[i]!r}) is not a single token: tokens {shown}")
+                f"prompt {prompts[i]!r}) is not a single token: tokens {shown}"
+            )
         if (pos != pos[0]).any():
             i = int(np.flatnonzero(pos != pos[0])[0])
             raise TokenisationError(
                 f"model {model!r}: operand {op} of task {task.name!r} sits at token {pos[i]} "
-                f"in prompt {prompts[i]!r} but at {pos[0]} in {prompts[0]!r}")
+                f"in prompt {prompts[i]!r} but at {pos[0]} in {prompts[0]!r}"
+            )
         positions[op] = int(pos[0])
     answer_ids = _answer_token_ids(tokenizer, model, task, prompts, problems.answer, ids, decode) if answers else None
     length = int(lengths[0])
     return TaskTokens(Positions(positions["a"], positions.get("b"), length - 1, length), ids, answer_ids)
 
 
-def _answer_token_ids(tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray,
-                      prompt_ids: np.ndarray, decode: _Decoder) -> np.ndarray:
-    full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)],
-                     add_special_tokens=True)["input_ids"]
+def _answer_token_ids(
+    tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray, prompt_ids: np.ndarray, decode: _Decoder
+) -> np.ndarray:
+    full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)], add_special_tokens=True)["input_ids"]
     S = prompt_ids.shape[1]
     ok = np.array([len(x) == S + 1 for x in full])
     last = np.array([x[-1] for x in full], dtype=np.int64)
@@ -264,21 +277,22 @@ def _answer_token_ids(tokenizer, model: str, task: Task, prompts: list[str], ans
         raise TokenisationError(
             f"model {model!r}: answer {int(answers[i])} of task {task.name!r} "
             f"(prompt {prompts[i]!r}) is not a single token after the prompt: tokens "
-            f"{_token_strings(tokenizer, extra)}")
+            f"{_token_strings(tokenizer, extra)}"
+        )
     return last
 
 
 def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list[int]]:
     """Token ids of bare numbers (with the tokenizer's special tokens); each must hold
     exactly one number token."""
-    enc = tokenizer([str(n) for n in numbers], add_special_tokens=True,
-                    return_offsets_mapping=True)
+    enc = tokenizer([str(n) for n in numbers], add_special_tokens=True, return_offsets_mapping=True)
     out = []
     for n, ids, offs in zip(numbers, enc["input_ids"], enc["offset_mapping"]):
         body = [i for i, (s, e) in zip(ids, offs) if e > s]
         if len(body) != 1 or tokenizer.decode([int(body[0])]).strip() != str(n):
-            raise TokenisationError(f"model {model!r}: number {n} is not a single token: "
-                                    f"tokens {_token_strings(tokenizer, body)}")
+            raise TokenisationError(
+                f"model {model!r}: number {n} is not a single token: tokens {_token_strings(tokenizer, body)}"
+            )
         out.append(list(ids))
     if len({len(x) for x in out}) != 1:
         raise TokenisationError(f"model {model!r}: bare numbers tokenise to different lengths")

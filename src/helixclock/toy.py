@@ -47,8 +47,13 @@ NUMBER_TASKS = (
     NumberTask("units", "units digit of {a}=", lambda a: a % 10, 0.12, "a mod 10: the T = 10 circle"),
     NumberTask("mod5", "{a} mod 5=", lambda a: a % 5, 0.05, "a mod 5: the T = 5 circle"),
     NumberTask("parity", "parity of {a}=", lambda a: a % 2, 0.08, "a mod 2: the T = 2 feature"),
-    NumberTask("mod100", "last two digits of {a}=", lambda a: a % 100, 0.08,
-               "a mod 100: numbers 100 apart alike, the T = 100 circle"),
+    NumberTask(
+        "mod100",
+        "last two digits of {a}=",
+        lambda a: a % 100,
+        0.08,
+        "a mod 100: numbers 100 apart alike, the T = 100 circle",
+    ),
     NumberTask("tens", "tens digit of {a}=", lambda a: (a // 10) % 10, 0.03, "the tens digit"),
     NumberTask("hundreds", "hundreds digit of {a}=", lambda a: a // 100, 0.02, "magnitude: the linear part"),
 )
@@ -85,16 +90,20 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
     for w in words:
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Digits(individual_digits=False),
-        pre_tokenizers.Punctuation(behavior="isolated"),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Digits(individual_digits=False),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+        ]
+    )
     if bos:
         tok.post_processor = processors.TemplateProcessing(
-            single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>",
-                                   bos_token="<bos>", eos_token="<eos>")
+            single="<bos> $A", pair="<bos> $A $B", special_tokens=[("<bos>", vocab["<bos>"])]
+        )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>", eos_token="<eos>"
+    )
     fast.add_bos_token = bos
     return fast
 
@@ -106,19 +115,38 @@ def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: in
     torch.manual_seed(seed)
     d, L, H = arch["d_model"], arch["n_layers"], arch["n_heads"]
     d_mlp = arch.get("d_mlp", 4 * d)
-    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-               pad_token_id=tokenizer.pad_token_id)
+    ids = dict(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
+    )
     if family == "gptj":
-        cfg = GPTJConfig(vocab_size=vocab_size, n_positions=64, n_embd=d, n_layer=L, n_head=H,
-                         rotary_dim=max(2, (d // H) // 2), n_inner=d_mlp, resid_pdrop=0.0,
-                         embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu",
-                         tie_word_embeddings=arch.get("tie_embeddings", False), **ids)
+        cfg = GPTJConfig(
+            vocab_size=vocab_size,
+            n_positions=64,
+            n_embd=d,
+            n_layer=L,
+            n_head=H,
+            rotary_dim=max(2, (d // H) // 2),
+            n_inner=d_mlp,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            activation_function="gelu",
+            tie_word_embeddings=arch.get("tie_embeddings", False),
+            **ids,
+        )
         return GPTJForCausalLM(cfg)
     if family == "llama":
-        cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d, intermediate_size=d_mlp,
-                          num_hidden_layers=L, num_attention_heads=H,
-                          num_key_value_heads=arch.get("n_kv_heads", H), max_position_embeddings=64,
-                          tie_word_embeddings=arch.get("tie_embeddings", False), **ids)
+        cfg = LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=d,
+            intermediate_size=d_mlp,
+            num_hidden_layers=L,
+            num_attention_heads=H,
+            num_key_value_heads=arch.get("n_kv_heads", H),
+            max_position_embeddings=64,
+            tie_word_embeddings=arch.get("tie_embeddings", False),
+            **ids,
+        )
         return LlamaForCausalLM(cfg)
     raise ValueError(f"toy models come in families gptj and llama, not {family!r}")
 
@@ -149,8 +177,9 @@ def holdout_mask(n_a: int, n_b: int, frac: float, seed: int) -> np.ndarray:
     return held
 
 
-def build_corpus(tokenizer, prompts: dict[str, str], max_number: int, holdout: float,
-                 seed: int) -> tuple[dict[str, Split], dict[str, Split]]:
+def build_corpus(
+    tokenizer, prompts: dict[str, str], max_number: int, holdout: float, seed: int
+) -> tuple[dict[str, Split], dict[str, Split]]:
     """Training splits by task, and evaluation splits (held-out a+b and every task)."""
     train: dict[str, Split] = {}
     evals: dict[str, Split] = {}
@@ -206,8 +235,8 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
     for name, s in evals.items():
         correct = 0
         for i in range(0, s.ids.shape[0], batch_size):
-            logits = model(s.ids[i: i + batch_size]).logits[:, -1]
-            correct += (logits.argmax(-1) == s.answers[i: i + batch_size]).sum().item()
+            logits = model(s.ids[i : i + batch_size]).logits[:, -1]
+            correct += (logits.argmax(-1) == s.answers[i : i + batch_size]).sum().item()
         out[name] = correct / s.ids.shape[0]
     model.train()
     return out
@@ -224,9 +253,13 @@ def toy_settings(spec: dict, training: dict) -> dict:
 
     defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
     arch = {k: v for k, v in spec["toy"].items() if k not in TRAINING_KEYS}
-    return {"family": spec["family"], "max_number": spec.get("max_number", 399),
-            "prompts": dict(spec["prompts"]), "architecture": arch,
-            **{k: training.get(k, defaults[k]) for k in TRAINING_KEYS}}
+    return {
+        "family": spec["family"],
+        "max_number": spec.get("max_number", 399),
+        "prompts": dict(spec["prompts"]),
+        "architecture": arch,
+        **{k: training.get(k, defaults[k]) for k in TRAINING_KEYS},
+    }
 
 
 def matching_checkpoint(directory: str | Path, spec: dict, training: dict) -> Path | None:
@@ -255,10 +288,22 @@ def install_checkpoint(source: str | Path, out_dir: str | Path) -> dict:
     return json.loads((out_dir / "training.json").read_text())
 
 
-def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, batch_size: int = 256,
-              lr: float = 2e-3, weight_decay: float = 0.1, warmup: int = 100, holdout: float = 0.2,
-              seed: int = 0, eval_every: int = 0, progress: bool = True, threads: int = 2,
-              stop_after: int | None = None) -> dict:
+def train_toy(
+    name: str,
+    spec: dict,
+    out_dir: str | Path,
+    steps: int = 1500,
+    batch_size: int = 256,
+    lr: float = 2e-3,
+    weight_decay: float = 0.1,
+    warmup: int = 100,
+    holdout: float = 0.2,
+    seed: int = 0,
+    eval_every: int = 0,
+    progress: bool = True,
+    threads: int = 2,
+    stop_after: int | None = None,
+) -> dict:
     """Train a toy model and save it (weights, tokenizer, training.json) to ``out_dir``.
 
     Training runs on ``threads`` CPU threads whatever the job was given: the float sums of a
@@ -269,8 +314,16 @@ def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, bat
     """
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
-    training = dict(steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup=warmup,
-                    holdout=holdout, seed=seed, threads=threads)
+    training = dict(
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        weight_decay=weight_decay,
+        warmup=warmup,
+        holdout=holdout,
+        seed=seed,
+        threads=threads,
+    )
     try:
         return _train(name, spec, out_dir, training, eval_every, progress, stop_after)
     finally:
@@ -280,8 +333,9 @@ def train_toy(name: str, spec: dict, out_dir: str | Path, steps: int = 1500, bat
 def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> dict:
     from tqdm.auto import tqdm
 
-    steps, batch_size, lr, weight_decay, warmup, holdout, seed = (training[k] for k in (
-        "steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed"))
+    steps, batch_size, lr, weight_decay, warmup, holdout, seed = (
+        training[k] for k in ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed")
+    )
     family = spec["family"]
     max_number = spec.get("max_number", 399)
     tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"))
@@ -323,8 +377,15 @@ def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> d
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
-    record = {"model": name, "settings": toy_settings(spec, training), "steps_run": run,
-              "train_seconds": round(train_seconds, 1), "torch": torch.__version__,
-              "final_loss": float(loss.item()), "accuracy": accuracy, "history": history}
+    record = {
+        "model": name,
+        "settings": toy_settings(spec, training),
+        "steps_run": run,
+        "train_seconds": round(train_seconds, 1),
+        "torch": torch.__version__,
+        "final_loss": float(loss.item()),
+        "accuracy": accuracy,
+        "history": history,
+    }
     (out_dir / "training.json").write_text(json.dumps(record, indent=2))
     return record

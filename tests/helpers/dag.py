@@ -10,19 +10,39 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 900, check: bool = True,
-              configfile: Path = TINY, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--directory", str(workdir), f"--configfile={configfile}", *args]
+def snakemake(
+    workdir: Path, *args: str, timeout: int = 900, check: bool = True, configfile: Path = TINY, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        f"--configfile={configfile}",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc
 
 
-MODEL_RULES = {"train_toy", "accuracy", "residual_cache", "helix_patching", "other_tasks_patching",
-               "last_token_patching", "head_patching", "mlp_patching", "neuron_attribution", "neuron_grids",
-               "neuron_fit_eval"}  # the jobs that load a model
+MODEL_RULES = {
+    "train_toy",
+    "accuracy",
+    "residual_cache",
+    "helix_patching",
+    "other_tasks_patching",
+    "last_token_patching",
+    "head_patching",
+    "mlp_patching",
+    "neuron_attribution",
+    "neuron_grids",
+    "neuron_fit_eval",
+}  # the jobs that load a model
 
 
 def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:

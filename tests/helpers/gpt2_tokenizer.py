@@ -52,8 +52,17 @@ def save_tiny_gptj(path: Path, layers: int = 2, d: int = 32, heads: int = 4, see
     from transformers import GPTJConfig, GPTJForCausalLM
 
     torch.manual_seed(seed)
-    cfg = GPTJConfig(vocab_size=GPTJ_VOCAB_SIZE, n_positions=64, n_embd=d, n_layer=layers, n_head=heads,
-                     rotary_dim=4, n_inner=2 * d, bos_token_id=EOS_ID, eos_token_id=EOS_ID)
+    cfg = GPTJConfig(
+        vocab_size=GPTJ_VOCAB_SIZE,
+        n_positions=64,
+        n_embd=d,
+        n_layer=layers,
+        n_head=heads,
+        rotary_dim=4,
+        n_inner=2 * d,
+        bos_token_id=EOS_ID,
+        eos_token_id=EOS_ID,
+    )
     GPTJForCausalLM(cfg).eval().save_pretrained(path)
     gpt2_tokenizer().save_pretrained(path)
     return path

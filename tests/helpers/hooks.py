@@ -9,6 +9,7 @@ import torch
 def replace_io(module: torch.nn.Module, io: str, fn):
     """Register a hook that replaces the module's input (first arg) or output by fn(x)."""
     if io == "input":
+
         def pre(mod, args, kwargs):
             if args:
                 return (fn(args[0]),) + tuple(args[1:]), kwargs
@@ -43,8 +44,16 @@ def capture(hf, module_path: str, io: str, ids: torch.Tensor) -> torch.Tensor:
     return store["x"]
 
 
-def patched_logits(hf, module_path: str, io: str, ids: torch.Tensor, position: int, value: torch.Tensor,
-                   head: int | None = None, n_heads: int | None = None) -> torch.Tensor:
+def patched_logits(
+    hf,
+    module_path: str,
+    io: str,
+    ids: torch.Tensor,
+    position: int,
+    value: torch.Tensor,
+    head: int | None = None,
+    n_heads: int | None = None,
+) -> torch.Tensor:
     """Last-token logits of ``ids`` with the module's input/output at ``position`` set to value."""
 
     def put(x):
@@ -53,7 +62,7 @@ def patched_logits(hf, module_path: str, io: str, ids: torch.Tensor, position: i
             y[:, position] = value
         else:
             d_head = y.shape[-1] // n_heads
-            y[:, position, head * d_head:(head + 1) * d_head] = value
+            y[:, position, head * d_head : (head + 1) * d_head] = value
         return y
 
     handle = replace_io(hf.get_submodule(module_path), io, put)

@@ -44,7 +44,7 @@ def digit_splitting_tokenizer():
     for w in list("0123456789") + ["Output", "ONLY", "a", "number", ".", "+", "="]:
         vocab[w] = len(vocab)
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                                 pre_tokenizers.Digits(individual_digits=True),
-                                                 pre_tokenizers.Punctuation()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Punctuation()]
+    )
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")

@@ -31,8 +31,9 @@ def _sudo() -> list[str]:
 
 def ensure_installed(log) -> float:
     """Install the packages when a daemon is missing; return the seconds it took."""
-    if all(shutil.which(b) or Path(f"/usr/sbin/{b}").exists() for b in ("slurmctld", "slurmd", "munged")) \
-            and shutil.which("sbatch"):
+    if all(
+        shutil.which(b) or Path(f"/usr/sbin/{b}").exists() for b in ("slurmctld", "slurmd", "munged")
+    ) and shutil.which("sbatch"):
         return 0.0
     t0 = time.time()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -78,7 +79,7 @@ class LocalSlurm:
         key.chmod(0o400)
         self.conf.write_text(f"""ClusterName=helixclock
 SlurmctldHost={self.host}(127.0.0.1)
-SlurmUser={os.environ.get('USER', 'root') if os.geteuid() != 0 else 'root'}
+SlurmUser={os.environ.get("USER", "root") if os.geteuid() != 0 else "root"}
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
 AuthType=auth/munge
@@ -106,8 +107,10 @@ GresTypes=gpu
 NodeName={self.host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=200000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
-        (r / "gres.conf").write_text(f"AutoDetect=off\nNodeName={self.host} Name=gpu File=/dev/null\n"
-                                     f"NodeName={self.host} Name=gpu File=/dev/zero\n")
+        (r / "gres.conf").write_text(
+            f"AutoDetect=off\nNodeName={self.host} Name=gpu File=/dev/null\n"
+            f"NodeName={self.host} Name=gpu File=/dev/zero\n"
+        )
         for c in CLIENTS:
             wrapper = self.bin / c
             wrapper.write_text(f'#!/bin/sh\nSLURM_CONF={self.conf} exec {shutil.which(c) or "/usr/bin/" + c} "$@"\n')
@@ -116,17 +119,30 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
     def start(self, timeout: float = 60) -> None:
         self._write_config()
         r = self.root
-        subprocess.run(_sudo() + [_daemon("munged"), "--force", f"--key-file={r}/munge/munge.key",
-                                  f"--socket={r}/munge/munge.socket", f"--pid-file={r}/munge/munged.pid",
-                                  f"--log-file={r}/munge/munged.log", f"--seed-file={r}/munge/munged.seed"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            _sudo()
+            + [
+                _daemon("munged"),
+                "--force",
+                f"--key-file={r}/munge/munge.key",
+                f"--socket={r}/munge/munge.socket",
+                f"--pid-file={r}/munge/munged.pid",
+                f"--log-file={r}/munge/munged.log",
+                f"--seed-file={r}/munge/munged.seed",
+            ],
+            check=True,
+            capture_output=True,
+        )
         for daemon in ("slurmctld", "slurmd"):
-            subprocess.run(_sudo() + [_daemon(daemon), "-f", str(self.conf)], check=True, capture_output=True,
-                           env=self.env)
+            subprocess.run(
+                _sudo() + [_daemon(daemon), "-f", str(self.conf)], check=True, capture_output=True, env=self.env
+            )
         deadline = time.time() + timeout
         state = ""
         while time.time() < deadline:
-            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=self.env).stdout.strip()
+            state = subprocess.run(
+                ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=self.env
+            ).stdout.strip()
             if state == "idle":
                 return
             time.sleep(0.5)

@@ -13,12 +13,16 @@ model_job(
 )
 
 
-figure_rule("fig_accuracy_heatmap", "figA1_accuracy_heatmap", ["results/{model}/accuracy/add.csv"],
-            "helixclock.stages.accuracy.figures:accuracy_heatmap", "accuracy")
+figure_rule(
+    "fig_accuracy_heatmap",
+    "figA1_accuracy_heatmap",
+    ["results/{model}/accuracy/add.csv"],
+    "helixclock.stages.accuracy.figures:accuracy_heatmap",
+    "accuracy",
+)
 
 
 rule tab_other_tasks_accuracy:
-    localrule: True
     input:
         expand("results/{{model}}/accuracy/{task}.csv", task=OTHER_TASKS),
     output:
@@ -27,16 +31,16 @@ rule tab_other_tasks_accuracy:
         "logs/{model}/tab_other_tasks_accuracy.log",
     benchmark:
         "logs/{model}/tab_other_tasks_accuracy.benchmark.tsv"
-    params:
-        prompts=lambda w: {t: REGISTRY[w.model]["prompts"][t] for t in OTHER_TASKS},
+    localrule: True
     conda:
         ENV
+    params:
+        prompts=lambda w: {t: REGISTRY[w.model]["prompts"][t] for t in OTHER_TASKS},
     script:
         "../../scripts/tab_other_tasks_accuracy.py"
 
 
 rule tab_prompts_accuracy:
-    localrule: True
     input:
         expand("results/{model}/accuracy/add.csv", model=MODELS),
     output:
@@ -45,11 +49,12 @@ rule tab_prompts_accuracy:
         "logs/all/tab_prompts_accuracy.log",
     benchmark:
         "logs/all/tab_prompts_accuracy.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
     params:
         models=MODELS,
         templates={m: REGISTRY[m]["prompts"]["add"] for m in MODELS},
-    conda:
-        ENV
     script:
         "../../scripts/tab_prompts_accuracy.py"
 

@@ -17,6 +17,7 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.update(_validated)
 
+
 def settled(value):
     """A params value that compares equal however the config's keys were ordered (Snakemake
     compares params as written, so a reordered YAML mapping would rerun every job)."""
@@ -71,8 +72,12 @@ def table(tab_id, model="{model}", stage=None):
     that stage's section."""
     csv, md = f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"
     if stage is not None:
-        csv = report(csv, caption=caption(tab_id), category=SECTIONS[stage],
-                     subcategory="{model}" if model == "{model}" else model)
+        csv = report(
+            csv,
+            caption=caption(tab_id),
+            category=SECTIONS[stage],
+            subcategory="{model}" if model == "{model}" else model,
+        )
     return [csv, md]
 
 
@@ -158,7 +163,6 @@ def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
     rule:
         name:
             name
-        localrule: True
         input:
             inputs,
         output:
@@ -168,11 +172,12 @@ def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
             f"logs/{{model}}/{name}.log",
         benchmark:
             f"logs/{{model}}/{name}.benchmark.tsv"
+        localrule: True
+        conda:
+            ENV
         params:
             function=function,
             kwargs=kwargs,
-        conda:
-            ENV
         script:
             "../../scripts/figure.py"
 
@@ -222,8 +227,7 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
     def staged_input(wildcards):
         fill = dict(wildcards, settings=settings_hash(params, wildcards))
         made = {k: dirname(v) if directory_output else v for k, v in staged.items()}
-        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill)
-                for k, v in made.items()}
+        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill) for k, v in made.items()}
 
     rule:
         name:
@@ -237,20 +241,19 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
             f"logs/{{model}}/{name}-{{settings}}.log",
         benchmark:
             f"logs/{{model}}/{name}-{{settings}}.benchmark.tsv"
-        params:
-            **params,
+        conda:
+            ENV
         threads: threads
         resources:
             **({"gpu": 1} if gpu else {}),
-        conda:
-            ENV
+        params:
+            **params,
         script:
             f"../../scripts/{name}.py"
 
     rule:
         name:
             f"publish_{name}"
-        localrule: True
         input:
             unpack(staged_input),
             **{f"_upstream_{k}": v for k, v in input.items()},
@@ -258,6 +261,7 @@ def staged_job(name, output, params, input=None, threads=1, gpu=False, directory
             **output,
         log:
             f"logs/{{model}}/publish_{name}.log",
+        localrule: True
         conda:
             ENV
         shell:
@@ -278,8 +282,10 @@ def publish_command(output, directory_output=False):
         for i, path in enumerate(paths if many else [paths]):
             src, dst = (f"{{{side}.{key}[{i}]}}" if many else f"{{{side}.{key}}}" for side in ("input", "output"))
             if directory_output:
-                moves.append(f"find {src} -mindepth 1 -maxdepth 1 ! -name {Path(path).name} ! -name .snakemake_timestamp "
-                             f"-exec mv -fv -t $(dirname {dst}) {{{{}}}} +")
+                moves.append(
+                    f"find {src} -mindepth 1 -maxdepth 1 ! -name {Path(path).name} ! -name .snakemake_timestamp "
+                    f"-exec mv -fv -t $(dirname {dst}) {{{{}}}} +"
+                )
             last = f"{src}/{Path(path).name}" if directory_output else src
             moves.append(f"mv -fv {last} {dst}")
     return "(" + " && ".join(moves) + ") > {log} 2>&1"

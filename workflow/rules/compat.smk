@@ -6,7 +6,6 @@ COMPAT_MODES = ("corrected", "authors")
 
 
 rule compat_numbers:
-    localrule: True
     input:
         tab01=table("tab01_other_tasks")[0],
         best=HELIX_SUMMARY["best"],
@@ -20,27 +19,28 @@ rule compat_numbers:
         f"results/{{model}}/compat/{config['compat']}.json",
     log:
         "logs/{model}/compat_numbers.log",
+    localrule: True
+    conda:
+        ENV
     params:
         compat=config["compat"],
         spectrum_main=config["cache"]["max_number"] + (1 if config["compat"] == "authors" else 0),
-    conda:
-        ENV
     script:
         "../../scripts/compat_numbers.py"
 
 
 rule compat_effects:
-    localrule: True
     input:
         f"results/{{model}}/compat/{config['compat']}.json",
     output:
         table("compat_effects", stage="report"),
     log:
         "logs/{model}/compat_effects.log",
-    params:
-        modes=lambda w: [f"results/{w.model}/compat/{m}.json" for m in COMPAT_MODES],
+    localrule: True
     conda:
         ENV
+    params:
+        modes=lambda w: [f"results/{w.model}/compat/{m}.json" for m in COMPAT_MODES],
     script:
         "../../scripts/compat_effects.py"
 

@@ -4,8 +4,10 @@
 # helixclock.stages.errors
 
 ERRORS = "results/{model}/errors"
-ERRORS_F = {k: f"{ERRORS}/{k}.csv" for k in ("errors", "error_distribution", "error_summary", "carry_test",
-                                            "logit_examples", "logit_line_fourier")}
+ERRORS_F = {
+    k: f"{ERRORS}/{k}.csv"
+    for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
+}
 ERROR_FIGURES = "helixclock.stages.errors.figures"
 
 
@@ -18,7 +20,6 @@ staged_job(
 
 
 rule model_errors:
-    localrule: True
     input:
         accuracy="results/{model}/accuracy/add.csv",
         logits="results/{model}/accuracy/add_logits.h5",
@@ -30,16 +31,16 @@ rule model_errors:
         "logs/{model}/model_errors.log",
     benchmark:
         "logs/{model}/model_errors.benchmark.tsv"
-    params:
-        seed=config["seed"],
+    localrule: True
     conda:
         ENV
+    params:
+        seed=config["seed"],
     script:
         "../../scripts/model_errors.py"
 
 
 rule neuron_logit_lens:
-    localrule: True
     input:
         neurons=NEURONS_SUMMARY["neurons"],
         grids=f"{NEURONS}/grids.h5",
@@ -50,27 +51,63 @@ rule neuron_logit_lens:
         "logs/{model}/neuron_logit_lens.log",
     benchmark:
         "logs/{model}/neuron_logit_lens.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
     params:
         figure_ranks=config["neurons"]["figure_ranks"],
         periods=config["helix"]["periods"],
-    conda:
-        ENV
     script:
         "../../scripts/neuron_logit_lens.py"
 
 
-figure_rule("fig_linear_addition", "figE1_linear_addition", [f"{ERRORS}/linear_addition.csv",
-            f"{ERRORS}/linear_addition_line.csv"], f"{ERROR_FIGURES}:linear_addition", "errors")
-figure_rule("fig_error_distribution", "figF1_error_distribution", [ERRORS_F["errors"], ERRORS_F["error_summary"]],
-            f"{ERROR_FIGURES}:error_distribution", "errors")
-figure_rule("fig_carry_test", "figF2_carry_test", [ERRORS_F["errors"], ERRORS_F["carry_test"]],
-            f"{ERROR_FIGURES}:carry_test", "errors")
-figure_rule("fig_neuron_logit_lens", "figF3_neuron_logit_lens", [f"{ERRORS}/logit_lens.csv"],
-            f"{ERROR_FIGURES}:neuron_logit_lens", "errors")
-figure_rule("fig_logit_lens_periods", "figF4_logit_lens_periods", [f"{ERRORS}/logit_lens_periods.csv"],
-            f"{ERROR_FIGURES}:logit_lens_periods", "errors")
-figure_rule("fig_logit_examples", "figF5_logit_examples", [ERRORS_F["logit_examples"]],
-            f"{ERROR_FIGURES}:logit_examples", "errors")
-figure_rule("fig_logit_slope_fourier", "figF6_logit_slope_fourier", [ERRORS_F["logit_line_fourier"]],
-            f"{ERROR_FIGURES}:logit_slope_fourier", "errors")
+figure_rule(
+    "fig_linear_addition",
+    "figE1_linear_addition",
+    [f"{ERRORS}/linear_addition.csv", f"{ERRORS}/linear_addition_line.csv"],
+    f"{ERROR_FIGURES}:linear_addition",
+    "errors",
+)
+figure_rule(
+    "fig_error_distribution",
+    "figF1_error_distribution",
+    [ERRORS_F["errors"], ERRORS_F["error_summary"]],
+    f"{ERROR_FIGURES}:error_distribution",
+    "errors",
+)
+figure_rule(
+    "fig_carry_test",
+    "figF2_carry_test",
+    [ERRORS_F["errors"], ERRORS_F["carry_test"]],
+    f"{ERROR_FIGURES}:carry_test",
+    "errors",
+)
+figure_rule(
+    "fig_neuron_logit_lens",
+    "figF3_neuron_logit_lens",
+    [f"{ERRORS}/logit_lens.csv"],
+    f"{ERROR_FIGURES}:neuron_logit_lens",
+    "errors",
+)
+figure_rule(
+    "fig_logit_lens_periods",
+    "figF4_logit_lens_periods",
+    [f"{ERRORS}/logit_lens_periods.csv"],
+    f"{ERROR_FIGURES}:logit_lens_periods",
+    "errors",
+)
+figure_rule(
+    "fig_logit_examples",
+    "figF5_logit_examples",
+    [ERRORS_F["logit_examples"]],
+    f"{ERROR_FIGURES}:logit_examples",
+    "errors",
+)
+figure_rule(
+    "fig_logit_slope_fourier",
+    "figF6_logit_slope_fourier",
+    [ERRORS_F["logit_line_fourier"]],
+    f"{ERROR_FIGURES}:logit_slope_fourier",
+    "errors",
+)
 register(*table("tabF2_carry_test"))

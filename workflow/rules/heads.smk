@@ -2,8 +2,9 @@
 # of head outputs, categories, mixed heads, properties and paths.  helixclock.stages.heads
 
 HEADS = "results/{model}/heads"
-HEADS_RAW = {k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories",
-                                                  "attention")}
+HEADS_RAW = {
+    k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories", "attention")
+}
 HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
 HEADS_FIGURES = "helixclock.stages.heads.figures"
 
@@ -23,7 +24,6 @@ model_job(
 
 
 rule head_summary:
-    localrule: True
     input:
         **HEADS_RAW,
     output:
@@ -34,23 +34,30 @@ rule head_summary:
         "logs/{model}/head_summary.log",
     benchmark:
         "logs/{model}/head_summary.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
     params:
         resampling=resampling(),
         threshold=config["clock"]["head_threshold"],
-    conda:
-        ENV
     script:
         "../../scripts/head_summary.py"
 
 
-figure_rule("fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]],
-            f"{HEADS_FIGURES}:head_patching", "heads")
+figure_rule(
+    "fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:head_patching", "heads"
+)
 figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:head_topk", "heads")
-figure_rule("fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]],
-            f"{HEADS_FIGURES}:head_helix_fit", "heads")
-figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:mixed_heads",
-            "heads")
-figure_rule("fig_head_categories", "figD6_head_categories", [HEADS_SUMMARY["properties"]],
-            f"{HEADS_FIGURES}:head_categories", "heads")
+figure_rule(
+    "fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:head_helix_fit", "heads"
+)
+figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:mixed_heads", "heads")
+figure_rule(
+    "fig_head_categories",
+    "figD6_head_categories",
+    [HEADS_SUMMARY["properties"]],
+    f"{HEADS_FIGURES}:head_categories",
+    "heads",
+)
 figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "heads")
 register(*table("tabD1_head_categories"))

@@ -39,7 +39,6 @@ model_job(
 
 
 rule helix_summary:
-    localrule: True
     input:
         **HELIX_RAW,
     output:
@@ -48,11 +47,12 @@ rule helix_summary:
         "logs/{model}/helix_summary.log",
     benchmark:
         "logs/{model}/helix_summary.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
     params:
         resampling=resampling(),
         compat=config["compat"],
-    conda:
-        ENV
     script:
         "../../scripts/helix_summary.py"
 
@@ -72,7 +72,6 @@ model_job(
 
 
 rule tab_other_tasks:
-    localrule: True
     input:
         f"{HELIX}/raw/other_tasks.csv",
     output:
@@ -83,29 +82,61 @@ rule tab_other_tasks:
         "logs/{model}/tab_other_tasks.log",
     benchmark:
         "logs/{model}/tab_other_tasks.benchmark.tsv"
-    params:
-        resampling=resampling(),
+    localrule: True
     conda:
         ENV
+    params:
+        resampling=resampling(),
     script:
         "../../scripts/tab_other_tasks.py"
 
 
-figure_rule("fig_helix_projection", "fig03_helix_projection", [HELIX_TABLES["projection"]],
-            f"{HELIX_FIGURES}:helix_projection", "helix", periods=config["helix"]["periods"])
-figure_rule("fig_helix_magnitudes", "figC1_helix_magnitudes", [HELIX_TABLES["magnitudes"]],
-            f"{HELIX_FIGURES}:helix_magnitudes", "helix")
-figure_rule("fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:helix_cosine",
-            "helix")
-figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:continuity",
-            "helix")
-figure_rule("fig_helix_patching", "fig04_helix_patching", [HELIX_SUMMARY["sweep"], HELIX_SUMMARY["best"]],
-            f"{HELIX_FIGURES}:helix_patching", "helix")
-figure_rule("fig_helix_controls", "figC5_helix_controls", [HELIX_SUMMARY["controls"]],
-            f"{HELIX_FIGURES}:helix_controls", "helix")
-figure_rule("fig_helix_ablation", "figC6_helix_ablation", [HELIX_SUMMARY["ablation"]],
-            f"{HELIX_FIGURES}:helix_ablation", "helix")
-figure_rule("fig_other_tasks_patching", "figC7_other_tasks_patching", [f"{HELIX}/other_tasks.csv"],
-            f"{HELIX_FIGURES}:other_tasks_patching", "helix")
+figure_rule(
+    "fig_helix_projection",
+    "fig03_helix_projection",
+    [HELIX_TABLES["projection"]],
+    f"{HELIX_FIGURES}:helix_projection",
+    "helix",
+    periods=config["helix"]["periods"],
+)
+figure_rule(
+    "fig_helix_magnitudes",
+    "figC1_helix_magnitudes",
+    [HELIX_TABLES["magnitudes"]],
+    f"{HELIX_FIGURES}:helix_magnitudes",
+    "helix",
+)
+figure_rule(
+    "fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:helix_cosine", "helix"
+)
+figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:continuity", "helix")
+figure_rule(
+    "fig_helix_patching",
+    "fig04_helix_patching",
+    [HELIX_SUMMARY["sweep"], HELIX_SUMMARY["best"]],
+    f"{HELIX_FIGURES}:helix_patching",
+    "helix",
+)
+figure_rule(
+    "fig_helix_controls",
+    "figC5_helix_controls",
+    [HELIX_SUMMARY["controls"]],
+    f"{HELIX_FIGURES}:helix_controls",
+    "helix",
+)
+figure_rule(
+    "fig_helix_ablation",
+    "figC6_helix_ablation",
+    [HELIX_SUMMARY["ablation"]],
+    f"{HELIX_FIGURES}:helix_ablation",
+    "helix",
+)
+figure_rule(
+    "fig_other_tasks_patching",
+    "figC7_other_tasks_patching",
+    [f"{HELIX}/other_tasks.csv"],
+    f"{HELIX_FIGURES}:other_tasks_patching",
+    "helix",
+)
 register(*table("tab01_other_tasks"))
 register(f"{HELIX}/fit_r2.csv")

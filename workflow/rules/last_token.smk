@@ -20,7 +20,6 @@ model_job(
 
 
 rule last_token_summary:
-    localrule: True
     input:
         **LAST_TOKEN_RAW,
     output:
@@ -29,15 +28,26 @@ rule last_token_summary:
         "logs/{model}/last_token_summary.log",
     benchmark:
         "logs/{model}/last_token_summary.benchmark.tsv"
-    params:
-        resampling=resampling(),
+    localrule: True
     conda:
         ENV
+    params:
+        resampling=resampling(),
     script:
         "../../scripts/last_token_summary.py"
 
 
-figure_rule("fig_last_token_helix", "fig05_last_token_helix", [LAST_TOKEN_SUMMARY["fits"]],
-            f"{LAST_TOKEN_FIGURES}:last_token_helix", "last_token")
-figure_rule("fig_layer_patching", "fig06_layer_patching", [LAST_TOKEN_SUMMARY["layer_effects"]],
-            f"{LAST_TOKEN_FIGURES}:layer_patching", "last_token")
+figure_rule(
+    "fig_last_token_helix",
+    "fig05_last_token_helix",
+    [LAST_TOKEN_SUMMARY["fits"]],
+    f"{LAST_TOKEN_FIGURES}:last_token_helix",
+    "last_token",
+)
+figure_rule(
+    "fig_layer_patching",
+    "fig06_layer_patching",
+    [LAST_TOKEN_SUMMARY["layer_effects"]],
+    f"{LAST_TOKEN_FIGURES}:layer_patching",
+    "last_token",
+)

@@ -23,7 +23,6 @@ model_job(
 
 
 rule mlp_summary:
-    localrule: True
     input:
         **MLPS_RAW,
         layer_effects=LAST_TOKEN_SUMMARY["layer_effects"],
@@ -33,11 +32,12 @@ rule mlp_summary:
         "logs/{model}/mlp_summary.log",
     benchmark:
         "logs/{model}/mlp_summary.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
     params:
         resampling=resampling(),
         threshold=config["clock"]["mlp_threshold"],
-    conda:
-        ENV
     script:
         "../../scripts/mlp_summary.py"
 

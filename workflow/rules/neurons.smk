@@ -47,13 +47,13 @@ model_job(
     "neuron_fit_eval",
     input={"fits": f"{NEURONS}/fits.h5", "means": f"{NEURONS}/mean_post.npy"},
     output={"raw": f"{NEURONS}/raw/fit_eval.csv"},
-    params=dict(minimum=minimum("correct_prompts"),
-                neurons=neuron_settings("ablation_prompts", "seed", "gated_preactivation")),
+    params=dict(
+        minimum=minimum("correct_prompts"), neurons=neuron_settings("ablation_prompts", "seed", "gated_preactivation")
+    ),
 )
 
 
 rule neuron_summary:
-    localrule: True
     input:
         **NEURONS_RAW,
         fit_eval=f"{NEURONS}/raw/fit_eval.csv",
@@ -67,28 +67,69 @@ rule neuron_summary:
         "logs/{model}/neuron_summary.log",
     benchmark:
         "logs/{model}/neuron_summary.benchmark.tsv"
-    params:
-        resampling=resampling(),
+    localrule: True
     conda:
         ENV
+    params:
+        resampling=resampling(),
     script:
         "../../scripts/neuron_summary.py"
 
 
-figure_rule("fig_neuron_ablation", "figD9_neuron_ablation", [NEURONS_SUMMARY["ablation"]],
-            f"{NEURON_FIGURES}:ablation_figure", "neurons")
-figure_rule("fig_neuron_layers", "figD10_neuron_layers", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-            f"{NEURON_FIGURES}:layers_figure", "neurons")
-figure_rule("fig_neuron_direct_effect", "figD11_neuron_direct_effect", [NEURONS_SUMMARY["cumulative_de"]],
-            f"{NEURON_FIGURES}:direct_effect_figure", "neurons")
-figure_rule("fig_neuron_fourier", "figD12_neuron_fourier", [f"{NEURONS}/fits.csv"],
-            f"{NEURON_FIGURES}:figD12_neuron_fourier", "neurons")
-figure_rule("fig_neuron_preacts", "fig08_neuron_preacts", [f"{NEURONS}/fig08_grids.csv", NEURONS_SUMMARY["neurons"]],
-            f"{NEURON_FIGURES}:preacts_figure", "neurons")
-figure_rule("fig_neuron_fit_eval", "fig09_neuron_fit_eval", [NEURONS_SUMMARY["fit_eval"]],
-            f"{NEURON_FIGURES}:fit_eval_figure", "neurons")
-figure_rule("fig_neuron_nrmse", "figD13_neuron_nrmse", [NEURONS_SUMMARY["neurons"]],
-            f"{NEURON_FIGURES}:figD13_neuron_nrmse", "neurons")
-figure_rule("fig_neuron_trends", "fig10_neuron_trends", [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-            f"{NEURON_FIGURES}:trends_figure", "neurons")
+figure_rule(
+    "fig_neuron_ablation",
+    "figD9_neuron_ablation",
+    [NEURONS_SUMMARY["ablation"]],
+    f"{NEURON_FIGURES}:ablation_figure",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_layers",
+    "figD10_neuron_layers",
+    [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
+    f"{NEURON_FIGURES}:layers_figure",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_direct_effect",
+    "figD11_neuron_direct_effect",
+    [NEURONS_SUMMARY["cumulative_de"]],
+    f"{NEURON_FIGURES}:direct_effect_figure",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_fourier",
+    "figD12_neuron_fourier",
+    [f"{NEURONS}/fits.csv"],
+    f"{NEURON_FIGURES}:figD12_neuron_fourier",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_preacts",
+    "fig08_neuron_preacts",
+    [f"{NEURONS}/fig08_grids.csv", NEURONS_SUMMARY["neurons"]],
+    f"{NEURON_FIGURES}:preacts_figure",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_fit_eval",
+    "fig09_neuron_fit_eval",
+    [NEURONS_SUMMARY["fit_eval"]],
+    f"{NEURON_FIGURES}:fit_eval_figure",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_nrmse",
+    "figD13_neuron_nrmse",
+    [NEURONS_SUMMARY["neurons"]],
+    f"{NEURON_FIGURES}:figD13_neuron_nrmse",
+    "neurons",
+)
+figure_rule(
+    "fig_neuron_trends",
+    "fig10_neuron_trends",
+    [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
+    f"{NEURON_FIGURES}:trends_figure",
+    "neurons",
+)
 register(*table("tabD2_top_neurons"))

@@ -21,5 +21,16 @@ from .metrics import answer_correct, clean_answer_logit, logit_difference
 from .points import Patch, Point, Record
 from .runs import Pairs, RunCache
 
-__all__ = ["OOMRetry", "PatchingEngine", "RunResult", "Patch", "Point", "Record", "Pairs", "RunCache",
-           "logit_difference", "clean_answer_logit", "answer_correct"]
+__all__ = [
+    "OOMRetry",
+    "PatchingEngine",
+    "RunResult",
+    "Patch",
+    "Point",
+    "Record",
+    "Pairs",
+    "RunCache",
+    "logit_difference",
+    "clean_answer_logit",
+    "answer_correct",
+]

@@ -41,9 +41,14 @@ REDUCTIONS = ("mean", "mean_abs", "none")
 class AttributionPatching:
     """Gradient-times-difference scores of many points at once; mixed into the engine."""
 
-    def attribute(self, pairs: Pairs, points: Sequence[Point], metric: Metric = clean_answer_logit,
-                  reduce: str | Sequence[str] = "mean", desc: str = "attribution"
-                  ) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
+    def attribute(
+        self,
+        pairs: Pairs,
+        points: Sequence[Point],
+        metric: Metric = clean_answer_logit,
+        reduce: str | Sequence[str] = "mean",
+        desc: str = "attribution",
+    ) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
         """Attribution of every element of every point: [n_positions, *features], the mean over
         pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
         ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
@@ -85,6 +90,8 @@ class AttributionPatching:
                     parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 
         self.batches(len(pairs), step, desc)
-        out = {r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
-               for r, part in parts.items()}
+        out = {
+            r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
+            for r, part in parts.items()
+        }
         return out if several else out[reductions[0]]

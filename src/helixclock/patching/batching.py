@@ -23,8 +23,7 @@ class OOMRetry:
     def iterate(self, n: int, fn: Callable[[int, int], object], desc: str = "") -> Iterator[object]:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n, desc=desc, disable=not self.progress or n <= self.batch_size,
-                   file=sys.stderr, leave=False)
+        bar = tqdm(total=n, desc=desc, disable=not self.progress or n <= self.batch_size, file=sys.stderr, leave=False)
         start = 0
         while start < n:
             stop = min(n, start + self.batch_size)

@@ -57,8 +57,7 @@ class RunResult:
 class PatchingEngine(PathPatching, AttributionPatching):
     """Batched activation patching, collection and recording on one model."""
 
-    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True,
-                 prefix_cache: bool = True):
+    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True, prefix_cache: bool = True):
         self.model = model
         self.adapter = model.adapter
         self.batches = OOMRetry(batch_size, progress=progress)
@@ -89,8 +88,13 @@ class PatchingEngine(PathPatching, AttributionPatching):
         return site_value[:, :, point.index] if point.index is not None else site_value
 
     # -- one forward pass ------------------------------------------------------------------
-    def trace(self, ids: Tensor, plan: Plan, on_logits: Callable[[Tensor], None] | None,
-              prefix: tuple[int, list | None] = (0, None)) -> None:
+    def trace(
+        self,
+        ids: Tensor,
+        plan: Plan,
+        on_logits: Callable[[Tensor], None] | None,
+        prefix: tuple[int, list | None] = (0, None),
+    ) -> None:
         """One forward pass of ``ids``: at each site, in forward order, call the plan's
         functions on the site's value; a function returning a tensor replaces it.  With
         ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run.
@@ -98,7 +102,7 @@ class PatchingEngine(PathPatching, AttributionPatching):
         model = self.model
         kwargs = {}
         if prefix[0] > 0:
-            ids = ids[:, prefix[0]:]
+            ids = ids[:, prefix[0] :]
             kwargs = {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
         with model.lm.trace(ids, **kwargs):
             for site in sorted(plan, key=lambda s: s.order):
@@ -121,8 +125,9 @@ class PatchingEngine(PathPatching, AttributionPatching):
                 on_logits(self.adapter.cap_logits(model.envoy(self.adapter.unembed).output[:, -1]))
 
     # -- collection --------------------------------------------------------------------------
-    def collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
-                desc: str = "collect") -> tuple[dict[Point, Tensor], Tensor | None]:
+    def collect(
+        self, ids: Tensor, points: Sequence[Point], logits: bool = True, desc: str = "collect"
+    ) -> tuple[dict[Point, Tensor], Tensor | None]:
         """Values of ``points`` [n, n_positions, ...] and last-token logits [n, vocab] (float32)
         for every row of ``ids``."""
         out: dict[Point, list[Tensor]] = {p: [] for p in points}
@@ -135,8 +140,9 @@ class PatchingEngine(PathPatching, AttributionPatching):
         values = {p: torch.cat(v) for p, v in out.items()}
         return values, (torch.cat(last) if logits else None)
 
-    def iter_collect(self, ids: Tensor, points: Sequence[Point], logits: bool = True,
-                     desc: str = "collect") -> Iterator[dict]:
+    def iter_collect(
+        self, ids: Tensor, points: Sequence[Point], logits: bool = True, desc: str = "collect"
+    ) -> Iterator[dict]:
         """Like :meth:`collect`, one dict per chunk (for streaming to disk)."""
         ids = ids.to(self.model.device)
         prefix = self.prefix.get(ids, self.prefix.length([ids], points))
@@ -146,7 +152,8 @@ class PatchingEngine(PathPatching, AttributionPatching):
             plan: Plan = {}
             for p in points:
                 plan.setdefault(self.site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0]).detach().clone()))
+                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0]).detach().clone())
+                )
             grab = (lambda x: got.__setitem__("logits", x.detach().float().clone())) if logits else None
             with torch.no_grad():
                 self.trace(ids[start:stop], plan, grab, prefix)
@@ -171,12 +178,19 @@ class PatchingEngine(PathPatching, AttributionPatching):
 
     def clean_ld(self, pairs: Pairs) -> Tensor:
         """LD of the clean run itself: the most any patch can restore, per pair."""
-        return pairs.clean_run.answer_logit(self, pairs.clean_answer) - \
-            pairs.corrupted_run.answer_logit(self, pairs.clean_answer)
+        return pairs.clean_run.answer_logit(self, pairs.clean_answer) - pairs.corrupted_run.answer_logit(
+            self, pairs.clean_answer
+        )
 
     # -- patching ------------------------------------------------------------------------------
-    def run(self, pairs: Pairs, variants: Sequence[Sequence[Patch | Record]], metric: Metric = logit_difference,
-            record: Sequence[Point] = (), desc: str = "patching") -> RunResult:
+    def run(
+        self,
+        pairs: Pairs,
+        variants: Sequence[Sequence[Patch | Record]],
+        metric: Metric = logit_difference,
+        record: Sequence[Point] = (),
+        desc: str = "patching",
+    ) -> RunResult:
         """Run every variant on every pair; return ``metric`` as [n_variants, n_pairs].
 
         ``metric`` is a function of the patched last-token logits (see
@@ -209,7 +223,8 @@ class _Sweep:
         self.answer = torch.empty(size, device=device)
         self.recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
         self.per_variant: list[dict[Point, list[Tensor]]] = [
-            {r.point: [] for r in v if isinstance(r, Record)} for v in variants]
+            {r.point: [] for r in v if isinstance(r, Record)} for v in variants
+        ]
 
     def step(self, start: int, stop: int) -> None:
         engine, offset = self.engine, self.prefix[0]
@@ -222,12 +237,15 @@ class _Sweep:
             pair_idx = slice(lo - vi * self.n, hi - vi * self.n)
             for item in variant:
                 plan.setdefault(engine.site(item.point), []).append(
-                    self._record_fn(item.point, rows, self.per_variant[vi][item.point]) if isinstance(item, Record)
-                    else self._patch_fn(item, rows, pair_idx))
+                    self._record_fn(item.point, rows, self.per_variant[vi][item.point])
+                    if isinstance(item, Record)
+                    else self._patch_fn(item, rows, pair_idx)
+                )
         got: dict = {}
         for p in self.record:
             plan.setdefault(engine.site(p), []).append(
-                lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset).detach().clone()))
+                lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset).detach().clone())
+            )
         pair_rows = torch.arange(start, stop, device=self.metric_out.device) % self.n
 
         def on_logits(x: Tensor) -> None:
@@ -273,8 +291,9 @@ class _Sweep:
             return self.clean[patch.point][pair_idx]
         if callable(patch.value):
             return patch.value(self.clean[patch.point][pair_idx], target)
-        raise ValueError(f"unknown replacement {patch.value!r}; allowed: 'clean', a tensor or a function "
-                         "of (clean, corrupted)")
+        raise ValueError(
+            f"unknown replacement {patch.value!r}; allowed: 'clean', a tensor or a function of (clean, corrupted)"
+        )
 
     def result(self) -> RunResult:
         V, n = len(self.variants), self.n

@@ -33,21 +33,27 @@ class PathPatching:
             return value
         if point.kind == "head_out" and point.index is not None:
             if self.adapter.attn_post_norm:
-                raise ValueError(f"{self.adapter.family} normalises the attention output after its projection "
-                                 f"({self.adapter.attn_post_norm}): one head's write into the residual stream is "
-                                 "not defined, so single-head direct effects and path patching are not either "
-                                 "(activation patching of heads is)")
+                raise ValueError(
+                    f"{self.adapter.family} normalises the attention output after its projection "
+                    f"({self.adapter.attn_post_norm}): one head's write into the residual stream is "
+                    "not defined, so single-head direct effects and path patching are not either "
+                    "(activation patching of heads is)"
+                )
             W = self.adapter.head_weights(self.model.hf, point.layer)[point.index]  # [dh, d]
             return value @ W.to(value.dtype)
         if point.kind == "neuron_post" and point.index is not None:
             if self.adapter.mlp_post_norm:
-                raise ValueError(f"{self.adapter.family} normalises the MLP output after its projection "
-                                 f"({self.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
-                                 "not defined")
+                raise ValueError(
+                    f"{self.adapter.family} normalises the MLP output after its projection "
+                    f"({self.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
+                    "not defined"
+                )
             w = self.adapter.neuron_weights(self.model.hf, point.layer)[point.index]  # [d]
             return value[..., None] * w.to(value.dtype)
-        raise ValueError(f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
-                         "head_out with a head index, neuron_post with a neuron index")
+        raise ValueError(
+            f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
+            "head_out with a head index, neuron_post with a neuron index"
+        )
 
     def delta(self, pairs: Pairs, point: Point) -> Tensor:
         """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
@@ -75,7 +81,7 @@ class PathPatching:
         self.corrupted_values(pairs, sites)
         out = []
         for i in range(0, len(points), chunk):
-            deltas = torch.stack([self.delta(pairs, p)[:, -1] for p in points[i:i + chunk]])  # [c, n, d]
+            deltas = torch.stack([self.delta(pairs, p)[:, -1] for p in points[i : i + chunk]])  # [c, n, d]
             logits = self.final_logits(base[None] + deltas)  # [c, n, V]
             out.append(logits.gather(2, ans[None].expand(len(deltas), -1, -1))[..., 0] - corrupted_answer[None])
         return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
@@ -95,8 +101,9 @@ class PathPatching:
             return receiver.layer > sender.layer
         return not self.adapter.parallel and sender.kind != "mlp_out" and receiver.kind == "mlp_out"
 
-    def path_patch(self, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]],
-                   desc: str = "path patching") -> Tensor:
+    def path_patch(
+        self, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]], desc: str = "path patching"
+    ) -> Tensor:
         """Effect of each sender -> receiver path, [len(paths), n_pairs].
 
         First pass: add the sender's clean-minus-corrupted write to the receiver's input and
@@ -115,8 +122,9 @@ class PathPatching:
                 sender, receiver = paths[i]
                 if not self.reads(receiver, sender):
                     raise ValueError(f"{receiver} does not read {sender}: it is not downstream")
-                first.append([Patch(self.receiver_input(receiver), self.delta(pairs, sender), add=True),
-                              Record(receiver)])
+                first.append(
+                    [Patch(self.receiver_input(receiver), self.delta(pairs, sender), add=True), Record(receiver)]
+                )
             res = self.run(pairs, first, desc=f"{desc} (1/2)")
             second = [[Patch(paths[i][1], res.variant_records[j][paths[i][1]])] for j, i in enumerate(to_comp)]
             out[to_comp] = self.run(pairs, second, desc=f"{desc} (2/2)").metric

@@ -20,6 +20,9 @@ def accuracy_heatmap(df: pd.DataFrame, model: str):
     heatmap(ax, grid, ListedColormap(["#d62728", "#2ca02c"]), "", vmin=0, vmax=1, xlabel="b", ylabel="a", ticks=10)
     fig.axes[-1].remove()  # two colours need a legend, not a colour bar
     ax.set_title(f"{model}: a+b accuracy {np.nanmean(grid):.2%}")
-    ax.legend(handles=[Patch(color="#2ca02c", label="correct"), Patch(color="#d62728", label="wrong")],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(
+        handles=[Patch(color="#2ca02c", label="correct"), Patch(color="#d62728", label="wrong")],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+    )
     return fig

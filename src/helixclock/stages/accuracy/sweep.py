@@ -20,15 +20,15 @@ if TYPE_CHECKING:
     from ...models import LoadedModel
     from ...patching import PatchingEngine
 
-COLUMNS = ["task", "a", "b", "answer", "answer_token", "pred_token", "pred", "correct",
-           "answer_logit", "rank"]
+COLUMNS = ["task", "a", "b", "answer", "answer_token", "pred_token", "pred", "correct", "answer_logit", "rank"]
 
 
 ANSWER_NUMBERS = np.arange(N_ANSWERS)  # the answers of a+b: logits of these tokens are kept
 
 
-def task_accuracy(model: LoadedModel, task: Task, template: str, engine: PatchingEngine,
-                  keep: np.ndarray | None = None) -> tuple[pd.DataFrame, np.ndarray | None]:
+def task_accuracy(
+    model: LoadedModel, task: Task, template: str, engine: PatchingEngine, keep: np.ndarray | None = None
+) -> tuple[pd.DataFrame, np.ndarray | None]:
     """Run every prompt of ``task``; one row per prompt (see :data:`COLUMNS`).
 
     With ``keep`` (numbers, each an answer of the task), the last-token logits of those
@@ -48,7 +48,7 @@ def task_accuracy(model: LoadedModel, task: Task, template: str, engine: Patchin
     start = 0
     for chunk in engine.iter_collect(ids, [], logits=True, desc=f"accuracy {task.name}"):
         last = chunk["logits"]
-        ans = answers[start: start + last.shape[0]]
+        ans = answers[start : start + last.shape[0]]
         start += last.shape[0]
         a_logit = last.gather(1, ans[:, None])
         pred.append(last.argmax(-1))
@@ -57,18 +57,20 @@ def task_accuracy(model: LoadedModel, task: Task, template: str, engine: Patchin
         if keep_ids is not None:
             kept.append(last[:, keep_ids])
     pred_t = to_numpy(torch.cat(pred))
-    df = pd.DataFrame({
-        "task": task.name,
-        "a": problems.a,
-        "b": problems.b,
-        "answer": problems.answer,
-        "answer_token": answer_ids,
-        "pred_token": pred_t,
-        "pred": [model.tokenizer.decode([int(t)]).strip() for t in pred_t],
-        "correct": pred_t == answer_ids,
-        "answer_logit": to_numpy(torch.cat(logit)),
-        "rank": to_numpy(torch.cat(rank)),
-    })
+    df = pd.DataFrame(
+        {
+            "task": task.name,
+            "a": problems.a,
+            "b": problems.b,
+            "answer": problems.answer,
+            "answer_token": answer_ids,
+            "pred_token": pred_t,
+            "pred": [model.tokenizer.decode([int(t)]).strip() for t in pred_t],
+            "correct": pred_t == answer_ids,
+            "answer_logit": to_numpy(torch.cat(logit)),
+            "rank": to_numpy(torch.cat(rank)),
+        }
+    )
     return df[COLUMNS], (to_numpy(torch.cat(kept), "float16") if keep_ids is not None else None)
 
 

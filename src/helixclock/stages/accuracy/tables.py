@@ -17,8 +17,14 @@ def accuracy_grid(df: pd.DataFrame) -> np.ndarray:
 
 def summary_row(df: pd.DataFrame, model: str, template: str) -> dict:
     task = get_task(str(df["task"].iloc[0]))
-    return {"model": model, "task": task.label, "domain": task.domain, "prompt": template,
-            "n": int(len(df)), "accuracy": float(df["correct"].mean())}
+    return {
+        "model": model,
+        "task": task.label,
+        "domain": task.domain,
+        "prompt": template,
+        "n": int(len(df)),
+        "accuracy": float(df["correct"].mean()),
+    }
 
 
 def prompts_accuracy_table(frames: dict[str, pd.DataFrame], templates: dict[str, str]) -> pd.DataFrame:

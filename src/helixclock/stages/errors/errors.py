@@ -40,13 +40,15 @@ NEAR = 0.05  # a period "matches" T when within 5% of it (the paper's Fig. D12 c
 
 # ---------------------------------------------------------------- F1: error distribution
 
+
 def _pred_strings(pred: pd.Series) -> pd.Series:
     """The predictions as stripped strings ('' for a missing one).  ``add.csv`` read back
     by pandas may hold them as integers or floats when most are numbers."""
     if pd.api.types.is_numeric_dtype(pred):
         vals = pred.to_numpy(dtype=np.float64)
-        out = [str(int(v)) if np.isfinite(v) and float(v).is_integer() else ("" if np.isnan(v) else str(v))
-               for v in vals]
+        out = [
+            str(int(v)) if np.isfinite(v) and float(v).is_integer() else ("" if np.isnan(v) else str(v)) for v in vals
+        ]
         return pd.Series(out, index=pred.index, dtype=object)
     return pred.fillna("").astype(str).str.strip()
 
@@ -59,16 +61,21 @@ def error_table(accuracy: pd.DataFrame) -> pd.DataFrame:
     """
     need = {"a", "b", "answer", "pred", "correct"}
     if need - set(accuracy.columns):
-        raise KeyError(f"accuracy table lacks columns {sorted(need - set(accuracy.columns))}; "
-                       f"it needs {sorted(need)}")
+        raise KeyError(f"accuracy table lacks columns {sorted(need - set(accuracy.columns))}; it needs {sorted(need)}")
     wrong = accuracy[~accuracy["correct"].astype(bool)]
     pred = _pred_strings(wrong["pred"])
     numeric = pred.str.fullmatch(r"-?\d+").fillna(False).astype(bool)
     value = pd.to_numeric(pred.where(numeric), errors="coerce")
-    out = pd.DataFrame({
-        "a": wrong["a"].to_numpy(int), "b": wrong["b"].to_numpy(int), "answer": wrong["answer"].to_numpy(int),
-        "pred": pred.to_numpy(object), "numeric": numeric.to_numpy(bool), "prediction": value.to_numpy(float),
-    })
+    out = pd.DataFrame(
+        {
+            "a": wrong["a"].to_numpy(int),
+            "b": wrong["b"].to_numpy(int),
+            "answer": wrong["answer"].to_numpy(int),
+            "pred": pred.to_numpy(object),
+            "numeric": numeric.to_numpy(bool),
+            "prediction": value.to_numpy(float),
+        }
+    )
     out["error"] = out["prediction"] - out["answer"]
     out["units_sum"] = out["a"] % 10 + out["b"] % 10
     return out
@@ -100,15 +107,24 @@ def error_summary(accuracy: pd.DataFrame, errors: pd.DataFrame | None = None) ->
     def top(i, col):
         return dist[col].iloc[i] if len(dist) > i else np.nan
 
-    return pd.DataFrame([{
-        "n_prompts": len(accuracy), "n_wrong": n_wrong, "wrong_share": n_wrong / max(len(accuracy), 1),
-        "n_numeric": n_num, "numeric_share_of_wrong": n_num / n_wrong if n_wrong else np.nan,
-        "top1_error": top(0, "error"), "top1_share": top(0, "share"),
-        "top2_error": top(1, "error"), "top2_share": top(1, "share"),
-        "top2_cumulative_share": float(dist["share"].iloc[:2].sum()) if len(dist) else np.nan,
-        "minus10_share": share.get(-10, 0.0) if n_num else np.nan,
-        "plus10_share": share.get(10, 0.0) if n_num else np.nan,
-    }])
+    return pd.DataFrame(
+        [
+            {
+                "n_prompts": len(accuracy),
+                "n_wrong": n_wrong,
+                "wrong_share": n_wrong / max(len(accuracy), 1),
+                "n_numeric": n_num,
+                "numeric_share_of_wrong": n_num / n_wrong if n_wrong else np.nan,
+                "top1_error": top(0, "error"),
+                "top1_share": top(0, "share"),
+                "top2_error": top(1, "error"),
+                "top2_share": top(1, "share"),
+                "top2_cumulative_share": float(dist["share"].iloc[:2].sum()) if len(dist) else np.nan,
+                "minus10_share": share.get(-10, 0.0) if n_num else np.nan,
+                "plus10_share": share.get(10, 0.0) if n_num else np.nan,
+            }
+        ]
+    )
 
 
 # ---------------------------------------------------------------- F2: carry test
@@ -130,8 +146,9 @@ def contingency(errors: pd.DataFrame, carry_rule, error_value: int = -10) -> np.
     num = errors[errors["numeric"]]
     hit = (num["error"] == error_value).to_numpy()
     carry = np.asarray(carry_rule(num["units_sum"].to_numpy()), dtype=bool)
-    return np.array([[np.sum(hit & carry), np.sum(hit & ~carry)],
-                     [np.sum(~hit & carry), np.sum(~hit & ~carry)]], dtype=np.int64)
+    return np.array(
+        [[np.sum(hit & carry), np.sum(hit & ~carry)], [np.sum(~hit & carry), np.sum(~hit & ~carry)]], dtype=np.int64
+    )
 
 
 def carry_test(errors: pd.DataFrame, error_value: int = -10, minimum: int = MIN_ERRORS) -> pd.DataFrame:
@@ -149,12 +166,21 @@ def carry_test(errors: pd.DataFrame, error_value: int = -10, minimum: int = MIN_
     rows = []
     for split, rule in CARRY_SPLITS.items():
         table = contingency(errors, rule, error_value)
-        row = {"split": split, "error_value": error_value, "n": int(table.sum()),
-               "hit_carry": table[0, 0], "hit_no_carry": table[0, 1],
-               "other_carry": table[1, 0], "other_no_carry": table[1, 1],
-               "carry_share_hit": table[0, 0] / table[0].sum() if table[0].sum() else np.nan,
-               "carry_share_other": table[1, 0] / table[1].sum() if table[1].sum() else np.nan,
-               "chi2": np.nan, "p": np.nan, "dof": np.nan, "note": ""}
+        row = {
+            "split": split,
+            "error_value": error_value,
+            "n": int(table.sum()),
+            "hit_carry": table[0, 0],
+            "hit_no_carry": table[0, 1],
+            "other_carry": table[1, 0],
+            "other_no_carry": table[1, 1],
+            "carry_share_hit": table[0, 0] / table[0].sum() if table[0].sum() else np.nan,
+            "carry_share_other": table[1, 0] / table[1].sum() if table[1].sum() else np.nan,
+            "chi2": np.nan,
+            "p": np.nan,
+            "dof": np.nan,
+            "note": "",
+        }
         if too_few_errors(int(table.sum()), minimum):
             row["note"] = too_few_errors(int(table.sum()), minimum)
         elif (table.sum(0) > 0).all() and (table.sum(1) > 0).all():
@@ -167,6 +193,7 @@ def carry_test(errors: pd.DataFrame, error_value: int = -10, minimum: int = MIN_
 
 
 # ---------------------------------------------------------------- rows of logits: line and period
+
 
 def line_fits(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Least-squares line through each row of Y [n, m] against x = 0..m-1, all rows in one
@@ -198,6 +225,7 @@ def period_counts(periods: pd.Series | np.ndarray, n_tokens: int = N_ANSWERS) ->
 
 # ---------------------------------------------------------------- F5, F6: the final logits
 
+
 def read_answer_logits(path: str | Path) -> np.ndarray:
     """``add_logits.h5``: the final last-token logits of the answer tokens 0..198, [n, 199]
     float64, rows in ``add.csv``'s order."""
@@ -207,15 +235,19 @@ def read_answer_logits(path: str | Path) -> np.ndarray:
         logits = f["logits"][...].astype(np.float64)
         numbers = np.asarray(f.attrs.get("numbers", np.arange(logits.shape[1])))
     if not np.array_equal(numbers, np.arange(N_ANSWERS)) or logits.shape[1] != N_ANSWERS:
-        raise ValueError(f"{path}: logits must cover the numbers 0..{N_ANSWERS - 1} in order; "
-                         f"got {logits.shape[1]} columns for numbers {numbers[:3]}..{numbers[-3:]}")
+        raise ValueError(
+            f"{path}: logits must cover the numbers 0..{N_ANSWERS - 1} in order; "
+            f"got {logits.shape[1]} columns for numbers {numbers[:3]}..{numbers[-3:]}"
+        )
     return logits
 
 
 def _check_rows(logits: np.ndarray, accuracy: pd.DataFrame) -> None:
     if len(logits) != len(accuracy):
-        raise ValueError(f"{len(logits)} rows of logits but {len(accuracy)} prompts in the accuracy table; "
-                         f"both must hold every a+b prompt in the same order")
+        raise ValueError(
+            f"{len(logits)} rows of logits but {len(accuracy)} prompts in the accuracy table; "
+            f"both must hold every a+b prompt in the same order"
+        )
 
 
 def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame) -> pd.DataFrame:
@@ -228,12 +260,20 @@ def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame) -> pd.DataFra
     _check_rows(logits, accuracy)
     slope, intercept, line = line_fits(logits)
     top = dominant_periods(np.asarray(logits, np.float64) - line)
-    return pd.DataFrame({
-        "a": accuracy["a"].to_numpy(int), "b": accuracy["b"].to_numpy(int),
-        "answer": accuracy["answer"].to_numpy(int), "correct": accuracy["correct"].to_numpy(bool),
-        "slope": slope, "intercept": intercept, "top_period": top["period"], "top_frequency": top["frequency"],
-        "top_magnitude": top["magnitude"], "top_share": top["share"],
-    })
+    return pd.DataFrame(
+        {
+            "a": accuracy["a"].to_numpy(int),
+            "b": accuracy["b"].to_numpy(int),
+            "answer": accuracy["answer"].to_numpy(int),
+            "correct": accuracy["correct"].to_numpy(bool),
+            "slope": slope,
+            "intercept": intercept,
+            "top_period": top["period"],
+            "top_frequency": top["frequency"],
+            "top_magnitude": top["magnitude"],
+            "top_share": top["share"],
+        }
+    )
 
 
 def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int = 3, seed: int = 0) -> pd.DataFrame:
@@ -251,15 +291,21 @@ def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int =
     top = dominant_periods(Y - line)
     sub = accuracy.iloc[rows]
     m = Y.shape[1]
-    out = pd.DataFrame({
-        "example": np.repeat(np.arange(len(rows)), m),
-        "a": np.repeat(sub["a"].to_numpy(int), m), "b": np.repeat(sub["b"].to_numpy(int), m),
-        "answer": np.repeat(sub["answer"].to_numpy(int), m),
-        "pred": np.repeat(_pred_strings(sub["pred"]).to_numpy(object), m) if "pred" in sub else "",
-        "correct": np.repeat(sub["correct"].to_numpy(bool), m),
-        "token": np.tile(np.arange(m), len(rows)), "logit": Y.ravel(), "line": line.ravel(),
-        "slope": np.repeat(slope, m), "top_period": np.repeat(top["period"], m),
-    })
+    out = pd.DataFrame(
+        {
+            "example": np.repeat(np.arange(len(rows)), m),
+            "a": np.repeat(sub["a"].to_numpy(int), m),
+            "b": np.repeat(sub["b"].to_numpy(int), m),
+            "answer": np.repeat(sub["answer"].to_numpy(int), m),
+            "pred": np.repeat(_pred_strings(sub["pred"]).to_numpy(object), m) if "pred" in sub else "",
+            "correct": np.repeat(sub["correct"].to_numpy(bool), m),
+            "token": np.tile(np.arange(m), len(rows)),
+            "logit": Y.ravel(),
+            "line": line.ravel(),
+            "slope": np.repeat(slope, m),
+            "top_period": np.repeat(top["period"], m),
+        }
+    )
     return out
 
 
@@ -277,8 +323,9 @@ def _check_neurons(neurons: pd.DataFrame, lens: np.ndarray, need) -> None:
     if missing:
         raise KeyError(f"neuron table lacks columns {missing}; needs {list(need)}")
     if len(neurons) != len(lens):
-        raise ValueError(f"{len(lens)} logit-lens rows but {len(neurons)} neurons; row i of each must be "
-                         f"the same neuron")
+        raise ValueError(
+            f"{len(lens)} logit-lens rows but {len(neurons)} neurons; row i of each must be the same neuron"
+        )
 
 
 def neuron_logit_lens(lens: np.ndarray, max_post: np.ndarray) -> np.ndarray:
@@ -302,11 +349,18 @@ def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.D
     L = neuron_logit_lens(np.asarray(lens)[rows], sub["max_post"].to_numpy())
     m = L.shape[1]
     rep = lambda col: np.repeat(sub[col].to_numpy(), m)  # noqa: E731
-    return pd.DataFrame({
-        "label": np.repeat([neuron_label(l, n) for l, n in zip(sub["layer"], sub["neuron"])], m),
-        "layer": rep("layer"), "neuron": rep("neuron"), "max_a": rep("max_a"), "max_b": rep("max_b"),
-        "answer": rep("max_a") + rep("max_b"), "token": np.tile(np.arange(m), len(sub)), "logit": L.ravel(),
-    })
+    return pd.DataFrame(
+        {
+            "label": np.repeat([neuron_label(l, n) for l, n in zip(sub["layer"], sub["neuron"])], m),
+            "layer": rep("layer"),
+            "neuron": rep("neuron"),
+            "max_a": rep("max_a"),
+            "max_b": rep("max_b"),
+            "answer": rep("max_a") + rep("max_b"),
+            "token": np.tile(np.arange(m), len(sub)),
+            "logit": L.ravel(),
+        }
+    )
 
 
 HARMONICS = 4  # figF4: a lens period T / k with k = 1..HARMONICS counts as a harmonic match
@@ -325,8 +379,9 @@ def harmonic_order(lens_period, fitted_period, harmonics: int = HARMONICS, tol: 
     return out
 
 
-def logit_lens_periods(neurons: pd.DataFrame, lens: np.ndarray, fraction: float = 0.8,
-                       periods=PERIODS, harmonics: int = HARMONICS) -> pd.DataFrame:
+def logit_lens_periods(
+    neurons: pd.DataFrame, lens: np.ndarray, fraction: float = 0.8, periods=PERIODS, harmonics: int = HARMONICS
+) -> pd.DataFrame:
     """Fig. F4: the neurons of the ``fraction`` DE set (:func:`helixclock.statistics.share_set`)
     whose preactivation fit's largest term is an a+b term c_{T,a+b} with T in ``periods`` (App.
     F: "a neuron whose preactivation fit's largest term is c_{T_i,a+b}"), and the top Fourier
@@ -339,8 +394,11 @@ def logit_lens_periods(neurons: pd.DataFrame, lens: np.ndarray, fraction: float 
     period within 5% of T / k, 0 if none) and matches_harmonic (harmonic > 0).
     """
     _check_neurons(neurons, lens, ("layer", "neuron", "de", "top_variable", "top_period"))
-    keep = (share_set(neurons["de"].to_numpy(), fraction) & (neurons["top_variable"] == "a+b").to_numpy()
-            & neurons["top_period"].isin(periods).to_numpy())
+    keep = (
+        share_set(neurons["de"].to_numpy(), fraction)
+        & (neurons["top_variable"] == "a+b").to_numpy()
+        & neurons["top_period"].isin(periods).to_numpy()
+    )
     top = dominant_periods(np.asarray(lens, np.float64)[keep])
     sub = neurons.loc[keep, ["layer", "neuron", "de", "top_period"]].rename(columns={"top_period": "fitted_period"})
     sub = sub.reset_index(drop=True)
@@ -356,31 +414,48 @@ def match_shares(periods_table: pd.DataFrame) -> dict[str, float]:
     """Fig. F4's summary: n neurons, and the shares whose lens period matches the fitted period
     strictly and up to a harmonic (NaN without neurons)."""
     n = len(periods_table)
-    return {"n": n, "strict": float(periods_table["matches"].mean()) if n else np.nan,
-            "harmonic": float(periods_table["matches_harmonic"].mean()) if n else np.nan}
+    return {
+        "n": n,
+        "strict": float(periods_table["matches"].mean()) if n else np.nan,
+        "harmonic": float(periods_table["matches_harmonic"].mean()) if n else np.nan,
+    }
 
 
 # ---------------------------------------------------------------- all tables of a stage
 
-def appendix_f_tables(accuracy: pd.DataFrame, logits: np.ndarray | None = None, n_examples: int = 3,
-                      seed: int = 0) -> dict[str, pd.DataFrame]:
+
+def appendix_f_tables(
+    accuracy: pd.DataFrame, logits: np.ndarray | None = None, n_examples: int = 3, seed: int = 0
+) -> dict[str, pd.DataFrame]:
     """The App. F tables that need no neurons, from ``add.csv`` (and ``add_logits.h5``'s
     logits, [10000, 199] in the same row order): errors (F1, F2), error_distribution,
     error_summary (F1), carry_test (F2), and with logits logit_examples (F5) and
     logit_line_fourier (F6)."""
     errors = error_table(accuracy)
-    out = {"errors": errors, "error_distribution": error_distribution(errors),
-           "error_summary": error_summary(accuracy, errors), "carry_test": carry_test(errors)}
+    out = {
+        "errors": errors,
+        "error_distribution": error_distribution(errors),
+        "error_summary": error_summary(accuracy, errors),
+        "carry_test": carry_test(errors),
+    }
     if logits is not None:
         out["logit_examples"] = logit_examples(logits, accuracy, n_examples, seed)
         out["logit_line_fourier"] = logit_line_fourier(logits, accuracy)
     return out
 
 
-def neuron_lens_tables(neurons: pd.DataFrame, lens: np.ndarray, rows=None, fraction: float = 0.8,
-                       periods=PERIODS, harmonics: int = HARMONICS) -> dict[str, pd.DataFrame]:
+def neuron_lens_tables(
+    neurons: pd.DataFrame,
+    lens: np.ndarray,
+    rows=None,
+    fraction: float = 0.8,
+    periods=PERIODS,
+    harmonics: int = HARMONICS,
+) -> dict[str, pd.DataFrame]:
     """The neuron tables of App. F: logit_lens (F3, neurons ``rows``, e.g. Fig. 8's four) and
     logit_lens_periods (F4, the ``fraction`` DE set).  Columns needed in ``neurons``:
     :data:`NEURON_COLUMNS`; row i of ``neurons`` is row i of ``lens``."""
-    return {"logit_lens": logit_lens_table(neurons, lens, rows),
-            "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods, harmonics)}
+    return {
+        "logit_lens": logit_lens_table(neurons, lens, rows),
+        "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods, harmonics),
+    }

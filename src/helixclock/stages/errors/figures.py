@@ -47,28 +47,46 @@ def linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alph
         return f", {float(v.iloc[0]):.1%} at α = {alpha_mark}" if len(v) and np.isfinite(v.iloc[0]) else ""
 
     if model_rows["model_accuracy"].notna().any():
-        ax.plot(model_rows["alpha"], model_rows["model_accuracy"], color=PALETTE["model"], lw=2,
-                label=f"{model} ({at_mark(model_rows, 'model_accuracy')[2:]})")
+        ax.plot(
+            model_rows["alpha"],
+            model_rows["model_accuracy"],
+            color=PALETTE["model"],
+            lw=2,
+            label=f"{model} ({at_mark(model_rows, 'model_accuracy')[2:]})",
+        )
     for reading in readings:
         part = accuracy[accuracy["reading"] == reading]
         r = part.iloc[0]
         r2 = f"R² = {r['line_r2']:.3f}" + (f", held out {r['line_r2_heldout']:.3f}" if reading == "points" else "")
-        ax.plot(part["alpha"], part["linear_accuracy"], color=READING_COLORS[reading], lw=1.4,
-                ls="--" if reading == "regression_heldout" else "-",
-                label=f"{READING_NAMES[reading]} ({r2}{at_mark(part, 'linear_accuracy')})")
+        ax.plot(
+            part["alpha"],
+            part["linear_accuracy"],
+            color=READING_COLORS[reading],
+            lw=1.4,
+            ls="--" if reading == "regression_heldout" else "-",
+            label=f"{READING_NAMES[reading]} ({r2}{at_mark(part, 'linear_accuracy')})",
+        )
     if (accuracy["alpha"] == alpha_mark).any():
         ax.axvline(alpha_mark, color="grey", ls=":", lw=0.8)
     ax.set_xlabel("α (problems a₁ + a₂ < α)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.02, 1.05)
     percent_axis(ax)
-    ax.set_title("addition along a line fitted to the numbers\n"
-                 "paper (GPT-J): R² = 0.997; at α = 100 linear < 20%, GPT-J > 80%", fontsize=10)
+    ax.set_title(
+        "addition along a line fitted to the numbers\npaper (GPT-J): R² = 0.997; at α = 100 linear < 20%, GPT-J > 80%",
+        fontsize=10,
+    )
     ax.legend(title=None, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=8)
     for reading in readings:
         part = line[line["reading"] == reading]
-        ax2.scatter(part["a"], part["offset"], s=10, color=READING_COLORS[reading], edgecolor="none",
-                    label=READING_NAMES[reading])
+        ax2.scatter(
+            part["a"],
+            part["offset"],
+            s=10,
+            color=READING_COLORS[reading],
+            edgecolor="none",
+            label=READING_NAMES[reading],
+        )
     ax2.axhspan(-0.25, 0.25, color="grey", alpha=0.15, lw=0, label="|t(a) − a| < 0.25")
     ax2.axhline(0, color="k", lw=0.6)
     ax2.set_xlabel("a")
@@ -95,15 +113,23 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
             if pd.notna(e):
                 count = int((num["error"] == e).sum())
                 ax.bar([e], [count], width=1.0, color=PALETTE["highlight"] if rank == 1 else PALETTE["model"])
-                ax.annotate(f"{int(e):+d}: {s[f'{col}_share']:.1%}", (e, count), xytext=(0, 3),
-                            textcoords="offset points", ha="center", fontsize=9)
+                ax.annotate(
+                    f"{int(e):+d}: {s[f'{col}_share']:.1%}",
+                    (e, count),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=9,
+                )
         reach = min(xlim, int(np.abs(err).max()) + 2)
         ax.set_xlim(-reach - 0.5, reach + 0.5)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # headroom for the labels and the paper's values
     ax.set_xlabel(f"error = prediction − answer (clipped to ±{xlim})")
     ax.set_ylabel("wrong numeric answers")
-    ax.set_title(f"{model}: {int(s['n_wrong'])} wrong answers ({s['wrong_share']:.1%} of {int(s['n_prompts'])}); "
-                 f"{s['numeric_share_of_wrong']:.1%} of them are numbers" + (f"\n{few}" if few else ""))
+    ax.set_title(
+        f"{model}: {int(s['n_wrong'])} wrong answers ({s['wrong_share']:.1%} of {int(s['n_prompts'])}); "
+        f"{s['numeric_share_of_wrong']:.1%} of them are numbers" + (f"\n{few}" if few else "")
+    )
     paper_note(ax, "paper (GPT-J): 19.5% wrong, over half numbers;\n−10: 45.7%, +10: 27.9%", "upper left")
     return fig
 
@@ -115,9 +141,19 @@ def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_valu
     num["group"] = np.where(num["error"] == error_value, f"error = {error_value}", "other errors")
     fig, ax = figure(figsize=(7.5, 4.0))
     if len(num):
-        sns.histplot(num, x="units_sum", hue="group", stat="density", common_norm=False, discrete=True,
-                     multiple="dodge", shrink=0.85, ax=ax, hue_order=[f"error = {error_value}", "other errors"],
-                     palette=[PALETTE["highlight"], PALETTE["other"]])
+        sns.histplot(
+            num,
+            x="units_sum",
+            hue="group",
+            stat="density",
+            common_norm=False,
+            discrete=True,
+            multiple="dodge",
+            shrink=0.85,
+            ax=ax,
+            hue_order=[f"error = {error_value}", "other errors"],
+            palette=[PALETTE["highlight"], PALETTE["other"]],
+        )
         ax.get_legend().set_title(None)
     ax.axvline(9.5, color="k", ls="--", lw=0.8)
     ax.text(9.6, 0.98, "carry (≥ 10) →", transform=ax.get_xaxis_transform(), va="top", fontsize=8)
@@ -125,10 +161,14 @@ def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_valu
     ax.set_xticks(range(0, 19))
     ax.set_xlabel("units digit of a + units digit of b")
     ax.set_ylabel("density")
-    ps = "; ".join(f"{r.split}: χ² = {r.chi2:.2f}, p = {r.p:.3g}" if np.isfinite(r.p) else f"{r.split}: no test"
-                   for r in carry.itertuples())
-    ax.set_title(f"{model}: is a carry more likely when the error is {error_value}?\n"
-                 + (few if few else f"{ps} (Yates)"), fontsize=10)
+    ps = "; ".join(
+        f"{r.split}: χ² = {r.chi2:.2f}, p = {r.p:.3g}" if np.isfinite(r.p) else f"{r.split}: no test"
+        for r in carry.itertuples()
+    )
+    ax.set_title(
+        f"{model}: is a carry more likely when the error is {error_value}?\n" + (few if few else f"{ps} (Yates)"),
+        fontsize=10,
+    )
     paper_note(ax, "paper (GPT-J): not significant at 0.05", "upper left")
     return fig
 
@@ -147,12 +187,14 @@ def neuron_logit_lens(lens_table: pd.DataFrame, model: str):
         ax.axvline(ans, color=PALETTE["highlight"], ls="--", lw=0.8, label=f"answer {ans}")
         ax.axhline(0, color="grey", lw=0.5)
         top = dominant_periods(part["logit"].to_numpy()[None])
-        ax.set_title(f"{label} at {int(part['max_a'].iloc[0])}+{int(part['max_b'].iloc[0])}: "
-                     f"top period {_period_label(top['period'][0])}")
+        ax.set_title(
+            f"{label} at {int(part['max_a'].iloc[0])}+{int(part['max_b'].iloc[0])}: "
+            f"top period {_period_label(top['period'][0])}"
+        )
         ax.set_xlabel("answer token (0..198)")
         ax.set_ylabel("logit lens (post × W_U W_out)")
         ax.legend(loc="lower left", fontsize=8)
-    for ax in axes.ravel()[len(labels):]:
+    for ax in axes.ravel()[len(labels) :]:
         ax.axis("off")
     fig.suptitle(f"{model}: what top neurons write to the answer logits (logit lens, no final norm)")
     fig.tight_layout()
@@ -177,20 +219,26 @@ def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=P
         labels = [_period_label(p) for p in counts["period"]]
         orders = harmonic_order(counts["period"].to_numpy(), float(T))
         colors = [PALETTE["highlight"] if k == 1 else harmonic_color if k > 1 else PALETTE["other"] for k in orders]
-        sns.barplot(x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)),
-                    ax=ax, legend=False)
+        sns.barplot(
+            x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)), ax=ax, legend=False
+        )
         shares = match_shares(part)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-        ax.set_title(f"largest fitted term c(T = {T}, a+b) (n = {shares['n']}): {shares['strict']:.0%} at T, "
-                     f"{shares['harmonic']:.0%} at T/k (k ≤ {HARMONICS})", fontsize=10)
+        ax.set_title(
+            f"largest fitted term c(T = {T}, a+b) (n = {shares['n']}): {shares['strict']:.0%} at T, "
+            f"{shares['harmonic']:.0%} at T/k (k ≤ {HARMONICS})",
+            fontsize=10,
+        )
         ax.set_xlabel("top Fourier period of the logit lens (199/k tokens)")
         ax.set_ylabel("neurons")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     total = match_shares(periods_table)
-    fig.suptitle(f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
-                 f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
-                 f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common",
-                 fontsize=11)
+    fig.suptitle(
+        f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
+        f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
+        f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -207,8 +255,11 @@ def logit_examples(examples: pd.DataFrame, model: str):
         r = part.iloc[0]
         ax.axvline(r["answer"], color=PALETTE["highlight"], ls=":", lw=1.0, label=f"answer {int(r['answer'])}")
         verdict = "correct" if r["correct"] else f"wrong: {r['pred']}"
-        ax.set_title(f"{int(r['a'])}+{int(r['b'])} ({verdict})\nslope {r['slope']:.3f}, "
-                     f"top period of detrended {_period_label(r['top_period'])}", fontsize=10)
+        ax.set_title(
+            f"{int(r['a'])}+{int(r['b'])} ({verdict})\nslope {r['slope']:.3f}, "
+            f"top period of detrended {_period_label(r['top_period'])}",
+            fontsize=10,
+        )
         ax.set_xlabel("answer token (0..198)")
         ax.set_ylabel("final logit")
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
@@ -221,10 +272,20 @@ def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     """Fig. F6: top, the slope of each prompt's line through its logits over 0..198 against
     a+b; bottom, the most common top periods of the detrended logits (DC dropped)."""
     fig, (ax, ax2) = figure(2, 1, figsize=(8, 7.0))
-    sns.scatterplot(per_prompt, x="answer", y="slope", ax=ax, s=5, alpha=0.25, color=PALETTE["other"],
-                    edgecolor="none", label="prompts")
-    sns.lineplot(per_prompt, x="answer", y="slope", ax=ax, color=PALETTE["model"], errorbar=None,
-                 label="mean over prompts")
+    sns.scatterplot(
+        per_prompt,
+        x="answer",
+        y="slope",
+        ax=ax,
+        s=5,
+        alpha=0.25,
+        color=PALETTE["other"],
+        edgecolor="none",
+        label="prompts",
+    )
+    sns.lineplot(
+        per_prompt, x="answer", y="slope", ax=ax, color=PALETTE["model"], errorbar=None, label="mean over prompts"
+    )
     ax.axhline(0, color="k", lw=0.6)
     neg = float((per_prompt["slope"] < 0).mean())
     ax.set_xlabel("a + b")
@@ -236,20 +297,28 @@ def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     counts = period_counts(per_prompt["top_period"], N_ANSWERS).head(top).sort_values("period")
     labels = [_period_label(p) for p in counts["period"]]
     colors = [PALETTE["highlight"] if near(p, 10) else PALETTE["other"] for p in counts["period"]]
-    sns.barplot(x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)), ax=ax2,
-                legend=False)
+    sns.barplot(
+        x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)), ax=ax2, legend=False
+    )
     best = counts.sort_values("count").iloc[-1]
     ax2.set_ylim(0, ax2.get_ylim()[1] * 1.15)
     ax2.set_xlabel("top Fourier period of the detrended logits (199/k tokens)")
     ax2.set_ylabel("prompts")
-    ax2.set_title(f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts; "
-                  "paper, GPT-J: 10)", fontsize=10)
+    ax2.set_title(
+        f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts; paper, GPT-J: 10)",
+        fontsize=10,
+    )
     fig.suptitle(f"{model}: the final logits over the answer tokens 0..198")
     fig.tight_layout()
     return fig
 
 
-FIGURES = {"figE1_linear_addition": linear_addition, "figF1_error_distribution": error_distribution,
-           "figF2_carry_test": carry_test, "figF3_neuron_logit_lens": neuron_logit_lens,
-           "figF4_logit_lens_periods": logit_lens_periods, "figF5_logit_examples": logit_examples,
-           "figF6_logit_slope_fourier": logit_slope_fourier}
+FIGURES = {
+    "figE1_linear_addition": linear_addition,
+    "figF1_error_distribution": error_distribution,
+    "figF2_carry_test": carry_test,
+    "figF3_neuron_logit_lens": neuron_logit_lens,
+    "figF4_logit_lens_periods": logit_lens_periods,
+    "figF5_logit_examples": logit_examples,
+    "figF6_logit_slope_fourier": logit_slope_fourier,
+}

@@ -35,8 +35,11 @@ import pandas as pd
 from ...tasks import N_ANSWERS
 
 READINGS = ("points", "regression", "regression_heldout")
-READING_NAMES = {"points": "line through the points", "regression": "a regressed on the dims",
-                 "regression_heldout": "a regressed on the dims, held out"}
+READING_NAMES = {
+    "points": "line through the points",
+    "regression": "a regressed on the dims",
+    "regression_heldout": "a regressed on the dims, held out",
+}
 
 
 @dataclass(frozen=True)
@@ -80,15 +83,14 @@ def fit_number_line(X: np.ndarray, n_components: int = 50) -> NumberLine:
     coef, *_ = np.linalg.lstsq(design, coords, rcond=None)  # [2, p]
     resid = coords - design @ coef
     centred = coords - coords.mean(0)
-    ss_tot = (centred ** 2).sum(0)
-    ss_res = (resid ** 2).sum(0)
+    ss_tot = (centred**2).sum(0)
+    ss_res = (resid**2).sum(0)
     r2 = 1.0 - ss_res.sum() / ss_tot.sum() if ss_tot.sum() > 0 else 1.0
     live = ss_tot > 1e-12 * max(ss_tot.max(), 1e-300)
     r2_dims = 1.0 - ss_res[live] / ss_tot[live]
     loo = resid / (1 - leverages(design))[:, None]  # each number's residual from the line fitted without it
-    r2_loo = 1.0 - (loo ** 2).sum() / ss_tot.sum() if ss_tot.sum() > 0 else 1.0
-    return NumberLine(coords, coef[0], coef[1], float(r2), float(r2_dims.mean()) if live.any() else 1.0,
-                      float(r2_loo))
+    r2_loo = 1.0 - (loo**2).sum() / ss_tot.sum() if ss_tot.sum() > 0 else 1.0
+    return NumberLine(coords, coef[0], coef[1], float(r2), float(r2_dims.mean()) if live.any() else 1.0, float(r2_loo))
 
 
 def leverages(design: np.ndarray) -> np.ndarray:
@@ -96,7 +98,7 @@ def leverages(design: np.ndarray) -> np.ndarray:
     a least-squares residual e_i becomes the leave-one-out residual e_i / (1 - h_ii)."""
     U, S, _ = np.linalg.svd(design, full_matrices=False)
     U = U[:, S > 1e-10 * S[0]]
-    return (U ** 2).sum(1)
+    return (U**2).sum(1)
 
 
 @dataclass(frozen=True)
@@ -126,8 +128,14 @@ def regress_numbers(coords: np.ndarray) -> NumberRegression:
     h = leverages(design)
     heldout = a - resid / np.maximum(1 - h, 1e-12)
     ss_tot = ((a - a.mean()) ** 2).sum()
-    return NumberRegression(coef[:-1], float(coef[-1]), fitted, heldout, float(1 - (resid ** 2).sum() / ss_tot),
-                            float(1 - ((a - heldout) ** 2).sum() / ss_tot))
+    return NumberRegression(
+        coef[:-1],
+        float(coef[-1]),
+        fitted,
+        heldout,
+        float(1 - (resid**2).sum() / ss_tot),
+        float(1 - ((a - heldout) ** 2).sum() / ss_tot),
+    )
 
 
 def linear_sums(positions: np.ndarray, n_answers: int = N_ANSWERS) -> np.ndarray:
@@ -153,8 +161,9 @@ def correctness_grid(accuracy: pd.DataFrame, n: int = 100) -> np.ndarray:
     return grid.astype(bool)
 
 
-def accuracy_below(success: np.ndarray, answers: np.ndarray, alphas: np.ndarray,
-                   n_answers: int = N_ANSWERS) -> tuple[np.ndarray, np.ndarray]:
+def accuracy_below(
+    success: np.ndarray, answers: np.ndarray, alphas: np.ndarray, n_answers: int = N_ANSWERS
+) -> tuple[np.ndarray, np.ndarray]:
     """Accuracy over the problems with answer < alpha, for each alpha (NaN where none):
     (accuracy [len(alphas)], problem counts [len(alphas)]).  One bincount, one cumsum."""
     answers = np.asarray(answers).ravel()
@@ -167,9 +176,13 @@ def accuracy_below(success: np.ndarray, answers: np.ndarray, alphas: np.ndarray,
         return np.where(n > 0, h / np.maximum(n, 1), np.nan), n
 
 
-def linear_addition_tables(numbers: np.ndarray, accuracy: pd.DataFrame | None = None,
-                           n_components: int = 50, n_numbers: int = 100,
-                           alphas: np.ndarray | None = None) -> dict[str, pd.DataFrame]:
+def linear_addition_tables(
+    numbers: np.ndarray,
+    accuracy: pd.DataFrame | None = None,
+    n_components: int = 50,
+    n_numbers: int = 100,
+    alphas: np.ndarray | None = None,
+) -> dict[str, pd.DataFrame]:
     """Everything behind Fig. E1, under each reading of "the line" (:data:`READINGS`).
 
     numbers: [>= n_numbers, d] bare-number residuals at one layer (the cache's
@@ -187,8 +200,11 @@ def linear_addition_tables(numbers: np.ndarray, accuracy: pd.DataFrame | None = 
     line = fit_number_line(X, n_components)
     reg = regress_numbers(line.coords)
     positions = {"points": line.positions, "regression": reg.fitted, "regression_heldout": reg.heldout}
-    r2 = {"points": (line.r2, line.r2_heldout, line.r2_mean_dim), "regression": (reg.r2, reg.r2_heldout, np.nan),
-          "regression_heldout": (reg.r2_heldout, reg.r2_heldout, np.nan)}
+    r2 = {
+        "points": (line.r2, line.r2_heldout, line.r2_mean_dim),
+        "regression": (reg.r2, reg.r2_heldout, np.nan),
+        "regression_heldout": (reg.r2_heldout, reg.r2_heldout, np.nan),
+    }
     a1, a2 = np.meshgrid(np.arange(n_numbers), np.arange(n_numbers), indexing="ij")
     answers = a1 + a2
     alphas = np.arange(1, N_ANSWERS + 1) if alphas is None else np.asarray(alphas)
@@ -202,10 +218,24 @@ def linear_addition_tables(numbers: np.ndarray, accuracy: pd.DataFrame | None = 
     for reading in READINGS:
         t = positions[reading]
         lin_acc, n = accuracy_below(linear_sums(t) == answers, answers, alphas)
-        tables.append(pd.DataFrame({"alpha": alphas, "reading": reading, "linear_accuracy": lin_acc,
-                                    "model_accuracy": model_acc, "n_problems": n, "line_r2": r2[reading][0],
-                                    "line_r2_heldout": r2[reading][1], "line_r2_mean_dim": r2[reading][2]}))
+        tables.append(
+            pd.DataFrame(
+                {
+                    "alpha": alphas,
+                    "reading": reading,
+                    "linear_accuracy": lin_acc,
+                    "model_accuracy": model_acc,
+                    "n_problems": n,
+                    "line_r2": r2[reading][0],
+                    "line_r2_heldout": r2[reading][1],
+                    "line_r2_mean_dim": r2[reading][2],
+                }
+            )
+        )
         resid = np.linalg.norm(line.coords - on_line, axis=1) if reading == "points" else np.nan
-        lines.append(pd.DataFrame({"a": numbers_, "reading": reading, "position": t, "offset": t - numbers_,
-                                   "residual_norm": resid}))
+        lines.append(
+            pd.DataFrame(
+                {"a": numbers_, "reading": reading, "position": t, "offset": t - numbers_, "residual_norm": resid}
+            )
+        )
     return {"accuracy": pd.concat(tables, ignore_index=True), "line": pd.concat(lines, ignore_index=True)}

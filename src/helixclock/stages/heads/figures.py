@@ -42,10 +42,19 @@ def head_helix_fit(effects: pd.DataFrame, model: str):
     fig, ax = plt.subplots(figsize=(6, 4.6))
     weak = effects["te"].abs() < 0.05 * effects["te"].abs().max()  # ratios of negligible effects are noise
     df = effects.assign(fraction=np.where(weak, np.nan, effects["fit_all"] / effects["te"]))
-    heatmap(ax, head_grid(df, "fraction"), "viridis", "helix(a,b,a+b) fit LD / TE", vmin=0, vmax=1,
-            xlabel="head", ylabel="layer")
-    ax.set_title(with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) +
-                 "\n(blank: TE below 5% of the largest)")
+    heatmap(
+        ax,
+        head_grid(df, "fraction"),
+        "viridis",
+        "helix(a,b,a+b) fit LD / TE",
+        vmin=0,
+        vmax=1,
+        xlabel="head",
+        ylabel="layer",
+    )
+    ax.set_title(
+        with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) + "\n(blank: TE below 5% of the largest)"
+    )
     return fig
 
 
@@ -58,14 +67,20 @@ def mixed_heads(mixed: pd.DataFrame, model: str):
     fraction_curve(ax, mixed, "m", thr, "m (least confident heads allowed to be mixed)")
     used, smallest = int(mixed["m_used"].iloc[0]), int(mixed["smallest_m"].iloc[0])
     at = mixed.loc[mixed["m"] == used, "fraction"]
-    ax.axvline(used, color="C2", ls="--", lw=1,
-               label=f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else ""))
+    ax.axvline(
+        used, color="C2", ls="--", lw=1, label=f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "")
+    )
     ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
     ax.set_ylabel("fraction of patching the top heads' actual outputs")
     ax.legend(fontsize=8)
-    ax.set_title(with_pairs(f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
-                            "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)", mixed),
-                 fontsize=9)
+    ax.set_title(
+        with_pairs(
+            f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
+            "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)",
+            mixed,
+        ),
+        fontsize=9,
+    )
     return fig
 
 
@@ -103,8 +118,15 @@ def head_paths(paths: pd.DataFrame, model: str):
     for ax, (analysis, role, head) in zip(axes[:, 0], groups):
         part = paths[(paths["analysis"] == analysis) & (paths["head"] == head) & (paths["role"] == role)]
         part = part.sort_values(["other_layer", "other_kind"])
-        sns.barplot(x=np.arange(len(part)), y=part["ld_mean"].to_numpy(), hue=part["other_kind"].to_numpy(),
-                    palette={"MLP": "C1", "head": "C0"}, dodge=False, ax=ax, legend=False)
+        sns.barplot(
+            x=np.arange(len(part)),
+            y=part["ld_mean"].to_numpy(),
+            hue=part["other_kind"].to_numpy(),
+            palette={"MLP": "C1", "head": "C0"},
+            dodge=False,
+            ax=ax,
+            legend=False,
+        )
         step = max(1, len(part) // 40)
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"

@@ -38,12 +38,20 @@ class HeadSettings:
 
 
 def head_points(adapter, last: int) -> list[Point]:
-    return [Point("head_out", layer, (last,), index=h) for layer in range(adapter.n_layers)
-            for h in range(adapter.n_heads)]
+    return [
+        Point("head_out", layer, (last,), index=h) for layer in range(adapter.n_layers) for h in range(adapter.n_heads)
+    ]
 
 
-def fit_heads(engine: PatchingEngine, prompt_ids: torch.Tensor, a: np.ndarray, b: np.ndarray, last: int,
-              periods: Sequence[int] = PERIODS, n_components: int = 100) -> Fits:
+def fit_heads(
+    engine: PatchingEngine,
+    prompt_ids: torch.Tensor,
+    a: np.ndarray,
+    b: np.ndarray,
+    last: int,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 100,
+) -> Fits:
     """helix(a,b,a+b), helix(a+b) and helix(a,b) fitted to every head's output at the last
     token; heads are stacked along the fit's layer axis (index layer * n_heads + head)."""
     ad = engine.adapter
@@ -59,8 +67,7 @@ def fitted_output(fits: Fits, basis: Basis, point: Point, n_heads: int, clean: d
     return fits.predict(basis, clean, layers=[point.layer * n_heads + point.index])[0][:, None]
 
 
-def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point, Basis]], fits: Fits
-                ) -> pd.DataFrame:
+def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point, Basis]], fits: Fits) -> pd.DataFrame:
     """LD when a head's output is replaced by a fit (evaluated at the clean a, b), per (head,
     basis) in ``jobs``: raw table with columns layer, head, fit."""
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
@@ -70,8 +77,9 @@ def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point
     return raw_table(engine.run(pairs, variants, desc="head fits").metric, labels)
 
 
-def ab_head_patches(engine: PatchingEngine, point: Point, fitted: torch.Tensor, corrupted: torch.Tensor,
-                    final: Point) -> list[Patch]:
+def ab_head_patches(
+    engine: PatchingEngine, point: Point, fitted: torch.Tensor, corrupted: torch.Tensor, final: Point
+) -> list[Patch]:
     """An a,b head as the authors patch it: its output replaced by its helix(a, b) fit, and
     the change of its write taken back out of the final residual (original - patched), so it
     acts only through later components."""
@@ -79,8 +87,14 @@ def ab_head_patches(engine: PatchingEngine, point: Point, fitted: torch.Tensor, 
     return [Patch(point, fitted), Patch(final, undo, add=True)]
 
 
-def mixed_sweep(engine: PatchingEngine, pairs: Pairs, categorised: pd.DataFrame, fits: Fits, last: int,
-                periods: Sequence[int] = PERIODS) -> pd.DataFrame:
+def mixed_sweep(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    categorised: pd.DataFrame,
+    fits: Fits,
+    last: int,
+    periods: Sequence[int] = PERIODS,
+) -> pd.DataFrame:
     """Fig. D5, as the authors do it: the top heads patched as their categories say with m
     mixed heads, for m = 0..k, and all of them with their actual clean outputs (m = -1, the
     reference): raw table.  a,b heads get their helix(a, b) fit with their direct path
@@ -118,7 +132,7 @@ def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], bat
     try:
         with torch.no_grad():
             for i in range(0, ids.shape[0], batch_size):
-                out = hf(ids[i:i + batch_size].to(model.device), output_attentions=True)
+                out = hf(ids[i : i + batch_size].to(model.device), output_attentions=True)
                 att = torch.stack(out.attentions)[:, :, :, query]  # [L, B, H, S]
                 part = torch.stack([att[..., k].float().sum(1) for k in keys.values()], -1)  # [L, H, K]
                 sums = part if sums is None else sums + part
@@ -126,8 +140,11 @@ def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], bat
         hf.set_attn_implementation(model.attn_implementation)
     mean = to_numpy(sums / ids.shape[0])
     L, H, _ = mean.shape
-    rows = [{"layer": layer, "head": h, **{f"attn_{k}": float(mean[layer, h, j]) for j, k in enumerate(keys)}}
-            for layer in range(L) for h in range(H)]
+    rows = [
+        {"layer": layer, "head": h, **{f"attn_{k}": float(mean[layer, h, j]) for j, k in enumerate(keys)}}
+        for layer in range(L)
+        for h in range(H)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -135,8 +152,11 @@ def _downstream(adapter, p: Point, last: int) -> list[Point]:
     """Components that read a head's write at the last token."""
     same_layer_mlp = [] if adapter.parallel else [Point("mlp_out", p.layer, (last,))]
     later = [Point("mlp_out", layer, (last,)) for layer in range(p.layer + 1, adapter.n_layers)]
-    heads = [Point("head_out", layer, (last,), index=h) for layer in range(p.layer + 1, adapter.n_layers)
-             for h in range(adapter.n_heads)]
+    heads = [
+        Point("head_out", layer, (last,), index=h)
+        for layer in range(p.layer + 1, adapter.n_layers)
+        for h in range(adapter.n_heads)
+    ]
     return same_layer_mlp + later + heads
 
 
@@ -147,8 +167,9 @@ def _upstream(adapter, p: Point, last: int) -> list[Point]:
     return mlps + heads
 
 
-def path_analysis(engine: PatchingEngine, pairs: Pairs, senders: dict[str, Point], receivers: dict[str, Point],
-                  last: int) -> pd.DataFrame:
+def path_analysis(
+    engine: PatchingEngine, pairs: Pairs, senders: dict[str, Point], receivers: dict[str, Point], last: int
+) -> pd.DataFrame:
     """Fig. D7: each sender's effect through each downstream component, and each receiver's
     dependence on each upstream component (path patching); raw table."""
     rows, paths = [], []
@@ -156,15 +177,24 @@ def path_analysis(engine: PatchingEngine, pairs: Pairs, senders: dict[str, Point
         for role, p in heads.items():
             for q in others(engine.adapter, p, last):
                 paths.append((p, q) if analysis == "sender" else (q, p))
-                rows.append({"analysis": analysis, "role": role, "head": p.name, "other": q.name,
-                             "other_kind": "MLP" if q.kind == "mlp_out" else "head", "other_layer": q.layer})
+                rows.append(
+                    {
+                        "analysis": analysis,
+                        "role": role,
+                        "head": p.name,
+                        "other": q.name,
+                        "other_kind": "MLP" if q.kind == "mlp_out" else "head",
+                        "other_layer": q.layer,
+                    }
+                )
     if not paths:
         return pd.DataFrame(columns=["analysis", "role", "head", "other", "other_kind", "other_layer"])
     return raw_table(engine.path_patch(pairs, paths, desc="head paths"), rows)
 
 
-def _most_confident(cats: pd.DataFrame, column: str, category: str, score: str, usable, last: int,
-                    exclude: Point | None = None) -> Point | None:
+def _most_confident(
+    cats: pd.DataFrame, column: str, category: str, score: str, usable, last: int, exclude: Point | None = None
+) -> Point | None:
     ok = cats.apply(usable, axis=1)
     if exclude is not None:
         ok &= ~((cats["layer"] == exclude.layer) & (cats["head"] == exclude.index))
@@ -174,9 +204,15 @@ def _most_confident(cats: pd.DataFrame, column: str, category: str, score: str, 
     return Point("head_out", int(rows.iloc[0]["layer"]), (last,), index=int(rows.iloc[0]["head"]))
 
 
-def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_a: np.ndarray,
-               fit_b: np.ndarray, positions: dict[str, int], settings: HeadSettings = HeadSettings()
-               ) -> dict[str, pd.DataFrame]:
+def head_stage(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    fit_ids: torch.Tensor,
+    fit_a: np.ndarray,
+    fit_b: np.ndarray,
+    positions: dict[str, int],
+    settings: HeadSettings = HeadSettings(),
+) -> dict[str, pd.DataFrame]:
     """Everything of section 5.2 that runs the model: raw tables (effects, fits, topk, mixed,
     paths) and the categorised top heads and the heads' attention (plain tables)."""
     ad = engine.adapter
@@ -209,17 +245,33 @@ def head_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_
     cats["category"] = with_mixed(cats, m).to_numpy()
     cats["m"] = m
 
-    attention = attention_to(engine.model, fit_ids[: min(len(fit_ids), 512)], last,
-                             {"a": positions["a"], "b": positions["b"], "last": last})
+    attention = attention_to(
+        engine.model, fit_ids[: min(len(fit_ids), 512)], last, {"a": positions["a"], "b": positions["b"], "last": last}
+    )
     # senders need something downstream, receivers something upstream
     has_downstream = lambda r: r["layer"] < ad.n_layers - 1 or not ad.parallel  # noqa: E731
     has_upstream = lambda r: r["layer"] > 0  # noqa: E731
-    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or \
-        _most_confident(cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last)
+    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or _most_confident(
+        cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last
+    )
     senders = {"a,b head": ab, "mixed head": _most_confident(cats, "category", "mixed", "c", has_downstream, last, ab)}
-    receivers = {"a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
-                 "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last)}
-    paths = path_analysis(engine, pairs, {k: v for k, v in senders.items() if v is not None},
-                          {k: v for k, v in receivers.items() if v is not None}, last)
-    return {"effects": effects, "fits": fit_raw, "topk": topk, "mixed": mixed, "paths": paths,
-            "categories": cats, "attention": attention}
+    receivers = {
+        "a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
+        "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last),
+    }
+    paths = path_analysis(
+        engine,
+        pairs,
+        {k: v for k, v in senders.items() if v is not None},
+        {k: v for k, v in receivers.items() if v is not None},
+        last,
+    )
+    return {
+        "effects": effects,
+        "fits": fit_raw,
+        "topk": topk,
+        "mixed": mixed,
+        "paths": paths,
+        "categories": cats,
+        "attention": attention,
+    }

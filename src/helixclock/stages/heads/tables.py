@@ -43,7 +43,7 @@ def with_mixed(categorised: pd.DataFrame, m: int) -> pd.Series:
     """Categories when the m least confident heads (lowest c) are mixed."""
     cats = categorised["category"].copy()
     if m > 0:
-        cats.iloc[len(cats) - m:] = "mixed"
+        cats.iloc[len(cats) - m :] = "mixed"
     return cats
 
 
@@ -69,8 +69,13 @@ def effects_table(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling:
     return out
 
 
-def head_summary(raw: Mapping[str, pd.DataFrame], categories: pd.DataFrame, attention: pd.DataFrame,
-                 resampling: Resampling, threshold: float) -> dict[str, pd.DataFrame]:
+def head_summary(
+    raw: Mapping[str, pd.DataFrame],
+    categories: pd.DataFrame,
+    attention: pd.DataFrame,
+    resampling: Resampling,
+    threshold: float,
+) -> dict[str, pd.DataFrame]:
     """Every table of the heads stage from the model job's raw tables."""
     topk = topk_table(raw["topk"], threshold, resampling)
     paths = summarise(raw["paths"], resampling) if len(raw["paths"]) else raw["paths"].assign(ld_mean=[])
@@ -78,13 +83,30 @@ def head_summary(raw: Mapping[str, pd.DataFrame], categories: pd.DataFrame, atte
     mixed["threshold"] = threshold
     mixed["smallest_m"] = smallest_k(mixed, threshold, x="m")
     mixed["m_used"] = int(categories["m"].iloc[0]) if len(categories) else 0
-    return {"effects": effects_table(raw["effects"], raw["fits"], resampling), "topk": topk,
-            "categories": categories, "mixed": mixed,
-            "properties": categories.merge(attention, on=["layer", "head"]), "paths": paths}
+    return {
+        "effects": effects_table(raw["effects"], raw["fits"], resampling),
+        "topk": topk,
+        "categories": categories,
+        "mixed": mixed,
+        "properties": categories.merge(attention, on=["layer", "head"]),
+        "paths": paths,
+    }
 
 
 def category_table(cats: pd.DataFrame) -> pd.DataFrame:
     """tabD1: the top heads with TE, DE, c_ab, c_a+b and category."""
-    cols = ["name", "layer", "head", "te", "de", "fit_all", "fit_ab", "fit_sum", "c_ab", "c_a+b", "category",
-            "category_without_mixed"]
+    cols = [
+        "name",
+        "layer",
+        "head",
+        "te",
+        "de",
+        "fit_all",
+        "fit_ab",
+        "fit_sum",
+        "c_ab",
+        "c_a+b",
+        "category",
+        "category_without_mixed",
+    ]
     return cats[cols].rename(columns={v: k for k, v in FIT_KEYS.items()})

@@ -26,20 +26,27 @@ def helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):
         for r in range(0, T, 1 if T <= 10 else 10):
             sel = classes == r
             if sel.any():
-                ax.annotate(str(r), (x[sel].mean(), y[sel].mean()), fontsize=8, ha="center", va="center",
-                            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7))
+                ax.annotate(
+                    str(r),
+                    (x[sel].mean(), y[sel].mean()),
+                    fontsize=8,
+                    ha="center",
+                    va="center",
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7),
+                )
         ax.set_title(f"T = {T}")
         ax.set_xlabel(f"cos(2πa/{T})")
         ax.set_ylabel(f"sin(2πa/{T})")
         ax.set_aspect("equal", adjustable="datalim")
     ax = fig.add_subplot(grid[1, :])
-    sns.scatterplot(x=a, y=proj["linear"].to_numpy(), hue=a, palette="viridis", s=14, ax=ax, legend=False,
-                    linewidth=0)
+    sns.scatterplot(x=a, y=proj["linear"].to_numpy(), hue=a, palette="viridis", s=14, ax=ax, legend=False, linewidth=0)
     ax.set_xlabel("a")
     ax.set_ylabel("linear component")
     layer = int(proj["layer"].iloc[0]) if "layer" in proj else 0
-    fig.suptitle(f"{model}: a projected onto the T={periods} helix subspace, {layer_name(layer)}"
-                 "\n(labels: mean of each class a mod T)")
+    fig.suptitle(
+        f"{model}: a projected onto the T={periods} helix subspace, {layer_name(layer)}"
+        "\n(labels: mean of each class a mod T)"
+    )
     fig.tight_layout()
     return fig
 
@@ -50,8 +57,7 @@ def helix_magnitudes(mags: pd.DataFrame, model: str):
     part["feature"] = [c.split(" ")[0] for c in part["column"]]
     part["label"] = [c.replace(" a ", " ") for c in part["column"]]
     fig, ax = plt.subplots(figsize=(7, 3.6))
-    sns.barplot(data=part, x="label", y="norm", hue="feature", palette={"cos": "C0", "sin": "C1"}, ax=ax,
-                dodge=False)
+    sns.barplot(data=part, x="label", y="norm", hue="feature", palette={"cos": "C0", "sin": "C1"}, ax=ax, dodge=False)
     ax.tick_params(axis="x", rotation=45)
     ax.set_xlabel("")
     ax.set_ylabel("‖column of C‖")
@@ -65,8 +71,17 @@ def helix_cosine(cos: pd.DataFrame, model: str):
     M = cos.pivot(index="column_1", columns="column_2", values="cosine").loc[cols, cols]
     labels = [c.replace(" a ", " ") for c in cols]
     fig, ax = plt.subplots(figsize=(6.6, 5.4))
-    sns.heatmap(pd.DataFrame(M.to_numpy(), index=labels, columns=labels), ax=ax, cmap="RdBu_r", vmin=-1, vmax=1,
-                annot=True, fmt=".1f", annot_kws={"fontsize": 6}, cbar_kws={"label": "cosine similarity"})
+    sns.heatmap(
+        pd.DataFrame(M.to_numpy(), index=labels, columns=labels),
+        ax=ax,
+        cmap="RdBu_r",
+        vmin=-1,
+        vmax=1,
+        annot=True,
+        fmt=".1f",
+        annot_kws={"fontsize": 6},
+        cbar_kws={"label": "cosine similarity"},
+    )
     ax.set_title(f"{model}: cosine similarity between columns of C")
     return fig
 
@@ -109,8 +124,11 @@ def helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
     return fig
 
 
-CONTROL_TITLES = {"train/test split": "fit on 80% of a, patch held-out 20%",
-                  "shuffled a": "helix fitted to shuffled a", "b token": "b token: helix(b), pairs a+b' → a+b"}
+CONTROL_TITLES = {
+    "train/test split": "fit on 80% of a, patch held-out 20%",
+    "shuffled a": "helix fitted to shuffled a",
+    "b token": "b token: helix(b), pairs a+b' → a+b",
+}
 
 
 def helix_controls(controls: pd.DataFrame, model: str):
@@ -154,7 +172,7 @@ def other_tasks_patching(curves: pd.DataFrame, model: str):
         ld_axes(ax, TASKS[task].label if task in TASKS else task, pairs=part)
         if ax is not axes.ravel()[0]:
             ax.get_legend().remove()
-    for ax in axes.ravel()[len(tasks):]:
+    for ax in axes.ravel()[len(tasks) :]:
         ax.axis("off")
     axes.ravel()[0].legend(fontsize=7)
     fig.suptitle(f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")

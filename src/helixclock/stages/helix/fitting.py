@@ -16,8 +16,9 @@ from ...io import to_numpy
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
 
 
-def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS
-                  ) -> dict[str, pd.DataFrame]:
+def figure_tables(
+    fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods: Sequence[int] = PERIODS
+) -> dict[str, pd.DataFrame]:
     """Tables behind Fig. 3 and Figs. C1-C3 for one layer.
 
     H [L, rows, d] holds one row per distinct value in ``values``.
@@ -33,12 +34,21 @@ def figure_tables(fits: Fits, H: Tensor, values: np.ndarray, layer: int, periods
     C = fits.coefficients(basis)[layer, :-1]
     mags = pd.DataFrame({"column": cols, "norm": to_numpy(C.norm(dim=-1)), "layer": layer})
     cos = to_numpy(column_cosine(C))
-    cosine = pd.DataFrame([{"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
-                           for i in range(len(cols)) for j in range(len(cols))])
+    cosine = pd.DataFrame(
+        [
+            {"column_1": cols[i], "column_2": cols[j], "cosine": float(cos[i, j])}
+            for i in range(len(cols))
+            for j in range(len(cols))
+        ]
+    )
     keep = np.asarray(values) % 10 != HELD_OUT_DIGIT
     one_period = Basis("helix", (CONTINUITY_PERIOD,))
-    cont_fits = fit_bases(H[layer:layer + 1, torch.as_tensor(np.flatnonzero(keep))], np.asarray(values)[keep],
-                          [one_period], n_components=H.shape[1])
+    cont_fits = fit_bases(
+        H[layer : layer + 1, torch.as_tensor(np.flatnonzero(keep))],
+        np.asarray(values)[keep],
+        [one_period],
+        n_components=H.shape[1],
+    )
     c_coords = to_numpy(projection(cont_fits, one_period, 0, H[layer]))
     continuity = pd.DataFrame(c_coords, columns=["linear" if c == "a" else c for c in one_period.columns()[:-1]])
     continuity.insert(0, "a", values)
@@ -53,6 +63,15 @@ def r2_table(fits: Fits) -> pd.DataFrame:
     rows = []
     for s, b in enumerate(fits.bases):
         for layer, r2 in enumerate(to_numpy(fits.r2[s])):
-            rows.append({"basis": b.name, "kind": b.kind, "periods": ",".join(map(str, b.periods)),
-                         "degree": b.degree, "n_params": b.n_params, "layer": layer, "r2": float(r2)})
+            rows.append(
+                {
+                    "basis": b.name,
+                    "kind": b.kind,
+                    "periods": ",".join(map(str, b.periods)),
+                    "degree": b.degree,
+                    "n_params": b.n_params,
+                    "layer": layer,
+                    "r2": float(r2),
+                }
+            )
     return pd.DataFrame(rows)

@@ -29,8 +29,9 @@ from ...tasks import check_task_tokens, get_task
 log = logging.getLogger("helixclock")
 
 
-def ablation_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basis, layers: Sequence[int],
-                   position: int) -> pd.DataFrame:
+def ablation_sweep(
+    engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basis, layers: Sequence[int], position: int
+) -> pd.DataFrame:
     """Mean-ablate the helix subspace (span of C's directions) of h_a at each layer, versus
     mean-ablating h_a entirely; ``pairs`` must have corrupted == clean (``Pairs.same``), so
     LD is the change of the clean answer's logit.  Raw table."""
@@ -48,8 +49,10 @@ def ablation_sweep(engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basi
 
         point = Point("resid_pre", layer, (position,))
         variants += [[Patch(point, helix_ablate)], [Patch(point, full_ablate)]]
-        labels += [{"layer": layer, "method": "helix subspace", "basis": basis.name},
-                   {"layer": layer, "method": "entire h_a", "basis": basis.name}]
+        labels += [
+            {"layer": layer, "method": "helix subspace", "basis": basis.name},
+            {"layer": layer, "method": "entire h_a", "basis": basis.name},
+        ]
     return raw_table(engine.run(pairs, variants, desc="ablation").metric, labels)
 
 
@@ -58,14 +61,27 @@ def _control_has_pairs(correct: pd.DataFrame, vary: Sequence[str], control: str,
     pairs a+b' may have none, and the control is then left out (with a warning), not the stage."""
     if pairs_available(correct, vary, clean_a) > 0:
         return True
-    log.warning("control %r left out: no clean/corrupted pairs varying %s%s among %d correct prompts", control,
-                ", ".join(vary), "" if clean_a is None else " with a held-out clean a", len(correct))
+    log.warning(
+        "control %r left out: no clean/corrupted pairs varying %s%s among %d correct prompts",
+        control,
+        ", ".join(vary),
+        "" if clean_a is None else " with a held-out clean a",
+        len(correct),
+    )
     return False
 
 
-def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits, template: str,
-                settings: FitSettings | None = None, n_pairs: int = 100, seed: int = 0,
-                test_fraction: float = 0.2) -> dict[str, pd.DataFrame]:
+def helix_stage(
+    engine: PatchingEngine,
+    correct: pd.DataFrame,
+    cache,
+    fits: Fits,
+    template: str,
+    settings: FitSettings | None = None,
+    n_pairs: int = 100,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+) -> dict[str, pd.DataFrame]:
     """Everything of section 4.4 and appendix C that runs the model, for a+b (raw tables).
 
     sweep: every fit of every layer patched at the a token (Fig. 4 picks from it)
@@ -90,22 +106,46 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
 
     train_a, test_a = split_values(a_vals, test_fraction, seed)
     rows = np.isin(a_vals, train_a)
-    fits_train = fit_token(H_a[:, torch.as_tensor(np.flatnonzero(rows), device=device)], a_vals[rows],
-                           bases, n_components)
+    fits_train = fit_token(
+        H_a[:, torch.as_tensor(np.flatnonzero(rows), device=device)], a_vals[rows], bases, n_components
+    )
     split = pd.DataFrame()
     if _control_has_pairs(correct, ("a",), "train/test split", test_a):
         pairs_test = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device)
-        split = patch_sweep(engine, pairs_test, fits_train, layers, pos_a, pairs_test.meta["clean_a"], bases,
-                            pca_ks=k, desc="train/test control", control="train/test split",
-                            test_a=" ".join(map(str, test_a)))
+        split = patch_sweep(
+            engine,
+            pairs_test,
+            fits_train,
+            layers,
+            pos_a,
+            pairs_test.meta["clean_a"],
+            bases,
+            pca_ks=k,
+            desc="train/test control",
+            control="train/test split",
+            test_a=" ".join(map(str, test_a)),
+        )
 
     perm = np.random.default_rng(seed + 1).permutation(int(a_vals.max()) + 1)
     fits_shuf = fit_token(H_a, perm[a_vals], [helix], n_components)
-    shuffled = patch_sweep(engine, pairs, fits_shuf, layers, pos_a, perm[pairs.meta["clean_a"]], [helix],
-                           pca_ks=(), layer_patch=False, desc="shuffled control", control="shuffled a")
+    shuffled = patch_sweep(
+        engine,
+        pairs,
+        fits_shuf,
+        layers,
+        pos_a,
+        perm[pairs.meta["clean_a"]],
+        [helix],
+        pca_ks=(),
+        layer_patch=False,
+        desc="shuffled control",
+        control="shuffled a",
+    )
     shuffled["method"] = "helix (shuffled a)"
-    reference = sweep[(sweep["method"] == "layer") |
-                      ((sweep["method"] == "helix") & (sweep["periods"] == ",".join(map(str, periods))))].copy()
+    reference = sweep[
+        (sweep["method"] == "layer")
+        | ((sweep["method"] == "helix") & (sweep["periods"] == ",".join(map(str, periods))))
+    ].copy()
     reference["control"] = "shuffled a"
 
     H_b = torch.from_numpy(cache.b).transpose(0, 1).to(device)
@@ -114,16 +154,32 @@ def helix_stage(engine: PatchingEngine, correct: pd.DataFrame, cache, fits: Fits
     b_token = pd.DataFrame()
     if _control_has_pairs(correct, ("b",), "b token"):
         pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device)
-        b_token = patch_sweep(engine, pairs_b, fits_b, layers, pos_b, {"b": pairs_b.meta["clean_b"]}, bases_b,
-                              pca_ks=k, desc="b-token control", control="b token")
+        b_token = patch_sweep(
+            engine,
+            pairs_b,
+            fits_b,
+            layers,
+            pos_b,
+            {"b": pairs_b.meta["clean_b"]},
+            bases_b,
+            pca_ks=k,
+            desc="b-token control",
+            control="b token",
+        )
 
     ablation = ablation_sweep(engine, pairs.same(), fits, helix, layers, pos_a)
     controls = pd.concat([split, reference, shuffled, b_token], ignore_index=True)
     return {"sweep": sweep, "controls": controls, "ablation": ablation}
 
 
-def other_tasks_stage(engine: PatchingEngine, frames: dict[str, pd.DataFrame], prompts: dict[str, str],
-                      settings: FitSettings | None = None, n_pairs: int = 100, seed: int = 0) -> pd.DataFrame:
+def other_tasks_stage(
+    engine: PatchingEngine,
+    frames: dict[str, pd.DataFrame],
+    prompts: dict[str, str],
+    settings: FitSettings | None = None,
+    n_pairs: int = 100,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Table 1: full helix, circle, polynomial and PCA fits patched at the a token, per task
     (raw table with a ``task`` column)."""
     from ...experiments import stack_points
@@ -140,11 +196,24 @@ def other_tasks_stage(engine: PatchingEngine, frames: dict[str, pd.DataFrame], p
             raise ValueError(f"task {task!r}: fewer than two distinct correct answers; cannot draw pairs")
         pos = check_task_tokens(model.tokenizer, model.name, get_task(task), prompts[task], answers=False).positions.a
         points = [Point("resid_pre", layer, (pos,)) for layer in layers]
-        values, _ = engine.collect(prompt_ids(model.tokenizer, prompts[task], correct), points, logits=False,
-                                   desc=f"a-token residuals {task}")
+        values, _ = engine.collect(
+            prompt_ids(model.tokenizer, prompts[task], correct), points, logits=False, desc=f"a-token residuals {task}"
+        )
         bases = full_bases(settings.periods, compat=settings.compat)
         fits = fit_token(stack_points(values, points), correct["a"].to_numpy(), bases, settings.pca_components)
         pairs = draw_pairs(correct, n_pairs, seed, model.tokenizer, prompts[task], ("a",), device=model.device)
-        out.append(patch_sweep(engine, pairs, fits, layers, pos, pairs.meta["clean_a"], bases, pca_ks=(k,),
-                               desc=f"patching {task}", task=task))
+        out.append(
+            patch_sweep(
+                engine,
+                pairs,
+                fits,
+                layers,
+                pos,
+                pairs.meta["clean_a"],
+                bases,
+                pca_ks=(k,),
+                desc=f"patching {task}",
+                task=task,
+            )
+        )
     return pd.concat(out, ignore_index=True)

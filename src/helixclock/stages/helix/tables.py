@@ -47,15 +47,25 @@ def best_subset_table(sweep: pd.DataFrame, compat: str = "corrected") -> pd.Data
     for (m, k), per in sorted(best_subsets(table).items()):
         theirs = authors_subsets(periods, k)
         used = theirs if compat == "authors" else per
-        rows.append({"method": m, "k": k, "periods": ",".join(map(str, used)), "mean_ld_over_layers": table[(m, used)],
-                     "best_periods": ",".join(map(str, per)), "best_mean_ld": table[(m, per)],
-                     "authors_periods": ",".join(map(str, theirs)), "authors_mean_ld": table[(m, theirs)],
-                     "compat": compat})
+        rows.append(
+            {
+                "method": m,
+                "k": k,
+                "periods": ",".join(map(str, used)),
+                "mean_ld_over_layers": table[(m, used)],
+                "best_periods": ",".join(map(str, per)),
+                "best_mean_ld": table[(m, per)],
+                "authors_periods": ",".join(map(str, theirs)),
+                "authors_mean_ld": table[(m, theirs)],
+                "compat": compat,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def helix_summary(raw: Mapping[str, pd.DataFrame], resampling: Resampling,
-                  compat: str = "corrected") -> dict[str, pd.DataFrame]:
+def helix_summary(
+    raw: Mapping[str, pd.DataFrame], resampling: Resampling, compat: str = "corrected"
+) -> dict[str, pd.DataFrame]:
     """sweep, best, controls and ablation of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
     out["best"] = best_subset_table(out["sweep"], compat)

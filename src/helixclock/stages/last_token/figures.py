@@ -21,8 +21,9 @@ def last_token_helix(curves: pd.DataFrame, model: str):
         label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
         color = FIT_COLOR.get(fit) or next(pca_colors)
         band(ax, curves[curves["fit"] == fit], label, color, x="block_output")
-    ld_axes(ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output",
-            pairs=curves)
+    ld_axes(
+        ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output", pairs=curves
+    )
     ax.legend(fontsize=8)
     return fig
 
@@ -32,15 +33,32 @@ def layer_patching(effects: pd.DataFrame, model: str):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for ax, comp in zip(axes, ("MLP", "attention")):
         part = effects[effects["component"] == comp].sort_values("layer")
-        long = pd.concat([pd.DataFrame({"layer": part["layer"], "effect": part[e], "low": part[f"{e}_low"],
-                                        "high": part[f"{e}_high"], "kind": name})
-                          for e, name in (("te", "total effect (activation patching)"),
-                                          ("de", "direct effect (path patching)"))])
+        long = pd.concat(
+            [
+                pd.DataFrame(
+                    {
+                        "layer": part["layer"],
+                        "effect": part[e],
+                        "low": part[f"{e}_low"],
+                        "high": part[f"{e}_high"],
+                        "kind": name,
+                    }
+                )
+                for e, name in (("te", "total effect (activation patching)"), ("de", "direct effect (path patching)"))
+            ]
+        )
         sns.barplot(data=long, x="layer", y="effect", hue="kind", ax=ax, palette=["C0", "C1"], errorbar=None)
         for bars, (_, group) in zip(ax.containers, long.groupby("kind", sort=False)):
             x = [b.get_x() + b.get_width() / 2 for b in bars]
-            ax.errorbar(x, group["effect"], yerr=[group["effect"] - group["low"], group["high"] - group["effect"]],
-                        fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
+            ax.errorbar(
+                x,
+                group["effect"],
+                yerr=[group["effect"] - group["low"], group["high"] - group["effect"]],
+                fmt="none",
+                ecolor="k",
+                elinewidth=0.8,
+                capsize=2,
+            )
         ld_axes(ax, f"{comp} outputs at the last token", convention="block", pairs=part)
         ax.legend(fontsize=8, title=None)
     fig.suptitle(f"{model}: which layers compute a+b")

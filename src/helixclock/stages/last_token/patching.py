@@ -21,8 +21,9 @@ from ...patching import Pairs, PatchingEngine
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)
 
 
-def last_token_curves(engine: PatchingEngine, pairs: Pairs, cache, periods: Sequence[int] = PERIODS,
-                      n_components: int = 500) -> pd.DataFrame:
+def last_token_curves(
+    engine: PatchingEngine, pairs: Pairs, cache, periods: Sequence[int] = PERIODS, n_components: int = 500
+) -> pd.DataFrame:
     """Fig. 5: fits of the last-token residual (solved in ``n_components`` PCA dimensions, the
     authors' 500) patched at every layer, beside PCA baselines of 9 and 27 dimensions; raw
     table with a ``fit`` label per curve and ``block_output``, the paper's layer number (the
@@ -34,8 +35,9 @@ def last_token_curves(engine: PatchingEngine, pairs: Pairs, cache, periods: Sequ
     fits = fit_token(H, sum_values(cache.ab[:, 0], cache.ab[:, 1]), bases, n_components, dedupe=False)
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     pca_ns = sorted({min(n, fits.pca.components.shape[1]) for n in PCA_BASELINES})
-    df = patch_sweep(engine, pairs, fits, list(range(L + 1)), last, clean, bases, pca_ks=(), pca_ns=pca_ns,
-                     desc="last-token fits")
+    df = patch_sweep(
+        engine, pairs, fits, list(range(L + 1)), last, clean, bases, pca_ks=(), pca_ns=pca_ns, desc="last-token fits"
+    )
     df.insert(0, "fit", [_fit_label(r) for r in df.to_dict("records")])
     df.insert(2, "block_output", df["layer"] - 1)
     return df

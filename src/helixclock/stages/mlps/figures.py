@@ -16,12 +16,25 @@ def mlp_topk(topk: pd.DataFrame, model: str):
 
 def mlp_stages(stages: pd.DataFrame, model: str):
     """Fig. 7: per circuit MLP, helix(a+b)/TE and DE/TE."""
-    long = pd.concat([pd.DataFrame({"MLP": [f"MLP{l}" for l in stages["layer"]], "fraction": stages[col],
-                                    "measure": label})
-                      for col, label in (("helix_sum_over_te", "helix(a+b) / TE"), ("de_over_te", "DE / TE"))])
+    long = pd.concat(
+        [
+            pd.DataFrame({"MLP": [f"MLP{l}" for l in stages["layer"]], "fraction": stages[col], "measure": label})
+            for col, label in (("helix_sum_over_te", "helix(a+b) / TE"), ("de_over_te", "DE / TE"))
+        ]
+    )
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    sns.lineplot(data=long, x="MLP", y="fraction", hue="measure", style="measure", markers=True, dashes=False,
-                 palette=["C2", "C1"], ax=ax, sort=False)
+    sns.lineplot(
+        data=long,
+        x="MLP",
+        y="fraction",
+        hue="measure",
+        style="measure",
+        markers=True,
+        dashes=False,
+        palette=["C2", "C1"],
+        ax=ax,
+        sort=False,
+    )
     ax.set_xlabel("circuit MLP")
     ax.set_ylabel("fraction of total effect")
     ax.axhline(0, color="grey", lw=0.6)

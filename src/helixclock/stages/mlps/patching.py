@@ -20,9 +20,17 @@ from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import raw_table
 
 
-def mlp_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_a: np.ndarray, fit_b: np.ndarray,
-              last: int, mlp_te: np.ndarray, periods: Sequence[int] = PERIODS, n_components: int = 100
-              ) -> dict[str, pd.DataFrame]:
+def mlp_stage(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    fit_ids: torch.Tensor,
+    fit_a: np.ndarray,
+    fit_b: np.ndarray,
+    last: int,
+    mlp_te: np.ndarray,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 100,
+) -> dict[str, pd.DataFrame]:
     """Raw tables: ``topk`` (the top k MLPs by ``mlp_te`` [n_layers] patched together, for every
     k, and all of them) and ``fits`` (each MLP's output replaced by its helix(a+b) fit, with
     the fit's R²)."""
@@ -32,8 +40,7 @@ def mlp_stage(engine: PatchingEngine, pairs: Pairs, fit_ids: torch.Tensor, fit_a
 
     basis = Basis("helix", tuple(periods), variables=(SUM,))
     values, _ = engine.collect(fit_ids, mlps, logits=False, desc="MLP outputs")
-    fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components,
-                     dedupe=False)
+    fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components, dedupe=False)
     pred = fits.predict(basis, sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"]))  # [L, n, d]
     ld = engine.run(pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(mlps)], desc="MLP fits").metric
     r2 = to_numpy(fits.r2[0])

@@ -9,8 +9,13 @@ from ...statistics import Resampling, summarise, topk_table
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
 
-def mlp_summary(raw_topk: pd.DataFrame, raw_fits: pd.DataFrame, layer_effects: pd.DataFrame,
-                threshold: float, resampling: Resampling) -> dict[str, pd.DataFrame]:
+def mlp_summary(
+    raw_topk: pd.DataFrame,
+    raw_fits: pd.DataFrame,
+    layer_effects: pd.DataFrame,
+    threshold: float,
+    resampling: Resampling,
+) -> dict[str, pd.DataFrame]:
     """mlp_topk (Fig. D8: the top-k curve, the smallest k reaching ``threshold``: the circuit
     MLPs) and mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
     least MIN_TE of the largest, by layer)."""
@@ -21,14 +26,16 @@ def mlp_summary(raw_topk: pd.DataFrame, raw_fits: pd.DataFrame, layer_effects: p
     circuit = [layer for layer in circuit if te.loc[layer] >= MIN_TE * te.max()]
     fits = summarise(raw_fits, resampling).set_index("layer")
     mlp = layer_effects[layer_effects["component"] == "MLP"].set_index("layer")
-    stages = pd.DataFrame({
-        "layer": circuit,
-        "te": [mlp.loc[layer, "te"] for layer in circuit],
-        "de": [mlp.loc[layer, "de"] for layer in circuit],
-        "helix_sum": [fits.loc[layer, "ld_mean"] for layer in circuit],
-        "r2_helix_sum": [fits.loc[layer, "r2_helix_sum"] for layer in circuit],
-        "n_pairs": [int(fits.loc[layer, "n_pairs"]) for layer in circuit],
-    })
+    stages = pd.DataFrame(
+        {
+            "layer": circuit,
+            "te": [mlp.loc[layer, "te"] for layer in circuit],
+            "de": [mlp.loc[layer, "de"] for layer in circuit],
+            "helix_sum": [fits.loc[layer, "ld_mean"] for layer in circuit],
+            "r2_helix_sum": [fits.loc[layer, "r2_helix_sum"] for layer in circuit],
+            "n_pairs": [int(fits.loc[layer, "n_pairs"]) for layer in circuit],
+        }
+    )
     stages["helix_sum_over_te"] = stages["helix_sum"] / stages["te"]
     stages["de_over_te"] = stages["de"] / stages["te"]
     return {"mlp_topk": topk, "mlp_stages": stages}

@@ -53,7 +53,6 @@ def _check_periods(periods) -> None:
         raise ValueError(f"periods={tuple(periods)!r}: need one or more positive periods, e.g. {PERIODS}")
 
 
-
 def as_grids(grids) -> torch.Tensor:
     """Grids [n_neurons, n_a, n_b] as a tensor (numpy or torch in)."""
     g = grids if isinstance(grids, torch.Tensor) else torch.as_tensor(np.asarray(grids))
@@ -62,9 +61,17 @@ def as_grids(grids) -> torch.Tensor:
     return g
 
 
-def planted_grids(amplitude: np.ndarray, phase: np.ndarray, linear: np.ndarray, const: np.ndarray,
-                  periods: Sequence[int] = PERIODS, noise: float = 0.0, seed: int = 0,
-                  n_a: int = 100, n_b: int = 100) -> np.ndarray:
+def planted_grids(
+    amplitude: np.ndarray,
+    phase: np.ndarray,
+    linear: np.ndarray,
+    const: np.ndarray,
+    periods: Sequence[int] = PERIODS,
+    noise: float = 0.0,
+    seed: int = 0,
+    n_a: int = 100,
+    n_b: int = 100,
+) -> np.ndarray:
     """Grids [n, n_a, n_b] built from known Eq. 5 parameters, written out term by term
     (amplitude, phase [n, 3, n_periods]; linear [n, 3]; const [n]) plus Gaussian noise:
     the known answers of the tests and the benchmark's synthetic neurons."""

@@ -54,8 +54,14 @@ def _layer_norm(layers) -> plt.Normalize:
     return plt.Normalize(lo - 0.5, hi + 0.5) if lo == hi else plt.Normalize(lo, hi)
 
 
-def fig08_neuron_preacts(preacts: np.ndarray, fitted: np.ndarray, neurons: pd.DataFrame, model: str,
-                         n_terms: int = 2, quantity: str | None = None):
+def fig08_neuron_preacts(
+    preacts: np.ndarray,
+    fitted: np.ndarray,
+    neurons: pd.DataFrame,
+    model: str,
+    n_terms: int = 2,
+    quantity: str | None = None,
+):
     """Fig. 8: N(a, b) of (up to) four neurons (a on y, b on x), each beside its Eq. 5 fit on
     the same colour scale; the title names the neuron, its NRMSE and its leading terms; the
     colour bar names what N is (``quantity``, default the table's ``quantity`` column or
@@ -66,8 +72,10 @@ def fig08_neuron_preacts(preacts: np.ndarray, fitted: np.ndarray, neurons: pd.Da
     _need(neurons, ("layer", "neuron", "nrmse", "top_terms"), "fig08_neuron_preacts")
     preacts, fitted = np.asarray(preacts), np.asarray(fitted)
     if preacts.shape != fitted.shape or preacts.ndim != 3 or len(preacts) != len(neurons):
-        raise ValueError(f"fig08: preacts {preacts.shape}, fitted {fitted.shape} and {len(neurons)} table rows "
-                         "must agree as [k, n_a, n_b] and k rows")
+        raise ValueError(
+            f"fig08: preacts {preacts.shape}, fitted {fitted.shape} and {len(neurons)} table rows "
+            "must agree as [k, n_a, n_b] and k rows"
+        )
     quantity = quantity or _quantity(neurons)
     k = len(neurons)
     cols = 2 if k > 1 else 1
@@ -78,14 +86,16 @@ def fig08_neuron_preacts(preacts: np.ndarray, fitted: np.ndarray, neurons: pd.Da
         axes = sub.subplots(1, 2, sharey=True)
         lo, hi = float(actual.min()), float(actual.max())
         for ax, grid, label in zip(axes, (actual, fit), (f"actual N(a, b) = {quantity}", "fit")):
-            im = ax.imshow(grid, origin="lower", cmap="RdBu_r", vmin=lo, vmax=hi, aspect="equal",
-                           interpolation="nearest")
+            im = ax.imshow(
+                grid, origin="lower", cmap="RdBu_r", vmin=lo, vmax=hi, aspect="equal", interpolation="nearest"
+            )
             ax.set_xlabel("b")
             ax.set_title(label, fontsize=9)
         axes[0].set_ylabel("a")
         sub.colorbar(im, ax=axes, shrink=0.8, label=quantity)
-        sub.suptitle(f"L{row.layer} N{row.neuron}, NRMSE {row.nrmse:.3f}\n{_wrap_terms(row.top_terms, n_terms)}",
-                     fontsize=8.5)
+        sub.suptitle(
+            f"L{row.layer} N{row.neuron}, NRMSE {row.nrmse:.3f}\n{_wrap_terms(row.top_terms, n_terms)}", fontsize=8.5
+        )
     for sub in subs[k:]:
         sub.set_visible(False)
     what = "preactivations" if quantity == "preactivation" else f"N(a, b) = {quantity} (gated MLP)"
@@ -99,8 +109,9 @@ def period_shares(periods: np.ndarray, targets: Sequence[float] = PAPER_PERIODS,
     return {T: float(np.mean(np.abs(periods - T) <= tol * T)) if len(periods) else np.nan for T in targets}
 
 
-def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[float] = PAPER_PERIODS,
-                          tol: float = 0.05):
+def figD12_neuron_fourier(
+    neurons: pd.DataFrame, model: str, targets: Sequence[float] = PAPER_PERIODS, tol: float = 0.05
+):
     """Fig. D12: histograms of the top neurons' dominant periods over a+b, a and b (log x);
     the legend gives the shares of periods within 5% of T = 2, 5, 10, 100.  Over a or b (100
     values) the longest period the spectrum has is the whole range, where T = 100 and a linear
@@ -115,8 +126,7 @@ def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[f
         shares = period_shares(p, targets, tol)
         span = 100 if var != "a+b" else None  # over a or b the spectrum's longest period is the range
         for T in targets:
-            what = (f"whole range (trend or T = {T:g})" if span is not None and np.isclose(T, span)
-                    else f"T = {T:g}")
+            what = f"whole range (trend or T = {T:g})" if span is not None and np.isclose(T, span) else f"T = {T:g}"
             ax.axvline(T, color="grey", ls=":", lw=1, zorder=0, label=f"{what}: {shares[T]:.1%}")
         ax.set_xscale("log")
         ax.set_xticks([2, 5, 10, 20, 50, 100, 200], ["2", "5", "10", "20", "50", "100", "200"])
@@ -124,8 +134,15 @@ def figD12_neuron_fourier(neurons: pd.DataFrame, model: str, targets: Sequence[f
         ax.set_ylabel("neurons")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(f"mean of N at each {'s = a+b' if var == 'a+b' else var}", fontsize=10)
-        ax.legend(frameon=False, fontsize=8, title=f"within {tol:.0%} of T", title_fontsize=8, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.legend(
+            frameon=False,
+            fontsize=8,
+            title=f"within {tol:.0%} of T",
+            title_fontsize=8,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
+            ncol=2,
+        )
     fig.suptitle(f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     fig.tight_layout()
     return fig
@@ -145,23 +162,28 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     pos = neurons[neurons[x] > 0]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     norm = _layer_norm(neurons["layer"])
-    sns.scatterplot(data=pos, x=x, y="nrmse", hue="layer", hue_norm=norm, palette="viridis", s=12, linewidth=0,
-                    ax=ax, legend=False)
+    sns.scatterplot(
+        data=pos, x=x, y="nrmse", hue="layer", hue_norm=norm, palette="viridis", s=12, linewidth=0, ax=ax, legend=False
+    )
     _layer_colorbar(fig, ax, norm)
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
     ax.xaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(1, 10)))
     ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
-    ax.set_xlabel("attribution effect (the score neurons are ranked by)" if x == "effect"
-                  else "attribution total effect (TE)")
+    ax.set_xlabel(
+        "attribution effect (the score neurons are ranked by)" if x == "effect" else "attribution total effect (TE)"
+    )
     ax.set_ylabel(f"NRMSE of the fit of the {_quantity(neurons)}")
     rho = spearmanr(pos[x], pos["nrmse"]).statistic if len(pos) > 2 else np.nan
     dropped = len(neurons) - len(pos)
     what = "effect" if x == "effect" else "TE"
-    ax.set_title(f"{model}: fit quality vs {'attribution effect' if x == 'effect' else 'total effect'}\n"
-                 f"{len(pos)} top neurons, Spearman ρ = {rho:.2f}"
-                 + (f" ({dropped} with {what} ≤ 0 not shown)" if dropped else ""), fontsize=10)
+    ax.set_title(
+        f"{model}: fit quality vs {'attribution effect' if x == 'effect' else 'total effect'}\n"
+        f"{len(pos)} top neurons, Spearman ρ = {rho:.2f}"
+        + (f" ({dropped} with {what} ≤ 0 not shown)" if dropped else ""),
+        fontsize=10,
+    )
     return fig
 
 
@@ -177,9 +199,12 @@ def layer_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int]) -> pd.Dat
     part = neurons[neurons["layer"].isin(list(circuit_layers))]
     te, de = ("effect", "de_effect") if {"effect", "de_effect"} <= set(part.columns) else ("te", "de")
     part = part.assign(ratio=(part[de] / part[te]).where(part[te] > 0), bad=part[te] <= 0)
-    out = part.groupby("layer").agg(n_neurons=("ratio", "size"), de_over_te=("ratio", "mean"),
-                                    ab_fraction=("ab_fraction", "mean"),
-                                    n_te_nonpositive=("bad", "sum"))
+    out = part.groupby("layer").agg(
+        n_neurons=("ratio", "size"),
+        de_over_te=("ratio", "mean"),
+        ab_fraction=("ab_fraction", "mean"),
+        n_te_nonpositive=("bad", "sum"),
+    )
     layers = sorted(set(int(x) for x in circuit_layers))
     out = out.reindex(layers).rename_axis("layer").reset_index()
     out[["n_neurons", "n_te_nonpositive"]] = out[["n_neurons", "n_te_nonpositive"]].fillna(0).astype(int)
@@ -202,11 +227,21 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
     x, y = have["ab_fraction"].to_numpy(), have["de_over_te"].to_numpy()
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
-    sns.scatterplot(data=have, x="ab_fraction", y="de_over_te", hue="layer", hue_norm=norm, palette="viridis",
-                    s=60, ax=left, legend=False)
+    sns.scatterplot(
+        data=have,
+        x="ab_fraction",
+        y="de_over_te",
+        hue="layer",
+        hue_norm=norm,
+        palette="viridis",
+        s=60,
+        ax=left,
+        legend=False,
+    )
     for row in have.itertuples():
-        left.annotate(f"MLP{row.layer}", (row.ab_fraction, row.de_over_te), textcoords="offset points",
-                      xytext=(4, 4), fontsize=8)
+        left.annotate(
+            f"MLP{row.layer}", (row.ab_fraction, row.de_over_te), textcoords="offset points", xytext=(4, 4), fontsize=8
+        )
     ok = np.isfinite(x) & np.isfinite(y)
     if ok.sum() >= MIN_LINE_POINTS and np.ptp(x[ok]) > 0:
         slope, intercept = np.polyfit(x[ok], y[ok], 1)
@@ -228,8 +263,14 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     right.plot(have["layer"], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
     right.plot(have["layer"], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
     if empty_layers:
-        right.scatter(empty_layers, np.zeros(len(empty_layers)), marker="x", color="grey", zorder=3,
-                      label="circuit MLP without top neurons")
+        right.scatter(
+            empty_layers,
+            np.zeros(len(empty_layers)),
+            marker="x",
+            color="grey",
+            zorder=3,
+            label="circuit MLP without top neurons",
+        )
     right.set_xticks(trends["layer"], [f"MLP{l}" for l in trends["layer"]], rotation=45)
     if len(trends) == 1:
         right.set_xlim(trends["layer"].iloc[0] - 1, trends["layer"].iloc[0] + 1)
@@ -238,11 +279,18 @@ def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     right.legend(frameon=False)
     right.set_title("by layer (number of top neurons under each point)", fontsize=10)
     for row in trends.itertuples():
-        right.annotate(str(row.n_neurons), (row.layer, row.ab_fraction if row.n_neurons else 0.0),
-                       textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center",
-                       color="C3" if row.n_neurons else "grey")
-    fig.suptitle(f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) "
-                 "vs write (DE / TE)")
+        right.annotate(
+            str(row.n_neurons),
+            (row.layer, row.ab_fraction if row.n_neurons else 0.0),
+            textcoords="offset points",
+            xytext=(0, -12),
+            fontsize=7,
+            ha="center",
+            color="C3" if row.n_neurons else "grey",
+        )
+    fig.suptitle(
+        f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
+    )
     fig.tight_layout()
     return fig
 
@@ -267,10 +315,15 @@ def trends_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     return fig10_neuron_trends(neurons, stages["layer"].tolist(), model)
 
 
-RANKING_WORDS = {"mean_abs": "mean |attribution| over pairs", "abs_mean": "|mean attribution|",
-                 "signed": "signed mean attribution"}
-READING_STYLE = {"frozen": ("kept neurons frozen at their unablated values", "C0", "o", "-"),
-                 "live": ("kept neurons computed live in the ablated run", "C1", "s", "--")}
+RANKING_WORDS = {
+    "mean_abs": "mean |attribution| over pairs",
+    "abs_mean": "|mean attribution|",
+    "signed": "signed mean attribution",
+}
+READING_STYLE = {
+    "frozen": ("kept neurons frozen at their unablated values", "C0", "o", "-"),
+    "live": ("kept neurons computed live in the ablated run", "C1", "s", "--"),
+}
 
 
 def ablation_figure(ablation: pd.DataFrame, model: str):
@@ -299,8 +352,10 @@ def ablation_figure(ablation: pd.DataFrame, model: str):
     left.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     right.axhline(0, color="grey", lw=0.6)
     ranked = f", ranked by {RANKING_WORDS.get(ranking, ranking)}" if ranking else ""
-    fig.suptitle(f"{model}: the top neurons kept{ranked},\nevery other last-token neuron mean-ablated "
-                 f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)")
+    fig.suptitle(
+        f"{model}: the top neurons kept{ranked},\nevery other last-token neuron mean-ablated "
+        f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)"
+    )
     fig.tight_layout()
     return fig
 
@@ -320,9 +375,15 @@ def layers_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
         if layer in circuit:
             bar.set_edgecolor("k")
             bar.set_linewidth(1.5)
-    handles = [Swatch(facecolor="C0", label=f"top neurons (n = {len(neurons)})"),
-               Swatch(facecolor="none", edgecolor="k", linewidth=1.5,
-                      label=f"circuit MLP layers (outlined): {share:.0%} of top neurons")]
+    handles = [
+        Swatch(facecolor="C0", label=f"top neurons (n = {len(neurons)})"),
+        Swatch(
+            facecolor="none",
+            edgecolor="k",
+            linewidth=1.5,
+            label=f"circuit MLP layers (outlined): {share:.0%} of top neurons",
+        ),
+    ]
     ax.set_xticks(layers)
     ax.set_xlabel("layer (block)")
     ax.set_ylabel("top neurons")
@@ -339,15 +400,21 @@ def direct_effect_figure(cumulative: pd.DataFrame, model: str):
     cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
     for row in cumulative[cumulative["reaches"] != ""].itertuples():
         top.axvline(row.count, color="grey", ls=":", lw=0.8)
-        top.annotate(f"{row.reaches}: {row.count}", (row.count, row.cumulative_share), textcoords="offset points",
-                     xytext=(4, -10), fontsize=8)
+        top.annotate(
+            f"{row.reaches}: {row.count}",
+            (row.count, row.cumulative_share),
+            textcoords="offset points",
+            xytext=(4, -10),
+            fontsize=8,
+        )
     top.set_xlabel("top neurons, sorted by direct effect")
     top.set_ylabel("running share of their total DE")
     top.set_title(with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
     n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
     n80 = int(n80.min()) if len(n80) else len(cumulative)
-    both = pd.concat([cumulative.assign(set="all top neurons"),
-                      cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE")])
+    both = pd.concat(
+        [cumulative.assign(set="all top neurons"), cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE")]
+    )
     sns.histplot(data=both, x="layer", hue="set", discrete=True, multiple="dodge", shrink=0.8, ax=bottom)
     bottom.set_xticks(range(int(both["layer"].min()), int(both["layer"].max()) + 1))
     bottom.set_xlabel("layer")
@@ -361,16 +428,28 @@ def fit_eval_figure(evaluation: pd.DataFrame, model: str):
     preactivation; for a gated MLP the table's ``quantity``)."""
     quantity = _quantity(evaluation)
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for col, label, color in (("actual_accuracy", "actual values", "k"),
-                              ("fitted_accuracy", f"fitted N̂(a, b) ({quantity})", "C3")):
-        sns.lineplot(x=evaluation["k"].to_numpy(), y=evaluation[col].to_numpy(), marker="o", ax=ax, label=label,
-                     color=color, errorbar=None)
+    for col, label, color in (
+        ("actual_accuracy", "actual values", "k"),
+        ("fitted_accuracy", f"fitted N̂(a, b) ({quantity})", "C3"),
+    ):
+        sns.lineplot(
+            x=evaluation["k"].to_numpy(),
+            y=evaluation[col].to_numpy(),
+            marker="o",
+            ax=ax,
+            label=label,
+            color=color,
+            errorbar=None,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("k (top neurons kept, the rest mean-ablated)")
     ax.set_ylabel("accuracy")
     mean_ratio = float(np.nanmean(evaluation["fitted_over_actual"]))
     prompts = f", n = {int(evaluation['n_prompts'].min())} prompts" if "n_prompts" in evaluation else ""
-    ax.set_title(f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average{prompts}\n"
-                 "(mean over k of fitted / actual; paper: roughly 75%)", fontsize=10)
+    ax.set_title(
+        f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average{prompts}\n"
+        "(mean over k of fitted / actual; paper: roughly 75%)",
+        fontsize=10,
+    )
     ax.legend(frameon=False)
     return fig

@@ -67,6 +67,7 @@ METHODS = ("lstsq", "sgd")
 
 # ----------------------------------------------------------------------------- the fits
 
+
 @dataclass
 class NeuronFits:
     """Eq. 5 fits of n neurons.
@@ -129,7 +130,7 @@ class NeuronFits:
     def linear(self) -> np.ndarray:
         """[n, 3] the (minimum-norm) weights w_a, w_b, w_ab of a~, b~, a~+b~."""
         k = 6 * len(self.periods)
-        return self.coef[:, k:k + 3]
+        return self.coef[:, k : k + 3]
 
     @property
     def const(self) -> np.ndarray:
@@ -160,8 +161,11 @@ class NeuronFits:
         A, d = self.amplitude, self.phase
         out = []
         for i in range(len(self)):
-            items = [(A[i, j, k], _cos_text(A[i, j, k], T, v, d[i, j, k]))
-                     for j, v in enumerate(VARIABLES) for k, T in enumerate(self.periods)]
+            items = [
+                (A[i, j, k], _cos_text(A[i, j, k], T, v, d[i, j, k]))
+                for j, v in enumerate(VARIABLES)
+                for k, T in enumerate(self.periods)
+            ]
             if linear:
                 items += [(abs(w), f"{w:.2f} {LINEAR_LABEL[name]}") for w, name in zip(self.linear[i], LINEAR)]
             out.append(sorted(items, key=lambda x: -x[0]))
@@ -180,18 +184,29 @@ class NeuronFits:
         flat = A.reshape(n, -1).argmax(1)
         j, k = np.unravel_index(flat, (nv, nt))
         T = np.asarray(self.periods)
-        return pd.DataFrame({"top_variable": np.asarray(VARIABLES)[j], "top_period": T[k],
-                             "top_amplitude": A[np.arange(n), j, k],
-                             "top_ab_period": T[A[:, 2].argmax(1)]})
+        return pd.DataFrame(
+            {
+                "top_variable": np.asarray(VARIABLES)[j],
+                "top_period": T[k],
+                "top_amplitude": A[np.arange(n), j, k],
+                "top_ab_period": T[A[:, 2].argmax(1)],
+            }
+        )
 
 
 def _cos_text(A: float, T, var: str, d: float) -> str:
     return f"{A:.2f} cos(2π/{T:g} ({var} − {d:.1f}))"
 
 
-
-def fit_neurons(grids, periods: Sequence[int] = PERIODS, method: str = "lstsq",
-                layer=None, neuron=None, chunk_size: int = 1024, **sgd) -> NeuronFits:
+def fit_neurons(
+    grids,
+    periods: Sequence[int] = PERIODS,
+    method: str = "lstsq",
+    layer=None,
+    neuron=None,
+    chunk_size: int = 1024,
+    **sgd,
+) -> NeuronFits:
     """Fit Eq. 5 to every neuron's grid at once.
 
     grids: [n, n_a, n_b] preactivations N(a, b) (torch tensor on any device, or numpy);
@@ -231,8 +246,19 @@ def fit_neurons(grids, periods: Sequence[int] = PERIODS, method: str = "lstsq",
     ids = np.full(n, -1, dtype=np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         nrmse = np.where(vrange > 0, rmse / np.where(vrange > 0, vrange, 1), np.nan)
-    return NeuronFits(periods, to_numpy(coef), rmse, nrmse, vrange, dominant,
-                      _ids(layer, ids), _ids(neuron, ids), method, (n_a, n_b), info)
+    return NeuronFits(
+        periods,
+        to_numpy(coef),
+        rmse,
+        nrmse,
+        vrange,
+        dominant,
+        _ids(layer, ids),
+        _ids(neuron, ids),
+        method,
+        (n_a, n_b),
+        info,
+    )
 
 
 RTOL = 1e-10  # singular values below RTOL * the largest are the design's exact collinearities
@@ -249,7 +275,7 @@ def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
     s, counts = sums_index(n_a, n_b, g.device)
     coef, sse, vrange, periods = [], [], [], {v: [] for v in ("a+b", "a", "b")}
     for i in range(0, n, chunk_size):
-        x = g[i:i + chunk_size].double()  # [k, n_a, n_b]
+        x = g[i : i + chunk_size].double()  # [k, n_a, n_b]
         y = x.reshape(len(x), -1)
         z = y @ U  # [k, r]
         var, mean = torch.var_mean(y, 1, correction=0)
@@ -271,4 +297,3 @@ def _ids(x, default):
     if x.shape != default.shape:
         raise ValueError(f"ids of shape {x.shape}: expected one per neuron, {default.shape}")
     return x
-

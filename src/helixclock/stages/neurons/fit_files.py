@@ -16,9 +16,17 @@ def neuron_table(fits: NeuronFits, k_terms: int = 3) -> pd.DataFrame:
     top_amplitude, top_ab_period, w_a, w_b, w_ab, const, and the dominant periods
     dominant_period_a, dominant_period_b, dominant_period_ab."""
     lin = fits.linear
-    df = pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron, "nrmse": fits.nrmse, "rmse": fits.rmse,
-                       "value_range": fits.value_range, "ab_fraction": fits.ab_fraction,
-                       "top_terms": fits.leading_terms(k_terms)})
+    df = pd.DataFrame(
+        {
+            "layer": fits.layer,
+            "neuron": fits.neuron,
+            "nrmse": fits.nrmse,
+            "rmse": fits.rmse,
+            "value_range": fits.value_range,
+            "ab_fraction": fits.ab_fraction,
+            "top_terms": fits.leading_terms(k_terms),
+        }
+    )
     df = pd.concat([df, fits.top_term()], axis=1)
     df = df.assign(w_a=lin[:, 0], w_b=lin[:, 1], w_ab=lin[:, 2], const=fits.const)
     for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab")):
@@ -31,11 +39,18 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
     amplitude, phase (units of t, [0, T)), alpha, beta."""
     n, nv, nt = fits.amplitude.shape
     rep = nv * nt
-    return pd.DataFrame({"layer": np.repeat(fits.layer, rep), "neuron": np.repeat(fits.neuron, rep),
-                         "variable": np.tile(np.repeat(VARIABLES, nt), n),
-                         "period": np.tile(np.asarray(fits.periods), n * nv),
-                         "amplitude": fits.amplitude.ravel(), "phase": fits.phase.ravel(),
-                         "alpha": fits.alpha.ravel(), "beta": fits.beta.ravel()})
+    return pd.DataFrame(
+        {
+            "layer": np.repeat(fits.layer, rep),
+            "neuron": np.repeat(fits.neuron, rep),
+            "variable": np.tile(np.repeat(VARIABLES, nt), n),
+            "period": np.tile(np.asarray(fits.periods), n * nv),
+            "amplitude": fits.amplitude.ravel(),
+            "phase": fits.phase.ravel(),
+            "alpha": fits.alpha.ravel(),
+            "beta": fits.beta.ravel(),
+        }
+    )
 
 
 def save_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
@@ -90,6 +105,16 @@ def load_fits(path, group: str | None = None) -> NeuronFits:
         if "info" in f:
             info.update({k: f["info"][k][()] for k in f["info"]})
         dom = {v: f[f"dominant_{key}"][()] for v, key in (("a", "a"), ("b", "b"), ("a+b", "ab"))}
-        return NeuronFits(periods, f["coef"][()], f["rmse"][()], f["nrmse"][()], f["value_range"][()], dom,
-                          f["layer"][()], f["neuron"][()], str(f.attrs["method"]),
-                          tuple(int(x) for x in f.attrs["grid_shape"]), info)
+        return NeuronFits(
+            periods,
+            f["coef"][()],
+            f["rmse"][()],
+            f["nrmse"][()],
+            f["value_range"][()],
+            dom,
+            f["layer"][()],
+            f["neuron"][()],
+            str(f.attrs["method"]),
+            tuple(int(x) for x in f.attrs["grid_shape"]),
+            info,
+        )

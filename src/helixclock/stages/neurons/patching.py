@@ -129,8 +129,11 @@ def fitted_name(gated: bool, choice: str = "gate_and_up") -> str:
     """What Fig. 9's fitted variant patches, in words."""
     if not gated:
         return "preactivation"
-    return {"gate_and_up": "gate and up preactivations", "gate": "gate preactivation (up live)",
-            "product": "act(gate)·up"}[choice]
+    return {
+        "gate_and_up": "gate and up preactivations",
+        "gate": "gate preactivation (up live)",
+        "product": "act(gate)·up",
+    }[choice]
 
 
 def rank_neurons(scores: pd.DataFrame, ranking: str = "mean_abs") -> pd.DataFrame:
@@ -139,8 +142,11 @@ def rank_neurons(scores: pd.DataFrame, ranking: str = "mean_abs") -> pd.DataFram
     ``effect`` (the ranked quantity) and ``rank`` (0 = first); ties keep the input order."""
     if ranking not in RANKINGS:
         raise ValueError(f"neurons.ranking={ranking!r}; allowed: {', '.join(RANKINGS)}")
-    effect = {"mean_abs": scores["attribution_abs"], "abs_mean": scores["attribution"].abs(),
-              "signed": scores["attribution"]}[ranking]
+    effect = {
+        "mean_abs": scores["attribution_abs"],
+        "abs_mean": scores["attribution"].abs(),
+        "signed": scores["attribution"],
+    }[ranking]
     df = scores.drop(columns=["rank", "effect"], errors="ignore").assign(effect=effect.to_numpy())
     df = df.sort_values("effect", ascending=False, kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.arange(len(df)))
@@ -154,8 +160,14 @@ def attribution_scores(engine: PatchingEngine, pairs: Pairs, last: int, ranking:
     scores = engine.attribute(pairs, sites, reduce=("mean", "mean_abs"), desc="attribution")
     values = {r: to_numpy(torch.stack([scores[r][p][0] for p in sites])) for r in scores}  # [L, d_mlp] each
     L, m = values["mean"].shape
-    df = pd.DataFrame({"layer": np.repeat(np.arange(L), m), "neuron": np.tile(np.arange(m), L),
-                       "attribution": values["mean"].ravel(), "attribution_abs": values["mean_abs"].ravel()})
+    df = pd.DataFrame(
+        {
+            "layer": np.repeat(np.arange(L), m),
+            "neuron": np.tile(np.arange(m), L),
+            "attribution": values["mean"].ravel(),
+            "attribution_abs": values["mean_abs"].ravel(),
+        }
+    )
     return rank_neurons(df, ranking)
 
 
@@ -188,7 +200,7 @@ def keep_masks(order: pd.DataFrame, k: int, shape: tuple[int, int], device) -> t
 
 def powers_of_two(n: int) -> list[int]:
     """1, 2, 4, ... below n, and n."""
-    ks = [2 ** j for j in range(int(np.log2(max(n, 1))) + 1) if 2 ** j < n]
+    ks = [2**j for j in range(int(np.log2(max(n, 1))) + 1) if 2**j < n]
     return ks + [n]
 
 
@@ -207,8 +219,15 @@ def _ablation_variant(sites, keep: torch.Tensor, means: torch.Tensor, reading: s
     return ([Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []) + ablated
 
 
-def ablation_sweep(engine: PatchingEngine, prompts: Pairs, order: pd.DataFrame, means: torch.Tensor,
-                   ks: Sequence[int], last: int, readings: Sequence[str] = READINGS) -> pd.DataFrame:
+def ablation_sweep(
+    engine: PatchingEngine,
+    prompts: Pairs,
+    order: pd.DataFrame,
+    means: torch.Tensor,
+    ks: Sequence[int],
+    last: int,
+    readings: Sequence[str] = READINGS,
+) -> pd.DataFrame:
     """figD9: for each k and reading (:data:`READINGS`), the top k of ``order`` kept and every
     other neuron mean-ablated, on ``prompts`` (pairs whose corrupted prompt is the clean one):
     raw table with rows (k, fraction_kept, reading, measure) for measure "correct" (0/1 per
@@ -223,12 +242,18 @@ def ablation_sweep(engine: PatchingEngine, prompts: Pairs, order: pd.DataFrame, 
             labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
     res = engine.run(prompts, variants, metric=answer_correct, desc="neuron ablation")
     unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
-    return pd.concat([raw_table(res.metric, labels, measure="correct"),
-                      raw_table(unablated[None] - res.answer_logit, labels, measure="ld")], ignore_index=True)
+    return pd.concat(
+        [
+            raw_table(res.metric, labels, measure="correct"),
+            raw_table(unablated[None] - res.answer_logit, labels, measure="ld"),
+        ],
+        ignore_index=True,
+    )
 
 
-def neuron_grids(engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int,
-                 kinds: str | Sequence[str] = "neuron_pre") -> dict[str, np.ndarray]:
+def neuron_grids(
+    engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int, kinds: str | Sequence[str] = "neuron_pre"
+) -> dict[str, np.ndarray]:
     """The top neurons' N(a, b) at the last token for every prompt of ``ids`` (all 10,000 a+b
     prompts, a-major): the values of hook point(s) ``kinds`` (:func:`preactivation_kinds`), and
     each neuron's largest post-activation with its prompt row.
@@ -240,16 +265,18 @@ def neuron_grids(engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, l
     wanted = {kind: {layer: Point(kind, layer, (last,)) for layer in layers} for kind in (*kinds, "neuron_post")}
     sites = list(dict.fromkeys(p for per in wanted.values() for p in per.values()))
     where = {layer: np.flatnonzero(top["layer"].to_numpy() == layer) for layer in layers}
-    index = {layer: torch.as_tensor(top["neuron"].to_numpy()[where[layer]], device=engine.model.device)
-             for layer in layers}
+    index = {
+        layer: torch.as_tensor(top["neuron"].to_numpy()[where[layer]], device=engine.model.device) for layer in layers
+    }
     parts: dict[str, list[torch.Tensor]] = {kind: [] for kind in wanted}
     for chunk in engine.iter_collect(ids, sites, logits=False, desc="neuron grids"):
         rows = len(chunk[sites[0]])
         for kind, per in wanted.items():
             values = torch.empty(len(top), rows, device=engine.model.device)
             for layer in layers:
-                values[torch.as_tensor(where[layer], device=values.device)] = \
+                values[torch.as_tensor(where[layer], device=values.device)] = (
                     chunk[per[layer]][:, 0, index[layer]].float().T
+                )
             parts[kind].append(values)
     full = {kind: torch.cat(v, 1) for kind, v in parts.items()}
     best = full["neuron_post"].max(1)
@@ -274,9 +301,15 @@ def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndar
     return lens
 
 
-def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame,
-                   fitted: torch.Tensor | dict[str, torch.Tensor], means: torch.Tensor, ks: Sequence[int],
-                   last: int) -> pd.DataFrame:
+def fit_evaluation(
+    engine: PatchingEngine,
+    prompts: Pairs,
+    top: pd.DataFrame,
+    fitted: torch.Tensor | dict[str, torch.Tensor],
+    means: torch.Tensor,
+    ks: Sequence[int],
+    last: int,
+) -> pd.DataFrame:
     """fig09: for each k, the top k neurons keep (a) their actual values (as figD9's frozen
     reading) or (b) get their fitted values, every other neuron mean-ablated.  ``fitted``
     [n_prompts, n_top] holds N^(a, b) of the preactivation (``neuron_pre``) at each prompt's
@@ -293,47 +326,67 @@ def fit_evaluation(engine: PatchingEngine, prompts: Pairs, top: pd.DataFrame,
     for kind, values_of in fitted.items():
         for layer, part in top.reset_index(drop=True).groupby("layer"):
             values = torch.zeros(len(prompts), 1, m, device=device)
-            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(copy=True), device=device)] = \
-                values_of[:, torch.as_tensor(part.index.to_numpy(copy=True), device=device)].to(device)
+            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(copy=True), device=device)] = values_of[
+                :, torch.as_tensor(part.index.to_numpy(copy=True), device=device)
+            ].to(device)
             per_layer[kind, int(layer)] = values
     variants, labels = [], []
     for k in ks:
         keep = keep_masks(top, k, (L, m), device)
         variants.append(_ablation_variant(sites, keep, means, "frozen"))
         labels.append({"k": k, "preactivation": "actual"})
-        fitted_patches = [Patch(Point(kind, layer, (last,)), values, where=keep[layer])
-                          for (kind, layer), values in per_layer.items()]
+        fitted_patches = [
+            Patch(Point(kind, layer, (last,)), values, where=keep[layer]) for (kind, layer), values in per_layer.items()
+        ]
         variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
         labels.append({"k": k, "preactivation": "fitted"})
     res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
     unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
-    return pd.concat([raw_table(res.metric, labels, measure="correct"),
-                      raw_table(unablated[None] - res.answer_logit, labels, measure="ld")], ignore_index=True)
+    return pd.concat(
+        [
+            raw_table(res.metric, labels, measure="correct"),
+            raw_table(unablated[None] - res.answer_logit, labels, measure="ld"),
+        ],
+        ignore_index=True,
+    )
 
 
 # -- the model jobs ---------------------------------------------------------------------------
-def attribution_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int,
-                    settings: NeuronSettings = NeuronSettings()) -> dict:
+def attribution_job(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    last: int,
+    settings: NeuronSettings = NeuronSettings(),
+) -> dict:
     """Attribution of every neuron, DE of the top neurons and the ablation sweep (figD9), plus
     the mean activations the ablations use.  Returns raw tables and ``means`` [L, d_mlp]."""
     tok, device = engine.model.tokenizer, engine.model.device
     correct = accuracy[accuracy["correct"]]
     pairs = draw_pairs(correct, settings.attribution_pairs, settings.seed, tok, template, ("a", "b"), device=device)
     scores = attribution_scores(engine, pairs, last, settings.ranking).assign(ranking=settings.ranking)
-    top = scores.iloc[:n_top(len(scores), settings.top_share)]
-    sub = Pairs(*(x[:settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer,
-                                                  pairs.corrupted_answer)))
+    top = scores.iloc[: n_top(len(scores), settings.top_share)]
+    sub = Pairs(
+        *(x[: settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer, pairs.corrupted_answer))
+    )
     de = neuron_direct_effects(engine, sub, top, last)
-    means = mean_activations(engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts,
-                                                                          settings.seed), device), last)
+    means = mean_activations(
+        engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts, settings.seed), device), last
+    )
     prompts = same_prompt_pairs(tok, seeded_rows(correct, settings.ablation_prompts, settings.seed), template, device)
     ablation = ablation_sweep(engine, prompts, scores, means, sweep_counts(len(scores)), last)
     ablation.insert(0, "ranking", settings.ranking)
     return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
 
 
-def grids_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int, top: pd.DataFrame,
-              settings: NeuronSettings = NeuronSettings()) -> dict:
+def grids_job(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    last: int,
+    top: pd.DataFrame,
+    settings: NeuronSettings = NeuronSettings(),
+) -> dict:
     """N(a, b) of the top neurons over the 100 x 100 grid [n_top, 100, 100] (the preactivation;
     in a gated MLP what ``settings.gated_preactivation`` says, with ``up`` the up projection's
     grids when both are fitted), their largest post-activation and its (a, b), their logit lens
@@ -342,21 +395,36 @@ def grids_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, las
     if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
         raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
-    out = neuron_grids(engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last,
-                       kinds)
+    out = neuron_grids(
+        engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last, kinds
+    )
     answers = grid.drop_duplicates("answer").set_index("answer").loc[np.arange(199), "answer_token"].to_numpy()
     arg = out.pop("post_argmax")
     extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
-    return {"pre": out["pre"].reshape(len(top), 100, 100), **extra, "post_max": out["post_max"],
-            "max_a": grid["a"].to_numpy()[arg], "max_b": grid["b"].to_numpy()[arg],
-            "lens": logit_lens(engine, top, answers), "layer": top["layer"].to_numpy(),
-            "neuron": top["neuron"].to_numpy(), "rank": top["rank"].to_numpy(),
-            "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation)}
+    return {
+        "pre": out["pre"].reshape(len(top), 100, 100),
+        **extra,
+        "post_max": out["post_max"],
+        "max_a": grid["a"].to_numpy()[arg],
+        "max_b": grid["b"].to_numpy()[arg],
+        "lens": logit_lens(engine, top, answers),
+        "layer": top["layer"].to_numpy(),
+        "neuron": top["neuron"].to_numpy(),
+        "rank": top["rank"].to_numpy(),
+        "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
+    }
 
 
-def fit_eval_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, last: int, top: pd.DataFrame,
-                 fitted_grids: np.ndarray | Sequence[np.ndarray], means: np.ndarray,
-                 settings: NeuronSettings = NeuronSettings()) -> pd.DataFrame:
+def fit_eval_job(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    last: int,
+    top: pd.DataFrame,
+    fitted_grids: np.ndarray | Sequence[np.ndarray],
+    means: np.ndarray,
+    settings: NeuronSettings = NeuronSettings(),
+) -> pd.DataFrame:
     """fig09 on the ablation prompts: the fitted grids [n_top, 100, 100] read at each prompt,
     one per hook point of :func:`preactivation_kinds` (for gate and up: the gate's, then the
     up's); the raw table's ``quantity`` says what was fitted."""
@@ -369,8 +437,9 @@ def fit_eval_job(engine: PatchingEngine, accuracy: pd.DataFrame, template: str, 
         raise ValueError(f"{len(grids)} fitted grids for the {len(kinds)} fitted points {kinds}")
     a, b = rows["a"].to_numpy(), rows["b"].to_numpy()
     fitted = {kind: torch.as_tensor(g[:, a, b].T, dtype=torch.float32, device=device) for kind, g in zip(kinds, grids)}
-    raw = fit_evaluation(engine, prompts, top, fitted, torch.as_tensor(means, device=device), powers_of_two(len(top)),
-                         last)
+    raw = fit_evaluation(
+        engine, prompts, top, fitted, torch.as_tensor(means, device=device), powers_of_two(len(top)), last
+    )
     raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
     return raw
 
@@ -382,8 +451,9 @@ def save_grids(path, grids: dict, model: str) -> None:
 
     with h5py.File(path, "w") as f:
         for key, value in grids.items():
-            f.create_dataset(key, data=value, compression="gzip" if not isinstance(value, str) and np.ndim(value) > 1
-                             else None)
+            f.create_dataset(
+                key, data=value, compression="gzip" if not isinstance(value, str) and np.ndim(value) > 1 else None
+            )
         f["pre"].attrs["axes"] = "neuron, a, b"
         f["pre"].attrs["what"] = f"last-token N(a, b): {grids.get('quantity', 'preactivation')}"
         f["lens"].attrs["what"] = "W_U[answer 0..198] @ W_out[:, n]: no final norm, no unembedding bias"

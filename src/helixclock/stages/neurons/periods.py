@@ -27,7 +27,7 @@ def grid_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> dict[s
     s, counts = sums_index(n_a, n_b, g.device)
     out = {"a+b": [], "a": [], "b": []}
     for i in range(0, n, chunk_size):
-        for v, p in chunk_periods(g[i:i + chunk_size].double(), s, counts, detrend).items():
+        for v, p in chunk_periods(g[i : i + chunk_size].double(), s, counts, detrend).items():
             out[v].append(p)
     return {v: np.concatenate(p) for v, p in out.items()}
 

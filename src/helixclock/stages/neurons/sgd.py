@@ -12,9 +12,18 @@ from ...io import to_numpy
 from .basis import VARIABLES
 
 
-def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float = 0.1,
-            epochs: int = 2500, seed: int = 0, schedule: str = "cosine", phase_units: str = "t",
-            gram: bool = True, record_every: int = 0) -> tuple[torch.Tensor, dict]:
+def sgd_fit(
+    Y: torch.Tensor,
+    X: torch.Tensor,
+    periods: Sequence[int],
+    lr: float = 0.1,
+    epochs: int = 2500,
+    seed: int = 0,
+    schedule: str = "cosine",
+    phase_units: str = "t",
+    gram: bool = True,
+    record_every: int = 0,
+) -> tuple[torch.Tensor, dict]:
     """The paper's fit: full-batch gradient descent (torch SGD, no momentum) on the MSE of
     A cos(2 pi (t - d) / T) + linear terms + constant, lr ``lr`` with cosine annealing to 0
     over ``epochs`` epochs, every parameter initialised N(0, 1).  The authors' init was
@@ -98,8 +107,14 @@ def sgd_fit(Y: torch.Tensor, X: torch.Tensor, periods: Sequence[int], lr: float 
         opt.step()
         if sched is not None:
             sched.step()
-    info = {"lr": lr, "epochs": epochs, "seed": seed, "schedule": schedule, "phase_units": phase_units,
-            "init": "normal(0, 1)"}
+    info = {
+        "lr": lr,
+        "epochs": epochs,
+        "seed": seed,
+        "schedule": schedule,
+        "phase_units": phase_units,
+        "init": "normal(0, 1)",
+    }
     if record_every:
         info["loss_history"] = np.stack(history)
         info["history_epochs"] = np.asarray(at)

@@ -20,8 +20,9 @@ def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     return acc.merge(ld, on=keys).rename(columns={"n_pairs": "n_prompts"})
 
 
-def top_neuron_table(attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame,
-                     circuit_layers, resampling: Resampling) -> pd.DataFrame:
+def top_neuron_table(
+    attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame, circuit_layers, resampling: Resampling
+) -> pd.DataFrame:
     """One row per top neuron (rank order): te (the signed mean attribution), effect (its size
     the neurons are ranked by), de with its interval (signed mean over pairs), de_effect (the
     same size of the per-pair DEs: mean |DE| under the default ranking), de_over_te =
@@ -33,8 +34,11 @@ def top_neuron_table(attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.D
     ranking = str(attribution["ranking"].iloc[0]) if "ranking" in attribution and len(attribution) else "signed"
     per_pair = pair_values(raw_de).astype(np.float64)
     with np.errstate(invalid="ignore"):
-        sizes = {"mean_abs": np.nanmean(np.abs(per_pair), 1), "abs_mean": np.abs(np.nanmean(per_pair, 1)),
-                 "signed": np.nanmean(per_pair, 1)}[ranking]
+        sizes = {
+            "mean_abs": np.nanmean(np.abs(per_pair), 1),
+            "abs_mean": np.abs(np.nanmean(per_pair, 1)),
+            "signed": np.nanmean(per_pair, 1),
+        }[ranking]
     de["de_effect"] = sizes
     top = attribution.merge(de, on=["rank", "layer", "neuron"]).rename(columns={"attribution": "te"})
     if "effect" not in top:
@@ -88,9 +92,19 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
     (NRMSE, leading terms, a+b fraction), the fit's columns naming what N is (``quantity``:
     the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation)."""
     what = str(neurons["quantity"].iloc[0]) if "quantity" in neurons and len(neurons) else "preactivation"
-    cols = {"rank": "rank", "layer": "layer", "neuron": "neuron", "te": "TE", "effect": "effect (ranked)",
-            "de": "DE", "de_effect": "DE effect", "de_over_te": "DE/TE (effects)", "nrmse": f"NRMSE of the {what} fit",
-            "top_terms": f"top fitted terms of the {what}", "ab_fraction": "a+b fraction"}
+    cols = {
+        "rank": "rank",
+        "layer": "layer",
+        "neuron": "neuron",
+        "te": "TE",
+        "effect": "effect (ranked)",
+        "de": "DE",
+        "de_effect": "DE effect",
+        "de_over_te": "DE/TE (effects)",
+        "nrmse": f"NRMSE of the {what} fit",
+        "top_terms": f"top fitted terms of the {what}",
+        "ab_fraction": "a+b fraction",
+    }
     return neurons[[c for c in cols if c in neurons]].rename(columns=cols)
 
 
@@ -101,6 +115,19 @@ def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) ->
     rows = [int(np.flatnonzero(rank == r)[0]) for r in ranks if (rank == r).any()] or [0]
     n_a, n_b = grids["pre"].shape[1:]
     a, b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
-    return pd.concat([pd.DataFrame({"layer": int(table["layer"].iloc[i]), "neuron": int(table["neuron"].iloc[i]),
-                                    "a": a.ravel(), "b": b.ravel(), "actual": grids["pre"][i].ravel(),
-                                    "fitted": fitted[i].ravel()}) for i in rows], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "layer": int(table["layer"].iloc[i]),
+                    "neuron": int(table["neuron"].iloc[i]),
+                    "a": a.ravel(),
+                    "b": b.ravel(),
+                    "actual": grids["pre"][i].ravel(),
+                    "fitted": fitted[i].ravel(),
+                }
+            )
+            for i in rows
+        ],
+        ignore_index=True,
+    )

@@ -53,8 +53,7 @@ class SumHelix:
         return (np.asarray(H, np.float64) - self.mean - self.C[-1]) @ np.linalg.pinv(self.C[:-1], rcond=1e-8)
 
 
-def fit_sum_helix(H: np.ndarray, s: np.ndarray, periods: Sequence[int] = PERIODS,
-                  n_components: int = 100) -> SumHelix:
+def fit_sum_helix(H: np.ndarray, s: np.ndarray, periods: Sequence[int] = PERIODS, n_components: int = 100) -> SumHelix:
     """Least-squares helix(a+b) fit of residuals H [n, d] with sums s [n], via PCA."""
     H = np.asarray(H, dtype=np.float64)
     mean = H.mean(0)
@@ -76,13 +75,13 @@ def best_sum_layer(last_token: pd.DataFrame, fit: str = "helix(a+b)") -> int:
     ``clock/last_token.csv`` (columns layer, fit, ld_mean)."""
     part = last_token[last_token["fit"] == fit]
     if part.empty:
-        raise KeyError(f"no rows with fit == {fit!r} in the last-token table; fits: "
-                       f"{sorted(set(last_token['fit']))}")
+        raise KeyError(f"no rows with fit == {fit!r} in the last-token table; fits: {sorted(set(last_token['fit']))}")
     return int(part.loc[part["ld_mean"].idxmax(), "layer"])
 
 
-def sum_helix_coordinates(last: np.ndarray, ab: np.ndarray, layer: int, periods: Sequence[int] = PERIODS,
-                          n_components: int = 100) -> pd.DataFrame:
+def sum_helix_coordinates(
+    last: np.ndarray, ab: np.ndarray, layer: int, periods: Sequence[int] = PERIODS, n_components: int = 100
+) -> pd.DataFrame:
     """Fig. 1's a+b side: the last-token residuals of correct prompts at ``layer``
     (``last`` [n, L+1, d] or [n, d] of that layer, ``ab`` [n, 2]) fitted with helix(a+b);
     each prompt projected into the helix subspace and averaged over prompts with the same a+b.
@@ -123,8 +122,9 @@ def available_example(projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int
     return x, y
 
 
-def clock_angles(projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int, b: int,
-                 periods: Sequence[int] = (10, 100)) -> pd.DataFrame:
+def clock_angles(
+    projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int, b: int, periods: Sequence[int] = (10, 100)
+) -> pd.DataFrame:
     """For the example a+b and each period: the measured angles of a and b (Fig. 3's
     projection) and of a+b (the last-token fit), and the Clock's prediction
     theta(a) + theta(b) mod 360 (an ideal helix puts a at 360 a / T degrees).
@@ -137,11 +137,23 @@ def clock_angles(projection: pd.DataFrame, sum_coords: pd.DataFrame, a: int, b: 
     for T in periods:
         if a not in pa.index or b not in pa.index or a + b not in ps.index:
             raise KeyError(f"example {a}+{b}: a, b must be rows of the projection and a+b of the a+b table")
-        th = {k: float(angle(src.loc[v, f"cos {var} T={T}"], src.loc[v, f"sin {var} T={T}"]))
-              for k, src, v, var in (("a", pa, a, "a"), ("b", pa, b, "a"), ("sum", ps, a + b, SUM))}
+        th = {
+            k: float(angle(src.loc[v, f"cos {var} T={T}"], src.loc[v, f"sin {var} T={T}"]))
+            for k, src, v, var in (("a", pa, a, "a"), ("b", pa, b, "a"), ("sum", ps, a + b, SUM))
+        }
         pred = (th["a"] + th["b"]) % 360
         err = (th["sum"] - pred + 180) % 360 - 180
-        rows.append({"T": T, "theta_a": th["a"], "theta_b": th["b"], "theta_sum": th["sum"],
-                     "predicted_sum": pred, "ideal_a": 360 * a / T % 360, "ideal_b": 360 * b / T % 360,
-                     "ideal_sum": 360 * (a + b) / T % 360, "error": err})
+        rows.append(
+            {
+                "T": T,
+                "theta_a": th["a"],
+                "theta_b": th["b"],
+                "theta_sum": th["sum"],
+                "predicted_sum": pred,
+                "ideal_a": 360 * a / T % 360,
+                "ideal_b": 360 * b / T % 360,
+                "ideal_sum": 360 * (a + b) / T % 360,
+                "error": err,
+            }
+        )
     return pd.DataFrame(rows)

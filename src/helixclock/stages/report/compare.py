@@ -65,6 +65,7 @@ class Quantity:
 
 # ---------------------------------------------------------------- small readers
 
+
 def _at(df: pd.DataFrame, key: str, value, col: str) -> float:
     """``col`` of the first row where ``key == value`` (NaN if none)."""
     if key not in df.columns or col not in df.columns:
@@ -178,8 +179,7 @@ def _registry() -> dict[str, Quantity]:
         "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
         "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
         "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: _k_for(t["heads_topk"], 0.8)),
-        "heads_fraction_k20": Quantity(("heads_topk",),
-                                       lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max")),
+        "heads_fraction_k20": Quantity(("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max")),
         "mixed_fraction_m4": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction")),
         "mixed_fraction_m0": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction")),
         "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(t["mlp_topk"], 0.95)),
@@ -188,37 +188,44 @@ def _registry() -> dict[str, Quantity]:
         "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),
         "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
         "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction),
-        "neuron_accuracy_at_1pct_live": Quantity(("neuron_ablation",),
-                                                 lambda t, m: _accuracy_at_fraction(t, m, reading="live")),
+        "neuron_accuracy_at_1pct_live": Quantity(
+            ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live")
+        ),
         "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
         "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
         "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share),
         "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery),
         "model_accuracy_alpha100": Quantity(
-            ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)),
+            ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)
+        ),
     }
     for reading in ("points", "regression", "regression_heldout"):  # App. E's readings of "a line"
         suffix = "" if reading == "points" else f"_{reading}"
         reg[f"line_r2{suffix}"] = Quantity(("linear_addition",), lambda t, m, r=reading: _line(t, r, "line_r2"))
         reg[f"linear_accuracy_alpha100{suffix}"] = Quantity(
-            ("linear_addition",), lambda t, m, r=reading: _line(t, r, "linear_accuracy", 100))
+            ("linear_addition",), lambda t, m, r=reading: _line(t, r, "linear_accuracy", 100)
+        )
     reg |= {
         "carry_test_p": Quantity(("carry_test",), lambda t, m: _at(t["carry_test"], "split", ">= 10 (carry)", "p")),
         "carry_test_p_authors": Quantity(
-            ("carry_test",), lambda t, m: _at(t["carry_test"], "split", "> 10 (authors' code)", "p")),
+            ("carry_test",), lambda t, m: _at(t["carry_test"], "split", "> 10 (authors' code)", "p")
+        ),
         "logit_top_period": Quantity(("logit_line_fourier",), _logit_top_period),
         "logit_slope_negative_share": Quantity(
-            ("logit_line_fourier",), lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean())),
+            ("logit_line_fourier",), lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean())
+        ),
     }
     for col in ("wrong_share", "numeric_share_of_wrong", "minus10_share", "plus10_share", "top2_cumulative_share"):
         reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c))
     for name, task in TASKS.items():
         if name != "add":
-            reg[f"{name}_accuracy"] = Quantity(("tabC1",), lambda t, m, lb=task.label: _at(t["tabC1"], "task", lb,
-                                                                                            "accuracy"))
+            reg[f"{name}_accuracy"] = Quantity(
+                ("tabC1",), lambda t, m, lb=task.label: _at(t["tabC1"], "task", lb, "accuracy")
+            )
         for key, col in TAB01_COLUMNS.items():
-            reg[f"tab01_{name}_{key}"] = Quantity(("tab01",), lambda t, m, lb=task.label, c=col:
-                                                  _at(t["tab01"], "task", lb, c))
+            reg[f"tab01_{name}_{key}"] = Quantity(
+                ("tab01",), lambda t, m, lb=task.label, c=col: _at(t["tab01"], "task", lb, c)
+            )
     for cat, key in (("a,b", "ab"), ("a+b", "sum"), ("mixed", "mixed")):
         reg[f"n_{key}_heads"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "count"))
         reg[f"{key}_heads_layer_min"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "min"))
@@ -253,16 +260,29 @@ def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataF
         seen.add(q["id"])
         relation = q.get("relation", "=")
         if relation not in RELATIONS:
-            raise ValueError(f"{path}: quantity {q['id']!r} has relation {relation!r}; allowed: "
-                             + ", ".join(f"'{r}'" for r in RELATIONS))
+            raise ValueError(
+                f"{path}: quantity {q['id']!r} has relation {relation!r}; allowed: "
+                + ", ".join(f"'{r}'" for r in RELATIONS)
+            )
         defined_by = q.get("defined_by", "paper")
         if defined_by not in DEFINED_BY:
-            raise ValueError(f"{path}: quantity {q['id']!r} has defined_by {defined_by!r}; allowed: "
-                             + ", ".join(DEFINED_BY))
+            raise ValueError(
+                f"{path}: quantity {q['id']!r} has defined_by {defined_by!r}; allowed: " + ", ".join(DEFINED_BY)
+            )
         for model, value in q["values"].items():
-            rows.append({"id": q["id"], "description": q["description"], "section": q["section"], "model": model,
-                         "value": float(value), "approx": bool(q.get("approx", False)), "relation": relation,
-                         "defined_by": defined_by, "quote": q.get("quote", "")})
+            rows.append(
+                {
+                    "id": q["id"],
+                    "description": q["description"],
+                    "section": q["section"],
+                    "model": model,
+                    "value": float(value),
+                    "approx": bool(q.get("approx", False)),
+                    "relation": relation,
+                    "defined_by": defined_by,
+                    "quote": q.get("quote", ""),
+                }
+            )
     return pd.DataFrame(rows, columns=PAPER_COLUMNS)
 
 
@@ -271,22 +291,30 @@ def paper_accuracy(paper: pd.DataFrame) -> pd.DataFrame:
     in tabA1 and tabC1)."""
     labels = {f"{name}_accuracy": t.label for name, t in TASKS.items()}
     part = paper[paper["id"].isin(list(labels))]
-    return pd.DataFrame({"model": part["model"].to_numpy(), "task": part["id"].map(labels).to_numpy(),
-                         "accuracy": part["value"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "model": part["model"].to_numpy(),
+            "task": part["id"].map(labels).to_numpy(),
+            "accuracy": part["value"].to_numpy(),
+        }
+    )
 
 
 def paper_tab01(paper: pd.DataFrame, model: str = REFERENCE_MODEL) -> pd.DataFrame:
     """The paper's Table 1 in tab01's format: task, Full, PCA, Helix, Circle, Poly."""
     rows = []
     for name, task in TASKS.items():
-        vals = {col: paper.loc[(paper["id"] == f"tab01_{name}_{key}") & (paper["model"] == model), "value"]
-                for key, col in TAB01_COLUMNS.items()}
+        vals = {
+            col: paper.loc[(paper["id"] == f"tab01_{name}_{key}") & (paper["model"] == model), "value"]
+            for key, col in TAB01_COLUMNS.items()
+        }
         if all(len(v) for v in vals.values()):
             rows.append({"task": task.label, **{c: float(v.iloc[0]) for c, v in vals.items()}})
     return pd.DataFrame(rows, columns=["task", *TAB01_COLUMNS.values()])
 
 
 # ---------------------------------------------------------------- run values
+
 
 def read_table(path: str | Path) -> pd.DataFrame | dict:
     path = Path(path)
@@ -295,8 +323,12 @@ def read_table(path: str | Path) -> pd.DataFrame | dict:
     return pd.read_csv(path)
 
 
-def run_values(root: str | Path, models: Sequence[str], registry: Mapping[str, Quantity] = REGISTRY,
-               files: Mapping[str, str] = TABLE_FILES) -> pd.DataFrame:
+def run_values(
+    root: str | Path,
+    models: Sequence[str],
+    registry: Mapping[str, Quantity] = REGISTRY,
+    files: Mapping[str, str] = TABLE_FILES,
+) -> pd.DataFrame:
     """The run's value of every registered quantity for every model: model, id, value, file,
     status ("ok", or "missing: <path>" where an input table does not exist).  Each table is
     read once per model."""
@@ -318,18 +350,47 @@ def run_values(root: str | Path, models: Sequence[str], registry: Mapping[str, Q
             tables = {k: table(k) for k in q.tables}
             missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
             if missing:
-                rows.append({"model": model, "id": qid, "value": np.nan, "file": ", ".join(paths),
-                             "status": "missing: " + ", ".join(missing)})
+                rows.append(
+                    {
+                        "model": model,
+                        "id": qid,
+                        "value": np.nan,
+                        "file": ", ".join(paths),
+                        "status": "missing: " + ", ".join(missing),
+                    }
+                )
                 continue
-            rows.append({"model": model, "id": qid, "value": float(q.extract(tables, model)),
-                         "file": ", ".join(paths), "status": "ok"})
+            rows.append(
+                {
+                    "model": model,
+                    "id": qid,
+                    "value": float(q.extract(tables, model)),
+                    "file": ", ".join(paths),
+                    "status": "ok",
+                }
+            )
     return pd.DataFrame(rows, columns=["model", "id", "value", "file", "status"])
 
 
 # ---------------------------------------------------------------- the comparison
 
-COMPARISON_COLUMNS = ["model", "id", "description", "section", "run_value", "paper_value", "paper_model",
-                      "same_model", "approx", "relation", "defined_by", "ratio", "bound_holds", "status", "file"]
+COMPARISON_COLUMNS = [
+    "model",
+    "id",
+    "description",
+    "section",
+    "run_value",
+    "paper_value",
+    "paper_model",
+    "same_model",
+    "approx",
+    "relation",
+    "defined_by",
+    "ratio",
+    "bound_holds",
+    "status",
+    "file",
+]
 HOLDS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal}
 
 
@@ -362,11 +423,25 @@ def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
             holds = np.nan
             if q.relation != "=" and np.isfinite(rv):
                 holds = bool(HOLDS[q.relation](rv, pv))
-            rows.append({"model": model, "id": q.id, "description": q.description, "section": q.section,
-                         "run_value": rv, "paper_value": pv, "paper_model": paper_model,
-                         "same_model": paper_model == model, "approx": bool(q.approx), "relation": q.relation,
-                         "defined_by": q.defined_by,
-                         "ratio": ratio, "bound_holds": holds, "status": status, "file": file})
+            rows.append(
+                {
+                    "model": model,
+                    "id": q.id,
+                    "description": q.description,
+                    "section": q.section,
+                    "run_value": rv,
+                    "paper_value": pv,
+                    "paper_model": paper_model,
+                    "same_model": paper_model == model,
+                    "approx": bool(q.approx),
+                    "relation": q.relation,
+                    "defined_by": q.defined_by,
+                    "ratio": ratio,
+                    "bound_holds": holds,
+                    "status": status,
+                    "file": file,
+                }
+            )
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
@@ -387,29 +462,38 @@ def paper_cell(row) -> str:
 
 def comparison_markdown(df: pd.DataFrame) -> str:
     """paper_comparison.md: one section per model with quantity, where, paper, run, ratio."""
-    lines = ["# The paper's numbers beside this run's", "",
-             "Paper values: `~` approximate (\"roughly\", \"almost\"), `<`/`>`/`≤`/`≥` a bound the paper states; "
-             "a model name in brackets marks GPT-J's value shown for a model the paper does not report. "
-             "ratio = run / paper; for a bound, the column `bound` says whether the run satisfies it. "
-             "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
-             "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
-             "says which).", ""]
+    lines = [
+        "# The paper's numbers beside this run's",
+        "",
+        'Paper values: `~` approximate ("roughly", "almost"), `<`/`>`/`≤`/`≥` a bound the paper states; '
+        "a model name in brackets marks GPT-J's value shown for a model the paper does not report. "
+        "ratio = run / paper; for a bound, the column `bound` says whether the run satisfies it. "
+        "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
+        "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
+        "says which).",
+        "",
+    ]
     for model, part in df.groupby("model", sort=False):
-        table = pd.DataFrame({
-            "quantity": part["id"], "what": part["description"], "where": part["section"],
-            "paper": [paper_cell(r) for _, r in part.iterrows()],
-            "run": [_fmt(v) if s == "ok" else "missing" for v, s in zip(part["run_value"], part["status"])],
-            "ratio": [_fmt(v) for v in part["ratio"]],
-            "bound": ["" if pd.isna(h) else ("holds" if h else "fails") for h in part["bound_holds"]],
-            "definition": part["defined_by"] if "defined_by" in part else "paper",
-        })
+        table = pd.DataFrame(
+            {
+                "quantity": part["id"],
+                "what": part["description"],
+                "where": part["section"],
+                "paper": [paper_cell(r) for _, r in part.iterrows()],
+                "run": [_fmt(v) if s == "ok" else "missing" for v, s in zip(part["run_value"], part["status"])],
+                "ratio": [_fmt(v) for v in part["ratio"]],
+                "bound": ["" if pd.isna(h) else ("holds" if h else "fails") for h in part["bound_holds"]],
+                "definition": part["defined_by"] if "defined_by" in part else "paper",
+            }
+        )
         found = int((part["status"] == "ok").sum())
         lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured.", "", markdown_table(table), ""]
     return "\n".join(lines)
 
 
-def paper_comparison_report(root: str | Path, models: Sequence[str],
-                            paper_path: str | Path = "config/paper_values.yaml") -> tuple[pd.DataFrame, str]:
+def paper_comparison_report(
+    root: str | Path, models: Sequence[str], paper_path: str | Path = "config/paper_values.yaml"
+) -> tuple[pd.DataFrame, str]:
     """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
     table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
     return table, comparison_markdown(table)

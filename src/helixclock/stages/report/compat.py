@@ -18,9 +18,17 @@ def _row(table: pd.DataFrame, task: str = "a+b") -> dict:
     return {} if row.empty else {k: float(row[k].iloc[0]) for k in ("Full", "PCA", "Helix", "Circle", "Poly")}
 
 
-def compat_numbers(tab01: pd.DataFrame, best: pd.DataFrame, peaks: pd.DataFrame, spectrum_main: int,
-                   head_topk: pd.DataFrame, mlp_topk: pd.DataFrame, mixed: pd.DataFrame,
-                   categories: pd.DataFrame, last_token: pd.DataFrame) -> dict:
+def compat_numbers(
+    tab01: pd.DataFrame,
+    best: pd.DataFrame,
+    peaks: pd.DataFrame,
+    spectrum_main: int,
+    head_topk: pd.DataFrame,
+    mlp_topk: pd.DataFrame,
+    mixed: pd.DataFrame,
+    categories: pd.DataFrame,
+    last_token: pd.DataFrame,
+) -> dict:
     """The affected numbers of one run (item numbers of the README table in brackets)."""
     out = {f"tab01 a+b {k} [1]": v for k, v in _row(tab01).items()}
     for r in best[best["method"] == "helix"].itertuples():
@@ -57,5 +65,6 @@ def compat_effects(paths) -> pd.DataFrame:
             data = json.loads(Path(path).read_text())
             modes[data["compat"]] = data["numbers"]
     keys = list(dict.fromkeys(k for numbers in modes.values() for k in numbers))
-    return pd.DataFrame({"quantity": keys, **{m: [modes[m].get(k) for k in keys]
-                                               for m in ("corrected", "authors") if m in modes}})
+    return pd.DataFrame(
+        {"quantity": keys, **{m: [modes[m].get(k) for k in keys] for m in ("corrected", "authors") if m in modes}}
+    )

@@ -21,8 +21,15 @@ def _layer_name(layer: int) -> str:
     return "embedding (resid_pre[0])" if layer == 0 else f"layer {layer - 1} output (resid_pre[{layer}])"
 
 
-def _clock_face(ax, coords: pd.DataFrame, value: str, var: str, T: int, marks: Mapping[str, tuple[int, str]],
-                predicted: float | None = None):
+def _clock_face(
+    ax,
+    coords: pd.DataFrame,
+    value: str,
+    var: str,
+    T: int,
+    marks: Mapping[str, tuple[int, str]],
+    predicted: float | None = None,
+):
     """One circle: every number faint (coloured by value mod T), class means labelled as on a
     clock face, and hands from the centre to the marked numbers."""
     c, s = coords[f"cos {var} T={T}"].to_numpy(), coords[f"sin {var} T={T}"].to_numpy()
@@ -37,8 +44,15 @@ def _clock_face(ax, coords: pd.DataFrame, value: str, var: str, T: int, marks: M
         if sel.any():
             mc, ms = c[sel].mean(), s[sel].mean()
             norm = max(np.hypot(mc, ms), 1e-12)
-            ax.text(mc / norm * radius * 1.18, ms / norm * radius * 1.18, str(r), ha="center", va="center",
-                    fontsize=7, color="grey")
+            ax.text(
+                mc / norm * radius * 1.18,
+                ms / norm * radius * 1.18,
+                str(r),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="grey",
+            )
     for name, (v, color) in marks.items():
         row = coords[coords[value] == v]
         if row.empty:
@@ -49,16 +63,21 @@ def _clock_face(ax, coords: pd.DataFrame, value: str, var: str, T: int, marks: M
     ax.scatter([0], [0], color="k", s=8)
     if predicted is not None:  # where the Clock puts a+b: the angles of a and b added
         th = np.radians(predicted)
-        ax.plot([0, radius * np.cos(th)], [0, radius * np.sin(th)], color="k", ls="--", lw=1.2,
-                label="θ(a) + θ(b)")
+        ax.plot([0, radius * np.cos(th)], [0, radius * np.sin(th)], color="k", ls="--", lw=1.2, label="θ(a) + θ(b)")
     ax.set_aspect("equal", "datalim")
     ax.set_xlabel(f"cos(2π {var} / {T}) coordinate")
     ax.set_ylabel(f"sin(2π {var} / {T}) coordinate")
     ax.legend(loc="upper right", fontsize=8, bbox_to_anchor=(1.35, 1.0))
 
 
-def clock(projection: pd.DataFrame, sum_coords: pd.DataFrame, model: str, a: int = 37, b: int = 45,
-          periods: Sequence[int] = (10, 100)):
+def clock(
+    projection: pd.DataFrame,
+    sum_coords: pd.DataFrame,
+    model: str,
+    a: int = 37,
+    b: int = 45,
+    periods: Sequence[int] = (10, 100),
+):
     """Fig. 1: the Clock algorithm drawn from the model's own fits.
 
     projection: Fig. 3's coordinates of each a (``helix/projection.csv``: a, cos a T=..,
@@ -76,16 +95,24 @@ def clock(projection: pd.DataFrame, sum_coords: pd.DataFrame, model: str, a: int
         g = angles.loc[T]
         _clock_face(row[0], projection, "a", "a", T, {"a": (a, PALETTE["a"]), "b": (b, PALETTE["b"])})
         where = f", {_layer_name(la)}" if la is not None else ""
-        row[0].set_title(f"T = {T}: a and b on helix(a) (a token{where})\n"
-                         f"θ(a) = {g.theta_a:.0f}°, θ(b) = {g.theta_b:.0f}°", fontsize=10)
+        row[0].set_title(
+            f"T = {T}: a and b on helix(a) (a token{where})\nθ(a) = {g.theta_a:.0f}°, θ(b) = {g.theta_b:.0f}°",
+            fontsize=10,
+        )
         _clock_face(row[1], sum_coords, SUM, SUM, T, {"a+b": (a + b, PALETTE["a+b"])}, predicted=g.predicted_sum)
-        row[1].set_title(f"T = {T}: a+b on helix(a+b) (last token, {_layer_name(ls)})\n"
-                         f"θ(a+b) = {g.theta_sum:.0f}°; Clock: θ(a) + θ(b) = {g.predicted_sum:.0f}° "
-                         f"(off by {g.error:+.0f}°)", fontsize=10)
+        row[1].set_title(
+            f"T = {T}: a+b on helix(a+b) (last token, {_layer_name(ls)})\n"
+            f"θ(a+b) = {g.theta_sum:.0f}°; Clock: θ(a) + θ(b) = {g.predicted_sum:.0f}° "
+            f"(off by {g.error:+.0f}°)",
+            fontsize=10,
+        )
     swap = "" if (a, b) == asked else f" (nearest to the configured {asked[0]}+{asked[1]} the fits cover)"
-    fig.suptitle(f"{model}: the Clock algorithm for {a}+{b}={a + b}{swap}, drawn from the model's own helix fits\n"
-                 "(an illustration built from the data: points are projections into the fitted helix "
-                 "subspaces; the paper's Fig. 1 is a schematic)", fontsize=11)
+    fig.suptitle(
+        f"{model}: the Clock algorithm for {a}+{b}={a + b}{swap}, drawn from the model's own helix fits\n"
+        "(an illustration built from the data: points are projections into the fitted helix "
+        "subspaces; the paper's Fig. 1 is a schematic)",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -109,8 +136,7 @@ def all_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: 
         palette.update(zip(dict.fromkeys(p["model"]), PAPER_GREYS))
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
     fig, ax = figure(figsize=(max(8, 1.6 * len(tasks) + 0.4 * len(palette)), 4.2))
-    sns.barplot(long, x="task", y="accuracy", hue="model", order=tasks, hue_order=list(palette), palette=palette,
-                ax=ax)
+    sns.barplot(long, x="task", y="accuracy", hue="model", order=tasks, hue_order=list(palette), palette=palette, ax=ax)
     ax.set_xlabel("task")
     ax.set_ylabel("accuracy (top token = answer)")
     ax.set_ylim(0, 1.05)
@@ -145,8 +171,17 @@ def all_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None 
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
     fig, axes = figure(1, len(RATIOS), figsize=(5.2 * len(RATIOS), 4.2), sharey=True, squeeze=False)
     for ax, (_, name) in zip(axes[0], RATIOS):
-        sns.barplot(long[long["ratio"] == name], x="task", y="value", hue="model", order=tasks,
-                    hue_order=list(palette), palette=palette, ax=ax, legend=ax is axes[0, -1])
+        sns.barplot(
+            long[long["ratio"] == name],
+            x="task",
+            y="value",
+            hue="model",
+            order=tasks,
+            hue_order=list(palette),
+            palette=palette,
+            ax=ax,
+            legend=ax is axes[0, -1],
+        )
         ax.axhline(1.0, color="k", lw=0.6, ls="--")
         ax.set_title(f"{name}")
         ax.set_xlabel("task")

@@ -24,7 +24,7 @@ def pca_first_component(X: np.ndarray) -> tuple[np.ndarray, float]:
     pc1 = Xc @ Vt[0]
     if np.corrcoef(np.arange(len(pc1)), pc1)[0, 1] < 0:
         pc1 = -pc1
-    return pc1, float(S[0] ** 2 / np.sum(S ** 2))
+    return pc1, float(S[0] ** 2 / np.sum(S**2))
 
 
 def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -38,7 +38,7 @@ def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
 def distance_and_cosine(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Euclidean distance and cosine similarity between all pairs of rows."""
     X = np.asarray(X, dtype=np.float64)
-    sq = (X ** 2).sum(1)
+    sq = (X**2).sum(1)
     dist = np.sqrt(np.maximum(sq[:, None] + sq[None] - 2 * X @ X.T, 0))
     unit = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
     return dist, unit @ unit.T
@@ -58,8 +58,14 @@ def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tu
     return dns, np.array(means)
 
 
-def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_small: int = 100,
-                     n_peaks: int = 10, compat: str = "corrected") -> dict:
+def structure_tables(
+    numbers: np.ndarray,
+    layer: int,
+    n_fourier: int = 360,
+    n_small: int = 100,
+    n_peaks: int = 10,
+    compat: str = "corrected",
+) -> dict:
     """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d].
 
     spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``;
@@ -78,20 +84,48 @@ def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_sm
     spectra, peaks = [], []
     for n in (n_fourier, n_fourier + 1, n_small):
         periods, mag = fourier_spectrum(X[:n], compat)
-        spectra.append(pd.DataFrame({"n_numbers": n, "layer": layer, "frequency": np.arange(1, len(mag) + 1),
-                                     "period": periods, "magnitude": mag, "main": n == main, "compat": compat}))
+        spectra.append(
+            pd.DataFrame(
+                {
+                    "n_numbers": n,
+                    "layer": layer,
+                    "frequency": np.arange(1, len(mag) + 1),
+                    "period": periods,
+                    "magnitude": mag,
+                    "main": n == main,
+                    "compat": compat,
+                }
+            )
+        )
         if n in (main, n_small):
             peaks += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
     pc_small, ratio_small = pca_first_component(X[:n_small])
     pc_all, ratio_all = pca_first_component(X)
     slope, intercept, r2 = line_fit(np.arange(n_small), pc_small)
-    pc1 = pd.concat([
-        pd.DataFrame({"range": f"0-{n_small - 1}", "a": np.arange(n_small), "pc1": pc_small,
-                      "line": slope * np.arange(n_small) + intercept, "line_r2": r2,
-                      "explained_variance": ratio_small}),
-        pd.DataFrame({"range": f"0-{len(X) - 1}", "a": np.arange(len(X)), "pc1": pc_all, "line": np.nan,
-                      "line_r2": np.nan, "explained_variance": ratio_all}),
-    ])
+    pc1 = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "range": f"0-{n_small - 1}",
+                    "a": np.arange(n_small),
+                    "pc1": pc_small,
+                    "line": slope * np.arange(n_small) + intercept,
+                    "line_r2": r2,
+                    "explained_variance": ratio_small,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "range": f"0-{len(X) - 1}",
+                    "a": np.arange(len(X)),
+                    "pc1": pc_all,
+                    "line": np.nan,
+                    "line_r2": np.nan,
+                    "explained_variance": ratio_all,
+                }
+            ),
+        ]
+    )
     dist, cos = distance_and_cosine(X[:n_small])
     a1, a2 = np.meshgrid(np.arange(n_small), np.arange(n_small), indexing="ij")
     similarity = pd.DataFrame({"a1": a1.ravel(), "a2": a2.ravel(), "distance": dist.ravel(), "cosine": cos.ravel()})
@@ -99,5 +133,10 @@ def structure_tables(numbers: np.ndarray, layer: int, n_fourier: int = 360, n_sm
     for a_max in (9, n_small - 1):
         dns, means = delta_n_distance(X[:n_small], a_max=a_max, dn_max=n_small - 1)
         dn_rows.append(pd.DataFrame({"a_range": f"0-{a_max}", "delta_n": dns, "mean_distance": means}))
-    return {"spectrum": pd.concat(spectra), "peaks": pd.DataFrame(peaks), "pc1": pc1,
-            "similarity": similarity, "delta_n": pd.concat(dn_rows).dropna()}
+    return {
+        "spectrum": pd.concat(spectra),
+        "peaks": pd.DataFrame(peaks),
+        "pc1": pc1,
+        "similarity": similarity,
+        "delta_n": pd.concat(dn_rows).dropna(),
+    }

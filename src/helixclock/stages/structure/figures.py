@@ -11,14 +11,19 @@ from ...style import heatmap, layer_name
 
 
 def _spectrum_axis(ax, spec: pd.DataFrame, annotate: int = 0, color=None):
-    sns.lineplot(x=spec["period"].to_numpy(), y=spec["magnitude"].to_numpy(), ax=ax, lw=1.2, color=color,
-                 errorbar=None)
+    sns.lineplot(x=spec["period"].to_numpy(), y=spec["magnitude"].to_numpy(), ax=ax, lw=1.2, color=color, errorbar=None)
     ax.set_xscale("log")
     ax.set_xlabel("period T (numbers)")
     ax.set_ylabel("mean |FFT| over model dims")
     for row in spec.nlargest(annotate, "magnitude").itertuples():
-        ax.annotate(f"T={row.period:.3g}", (row.period, row.magnitude), textcoords="offset points",
-                    xytext=(0, 4), ha="center", fontsize=8)
+        ax.annotate(
+            f"T={row.period:.3g}",
+            (row.period, row.magnitude),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=8,
+        )
 
 
 def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
@@ -35,8 +40,9 @@ def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     bottom.plot(small["a"], small["line"], color="C3", label=f"line fit, R² = {small['line_r2'].iloc[0]:.3f}")
     bottom.set_xlabel("a")
     bottom.set_ylabel("PC1")
-    bottom.set_title(f"PC1 of a in [{small['a'].min()}, {small['a'].max()}] "
-                     f"({small['explained_variance'].iloc[0]:.0%} of variance)")
+    bottom.set_title(
+        f"PC1 of a in [{small['a'].min()}, {small['a'].max()}] ({small['explained_variance'].iloc[0]:.0%} of variance)"
+    )
     bottom.legend()
     fig.tight_layout()
     return fig
@@ -51,8 +57,11 @@ def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
         _spectrum_axis(ax, spectrum[spectrum["n_numbers"] == count], annotate=4, color=color)
         ax.set_title(f"a in [0, {count - 1}] ({count} numbers)")
     authors = spectrum["compat"].iloc[0] == "authors"
-    how = "authors' estimator: uncentred |FFT|², Nyquist bin dropped" if authors else \
-        "centred |FFT|; T = 2 is a Fourier frequency only for an even count"
+    how = (
+        "authors' estimator: uncentred |FFT|², Nyquist bin dropped"
+        if authors
+        else "centred |FFT|; T = 2 is a Fourier frequency only for an even count"
+    )
     where = layer_name(int(spectrum["layer"].iloc[0]))
     fig.suptitle(f"{model}: spectrum of the {where}, {n} vs {n + 1} numbers\n({how})")
     fig.tight_layout()
@@ -63,10 +72,19 @@ def distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
     """Fig. B2: Euclidean distance and cosine similarity between all pairs a1, a2."""
     n = int(sim["a1"].max()) + 1
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
-    for ax, col, cmap, title in zip(axes, ("distance", "cosine"), ("viridis", "RdBu_r"),
-                                    ("Euclidean distance", "cosine similarity")):
-        heatmap(ax, sim[col].to_numpy().reshape(n, n), cmap, title, center=0 if col == "cosine" else None,
-                xlabel="a2", ylabel="a1", ticks=10)
+    for ax, col, cmap, title in zip(
+        axes, ("distance", "cosine"), ("viridis", "RdBu_r"), ("Euclidean distance", "cosine similarity")
+    ):
+        heatmap(
+            ax,
+            sim[col].to_numpy().reshape(n, n),
+            cmap,
+            title,
+            center=0 if col == "cosine" else None,
+            xlabel="a2",
+            ylabel="a1",
+            ticks=10,
+        )
         ax.set_title(title)
     fig.suptitle(f"{model}: {layer_name(layer)} of a in [0, {n - 1}]")
     fig.tight_layout()
@@ -79,8 +97,7 @@ def delta_n_distance_plot(dn: pd.DataFrame, model: str, layer: int = 1):
     fig, axes = plt.subplots(1, len(ranges), figsize=(10, 3.6))
     for ax, rng in zip(np.atleast_1d(axes), ranges):
         part = dn[dn["a_range"] == rng]
-        sns.lineplot(x=part["delta_n"].to_numpy(), y=part["mean_distance"].to_numpy(), ax=ax, marker=".",
-                     errorbar=None)
+        sns.lineplot(x=part["delta_n"].to_numpy(), y=part["mean_distance"].to_numpy(), ax=ax, marker=".", errorbar=None)
         ax.set_xlabel("δn")
         ax.set_ylabel("mean ‖h(a+δn) − h(a)‖")
         ax.set_title(f"a in [{rng.replace('-', ', ')}]")
