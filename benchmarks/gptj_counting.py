@@ -75,7 +75,8 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     from helixclock.stages.last_token.patching import last_token_curves, layer_effects
     from helixclock.stages.mlps.patching import mlp_stage
     from helixclock.stages.neurons.fit import fit_neurons
-    from helixclock.stages.neurons.patching import NeuronSettings, attribution_job, fit_eval_job, grids_job
+    from helixclock.stages.neurons.jobs import attribution_job, fit_eval_job, grids_job
+    from helixclock.stages.neurons.patching import NeuronSettings
     from helixclock.stages.neurons.patching import n_top as top_count
     from helixclock.statistics import pair_values
     from helixclock.tasks import check_all_tasks, check_task_tokens, get_task

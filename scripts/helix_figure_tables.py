@@ -3,7 +3,8 @@
 import torch
 
 from helixclock.cache import read_residual_cache
-from helixclock.fits import load_fits, unique_rows
+from helixclock.fit_files import load_fits
+from helixclock.fits import unique_rows
 from helixclock.pipeline import start
 from helixclock.stages.helix.fitting import figure_tables
 

@@ -3,7 +3,8 @@
 import torch
 
 from helixclock.cache import read_residual_cache
-from helixclock.fits import FitSettings, fit_token, save_fits, standard_bases
+from helixclock.fit_files import save_fits
+from helixclock.fits import FitSettings, fit_token, standard_bases
 from helixclock.pipeline import minimum, require, settings, start
 from helixclock.preconditions import helix_fit_needs
 from helixclock.stages.helix.fitting import r2_table

@@ -5,7 +5,8 @@ import numpy as np
 from helixclock.io import read_json
 from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
 from helixclock.preconditions import attribution_needs
-from helixclock.stages.neurons.patching import NeuronSettings, attribution_job
+from helixclock.stages.neurons.jobs import attribution_job
+from helixclock.stages.neurons.patching import NeuronSettings
 
 log = start(snakemake)
 acc = accuracy(snakemake)

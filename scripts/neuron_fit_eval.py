@@ -7,7 +7,8 @@ from helixclock.io import read_json
 from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
 from helixclock.preconditions import fit_eval_needs
 from helixclock.stages.neurons.fit_files import has_up_fits, load_fits
-from helixclock.stages.neurons.patching import NeuronSettings, fit_eval_job
+from helixclock.stages.neurons.jobs import fit_eval_job
+from helixclock.stages.neurons.patching import NeuronSettings
 
 start(snakemake)
 acc = accuracy(snakemake)

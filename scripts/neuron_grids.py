@@ -4,7 +4,8 @@ import pandas as pd
 
 from helixclock.io import read_json
 from helixclock.pipeline import load, patching_engine, settings, start
-from helixclock.stages.neurons.patching import NeuronSettings, grids_job, n_top, save_grids
+from helixclock.stages.neurons.jobs import grids_job, save_grids
+from helixclock.stages.neurons.patching import NeuronSettings, n_top
 
 start(snakemake)
 scores = pd.read_csv(snakemake.input.attribution)

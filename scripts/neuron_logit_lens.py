@@ -5,7 +5,7 @@ import pandas as pd
 
 from helixclock.io import read_arrays
 from helixclock.pipeline import start
-from helixclock.stages.errors.errors import match_shares, neuron_lens_tables
+from helixclock.stages.errors.logit_lens import match_shares, neuron_lens_tables
 
 log = start(snakemake)
 neurons = pd.read_csv(snakemake.input.neurons)

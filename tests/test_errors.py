@@ -19,14 +19,9 @@ from helixclock.stages.errors.errors import (
     error_distribution,
     error_summary,
     error_table,
-    harmonic_order,
     line_fits,
     logit_examples,
-    logit_lens_periods,
-    logit_lens_table,
     logit_line_fourier,
-    match_shares,
-    neuron_lens_tables,
     period_counts,
     read_answer_logits,
 )
@@ -37,6 +32,13 @@ from helixclock.stages.errors.linear_addition import (
     linear_addition_tables,
     linear_sums,
     regress_numbers,
+)
+from helixclock.stages.errors.logit_lens import (
+    harmonic_order,
+    logit_lens_periods,
+    logit_lens_table,
+    match_shares,
+    neuron_lens_tables,
 )
 from helixclock.statistics import share_set
 

@@ -4,15 +4,14 @@ import numpy as np
 import pytest
 import torch
 
+from helixclock.fit_files import load_fits, save_fits
 from helixclock.fits import (
     Basis,
     column_cosine,
     fit_bases,
     fit_pca,
     helix_projection,
-    load_fits,
     period_subsets,
-    save_fits,
     standard_bases,
     subspace_projector,
 )

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from helixclock.stages.neurons.basis import PERIODS, planted_grids
-from helixclock.stages.neurons.figures import (
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.fit_files import neuron_table
+from helixclock.stages.neurons.panels import (
     fig08_neuron_preacts,
     fig10_neuron_trends,
     figD12_neuron_fourier,
@@ -16,8 +18,6 @@ from helixclock.stages.neurons.figures import (
     layer_trends,
     period_shares,
 )
-from helixclock.stages.neurons.fit import fit_neurons
-from helixclock.stages.neurons.fit_files import neuron_table
 
 LAYERS = list(range(14, 28))
 

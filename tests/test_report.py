@@ -16,8 +16,6 @@ import pytest
 from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum_helix, sum_basis, sum_helix_coordinates
 from helixclock.stages.report.compare import (
-    REGISTRY,
-    TABLE_FILES,
     comparison_markdown,
     load_paper_values,
     paper_accuracy,
@@ -25,8 +23,8 @@ from helixclock.stages.report.compare import (
     paper_comparison_report,
     paper_tab01,
     run_values,
-    stage_boundary,
 )
+from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES, stage_boundary
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "config" / "paper_values.yaml"

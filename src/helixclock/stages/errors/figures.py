@@ -1,6 +1,6 @@
-"""Figures E1 and F1-F6, drawn from the tables of :mod:`.linear_addition` and :mod:`.errors`
-(never from a model; no torch).  Each function takes tables and the model's name and
-returns a matplotlib Figure."""
+"""Figures E1 and F1-F6, drawn from the tables of :mod:`.linear_addition`, :mod:`.errors` and
+:mod:`.logit_lens` (never from a model; no torch).  Each function takes tables and the
+model's name and returns a matplotlib Figure."""
 
 from __future__ import annotations
 
@@ -12,16 +12,14 @@ from matplotlib.ticker import MaxNLocator
 from ...fourier import dominant_periods
 from ...style import PALETTE, figure, paper_note, percent_axis
 from .errors import (
-    HARMONICS,
     N_ANSWERS,
     PERIODS,
-    harmonic_order,
-    match_shares,
     near,
     period_counts,
     too_few_errors,
 )
 from .linear_addition import READING_NAMES, READINGS
+from .logit_lens import HARMONICS, harmonic_order, match_shares
 
 
 def _period_label(p: float) -> str:

@@ -1,4 +1,5 @@
-"""Neurons at the last token (section 5.4, appendix D.2): the model jobs.
+"""Neurons at the last token (section 5.4, appendix D.2): the experiments the model jobs of
+:mod:`.jobs` run.
 
 * :func:`attribution_scores` - attribution patching of every last-token neuron (the engine's
   gradient path), ranked by the size of each neuron's effect (:data:`RANKINGS`); the top
@@ -44,7 +45,6 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
-from ...pairs import draw_pairs, prompt_ids, same_prompt_pairs, seeded_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...patching.metrics import answer_correct
 from ...statistics import raw_table
@@ -349,112 +349,3 @@ def fit_evaluation(
         ],
         ignore_index=True,
     )
-
-
-# -- the model jobs ---------------------------------------------------------------------------
-def attribution_job(
-    engine: PatchingEngine,
-    accuracy: pd.DataFrame,
-    template: str,
-    last: int,
-    settings: NeuronSettings = NeuronSettings(),
-) -> dict:
-    """Attribution of every neuron, DE of the top neurons and the ablation sweep (figD9), plus
-    the mean activations the ablations use.  Returns raw tables and ``means`` [L, d_mlp]."""
-    tok, device = engine.model.tokenizer, engine.model.device
-    correct = accuracy[accuracy["correct"]]
-    pairs = draw_pairs(correct, settings.attribution_pairs, settings.seed, tok, template, ("a", "b"), device=device)
-    scores = attribution_scores(engine, pairs, last, settings.ranking).assign(ranking=settings.ranking)
-    top = scores.iloc[: n_top(len(scores), settings.top_share)]
-    sub = Pairs(
-        *(x[: settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer, pairs.corrupted_answer))
-    )
-    de = neuron_direct_effects(engine, sub, top, last)
-    means = mean_activations(
-        engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts, settings.seed), device), last
-    )
-    prompts = same_prompt_pairs(tok, seeded_rows(correct, settings.ablation_prompts, settings.seed), template, device)
-    ablation = ablation_sweep(engine, prompts, scores, means, sweep_counts(len(scores)), last)
-    ablation.insert(0, "ranking", settings.ranking)
-    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
-
-
-def grids_job(
-    engine: PatchingEngine,
-    accuracy: pd.DataFrame,
-    template: str,
-    last: int,
-    top: pd.DataFrame,
-    settings: NeuronSettings = NeuronSettings(),
-) -> dict:
-    """N(a, b) of the top neurons over the 100 x 100 grid [n_top, 100, 100] (the preactivation;
-    in a gated MLP what ``settings.gated_preactivation`` says, with ``up`` the up projection's
-    grids when both are fitted), their largest post-activation and its (a, b), their logit lens
-    over the answers 0..198, and ``quantity``: what N is."""
-    grid = accuracy.sort_values(["a", "b"])
-    if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
-        raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
-    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
-    out = neuron_grids(
-        engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last, kinds
-    )
-    answers = grid.drop_duplicates("answer").set_index("answer").loc[np.arange(199), "answer_token"].to_numpy()
-    arg = out.pop("post_argmax")
-    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
-    return {
-        "pre": out["pre"].reshape(len(top), 100, 100),
-        **extra,
-        "post_max": out["post_max"],
-        "max_a": grid["a"].to_numpy()[arg],
-        "max_b": grid["b"].to_numpy()[arg],
-        "lens": logit_lens(engine, top, answers),
-        "layer": top["layer"].to_numpy(),
-        "neuron": top["neuron"].to_numpy(),
-        "rank": top["rank"].to_numpy(),
-        "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
-    }
-
-
-def fit_eval_job(
-    engine: PatchingEngine,
-    accuracy: pd.DataFrame,
-    template: str,
-    last: int,
-    top: pd.DataFrame,
-    fitted_grids: np.ndarray | Sequence[np.ndarray],
-    means: np.ndarray,
-    settings: NeuronSettings = NeuronSettings(),
-) -> pd.DataFrame:
-    """fig09 on the ablation prompts: the fitted grids [n_top, 100, 100] read at each prompt,
-    one per hook point of :func:`preactivation_kinds` (for gate and up: the gate's, then the
-    up's); the raw table's ``quantity`` says what was fitted."""
-    device = engine.model.device
-    rows = seeded_rows(accuracy[accuracy["correct"]], settings.ablation_prompts, settings.seed)
-    prompts = same_prompt_pairs(engine.model.tokenizer, rows, template, device)
-    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
-    grids = [fitted_grids] if isinstance(fitted_grids, np.ndarray) else list(fitted_grids)
-    if len(grids) != len(kinds):
-        raise ValueError(f"{len(grids)} fitted grids for the {len(kinds)} fitted points {kinds}")
-    a, b = rows["a"].to_numpy(), rows["b"].to_numpy()
-    fitted = {kind: torch.as_tensor(g[:, a, b].T, dtype=torch.float32, device=device) for kind, g in zip(kinds, grids)}
-    raw = fit_evaluation(
-        engine, prompts, top, fitted, torch.as_tensor(means, device=device), powers_of_two(len(top)), last
-    )
-    raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
-    return raw
-
-
-def save_grids(path, grids: dict, model: str) -> None:
-    """The grids job's arrays to HDF5: pre [n_top, 100, 100] (a, b), post_max, max_a, max_b,
-    lens [n_top, 199], layer, neuron, rank, and quantity (a string: what ``pre`` holds)."""
-    import h5py
-
-    with h5py.File(path, "w") as f:
-        for key, value in grids.items():
-            f.create_dataset(
-                key, data=value, compression="gzip" if not isinstance(value, str) and np.ndim(value) > 1 else None
-            )
-        f["pre"].attrs["axes"] = "neuron, a, b"
-        f["pre"].attrs["what"] = f"last-token N(a, b): {grids.get('quantity', 'preactivation')}"
-        f["lens"].attrs["what"] = "W_U[answer 0..198] @ W_out[:, n]: no final norm, no unembedding bias"
-        f.attrs["model"] = model

@@ -1,0 +1,150 @@
+"""App. F, Figs. F3 and F4: the neuron logit lens.
+
+The neurons with the largest direct effect boost and suppress answer tokens periodically
+(their logit lens, F3), often with the period they read from the a+b helix (F4; helixclock
+also counts harmonics T/k).
+
+Neuron logit lens: lens[n] = W_U . W_out[:, n] over the answer tokens (no final norm, no
+unembedding bias: the authors skip the norm; the bias would add one fixed pattern to every
+neuron), scaled by the neuron's post-activation.  Periods come from
+:func:`helixclock.fourier.dominant_periods` (DC dropped), as in :mod:`.errors`.
+
+numpy/pandas only (no torch), vectorised over neurons.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...fourier import dominant_periods
+from ...statistics import share_set
+from .errors import NEAR, PERIODS, near
+
+# ---------------------------------------------------------------- F3, F4: neuron logit lens
+
+NEURON_COLUMNS = ("layer", "neuron", "de", "max_post", "max_a", "max_b", "top_variable", "top_period")
+
+
+def neuron_label(layer, neuron) -> str:
+    return f"L{int(layer)}N{int(neuron)}"
+
+
+def _check_neurons(neurons: pd.DataFrame, lens: np.ndarray, need) -> None:
+    missing = [c for c in need if c not in neurons.columns]
+    if missing:
+        raise KeyError(f"neuron table lacks columns {missing}; needs {list(need)}")
+    if len(neurons) != len(lens):
+        raise ValueError(
+            f"{len(lens)} logit-lens rows but {len(neurons)} neurons; row i of each must be the same neuron"
+        )
+
+
+def neuron_logit_lens(lens: np.ndarray, max_post: np.ndarray) -> np.ndarray:
+    """What each neuron writes to the answer logits at its most-activating prompt:
+    post-activation x (W_U . W_out[:, n]), [n_neurons, 199]."""
+    return np.asarray(lens, np.float64) * np.asarray(max_post, np.float64)[:, None]
+
+
+def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.DataFrame:
+    """Fig. F3: the logit lens of some neurons at their most-activating prompt.
+
+    neurons: one row per neuron, row i <-> lens[i]; columns layer, neuron, max_post (the
+    post-activation at its most-activating prompt), max_a, max_b (that prompt).
+    lens: [n_neurons, 199] = W_U . W_out[:, n] over the answer tokens 0..198.
+    rows: positions in ``neurons`` to keep (default the first four).
+    Long format: label (L{layer}N{neuron}), layer, neuron, max_a, max_b, answer, token, logit.
+    """
+    _check_neurons(neurons, lens, ("layer", "neuron", "max_post", "max_a", "max_b"))
+    rows = np.arange(min(4, len(neurons))) if rows is None else np.asarray(rows)
+    sub = neurons.iloc[rows]
+    L = neuron_logit_lens(np.asarray(lens)[rows], sub["max_post"].to_numpy())
+    m = L.shape[1]
+    rep = lambda col: np.repeat(sub[col].to_numpy(), m)  # noqa: E731
+    return pd.DataFrame(
+        {
+            "label": np.repeat([neuron_label(l, n) for l, n in zip(sub["layer"], sub["neuron"])], m),
+            "layer": rep("layer"),
+            "neuron": rep("neuron"),
+            "max_a": rep("max_a"),
+            "max_b": rep("max_b"),
+            "answer": rep("max_a") + rep("max_b"),
+            "token": np.tile(np.arange(m), len(sub)),
+            "logit": L.ravel(),
+        }
+    )
+
+
+HARMONICS = 4  # figF4: a lens period T / k with k = 1..HARMONICS counts as a harmonic match
+
+
+def harmonic_order(lens_period, fitted_period, harmonics: int = HARMONICS, tol: float = NEAR) -> np.ndarray:
+    """The smallest k in 1..``harmonics`` with the lens period within ``tol`` of T / k (T the
+    fitted period), else 0.  k = 1 is the strict match; a period-5 neuron whose lens shows 2.5
+    has k = 2 (on integer tokens a cosine of period T is also periodic with every multiple of
+    T, and its readout may put its power in a harmonic)."""
+    p = np.asarray(lens_period, dtype=np.float64)
+    T = np.broadcast_to(np.asarray(fitted_period, dtype=np.float64), p.shape)
+    out = np.zeros(p.shape, dtype=np.int64)
+    for k in range(harmonics, 0, -1):
+        out = np.where(near(p, T / k, tol), k, out)
+    return out
+
+
+def logit_lens_periods(
+    neurons: pd.DataFrame, lens: np.ndarray, fraction: float = 0.8, periods=PERIODS, harmonics: int = HARMONICS
+) -> pd.DataFrame:
+    """Fig. F4: the neurons of the ``fraction`` DE set (:func:`helixclock.statistics.share_set`)
+    whose preactivation fit's largest term is an a+b term c_{T,a+b} with T in ``periods`` (App.
+    F: "a neuron whose preactivation fit's largest term is c_{T_i,a+b}"), and the top Fourier
+    period of their logit lens (DC dropped).
+
+    neurons: row i <-> lens[i]; columns layer, neuron, de (direct effect), top_variable and
+    top_period (variable and period of the largest-amplitude Fourier term of the neuron's Eq. 5
+    fit).  Columns: layer, neuron, de, fitted_period (that T), lens_period, lens_frequency,
+    matches (lens period within 5% of T), harmonic (:func:`harmonic_order`: k with the lens
+    period within 5% of T / k, 0 if none) and matches_harmonic (harmonic > 0).
+    """
+    _check_neurons(neurons, lens, ("layer", "neuron", "de", "top_variable", "top_period"))
+    keep = (
+        share_set(neurons["de"].to_numpy(), fraction)
+        & (neurons["top_variable"] == "a+b").to_numpy()
+        & neurons["top_period"].isin(periods).to_numpy()
+    )
+    top = dominant_periods(np.asarray(lens, np.float64)[keep])
+    sub = neurons.loc[keep, ["layer", "neuron", "de", "top_period"]].rename(columns={"top_period": "fitted_period"})
+    sub = sub.reset_index(drop=True)
+    sub["lens_period"], sub["lens_frequency"] = top["period"], top["frequency"]
+    fitted = sub["fitted_period"].to_numpy(np.float64)
+    sub["matches"] = near(sub["lens_period"], fitted)
+    sub["harmonic"] = harmonic_order(sub["lens_period"].to_numpy(), fitted, harmonics)
+    sub["matches_harmonic"] = sub["harmonic"] > 0
+    return sub
+
+
+def match_shares(periods_table: pd.DataFrame) -> dict[str, float]:
+    """Fig. F4's summary: n neurons, and the shares whose lens period matches the fitted period
+    strictly and up to a harmonic (NaN without neurons)."""
+    n = len(periods_table)
+    return {
+        "n": n,
+        "strict": float(periods_table["matches"].mean()) if n else np.nan,
+        "harmonic": float(periods_table["matches_harmonic"].mean()) if n else np.nan,
+    }
+
+
+def neuron_lens_tables(
+    neurons: pd.DataFrame,
+    lens: np.ndarray,
+    rows=None,
+    fraction: float = 0.8,
+    periods=PERIODS,
+    harmonics: int = HARMONICS,
+) -> dict[str, pd.DataFrame]:
+    """The neuron tables of App. F: logit_lens (F3, neurons ``rows``, e.g. Fig. 8's four) and
+    logit_lens_periods (F4, the ``fraction`` DE set).  Columns needed in ``neurons``:
+    :data:`NEURON_COLUMNS`; row i of ``neurons`` is row i of ``lens``."""
+    return {
+        "logit_lens": logit_lens_table(neurons, lens, rows),
+        "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods, harmonics),
+    }
