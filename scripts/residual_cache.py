@@ -20,5 +20,7 @@ attrs = write_residual_cache(
     dtype=snakemake.params.dtype,
     max_number=snakemake.params.max_number,
     engine=patching_engine(snakemake, model),
+    number_prompt=snakemake.params.spec.get("number_prompt", "{a}"),
+    several=snakemake.params.spec.get("number_tokens", "one") == "several",
 )
 log.info("cached %d correct prompts: %s", len(correct), attrs)

@@ -106,8 +106,8 @@ def test_clean_and_corrupted_runs_are_cached(tiny_gptj, monkeypatch):
     pairs = make_pairs(tiny_gptj)
     engine = PatchingEngine(tiny_gptj)
     calls = []
-    original = engine.collect
-    monkeypatch.setattr(engine, "collect", lambda *a, **k: calls.append(a[0].data_ptr()) or original(*a, **k))
+    original = engine.collect_run
+    monkeypatch.setattr(engine, "collect_run", lambda *a, **k: calls.append(a[0].data_ptr()) or original(*a, **k))
     v = [[Patch(Point("resid_pre", 0, (POS_A,)))]]
     engine.run(pairs, v)
     engine.run(pairs, v)

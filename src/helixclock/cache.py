@@ -51,30 +51,36 @@ def write_residual_cache(
     dtype: str = "float32",
     max_number: int = 360,
     engine: PatchingEngine | None = None,
+    number_prompt: str = "{a}",
+    several: bool = False,
 ) -> dict:
-    """Run the a+b prompts (a[i], b[i]) and the bare numbers; write the cache to ``path``."""
+    """Run the a+b prompts (a[i], b[i]) and the bare numbers; write the cache to ``path``.
+
+    With numbers of several tokens (``several``) a number is read at the last token of its span
+    and rows are stored in the order of their token layouts (``ab`` says which problem each
+    row is); the bare numbers sit in ``number_prompt``."""
     engine = engine or PatchingEngine(model)
     task = get_task("add")
     problems = task.problems()
     keep = np.isin(problems.a * 1000 + problems.b, a * 1000 + b)
     problems.a, problems.b, problems.answer = problems.a[keep], problems.b[keep], problems.answer[keep]
-    found = check_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
-    positions = found.positions
+    numbers = list(range(max_number + 1))
+    prompts = _several_rows if several else _single_rows
+    ids, groups, order, pos, where = prompts(model, task, template, problems)
+    nums, ngroups, norder, npos, nwhere = (_several_numbers if several else _single_numbers)(
+        model, number_prompt, numbers
+    )
     L1 = model.adapter.n_layers + 1
     d = model.adapter.d_model
     n = len(problems)
-    numbers = list(range(max_number + 1))
-    number_ids = torch.tensor(number_token_ids(model.tokenizer, model.name, numbers))
-    ids = torch.from_numpy(found.input_ids)
-    pos = (positions.a, positions.b, positions.last)
     points = [Point("resid_pre", layer, pos) for layer in range(L1)]
     tmp = Path(str(path) + ".tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(tmp, "w") as f:
         dsets = {k: _create(f, k, n, L1, d, dtype) for k in POSITIONS}
-        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64))
+        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64)[order])
         start = 0
-        for chunk in engine.iter_collect(ids, points, logits=False, desc="cache a+b"):
+        for chunk in engine.iter_collect(ids, points, logits=False, desc="cache a+b", groups=groups):
             stacked = torch.stack([chunk[p] for p in points], 2)  # [B, 3, L1, d]
             stacked = to_numpy(stacked, dtype)
             stop = start + stacked.shape[0]
@@ -82,10 +88,9 @@ def write_residual_cache(
                 dsets[k][start:stop] = stacked[:, j]
             start = stop
         num = _create(f, "numbers", len(numbers), L1, d, dtype)
-        last = number_ids.shape[1] - 1
-        npoints = [Point("resid_pre", layer, (last,)) for layer in range(L1)]
-        values, _ = engine.collect(number_ids, npoints, logits=False, desc="cache numbers")
-        num[:] = to_numpy(torch.stack([values[p][:, 0] for p in npoints], 1), dtype)
+        npoints = [Point("resid_pre", layer, npos) for layer in range(L1)]
+        values, _ = engine.collect(nums, npoints, logits=False, desc="cache numbers", groups=ngroups)
+        num[:] = to_numpy(torch.stack([values[p][:, 0] for p in npoints], 1), dtype)[np.argsort(norder)]
         f["numbers"].attrs["values"] = np.array(numbers)
         attrs = {
             "model": model.name,
@@ -94,11 +99,8 @@ def write_residual_cache(
             "dtype": dtype,
             "template": template,
             "example_prompt": render(template, 12, 34),
-            "position_a": positions.a,
-            "position_b": positions.b,
-            "position_last": positions.last,
-            "prompt_length": positions.length,
-            "number_position": last,
+            **where,
+            **nwhere,
             "n_layers": model.adapter.n_layers,
             "d_model": d,
             "family": model.adapter.family,
@@ -107,6 +109,48 @@ def write_residual_cache(
         f.attrs.update(attrs)
     tmp.replace(path)
     return attrs
+
+
+def _single_rows(model, task, template, problems):
+    """One-token numbers: every prompt has the same positions (attributes position_*)."""
+    found = check_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
+    p = found.positions
+    where = {"position_a": p.a, "position_b": p.b, "position_last": p.last, "prompt_length": p.length}
+    return torch.from_numpy(found.input_ids), None, np.arange(len(problems)), (p.a, p.b, p.last), where
+
+
+def _several_rows(model, task, template, problems):
+    """Numbers of several tokens: a and b at the last token of their spans, rows grouped by
+    layout (positions -1: not shared; attribute number_tokens)."""
+    from .numbers import ordered, padded, several_task_tokens
+
+    tokens = several_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
+    order, groups, _ = ordered(tokens)
+    ids = torch.from_numpy(padded([tokens.ids[i] for i in order]))
+    where = {
+        "position_a": -1,
+        "position_b": -1,
+        "position_last": -1,
+        "prompt_length": -1,
+        "number_tokens": "several",
+        "positions": "a and b: the last token of their spans",
+    }
+    return ids, groups, order, ("a", "b", "last"), where
+
+
+def _single_numbers(model, template, numbers):
+    ids = torch.tensor(number_token_ids(model.tokenizer, model.name, numbers))
+    last = ids.shape[1] - 1
+    return ids, None, np.arange(len(numbers)), (last,), {"number_position": last}
+
+
+def _several_numbers(model, template, numbers):
+    from .numbers import number_prompt_tokens, ordered, padded
+
+    tokens = number_prompt_tokens(model.tokenizer, model.name, template, numbers)
+    order, groups, _ = ordered(tokens)
+    ids = torch.from_numpy(padded([tokens.ids[i] for i in order]))
+    return ids, groups, order, ("a",), {"number_position": -1, "number_prompt": template}
 
 
 @dataclass

@@ -184,12 +184,13 @@ FEWEST_NUMBERS = 99  # the schema's minimum of cache.max_number: App. E's line a
 OPERANDS = {"add": ("a", "b")}  # every other task has the one operand a
 
 
-def check_prompt(name: str, task: str, template: str) -> None:
+def check_prompt(name: str, task: str, template: str, key: str | None = None) -> None:
     """A prompt template has exactly its task's placeholders ({a} and {b} for a+b, {a} alone
-    for the other tasks), each once, no other field, and braces that ``str.format`` accepts."""
+    for the other tasks and for the bare numbers' ``number_prompt``), each once, no other
+    field, and braces that ``str.format`` accepts."""
     import string
 
-    key = f"registry key '{name}.prompts.{task}'"
+    key = key or f"registry key '{name}.prompts.{task}'"
     wanted = OPERANDS.get(task, ("a",))
     allowed = ", ".join("{" + w + "}" for w in wanted)
     try:
@@ -293,13 +294,94 @@ def check_settings(config: dict, registry: dict) -> None:
             )
         for task in tasks:
             check_prompt(name, task, spec["prompts"][task])
+        check_prompt(name, "number", spec.get("number_prompt", "{a}"), key=f"registry key '{name}.number_prompt'")
+        if source_kind(spec["source"]) == "package":
+            package_source(name, spec["source"])
         if spec["source"] == TOY_SOURCE:
             _toy_checks(name, spec, config)
 
 
+PACKAGE_SOURCE = "python-package:"  # a GGUF inside an installed Python package
+INSTALLED_GGUF = "model.gguf"  # where the install_gguf job puts a package's GGUF, in resources/models/{model}/
+
+
+def source_kind(source: str) -> str:
+    """'toy', 'package' (a GGUF inside an installed package), 'gguf' (a local .gguf file) or
+    'hub' (a hub id or a local directory)."""
+    if source == TOY_SOURCE:
+        return "toy"
+    if source.startswith(PACKAGE_SOURCE):
+        return "package"
+    if source.endswith(".gguf"):
+        return "gguf"
+    return "hub"
+
+
+def package_source(name: str, source: str) -> tuple[str, str, str]:
+    """(module, "file" or "function", path inside the package or function name) of a
+    'python-package:MODULE/PATH.gguf' or 'python-package:MODULE:FUNCTION' source."""
+    body = source[len(PACKAGE_SOURCE) :]
+    if ":" in body:
+        module, function = body.split(":", 1)
+        if module and function.isidentifier():
+            return module, "function", function
+    elif "/" in body:
+        module, path = body.split("/", 1)
+        if module and path.endswith(".gguf"):
+            return module, "file", path
+    raise ConfigError(
+        f"registry key '{name}.source': value {source!r} is not a package source; allowed: "
+        f"'{PACKAGE_SOURCE}MODULE/PATH.gguf' (a file of the package) or '{PACKAGE_SOURCE}MODULE:FUNCTION' "
+        "(a function that writes the GGUF to the path it is given)"
+    )
+
+
 def model_dir(name: str, spec: dict, resources: str | Path = "resources/models") -> str:
-    """Where a model's weights are loaded from: the trained toy's directory, a local
-    directory, or the hub id itself."""
-    if spec["source"] == TOY_SOURCE:
-        return str(Path(resources) / name)
-    return spec["source"]
+    """Where a model's weights are loaded from: the trained toy's directory, the directory of a
+    GGUF file, a local directory, or the hub id itself (see :func:`model_files`)."""
+    return model_files(name, spec, resources)[0]
+
+
+def model_files(name: str, spec: dict, resources: str | Path = "resources/models") -> tuple[str, dict]:
+    """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
+    from its directory with ``gguf_file=`` (transformers dequantises it to float)."""
+    kind = source_kind(spec["source"])
+    if kind == "toy":
+        return str(Path(resources) / name), {}
+    if kind == "package":
+        return str(Path(resources) / name), {"gguf_file": INSTALLED_GGUF}
+    if kind == "gguf":
+        path = Path(spec["source"])
+        return str(path.parent), {"gguf_file": path.name}
+    return spec["source"], {}
+
+
+# Parts of the paper helixclock runs only on models whose numbers are one token: for a model
+# with numbers of several tokens (registry number_tokens: several) their outputs are not made
+# and results/{model}/tables/not_run.csv says why (README, "Numbers of several tokens").
+NOT_RUN_FOR_SEVERAL = {
+    "heads": (
+        "not carried over to numbers of several tokens yet: the head stage (Figs. D2-D7, Table D1) reads a, b "
+        "and the last token at positions every prompt shares, and Fig. D6's attention to the a and b tokens has "
+        "no single a or b token when a number is a span"
+    ),
+    "mlps": (
+        "not carried over to numbers of several tokens yet: the MLP stage (Figs. D8, 7) reads the last token at a "
+        "position every prompt shares"
+    ),
+    "neurons": (
+        "not defined for numbers of several tokens as the paper defines it: the neurons are ranked by the answer "
+        "token's logit, and Figs. 8-10, D9-D13, F3 and F4 read one answer token among the numbers 0..198; these "
+        "answers are several digit tokens"
+    ),
+    "compat": "its table reads the head and MLP stages' tables, which are not run for numbers of several tokens",
+    "answer_logits": (
+        "not defined for numbers of several tokens: Figs. F5 and F6 read the final logits over the answers "
+        "0..198 as tokens, and this model's answers are not single tokens"
+    ),
+}
+
+
+def several_tokens(spec: dict) -> bool:
+    """Whether a registry entry declares numbers of several tokens."""
+    return spec.get("number_tokens", "one") == "several"

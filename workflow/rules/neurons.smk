@@ -132,4 +132,4 @@ figure_rule(
     f"{NEURON_FIGURES}:trends_figure",
     "neurons",
 )
-register(*table("tabD2_top_neurons"))
+register(*table("tabD2_top_neurons"), scope="neurons")

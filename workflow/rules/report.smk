@@ -4,23 +4,37 @@
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
 PAPER_VALUES = str(Path(workflow.basedir) / "config" / "paper_values.yaml")
-PER_MODEL_TABLES = [
-    "results/{model}/model.json",
-    "results/{model}/tables/tabC1_other_tasks_accuracy.csv",
-    "results/{model}/tables/tab01_other_tasks.csv",
-    HEADS_SUMMARY["topk"],
-    HEADS_SUMMARY["mixed"],
-    HEADS_SUMMARY["categories"],
-    MLPS_SUMMARY["mlp_topk"],
-    MLPS_SUMMARY["mlp_stages"],
-    NEURONS_SUMMARY["neurons"],
-    NEURONS_SUMMARY["ablation"],
-    NEURONS_SUMMARY["fit_eval"],
-    f"{ERRORS}/linear_addition.csv",
-    ERRORS_F["error_summary"],
-    ERRORS_F["carry_test"],
-    ERRORS_F["logit_line_fourier"],
+PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
+    ("results/{model}/model.json", None),
+    ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
+    ("results/{model}/tables/tab01_other_tasks.csv", None),
+    (HEADS_SUMMARY["topk"], "heads"),
+    (HEADS_SUMMARY["mixed"], "heads"),
+    (HEADS_SUMMARY["categories"], "heads"),
+    (MLPS_SUMMARY["mlp_topk"], "mlps"),
+    (MLPS_SUMMARY["mlp_stages"], "mlps"),
+    (NEURONS_SUMMARY["neurons"], "neurons"),
+    (NEURONS_SUMMARY["ablation"], "neurons"),
+    (NEURONS_SUMMARY["fit_eval"], "neurons"),
+    (f"{ERRORS}/linear_addition.csv", None),
+    (ERRORS_F["error_summary"], None),
+    (ERRORS_F["carry_test"], None),
+    (ERRORS_F["logit_line_fourier"], None),
 ]
+
+
+rule not_run:
+    output:
+        table("not_run", stage="report"),
+    log:
+        "logs/{model}/not_run.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        reasons=lambda w: settled(NOT_RUN_FOR_SEVERAL) if several_tokens(REGISTRY[w.model]) else {},
+    script:
+        "../../scripts/not_run.py"
 
 
 staged_job(
@@ -46,7 +60,8 @@ rule paper_comparison:
     input:
         values=PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        tables=expand(PER_MODEL_TABLES, model=MODELS),
+        # the tables of the stages each model runs
+        tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
     output:
         table("paper_comparison", model="all", stage="report"),
     log:

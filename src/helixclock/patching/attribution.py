@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from .layout import boundaries, group_at
 from .metrics import Metric, clean_answer_logit
 from .points import Point
 
@@ -65,11 +66,14 @@ class AttributionPatching:
         if any(p.index is not None for p in points):
             raise ValueError("attribution scores whole sites: give points without an index")
         clean = self.clean_values(pairs, points)
-        prefix = self.prefix.get(pairs.corrupted, self.prefix.length([pairs.clean, pairs.corrupted], points))
+        prefix = self.prefix.get(
+            pairs.corrupted, self.prefix.length([pairs.clean, pairs.corrupted], points, pairs.groups)
+        )
         start_site = self.site(Point("resid_pre", 0, (0,)))
         parts: dict[str, dict[Point, list[Tensor]]] = {r: {p: [] for p in points} for r in reductions}
 
         def step(start: int, stop: int) -> None:
+            layout = group_at(pairs.groups, start).layout
             got: dict = {}
             plan = {start_site: [lambda x: x.detach().requires_grad_(True)]}  # the graph starts here
             for p in points:
@@ -80,16 +84,16 @@ class AttributionPatching:
                 got["metric"] = metric(x.float(), rows, self, pairs)
 
             with torch.enable_grad():
-                self.trace(pairs.corrupted[start:stop], plan, on_logits, prefix)
+                self.trace(pairs.corrupted[start:stop, : layout.length], plan, on_logits, prefix, layout.answer)
                 grads = torch.autograd.grad(got["metric"].sum(), [got[p] for p in points], allow_unused=True)
             for p, g in zip(points, grads):
-                value = self.select(p, got[p].detach(), prefix[0])
-                grad = torch.zeros_like(value) if g is None else self.select(p, g, prefix[0])
+                value = self.select(p, got[p].detach(), prefix[0], layout)
+                grad = torch.zeros_like(value) if g is None else self.select(p, g, prefix[0], layout)
                 score = grad.float() * (clean[p][start:stop].float() - value.float())
                 for r in reductions:
                     parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 
-        self.batches(len(pairs), step, desc)
+        self.batches(len(pairs), step, desc, boundaries(pairs.groups))
         out = {
             r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
             for r, part in parts.items()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
@@ -20,13 +20,18 @@ class OOMRetry:
         self.batch_size = max(1, int(batch_size))
         self.progress = progress
 
-    def iterate(self, n: int, fn: Callable[[int, int], object], desc: str = "") -> Iterator[object]:
+    def iterate(
+        self, n: int, fn: Callable[[int, int], object], desc: str = "", boundaries: Sequence[int] = ()
+    ) -> Iterator[object]:
+        """``fn(start, stop)`` over chunks of the rows; no chunk crosses a row index in
+        ``boundaries`` (where the rows' token layout changes)."""
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n, desc=desc, disable=not self.progress or n <= self.batch_size, file=sys.stderr, leave=False)
+        ends = sorted({int(b) for b in boundaries if 0 < b < n} | {n})
         start = 0
         while start < n:
-            stop = min(n, start + self.batch_size)
+            stop = min(start + self.batch_size, next(e for e in ends if e > start))
             try:
                 result = fn(start, stop)
             except torch.cuda.OutOfMemoryError:
@@ -43,5 +48,7 @@ class OOMRetry:
             yield result
         bar.close()
 
-    def __call__(self, n: int, fn: Callable[[int, int], object], desc: str = "") -> list:
-        return list(self.iterate(n, fn, desc))
+    def __call__(
+        self, n: int, fn: Callable[[int, int], object], desc: str = "", boundaries: Sequence[int] = ()
+    ) -> list:
+        return list(self.iterate(n, fn, desc, boundaries))

@@ -8,7 +8,8 @@ towards the clean answer.  The default metric is the logit difference
 
     LD = logit_patched(clean answer) - logit_corrupted(clean answer),
 
-so LD = 0 means the patched value carries nothing the model uses, and patching
+(for an answer of several tokens, the sum of its tokens' logits under teacher forcing:
+:mod:`helixclock.patching.metrics`), so LD = 0 means the patched value carries nothing the model uses, and patching
 everything the model needs restores the clean logit.
 
 This engine is the one place every causal experiment goes through.  A variant (a list of
@@ -18,7 +19,10 @@ This engine is the one place every causal experiment goes through.  A variant (a
 a handful of forward passes.  The unpatched clean and corrupted runs are cached on the pairs
 (:class:`~helixclock.patching.runs.RunCache`), the shared prompt prefix is run once
 (:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
-device until the final result.  Direct effects and path patching are in
+device until the final result.  Rows whose numbers have different token layouts (numbers of
+several tokens, :mod:`helixclock.patching.layout`) are never mixed in one forward pass: each
+batch has one layout, so no padding token is run, and a variant sweep of V variants on n pairs
+in G layouts costs at most G more passes than with one layout.  Direct effects and path patching are in
 :mod:`helixclock.patching.paths`, the gradient path (attribution patching) in
 :mod:`helixclock.patching.attribution`.
 """
@@ -34,11 +38,14 @@ from torch import Tensor
 from ..models import LoadedModel, Site
 from .attribution import AttributionPatching
 from .batching import OOMRetry
-from .metrics import Metric, logit_difference
+from .layout import Group, Layout, boundaries, group_at, single_group
+from .metrics import Metric, answer_logits, logit_difference
 from .paths import PathPatching
 from .points import Patch, Point, Record
 from .prefix import PrefixCache
 from .runs import Pairs
+
+_NO_ROLES = Layout(0)  # resolves integer positions only (rows given without a layout)
 
 # per site, the functions called on its value in forward order; one returning a tensor replaces it
 Plan = dict[Site, list[Callable[[Tensor], Tensor | None]]]
@@ -74,13 +81,15 @@ class PatchingEngine(PathPatching, AttributionPatching):
         return value
 
     @staticmethod
-    def positions(point: Point, offset: int) -> list[int]:
-        """Positions of a point inside a forward pass that starts at token ``offset``."""
-        return [p - offset if p >= 0 else p for p in point.positions]
+    def positions(point: Point, offset: int, layout: Layout | None = None) -> list[int]:
+        """Positions of a point inside a forward pass that starts at token ``offset`` (roles
+        such as "a" or "last" resolved by the rows' ``layout``)."""
+        pos = (layout or _NO_ROLES).positions(point.positions)
+        return [p - offset if p >= 0 else p for p in pos]
 
-    def select(self, point: Point, value: Tensor, offset: int = 0) -> Tensor:
+    def select(self, point: Point, value: Tensor, offset: int = 0, layout: Layout | None = None) -> Tensor:
         """[rows, n_positions, *features] of the point (one head or neuron if indexed)."""
-        return self.narrow(point, self.view(point, value)[:, self.positions(point, offset)])
+        return self.narrow(point, self.view(point, value)[:, self.positions(point, offset, layout)])
 
     @staticmethod
     def narrow(point: Point, site_value: Tensor) -> Tensor:
@@ -94,16 +103,20 @@ class PatchingEngine(PathPatching, AttributionPatching):
         plan: Plan,
         on_logits: Callable[[Tensor], None] | None,
         prefix: tuple[int, list | None] = (0, None),
+        answer: int = 1,
     ) -> None:
         """One forward pass of ``ids``: at each site, in forward order, call the plan's
         functions on the site's value; a function returning a tensor replaces it.  With
         ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run.
-        ``on_logits`` receives the last-token logits."""
+        ``on_logits`` receives the logits of the last ``answer`` positions, [rows, answer, V]
+        (the last token's, for a one-token answer)."""
         model = self.model
         kwargs = {}
+        if model.info.get("number_tokens") == "several":  # the unembedding only where logits are read
+            kwargs["logits_to_keep"] = answer  # (not for one-token models: their runs stay bit for bit)
         if prefix[0] > 0:
             ids = ids[:, prefix[0] :]
-            kwargs = {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
+            kwargs |= {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
         with model.lm.trace(ids, **kwargs):
             for site in sorted(plan, key=lambda s: s.order):
                 env = model.envoy(site.path)
@@ -122,44 +135,87 @@ class PatchingEngine(PathPatching, AttributionPatching):
                     else:
                         env.output = value
             if on_logits is not None:
-                on_logits(self.adapter.cap_logits(model.envoy(self.adapter.unembed).output[:, -1]))
+                on_logits(self.adapter.cap_logits(model.envoy(self.adapter.unembed).output[:, -answer:]))
 
     # -- collection --------------------------------------------------------------------------
+    @staticmethod
+    def groups(ids: Tensor, groups: Sequence[Group] | None) -> list[Group]:
+        """The rows' groups: as given, or every row of ``ids`` in one."""
+        return list(groups) if groups is not None else single_group(*ids.shape)
+
     def collect(
-        self, ids: Tensor, points: Sequence[Point], logits: bool = True, desc: str = "collect"
+        self,
+        ids: Tensor,
+        points: Sequence[Point],
+        logits: bool = True,
+        desc: str = "collect",
+        groups: Sequence[Group] | None = None,
     ) -> tuple[dict[Point, Tensor], Tensor | None]:
         """Values of ``points`` [n, n_positions, ...] and last-token logits [n, vocab] (float32)
-        for every row of ``ids``."""
+        for every row of ``ids`` (rows of several token layouts: ``groups``)."""
+        values, last, _ = self.collect_run(ids, points, groups, None, desc, logits)
+        return values, last
+
+    def collect_run(
+        self,
+        ids: Tensor,
+        points: Sequence[Point],
+        groups: Sequence[Group] | None = None,
+        answers: Tensor | None = None,
+        desc: str = "collect",
+        logits: bool = True,
+    ) -> tuple[dict[Point, Tensor], Tensor | None, Tensor | None]:
+        """:meth:`collect`, and with ``answers`` [n, K] each row's teacher-forced answer score
+        [n] (the sum of its answer tokens' logits at the last ``layout.answer`` positions)."""
         out: dict[Point, list[Tensor]] = {p: [] for p in points}
         last: list[Tensor] = []
-        for chunk in self.iter_collect(ids, points, logits, desc):
+        scores: list[Tensor] = []
+        for chunk in self.iter_collect(ids, points, logits, desc, groups, answers):
             for p in points:
                 out[p].append(chunk[p])
             if logits:
                 last.append(chunk["logits"])
+            if answers is not None:
+                scores.append(chunk["score"])
         values = {p: torch.cat(v) for p, v in out.items()}
-        return values, (torch.cat(last) if logits else None)
+        return values, (torch.cat(last) if logits else None), (torch.cat(scores) if answers is not None else None)
 
     def iter_collect(
-        self, ids: Tensor, points: Sequence[Point], logits: bool = True, desc: str = "collect"
+        self,
+        ids: Tensor,
+        points: Sequence[Point],
+        logits: bool = True,
+        desc: str = "collect",
+        groups: Sequence[Group] | None = None,
+        answers: Tensor | None = None,
     ) -> Iterator[dict]:
-        """Like :meth:`collect`, one dict per chunk (for streaming to disk)."""
+        """Like :meth:`collect`, one dict per chunk (for streaming to disk); a chunk never
+        mixes token layouts."""
         ids = ids.to(self.model.device)
-        prefix = self.prefix.get(ids, self.prefix.length([ids], points))
+        groups = self.groups(ids, groups)
+        prefix = self.prefix.get(ids, self.prefix.length([ids], points, groups))
 
         def step(start: int, stop: int) -> dict:
+            layout = group_at(groups, start).layout
             got: dict = {}
             plan: Plan = {}
             for p in points:
                 plan.setdefault(self.site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0]).detach().clone())
+                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0], layout).detach().clone())
                 )
-            grab = (lambda x: got.__setitem__("logits", x.detach().float().clone())) if logits else None
+
+            def grab(x: Tensor) -> None:
+                x = x.detach().float()
+                if logits:
+                    got["logits"] = x[:, 0].clone()
+                if answers is not None:
+                    got["score"] = answer_logits(x, answers[start:stop].to(x.device)).sum(1)
+
             with torch.no_grad():
-                self.trace(ids[start:stop], plan, grab, prefix)
+                self.trace(ids[start:stop, : layout.length], plan, grab, prefix, layout.answer)
             return got
 
-        yield from self.batches.iterate(ids.shape[0], step, desc)
+        yield from self.batches.iterate(ids.shape[0], step, desc, boundaries(groups))
 
     # -- the unpatched runs of a pair set ----------------------------------------------------
     def clean_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
@@ -178,9 +234,7 @@ class PatchingEngine(PathPatching, AttributionPatching):
 
     def clean_ld(self, pairs: Pairs) -> Tensor:
         """LD of the clean run itself: the most any patch can restore, per pair."""
-        return pairs.clean_run.answer_logit(self, pairs.clean_answer) - pairs.corrupted_run.answer_logit(
-            self, pairs.clean_answer
-        )
+        return pairs.clean_run.answer_score(self) - pairs.corrupted_run.answer_score(self)
 
     # -- patching ------------------------------------------------------------------------------
     def run(
@@ -193,13 +247,14 @@ class PatchingEngine(PathPatching, AttributionPatching):
     ) -> RunResult:
         """Run every variant on every pair; return ``metric`` as [n_variants, n_pairs].
 
-        ``metric`` is a function of the patched last-token logits (see
+        ``metric`` is a function of the patched run's logits at the answer positions (see
         :mod:`helixclock.patching.metrics`; LD by default).  ``record`` points are read in every
         patched run, a variant's ``Record`` elements in that variant's rows, after the patches
         upstream of them took effect.
         """
         sweep = _Sweep(self, pairs, variants, metric, record)
-        self.batches(len(variants) * len(pairs), sweep.step, desc)
+        edges = boundaries(pairs.groups, len(variants), len(pairs))
+        self.batches(len(variants) * len(pairs), sweep.step, desc, edges)
         return sweep.result()
 
 
@@ -217,7 +272,8 @@ class _Sweep:
         self.tensors = {id(p): p.value.to(device) for p in patches if isinstance(p.value, Tensor)}
         self.masks = {id(p): p.where.to(device) for p in patches if p.where is not None}
         touched = [p.point for v in variants for p in v] + list(record)
-        self.prefix = engine.prefix.get(pairs.corrupted, engine.prefix.length([pairs.clean, pairs.corrupted], touched))
+        length = engine.prefix.length([pairs.clean, pairs.corrupted], touched, pairs.groups)
+        self.prefix = engine.prefix.get(pairs.corrupted, length)
         size = len(variants) * self.n
         self.metric_out = torch.empty(size, device=device)
         self.answer = torch.empty(size, device=device)
@@ -227,7 +283,10 @@ class _Sweep:
         ]
 
     def step(self, start: int, stop: int) -> None:
+        """Rows [start, stop) of the stacked variants (one variant block or several, one token
+        layout)."""
         engine, offset = self.engine, self.prefix[0]
+        layout = group_at(self.pairs.groups, start % self.n).layout
         plan: Plan = {}
         for vi, variant in enumerate(self.variants):
             lo, hi = max(start, vi * self.n), min(stop, (vi + 1) * self.n)
@@ -237,34 +296,35 @@ class _Sweep:
             pair_idx = slice(lo - vi * self.n, hi - vi * self.n)
             for item in variant:
                 plan.setdefault(engine.site(item.point), []).append(
-                    self._record_fn(item.point, rows, self.per_variant[vi][item.point])
+                    self._record_fn(item.point, rows, self.per_variant[vi][item.point], layout)
                     if isinstance(item, Record)
-                    else self._patch_fn(item, rows, pair_idx)
+                    else self._patch_fn(item, rows, pair_idx, layout)
                 )
         got: dict = {}
         for p in self.record:
             plan.setdefault(engine.site(p), []).append(
-                lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset).detach().clone())
+                lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset, layout).detach().clone())
             )
         pair_rows = torch.arange(start, stop, device=self.metric_out.device) % self.n
 
         def on_logits(x: Tensor) -> None:
             x = x.detach().float()
-            self.answer[start:stop] = x.gather(1, self.pairs.clean_answer[pair_rows][:, None])[:, 0]
+            self.answer[start:stop] = answer_logits(x, self.pairs.answers[pair_rows]).sum(1)
             self.metric_out[start:stop] = self.metric(x, pair_rows, engine, self.pairs)
 
         with torch.no_grad():
-            engine.trace(self.pairs.corrupted[pair_rows], plan, on_logits, self.prefix)
+            ids = self.pairs.corrupted[pair_rows, : layout.length]
+            engine.trace(ids, plan, on_logits, self.prefix, layout.answer)
         for p in self.record:
             self.recorded[p].append(got[p])
 
-    def _record_fn(self, point: Point, rows: slice, into: list):
+    def _record_fn(self, point: Point, rows: slice, into: list, layout: Layout):
         offset = self.prefix[0]
-        return lambda x: into.append(self.engine.select(point, x[rows], offset).detach().clone())
+        return lambda x: into.append(self.engine.select(point, x[rows], offset, layout).detach().clone())
 
-    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice):
+    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, layout: Layout):
         engine, point = self.engine, patch.point
-        pos = engine.positions(point, self.prefix[0])
+        pos = engine.positions(point, self.prefix[0], layout)
 
         def fn(x: Tensor) -> Tensor:
             y = x.clone()

@@ -1,8 +1,17 @@
-"""Metrics of a patched run, computed from its last-token logits.
+"""Metrics of a patched run, computed from its logits at the answer positions.
 
 A metric is a function ``metric(logits, rows, engine, pairs) -> Tensor [rows]`` of the
-patched run's last-token logits [rows, vocab] (float32), the pair index of each row and the
-pair set; the engine passes it as a plain argument, LD by default.
+patched run's logits at the answer positions [rows, k, vocab] (float32; k = 1, the last token,
+for a one-token answer), the pair index of each row and the pair set; the engine passes it as
+a plain argument, LD by default.
+
+An answer of k tokens is scored by teacher forcing: the rows run the prompt followed by the
+clean answer's first k - 1 tokens, and the *score* of the answer is the sum of its tokens'
+logits at the k positions that predict them.  The logit difference generalises to
+
+    LD = score_patched(clean answer) - score_corrupted(clean answer),
+
+which for a one-token answer is the paper's LD = logit_patched - logit_corrupted exactly.
 """
 
 from __future__ import annotations
@@ -19,18 +28,27 @@ if TYPE_CHECKING:
 Metric = Callable[[Tensor, Tensor, "PatchingEngine", "Pairs"], Tensor]
 
 
+def answer_logits(logits: Tensor, answers: Tensor) -> Tensor:
+    """The logit of each answer token at its position, [rows, k]: ``logits`` [rows, k, V],
+    ``answers`` [rows, >= k] (columns past k are not read)."""
+    k = logits.shape[1]
+    return logits.gather(2, answers[:, :k, None])[..., 0]
+
+
 def logit_difference(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
-    """LD = logit_patched(clean answer) - logit_corrupted(clean answer)."""
-    answer = pairs.clean_answer[rows]
-    base = pairs.corrupted_run.answer_logit(engine, pairs.clean_answer)[rows]
-    return logits.gather(1, answer[:, None])[:, 0] - base
+    """LD = score_patched(clean answer) - score_corrupted(clean answer) (the sum of the answer
+    tokens' logits; for a one-token answer logit_patched - logit_corrupted)."""
+    base = pairs.corrupted_run.answer_score(engine)[rows]
+    return answer_logits(logits, pairs.answers[rows]).sum(1) - base
 
 
 def clean_answer_logit(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
-    """The clean answer's logit in the patched run."""
-    return logits.gather(1, pairs.clean_answer[rows][:, None])[:, 0]
+    """The clean answer's score in the patched run (its logit, for a one-token answer)."""
+    return answer_logits(logits, pairs.answers[rows]).sum(1)
 
 
 def answer_correct(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
-    """1.0 where the patched run's top token is the clean answer, else 0.0."""
-    return (logits.argmax(-1) == pairs.clean_answer[rows]).float()
+    """1.0 where the patched run's top token is the clean answer's at every answer position
+    (greedy decoding gives the clean answer), else 0.0."""
+    k = logits.shape[1]
+    return (logits.argmax(-1) == pairs.answers[rows, :k]).all(1).float()

@@ -70,9 +70,11 @@ class PathPatching:
             return self.adapter.logits_from_final_residual(self.model.hf, residual).float()
 
     def direct_effects(self, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
-        """DE of components at the last token, [len(points), n_pairs]."""
-        last = pairs.corrupted.shape[1] - 1
-        final = Point("resid_pre", self.adapter.n_layers, (last,))
+        """DE of components at the last token, [len(points), n_pairs]: the clean answer's logit
+        when only the component's write reaches the final residual at the last token, minus the
+        corrupted run's.  For an answer of several tokens this is its first token (no later
+        answer position reads the last token's residual directly)."""
+        final = Point("resid_pre", self.adapter.n_layers, ("last",))
         base = self.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
         ans = pairs.clean_answer[:, None]
         corrupted_answer = pairs.corrupted_run.answer_logit(self, pairs.clean_answer)

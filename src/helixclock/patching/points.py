@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from .layout import ROLES
+
 INDEXED = ("head_out", "neuron_pre", "neuron_up", "neuron_post")  # kinds an index can narrow
 
 Replacement = str | Tensor | Callable[[Tensor, Tensor], Tensor]
@@ -22,16 +24,21 @@ Replacement = str | Tensor | Callable[[Tensor, Tensor], Tensor]
 @dataclass(frozen=True)
 class Point:
     """A hook point at token positions; ``index`` selects one head (head_out) or one neuron
-    (neuron_pre, neuron_up, neuron_post)."""
+    (neuron_pre, neuron_up, neuron_post).  A position is an integer (the same in every row;
+    negative counts from the end) or a role of :data:`helixclock.patching.layout.ROLES` ("a",
+    "last", ...), resolved by each row's token layout."""
 
     kind: str
     layer: int | None = None
-    positions: tuple[int, ...] = (-1,)
+    positions: tuple[int | str, ...] = (-1,)
     index: int | None = None
 
     def __post_init__(self):
-        pos = self.positions
-        object.__setattr__(self, "positions", (int(pos),) if isinstance(pos, int) else tuple(int(p) for p in pos))
+        pos = (self.positions,) if isinstance(self.positions, (int, str)) else tuple(self.positions)
+        for p in pos:
+            if isinstance(p, str) and p not in ROLES:
+                raise ValueError(f"position {p!r}: not an integer or a role; roles: {', '.join(ROLES)}")
+        object.__setattr__(self, "positions", tuple(p if isinstance(p, str) else int(p) for p in pos))
         if self.index is not None and self.kind not in INDEXED:
             raise ValueError(f"hook point {self.kind!r} takes no index; indexed kinds: {', '.join(INDEXED)}")
 

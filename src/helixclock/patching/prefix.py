@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .layout import Group, Layout
 from .points import Point
 
 
@@ -25,19 +26,25 @@ class PrefixCache:
         self.window = window  # sliding-window attention: a cached prefix is exact only within it
         self._kv: dict = {}
 
-    def length(self, ids: Sequence[Tensor], points: Sequence[Point]) -> int:
+    def length(self, ids: Sequence[Tensor], points: Sequence[Point], groups: Sequence[Group] | None = None) -> int:
         """Tokens shared by every row of every ``ids`` [n, seq] and before every point's
-        positions (at least one token is always left to run)."""
+        positions in every group's layout (roles resolved), leaving every answer position
+        (at least the last token) to run."""
         seq = ids[0].shape[1]
         if not self.enabled or (self.window is not None and seq > self.window):
             return 0
+        layouts = [g.layout for g in groups] if groups else [Layout(seq)]
         first = ids[0][:1]
         same = torch.ones(seq, dtype=torch.bool, device=first.device)
         for x in ids:
             same &= (x == first).all(0)
         shared = int(same.long().cumprod(0).sum())
-        earliest = min([p if p >= 0 else seq + p for pt in points for p in pt.positions], default=seq - 1)
-        return max(0, min(shared, earliest, seq - 1))
+        runs = min(lay.length - lay.answer for lay in layouts)  # the first answer position of the shortest
+        earliest = min(
+            [p if p >= 0 else lay.length + p for lay in layouts for pt in points for p in lay.positions(pt.positions)],
+            default=runs,
+        )
+        return max(0, min(shared, earliest, runs))
 
     def get(self, ids: Tensor, length: int) -> tuple[int, list | None]:
         """(length, per-layer (keys, values)) of the first ``length`` tokens of ``ids[0]``."""

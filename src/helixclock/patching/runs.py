@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from torch import Tensor
 
+from .layout import Group, single_group
 from .points import Point
 
 if TYPE_CHECKING:
@@ -15,46 +16,69 @@ if TYPE_CHECKING:
 
 
 class RunCache:
-    """Values at points and last-token logits of one unpatched run (the clean or the
-    corrupted side of a pair set): each point is computed once, by one forward pass for all
-    points asked for together, and reused by every later experiment on the same pairs."""
+    """Values at points, last-token logits and the answer's score of one unpatched run (the
+    clean or the corrupted side of a pair set): each point is computed once, by one forward pass
+    for all points asked for together, and reused by every later experiment on the same pairs.
 
-    def __init__(self, ids: Tensor, desc: str):
-        self.ids = ids  # [n, seq] token ids
+    ``answers`` [n, K] are the tokens the run is scored on (teacher-forced: the clean answer's
+    tokens, of which a row's group reads its first ``layout.answer``)."""
+
+    def __init__(self, ids: Tensor, desc: str, groups: Sequence[Group] | None = None, answers: Tensor | None = None):
+        self.ids = ids  # [n, seq] token ids (right-padded where groups differ in length)
         self.desc = desc
+        self.groups = list(groups) if groups is not None else single_group(*ids.shape)
+        self.answers = answers
         self.values: dict[Point, Tensor] = {}
-        self.logits: Tensor | None = None  # [n, vocab], float32
+        self.logits: Tensor | None = None  # [n, vocab] at the last prompt token, float32
+        self.scores: Tensor | None = None  # [n] the answers' teacher-forced logit sum
 
     def get(self, engine: PatchingEngine, points: Sequence[Point]) -> dict[Point, Tensor]:
         missing = [p for p in dict.fromkeys(points) if p not in self.values]
         if missing or self.logits is None:
-            values, self.logits = engine.collect(self.ids, missing, desc=self.desc)
+            values, self.logits, scores = engine.collect_run(self.ids, missing, self.groups, self.answers, self.desc)
+            self.scores = scores if scores is not None else self.scores
             self.values.update(values)
         return {p: self.values[p] for p in points}
 
     def answer_logit(self, engine: PatchingEngine, answers: Tensor) -> Tensor:
-        """Logit of ``answers`` [n] (token ids) in this run, [n]."""
+        """Logit of ``answers`` [n] (token ids) at the last prompt token of this run, [n]."""
         self.get(engine, [])
         return self.logits.gather(1, answers[:, None])[:, 0]
+
+    def answer_score(self, engine: PatchingEngine) -> Tensor:
+        """The teacher-forced score of the run's answers, [n]: the sum over an answer's tokens of
+        their logits (for a one-token answer its logit at the last token)."""
+        self.get(engine, [])
+        return self.scores
 
 
 @dataclass
 class Pairs:
     """Clean/corrupted prompt pairs of one task; tensors live on the model's device.
 
-    ``clean_run`` and ``corrupted_run`` cache the unpatched runs of both sides."""
+    ``clean_run`` and ``corrupted_run`` cache the unpatched runs of both sides.  With numbers
+    of several tokens, ``groups`` say which rows share a token layout (a clean prompt and its
+    corrupted partner always share one) and ``answers`` [n, K] hold the clean answers' tokens,
+    the rows' sequences being the prompts followed by those tokens but the last (teacher
+    forcing); by default every row has one layout and a one-token answer, ``clean_answer``."""
 
     clean: Tensor  # [n, seq] token ids
     corrupted: Tensor  # [n, seq]
-    clean_answer: Tensor  # [n] token ids
+    clean_answer: Tensor  # [n] token ids (the first token of the answer)
     corrupted_answer: Tensor  # [n]
     meta: dict = field(default_factory=dict)
+    groups: list[Group] | None = None
+    answers: Tensor | None = None  # [n, K] the clean answers' tokens
     clean_run: RunCache = field(init=False, repr=False)
     corrupted_run: RunCache = field(init=False, repr=False)
 
     def __post_init__(self):
-        self.clean_run = RunCache(self.clean, "clean run")
-        self.corrupted_run = RunCache(self.corrupted, "corrupted run")
+        if self.groups is None:
+            self.groups = single_group(*self.clean.shape)
+        if self.answers is None:
+            self.answers = self.clean_answer[:, None]
+        self.clean_run = RunCache(self.clean, "clean run", self.groups, self.answers)
+        self.corrupted_run = RunCache(self.corrupted, "corrupted run", self.groups, self.answers)
 
     def __len__(self) -> int:
         return int(self.clean.shape[0])
@@ -62,6 +86,21 @@ class Pairs:
     def same(self) -> Pairs:
         """Pairs whose corrupted prompt is the clean one (for ablations: LD is then the change
         of the clean answer's logit); the clean run is shared."""
-        out = Pairs(self.clean, self.clean, self.clean_answer, self.clean_answer, dict(self.meta))
+        out = Pairs(
+            self.clean, self.clean, self.clean_answer, self.clean_answer, dict(self.meta), self.groups, self.answers
+        )
         out.corrupted_run = out.clean_run = self.clean_run
         return out
+
+    def take(self, n: int) -> Pairs:
+        """The first ``n`` pairs (their groups cut to match)."""
+        groups = [Group(g.start, min(g.stop, n), g.layout) for g in self.groups if g.start < n]
+        return Pairs(
+            self.clean[:n],
+            self.corrupted[:n],
+            self.clean_answer[:n],
+            self.corrupted_answer[:n],
+            {k: v[:n] if hasattr(v, "__len__") and len(v) == len(self) else v for k, v in self.meta.items()},
+            groups,
+            self.answers[:n],
+        )

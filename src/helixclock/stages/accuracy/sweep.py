@@ -74,14 +74,47 @@ def task_accuracy(
     return df[COLUMNS], (to_numpy(torch.cat(kept), "float16") if keep_ids is not None else None)
 
 
-def save_answer_logits(path, logits: np.ndarray, numbers: np.ndarray, token_ids: np.ndarray, template: str) -> None:
-    """``logits`` [n_prompts, len(numbers)] (rows as in the task's accuracy table) to HDF5."""
+def model_accuracy(model: LoadedModel, spec: dict, tasks, engine: PatchingEngine, paths):
+    """(task, path, table, answer logits or None) for every task of a model, after the
+    tokenisation check of all of them: the top token decides with one-token numbers, bounded
+    greedy decoding with numbers of several tokens (:mod:`.greedy`, whose models have no
+    answer logits over the tokens 0..198)."""
+    from ...tasks import check_all_tasks, get_task
+
+    prompts = spec["prompts"]
+    several = spec.get("number_tokens", "one") == "several"
+    if not several:
+        check_all_tasks(model.tokenizer, model.name, prompts, tasks)
+    for task, path in zip(tasks, paths):
+        if several:
+            from .greedy import greedy_accuracy
+
+            yield task, path, greedy_accuracy(model, get_task(task), prompts[task], engine), None
+        else:
+            keep = ANSWER_NUMBERS if task == "add" else None
+            yield task, path, *task_accuracy(model, get_task(task), prompts[task], engine, keep=keep)
+
+
+NO_ANSWER_LOGITS = (
+    "not defined for numbers of several tokens: the answers 0..198 are not tokens of the vocabulary, so there "
+    "are no final logits over them (App. F's Figs. F5 and F6 read these)"
+)
+
+
+def save_answer_logits(path, logits: np.ndarray | None, accuracy: pd.DataFrame, numbers: np.ndarray, template: str):
+    """``logits`` [n_prompts, len(numbers)] (rows as in the task's accuracy table) to HDF5,
+    with the token ids of the numbers; None (numbers of several tokens) writes an empty file
+    whose attribute ``not_defined`` says why."""
     import h5py
 
     with h5py.File(path, "w") as f:
+        f.attrs["numbers"] = numbers
+        f.attrs["template"] = template
+        if logits is None:
+            f.attrs["not_defined"] = NO_ANSWER_LOGITS
+            return
+        token_ids = accuracy.drop_duplicates("answer").set_index("answer").loc[numbers, "answer_token"].to_numpy()
         f.create_dataset("logits", data=logits.astype(np.float16), compression="gzip")
         f["logits"].attrs["numbers"] = numbers
         f["logits"].attrs["token_ids"] = token_ids
-        f.attrs["numbers"] = numbers
-        f.attrs["template"] = template
         f.attrs["what"] = "final last-token logits of the tokens of the numbers 0..198, rows as in add.csv"

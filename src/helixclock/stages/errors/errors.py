@@ -222,12 +222,15 @@ def period_counts(periods: pd.Series | np.ndarray, n_tokens: int = N_ANSWERS) ->
 # ---------------------------------------------------------------- F5, F6: the final logits
 
 
-def read_answer_logits(path: str | Path) -> np.ndarray:
+def read_answer_logits(path: str | Path) -> np.ndarray | None:
     """``add_logits.h5``: the final last-token logits of the answer tokens 0..198, [n, 199]
-    float64, rows in ``add.csv``'s order."""
+    float64, rows in ``add.csv``'s order; None where the file says they are not defined
+    (numbers of several tokens)."""
     import h5py
 
     with h5py.File(path, "r") as f:
+        if "not_defined" in f.attrs:
+            return None
         logits = f["logits"][...].astype(np.float64)
         numbers = np.asarray(f.attrs.get("numbers", np.arange(logits.shape[1])))
     if not np.array_equal(numbers, np.arange(N_ANSWERS)) or logits.shape[1] != N_ANSWERS:
@@ -325,4 +328,13 @@ def appendix_f_tables(
     if logits is not None:
         out["logit_examples"] = logit_examples(logits, accuracy, n_examples, seed)
         out["logit_line_fourier"] = logit_line_fourier(logits, accuracy)
+    else:  # numbers of several tokens: a record in place of each table that needs them
+        record = pd.DataFrame({"not_defined": [NO_ANSWER_TOKENS]})
+        out["logit_examples"] = out["logit_line_fourier"] = record
     return out
+
+
+NO_ANSWER_TOKENS = (
+    "not defined for numbers of several tokens: Figs. F5 and F6 read the final logits over the answers "
+    "0..198 as tokens, and this model's answers are not single tokens"
+)

@@ -19,6 +19,7 @@ import torch
 
 from ...experiments import patch_sweep
 from ...fits import Basis, Fits, FitSettings, fit_token, full_bases, subspace_projector
+from ...models import several_tokens
 from ...pairs import draw_pairs, split_values
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
@@ -95,10 +96,12 @@ def helix_stage(
     tok, device = model.tokenizer, model.device
     periods, n_components = settings.periods, settings.pca_components
     layers = list(range(int(cache.attrs["n_layers"])))
-    pos_a, pos_b = int(cache.attrs["position_a"]), int(cache.attrs["position_b"])
+    several = several_tokens(model)
+    # one-token numbers: the positions every prompt shares; several tokens: each layout's
+    pos_a, pos_b = ("a", "b") if several else (int(cache.attrs["position_a"]), int(cache.attrs["position_b"]))
     H_a = torch.from_numpy(cache.a).transpose(0, 1).to(device)  # [L+1, n, d]
     a_vals, b_vals = cache.ab[:, 0], cache.ab[:, 1]
-    pairs = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), device=device)
+    pairs = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), device=device, several=several)
     sweep = patch_sweep(engine, pairs, fits, layers, pos_a, pairs.meta["clean_a"])
     bases = full_bases(periods, compat=settings.compat)
     helix = bases[0]
@@ -111,7 +114,9 @@ def helix_stage(
     )
     split = pd.DataFrame()
     if _control_has_pairs(correct, ("a",), "train/test split", test_a):
-        pairs_test = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device)
+        pairs_test = draw_pairs(
+            correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device, several=several
+        )
         split = patch_sweep(
             engine,
             pairs_test,
@@ -153,7 +158,7 @@ def helix_stage(
     fits_b = fit_token(H_b, {"b": b_vals}, bases_b, n_components, dedupe=False)
     b_token = pd.DataFrame()
     if _control_has_pairs(correct, ("b",), "b token"):
-        pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device)
+        pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device, several=several)
         b_token = patch_sweep(
             engine,
             pairs_b,
@@ -183,7 +188,7 @@ def other_tasks_stage(
     """Table 1: full helix, circle, polynomial and PCA fits patched at the a token, per task
     (raw table with a ``task`` column)."""
     from ...experiments import stack_points
-    from ...pairs import prompt_ids
+    from ...pairs import prompt_rows
 
     settings = settings or FitSettings()
     model = engine.model
@@ -194,14 +199,23 @@ def other_tasks_stage(
         correct = acc[acc["correct"]]
         if correct["answer"].nunique() < 2:
             raise ValueError(f"task {task!r}: fewer than two distinct correct answers; cannot draw pairs")
-        pos = check_task_tokens(model.tokenizer, model.name, get_task(task), prompts[task], answers=False).positions.a
-        points = [Point("resid_pre", layer, (pos,)) for layer in layers]
-        values, _ = engine.collect(
-            prompt_ids(model.tokenizer, prompts[task], correct), points, logits=False, desc=f"a-token residuals {task}"
+        several = several_tokens(model)
+        pos = (
+            "a"
+            if several
+            else check_task_tokens(
+                model.tokenizer, model.name, get_task(task), prompts[task], answers=False
+            ).positions.a
         )
+        points = [Point("resid_pre", layer, (pos,)) for layer in layers]
+        ids, groups, order = prompt_rows(model.tokenizer, prompts[task], correct, several=several)
+        values, _ = engine.collect(ids, points, logits=False, desc=f"a-token residuals {task}", groups=groups)
         bases = full_bases(settings.periods, compat=settings.compat)
-        fits = fit_token(stack_points(values, points), correct["a"].to_numpy(), bases, settings.pca_components)
-        pairs = draw_pairs(correct, n_pairs, seed, model.tokenizer, prompts[task], ("a",), device=model.device)
+        a_values = correct["a"].to_numpy()[order]
+        fits = fit_token(stack_points(values, points), a_values, bases, settings.pca_components)
+        pairs = draw_pairs(
+            correct, n_pairs, seed, model.tokenizer, prompts[task], ("a",), device=model.device, several=several
+        )
         out.append(
             patch_sweep(
                 engine,

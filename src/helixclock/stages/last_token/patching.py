@@ -29,7 +29,7 @@ def last_token_curves(
     table with a ``fit`` label per curve and ``block_output``, the paper's layer number (the
     residual after block l is resid_pre[l + 1]; -1 is the embedding)."""
     L = int(cache.attrs["n_layers"])
-    last = int(cache.attrs["position_last"])
+    last = "last" if cache.attrs.get("number_tokens") == "several" else int(cache.attrs["position_last"])
     bases = clock_bases(periods)
     H = torch.from_numpy(cache.last).transpose(0, 1).to(pairs.clean.device)  # [L+1, n, d]
     fits = fit_token(H, sum_values(cache.ab[:, 0], cache.ab[:, 1]), bases, n_components, dedupe=False)
@@ -52,6 +52,7 @@ def _fit_label(row: dict) -> str:
 
 
 def layer_effects(engine: PatchingEngine, pairs: Pairs) -> pd.DataFrame:
-    """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table)."""
-    last = pairs.corrupted.shape[1] - 1
+    """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table); the
+    last prompt token of each pair's layout where the pairs have several ("last")."""
+    last = pairs.corrupted.shape[1] - 1 if len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1 else "last"
     return total_and_direct(engine, pairs, component_points(engine.adapter, last), desc="layer effects")

@@ -290,3 +290,12 @@ def paper_comparison_report(
     """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
     table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
     return table, comparison_markdown(table)
+
+
+def not_run_table(model: str, reasons: Mapping[str, str]) -> pd.DataFrame:
+    """One row per part of the paper a model does not run (numbers of several tokens), with the
+    reason (README, "Numbers of several tokens")."""
+    return pd.DataFrame(
+        {"model": model, "part": list(reasons), "status": "not run", "reason": list(reasons.values())},
+        columns=["model", "part", "status", "reason"],
+    )

