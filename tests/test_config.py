@@ -25,7 +25,10 @@ def test_default_config_is_valid():
 @pytest.mark.parametrize(
     "config, message",
     [
-        ({"models": ["no-such-model"]}, "unknown model 'no-such-model'; known models: gemma3-270m, gptj, llama, pythia, smollm2-135m"),
+        (
+            {"models": ["no-such-model"]},
+            "unknown model 'no-such-model'; known models: gemma3-270m, gptj, llama, pythia, smollm2-135m",
+        ),
         (
             {"cache": {"dtype": "float8"}},
             "key 'cache.dtype': value 'float8' is not one of the allowed values float16, float32",

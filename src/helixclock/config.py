@@ -241,6 +241,8 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
                 f"config key '{cfg_key}': value {value} is past the residual stream of model "
                 f"{name!r}; allowed: 0..{top} (resid_pre[{top}] is its final residual)"
             )
+    if several_tokens(spec):  # no neuron stage (NOT_RUN_FOR_SEVERAL)
+        return
     neurons = arch["n_layers"] * arch.get("d_mlp", 4 * arch["d_model"])
     share = {**config["neurons"], **spec.get("neurons", {})}["top_share"]
     n_top = max(1, int(share * neurons))

@@ -142,6 +142,11 @@ def run_values(
             paths = [files[k].format(model=model) for k in q.tables]
             tables = {k: table(k) for k in q.tables}
             missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
+            undefined = [p for k, p in zip(q.tables, paths) if _not_defined(tables[k])]
+            if undefined and not missing:  # a stage's record in place of its table (several tokens)
+                status = "not defined: " + ", ".join(undefined)
+                rows.append({"model": model, "id": qid, "value": np.nan, "file": ", ".join(paths), "status": status})
+                continue
             if missing:
                 rows.append(
                     {
@@ -163,6 +168,11 @@ def run_values(
                 }
             )
     return pd.DataFrame(rows, columns=["model", "id", "value", "file", "status"])
+
+
+def _not_defined(table) -> bool:
+    """Whether a table is a record saying its quantity is not defined for the model."""
+    return isinstance(table, pd.DataFrame) and "not_defined" in table.columns
 
 
 # ---------------------------------------------------------------- the comparison

@@ -1,0 +1,85 @@
+"""The whole DAG on a model whose numbers take several tokens (README, "Numbers of several
+tokens"): toy-digits of tests/configs/models.yaml, a tiny Llama-architecture toy whose tokenizer
+splits every number into digits, trained in seconds.  Accuracy, the structure of numbers, the
+helix and its causal tests, the last token and App. E/F's error analysis run; the rest is listed
+in not_run.csv with its reason, and nothing is left to plan."""
+
+import json
+
+import h5py
+import pandas as pd
+import pytest
+import yaml
+from helpers.dag import TINY, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+MODEL = "toy-digits"
+RUNS = (
+    "figures/figA1_accuracy_heatmap.png",
+    "figures/fig02_fourier_pc1.png",
+    "figures/fig03_helix_projection.png",
+    "figures/fig04_helix_patching.png",
+    "figures/fig05_last_token_helix.png",
+    "figures/fig06_layer_patching.png",
+    "figures/figC5_helix_controls.png",
+    "figures/figE1_linear_addition.png",
+    "figures/figF1_error_distribution.png",
+    "figures/fig01_clock.png",
+    "tables/fourier_peaks.csv",
+    "tables/tab01_other_tasks.csv",
+)
+NOT_RUN = ("heads", "mlps", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF5_logit_examples.png")
+
+
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory):
+    config = yaml.safe_load(TINY.read_text())
+    config["models"] = [MODEL]
+    config["registry"] = str(TINY.parent / "models.yaml")
+    work = tmp_path_factory.mktemp("digits")
+    path = work / "digits.yaml"
+    path.write_text(yaml.safe_dump(config))
+    snakemake(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", configfile=path)
+    return work, path
+
+
+def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
+    work, _ = digits_run
+    results = work / "results" / MODEL
+    for rel in RUNS:
+        assert (results / rel).stat().st_size > 0, rel
+    for rel in NOT_RUN:
+        assert not (results / rel).exists(), rel
+    not_run = pd.read_csv(results / "tables/not_run.csv")
+    assert set(not_run["part"]) == {"heads", "mlps", "neurons", "compat", "answer_logits"}
+    assert (not_run["status"] == "not run").all() and not_run["reason"].str.len().min() > 50
+    tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
+    assert "a+b" in set(tab01["task"])
+    examples = pd.read_csv(results / "errors/logit_examples.csv")
+    assert list(examples.columns) == ["not_defined"]
+    comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
+    mine = comparison[comparison["model"] == MODEL]
+    assert mine["status"].str.startswith("not defined").any() and (mine["status"] == "ok").any()
+
+
+def test_spans_answers_and_the_cache_of_numbers_of_several_tokens(digits_run):
+    work, _ = digits_run
+    results = work / "results" / MODEL
+    card = json.loads((results / "model.json").read_text())
+    assert card["number_tokens"] == "several" and "positions" not in card
+    classes = {(c["a_tokens"], c["b_tokens"]): c["count"] for c in card["classes"]["add"]}
+    assert classes == {(1, 1): 100, (1, 2): 900, (2, 1): 900, (2, 2): 8100}
+    acc = pd.read_csv(results / "accuracy/add.csv")
+    assert len(acc) == 10000 and set(acc["answer_tokens"]) == {1, 2, 3}
+    right = acc[acc["correct"]]
+    assert len(right) > 0 and (right["pred"].astype(str) == right["answer"].astype(str)).all()
+    with h5py.File(results / "cache/residuals.h5") as f:
+        assert f.attrs["number_tokens"] == "several" and f["a"].shape[0] == len(right)
+        assert sorted(map(tuple, f["ab"][()].tolist())) == sorted(zip(right["a"], right["b"]))
+        assert f["numbers"].shape[0] == 121  # the tiny config's bare numbers 0..120
+
+
+def test_a_finished_run_plans_nothing(digits_run):
+    work, config = digits_run
+    assert planned_jobs(work, configfile=config) == {}
