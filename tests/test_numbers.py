@@ -183,3 +183,31 @@ def test_ordered_rows_rebuild_the_prompts(digits):
     assert digits.decode(tokens.ids[i]).replace(" ", "") == render(ADD, problems.a[i], problems.b[i]).replace(
         " ", ""
     ).replace("\n", "")
+
+
+def test_a_units_digit_circle_and_a_t100_helix_planted_on_the_last_token_are_recovered():
+    """Synthetic last-token residuals of the numbers 0..299 at three layers: the units digit's
+    circle (T = 10) alone, the circle with a T = 100 helix, noise.  The per-layer spectrum finds
+    T = 10 at the first two layers and T = 100 only where it was planted; a helix of T = [10, 100]
+    fits the second layer (R² ~ 1) and not the third."""
+    from helixclock.fits import Basis, fit_token
+    from helixclock.stages.structure.analysis import peaks_by_layer
+
+    rng = np.random.default_rng(0)
+    n = np.arange(301)  # the cache holds max_number + 1 numbers; the spectrum reads the first 300
+    d = 24
+    waves = lambda T: np.stack([np.cos(2 * np.pi * n / T), np.sin(2 * np.pi * n / T)], 1)  # noqa: E731
+    circle = waves(10) @ rng.normal(size=(2, d))
+    helix = np.concatenate([waves(100), (n / 99.0)[:, None]], 1) @ rng.normal(size=(3, d))
+    noise = lambda: 0.05 * rng.normal(size=(len(n), d))  # noqa: E731
+    layers = np.stack([circle + noise(), circle + helix + noise(), 5 * noise()], 1)  # [300, 3, d]
+    peaks = peaks_by_layer(layers, n_fourier=300, n_peaks=3)
+    top = {layer: set(g["period"].round(2)) for layer, g in peaks.groupby("layer")}
+    assert peaks[peaks["layer"] == 0].iloc[0]["period"] == 10 and 100 not in top[0]
+    assert {10, 100} <= top[1]
+    assert not {10, 100} & top[2]
+    H = torch.from_numpy(layers[:100]).transpose(0, 1).float()  # the a values 0..99
+    fits = fit_token(H, n[:100], [Basis("helix", (10,)), Basis("helix", (10, 100))], n_components=20)
+    units, both = fits.r2.numpy()  # [layer] each
+    assert units[0] > 0.99 and both[1] > 0.99 and both[2] < 0.3
+    assert units[1] < both[1] - 0.1  # the second layer needs the T = 100 helix

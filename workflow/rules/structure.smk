@@ -13,6 +13,7 @@ staged_job(
         **STRUCTURE,
         "peaks": table("fourier_peaks", stage="structure")[0],
         "peaks_md": table("fourier_peaks")[1],
+        "peaks_by_layer": "results/{model}/structure/peaks_by_layer.csv",
     },
     params=dict(
         layer=config["structure"]["layer"],

@@ -140,3 +140,17 @@ def structure_tables(
         "similarity": similarity,
         "delta_n": pd.concat(dn_rows).dropna(),
     }
+
+
+def peaks_by_layer(numbers: np.ndarray, n_fourier: int = 360, n_peaks: int = 5, compat: str = "corrected"):
+    """The strongest periods of the spectrum of numbers 0..n_fourier-1 at every cached layer
+    (Fig. 2's estimator, one layer at a time): where the circles of T = 10, 100 ... appear and
+    fade along the depth.  One row per (layer, rank), with ``layer`` = resid_pre[layer]."""
+    import pandas as pd
+
+    n = min(n_fourier, numbers.shape[0] - 1)
+    rows = []
+    for layer in range(numbers.shape[1]):
+        periods, mag = fourier_spectrum(np.asarray(numbers[:n, layer], dtype=np.float64), compat)
+        rows += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
+    return pd.DataFrame(rows)
