@@ -21,8 +21,10 @@ a handful of forward passes.  The unpatched clean and corrupted runs are cached 
 (:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
 device until the final result.  Rows whose numbers have different token layouts (numbers of
 several tokens, :mod:`helixclock.patching.layout`) are never mixed in one forward pass: each
-batch has one layout, so no padding token is run, and a variant sweep of V variants on n pairs
-in G layouts costs at most G more passes than with one layout.  Direct effects and path patching are in
+batch has one layout, so no padding token is run; rows are stacked layout by layout (each
+layout's pairs under every variant), so a sweep of V variants on n pairs in G layouts takes at
+most ceil(V * n / batch) + G - 1 patched passes, one clean and one corrupted pass per batch of
+pairs and layout aside.  Direct effects and path patching are in
 :mod:`helixclock.patching.paths`, the gradient path (attribution patching) in
 :mod:`helixclock.patching.attribution`.
 """
@@ -253,7 +255,7 @@ class PatchingEngine(PathPatching, AttributionPatching):
         upstream of them took effect.
         """
         sweep = _Sweep(self, pairs, variants, metric, record)
-        edges = boundaries(pairs.groups, len(variants), len(pairs))
+        edges = boundaries(pairs.groups, len(variants))
         self.batches(len(variants) * len(pairs), sweep.step, desc, edges)
         return sweep.result()
 
@@ -265,6 +267,10 @@ class _Sweep:
     def __init__(self, engine: PatchingEngine, pairs: Pairs, variants, metric: Metric, record: Sequence[Point]):
         self.engine, self.pairs, self.variants, self.metric, self.record = engine, pairs, variants, metric, record
         self.n, device = len(pairs), engine.model.device
+        # stacked rows are grouped by token layout, then variant, then pair: group g's rows
+        # [V * g.start, V * g.stop) hold its pairs under every variant in turn, so a batch may
+        # span many variants of one layout (with one layout, row v * n + i is pair i, variant v)
+        self.V = len(variants)
         patches = [p for v in variants for p in v if isinstance(p, Patch)]
         needs_clean = list(dict.fromkeys(p.point for p in patches if not isinstance(p.value, Tensor)))
         self.clean = engine.clean_values(pairs, needs_clean)
@@ -286,14 +292,16 @@ class _Sweep:
         """Rows [start, stop) of the stacked variants (one variant block or several, one token
         layout)."""
         engine, offset = self.engine, self.prefix[0]
-        layout = group_at(self.pairs.groups, start % self.n).layout
+        group = next(g for g in self.pairs.groups if self.V * g.start <= start < self.V * g.stop)
+        layout, base, n_g = group.layout, self.V * group.start, group.stop - group.start
         plan: Plan = {}
         for vi, variant in enumerate(self.variants):
-            lo, hi = max(start, vi * self.n), min(stop, (vi + 1) * self.n)
+            first = base + vi * n_g  # the row of (pair group.start, variant vi)
+            lo, hi = max(start, first), min(stop, first + n_g)
             if lo >= hi:
                 continue
             rows = slice(lo - start, hi - start)
-            pair_idx = slice(lo - vi * self.n, hi - vi * self.n)
+            pair_idx = slice(group.start + lo - first, group.start + hi - first)
             for item in variant:
                 plan.setdefault(engine.site(item.point), []).append(
                     self._record_fn(item.point, rows, self.per_variant[vi][item.point], layout)
@@ -305,7 +313,7 @@ class _Sweep:
             plan.setdefault(engine.site(p), []).append(
                 lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset, layout).detach().clone())
             )
-        pair_rows = torch.arange(start, stop, device=self.metric_out.device) % self.n
+        pair_rows = group.start + (torch.arange(start, stop, device=self.metric_out.device) - base) % n_g
 
         def on_logits(x: Tensor) -> None:
             x = x.detach().float()
@@ -355,8 +363,16 @@ class _Sweep:
             f"unknown replacement {patch.value!r}; allowed: 'clean', a tensor or a function of (clean, corrupted)"
         )
 
+    def unstack(self, rows: Tensor) -> Tensor:
+        """Per-row values [V * n, ...] in stacked (layout, variant, pair) order -> [V, n, ...]."""
+        out = rows.new_empty(self.V, self.n, *rows.shape[1:])
+        for g in self.pairs.groups:
+            out[:, g.start : g.stop] = rows[self.V * g.start : self.V * g.stop].view(
+                self.V, g.stop - g.start, *rows.shape[1:]
+            )
+        return out
+
     def result(self) -> RunResult:
-        V, n = len(self.variants), self.n
-        recs = {p: torch.cat(v).view(V, n, *v[0].shape[1:]) for p, v in self.recorded.items()}
+        recs = {p: self.unstack(torch.cat(v)) for p, v in self.recorded.items()}
         by_variant = [{p: torch.cat(chunks) for p, chunks in d.items()} for d in self.per_variant]
-        return RunResult(self.metric_out.view(V, n), self.answer.view(V, n), recs, by_variant)
+        return RunResult(self.unstack(self.metric_out), self.unstack(self.answer), recs, by_variant)

@@ -110,13 +110,11 @@ def groups_of(layouts: Sequence[Layout]) -> list[Group]:
     return out
 
 
-def boundaries(groups: Sequence[Group], repeats: int = 1, n: int | None = None) -> list[int]:
-    """Row indices where a batch must end, for ``repeats`` stacked copies of the rows (the
-    variants of a patching run); [] when every row shares one layout."""
-    if len(groups) <= 1:
-        return []
-    n = groups[-1].stop if n is None else n
-    return sorted({v * n + g.stop for v in range(repeats) for g in groups} - {repeats * n})
+def boundaries(groups: Sequence[Group], repeats: int = 1) -> list[int]:
+    """Row indices where a batch must end: the ends of the groups, for rows stacked group by
+    group with each group's rows ``repeats`` times in turn (a patching run's variants);
+    [] when every row shares one layout."""
+    return [repeats * g.stop for g in groups[:-1]]
 
 
 def group_at(groups: Sequence[Group], row: int) -> Group:
