@@ -7,7 +7,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import yaml
-from helpers.dag import REPO, TINY, planned_jobs, snakemake
+from helpers.dag import TINY, planned_jobs, snakemake, snakemake_command
 
 pytestmark = pytest.mark.slow
 
@@ -102,18 +101,7 @@ def test_a_model_job_killed_after_loading_its_model_changes_nothing(finished, tm
     kernel's out-of-memory killer does) once it has loaded its model."""
     before = outputs(finished)
     config = changed_config(tmp_path, batch_size=64)
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(finished),
-        f"--configfile={config}",
-        "--cores",
-        "1",
-    ]
+    cmd = snakemake_command(finished, "--cores", "1", configfile=config)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     job = wait_for_line(finished / "logs", r"process (\d+)\n.*loaded toy-", proc)
     os.kill(int(job.group(1)), signal.SIGKILL)
@@ -133,17 +121,7 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, 
     with h5py.File(cache) as f:
         reference = {k: f[k][()] for k in f}
     command = ["results/toy-gptj/cache/residuals.h5", "--forcerun", "residual_cache", "--cores", "1"]
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(finished),
-        f"--configfile={TINY}",
-        *command,
-    ]
+    cmd = snakemake_command(finished, *command)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for_line(finished / "logs", r"rule residual_cache.*loaded toy-gptj", proc)
     os.killpg(proc.pid, signal.SIGKILL)

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .patching.layout import Group, Layout, groups_of, layout_order
-from .tasks import Problems, Task, TokenisationError, _Decoder, _operand_spans, _token_strings
+from .tasks import Problems, Task, TokenisationError, _Decoder, _operand_spans, _token_strings, require_placeholders
 
 NUMBER_TOKENS = ("one", "several")  # registry key number_tokens
 
@@ -94,11 +94,7 @@ def several_task_tokens(
     """The tokens of every prompt of ``task`` and where its numbers lie (see the module
     docstring); :class:`TokenisationError` names the first number or answer that breaks a rule."""
     problems = problems if problems is not None else task.problems()
-    for op in task.operands:
-        if "{" + op + "}" not in template:
-            raise TokenisationError(
-                f"model {model!r}: template {template!r} of task {task.name!r} has no {{{op}}} placeholder"
-            )
+    require_placeholders(model, task, template)
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     values = {"a": problems.a, "b": problems.b}

@@ -177,6 +177,15 @@ def _operand_spans(
     return spans
 
 
+def require_placeholders(model: str, task: Task, template: str) -> None:
+    """A template must hold every operand of its task ({a}, and {b} for a+b)."""
+    for op in task.operands:
+        if "{" + op + "}" not in template:
+            raise TokenisationError(
+                f"model {model!r}: template {template!r} of task {task.name!r} has no {{{op}}} placeholder"
+            )
+
+
 @dataclass
 class TaskTokens:
     """What the tokenisation check found: shared positions, the prompts' token ids
@@ -199,11 +208,7 @@ def check_task_tokens(
     All prompts must share their length and the positions of a and b.
     """
     problems = problems if problems is not None else task.problems()
-    for op in task.operands:
-        if "{" + op + "}" not in template:
-            raise TokenisationError(
-                f"model {model!r}: template {template!r} of task {task.name!r} has no {{{op}}} placeholder"
-            )
+    require_placeholders(model, task, template)
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     lengths = np.array([len(x) for x in enc["input_ids"]])

@@ -10,20 +10,17 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 
 
+def snakemake_command(workdir: Path, *args: str, configfile: Path = TINY) -> list[str]:
+    """The command line of a Snakemake run of this repository's workflow in ``workdir``."""
+    snakefile = str(REPO / "Snakefile")
+    return [sys.executable, "-m", "snakemake", "--snakefile", snakefile, "--directory", str(workdir),
+            f"--configfile={configfile}", *args]  # fmt: skip
+
+
 def snakemake(
     workdir: Path, *args: str, timeout: int = 900, check: bool = True, configfile: Path = TINY, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        f"--configfile={configfile}",
-        *args,
-    ]
+    cmd = snakemake_command(workdir, *args, configfile=configfile)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
