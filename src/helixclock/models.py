@@ -78,6 +78,8 @@ class LoadedModel:
 
 
 def _quiet():
+    # the engine hands the prefix cache through nnsight as past_key_values (see PatchingEngine.trace)
+    warnings.filterwarnings("ignore", message="`past_key_values` is deprecated", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*LanguageModel is deprecated.*")
     import transformers

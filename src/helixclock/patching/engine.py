@@ -118,6 +118,7 @@ class PatchingEngine(PathPatching, AttributionPatching):
             kwargs["logits_to_keep"] = answer  # (not for one-token models: their runs stay bit for bit)
         if prefix[0] > 0:
             ids = ids[:, prefix[0] :]
+            # past_key_values=, not cache=: nnsight's trace does not hand ``cache`` to the model
             kwargs |= {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
         with model.lm.trace(ids, **kwargs):
             for site in sorted(plan, key=lambda s: s.order):

@@ -25,6 +25,7 @@ class PrefixCache:
         self.enabled = enabled
         self.window = window  # sliding-window attention: a cached prefix is exact only within it
         self._kv: dict = {}
+        self._cache_key: str | None = None
 
     def length(self, ids: Sequence[Tensor], points: Sequence[Point], groups: Sequence[Group] | None = None) -> int:
         """Tokens shared by every row of every ``ids`` [n, seq] and before every point's
@@ -56,6 +57,16 @@ class PrefixCache:
                 out = self.hf(ids[:1, :length], use_cache=True)
             self._kv[key] = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return length, self._kv[key]
+
+    def cache_kwargs(self, cache) -> dict:
+        """Forward keywords that hand ``cache`` to the model: ``cache=`` where its forward takes
+        it (transformers 5.x deprecates ``past_key_values=``), else ``past_key_values=``."""
+        import inspect
+
+        if self._cache_key is None:
+            params = inspect.signature(self.hf.forward).parameters
+            self._cache_key = "cache" if "cache" in params else "past_key_values"
+        return {self._cache_key: cache, "use_cache": True}
 
     @staticmethod
     def expand(kv: list, rows: int):

@@ -38,10 +38,11 @@ def digit_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
     return flags
 
 
-def _forward(hf, ids, cache):
+def _forward(engine, ids, cache):
     """Logits of the last position [rows, V] and the grown cache (only the last logits are
     made where the model's forward can skip the others)."""
-    kwargs = {"past_key_values": cache, "use_cache": True}
+    hf = engine.model.hf
+    kwargs = engine.prefix.cache_kwargs(cache)
     if "logits_to_keep" in inspect.signature(hf.forward).parameters:
         kwargs["logits_to_keep"] = 1
     out = hf(ids, **kwargs)
@@ -75,7 +76,7 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
         rows = ids[start:stop, prefix[0] : length]
         cache = engine.prefix.expand(prefix[1], stop - start) if prefix[0] else DynamicCache()
         with torch.no_grad():
-            last, cache = _forward(model.hf, rows, cache)
+            last, cache = _forward(engine, rows, cache)
             last = model.adapter.cap_logits(last)
             ans = last.gather(1, first[start:stop, None])
             logit[start:stop], rank[start:stop] = ans[:, 0], (last > ans).sum(1)
@@ -89,7 +90,7 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
                 out.append(torch.where(live, tok, -1))
                 if not live.any() or i == steps - 1:
                     break
-                last, cache = _forward(model.hf, tok[:, None], cache)
+                last, cache = _forward(engine, tok[:, None], cache)
                 last = model.adapter.cap_logits(last)
         for r, seq in enumerate(torch.stack(out, 1).tolist()):
             written[start + r] = [t for t in seq if t >= 0]
