@@ -83,3 +83,11 @@ def test_spans_answers_and_the_cache_of_numbers_of_several_tokens(digits_run):
 def test_a_finished_run_plans_nothing(digits_run):
     work, config = digits_run
     assert planned_jobs(work, configfile=config) == {}
+
+
+def test_the_report_shows_its_figures_and_what_it_does_not_run(digits_run):
+    work, config = digits_run
+    snakemake(work, "--report", str(work / "report.html"), configfile=config)
+    html = (work / "report.html").read_text(errors="replace")
+    assert "not_run" in html and "fig04_helix_patching" in html and "fig05_last_token_helix" in html
+    assert "figD9_neuron_ablation" not in html
