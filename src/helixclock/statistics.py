@@ -55,7 +55,12 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
     """Mean over the last axis with a percentile bootstrap interval: (mean, low, high), as
     tensors.  The resampled indices depend only on (n_boot, n_pairs, seed), so every row is
     resampled alike.  Fewer than 2 pairs give no interval (low, high NaN): resampling one
-    pair returns it every time, an interval of zero width that says nothing."""
+    pair returns it every time, an interval of zero width that says nothing.
+
+    Kept rather than ``scipy.stats.bootstrap(method="percentile", vectorized=True)``, which
+    gives the same kind of interval: on a Fig. 4 table of GPT-J's size (1,092 rows of 100
+    pairs, 1,000 resamples) this is 7.9x faster (0.27 s against 2.1 s; benchmarks/bootstrap.py),
+    its bounds within 0.4 standard errors of scipy's (resampling noise: scipy draws per row)."""
     import torch
 
     values = torch.as_tensor(values).float()
