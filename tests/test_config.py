@@ -213,3 +213,28 @@ def test_snakemake_refuses_a_prompt_without_b_before_any_job(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Job stats" not in out
     assert "registry key 'toy-gptj.prompts.add': value '{a}+=' lacks the placeholder {b}" in out
+
+
+def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):
+    from helixclock.config import model_files, source_kind
+
+    local = {"source": str(tmp_path / "weights" / "model-Q4.gguf")}
+    assert source_kind(local["source"]) == "gguf"
+    assert model_files("m", local) == (str(tmp_path / "weights"), {"gguf_file": "model-Q4.gguf"})
+    package = {"source": "python-package:some_module/data/model.gguf"}
+    assert source_kind(package["source"]) == "package"
+    assert model_files("m", package, "res") == ("res/m", {"gguf_file": "model.gguf"})  # where install_gguf puts it
+    assert model_files("m", {"source": "EleutherAI/gpt-j-6B"}) == ("EleutherAI/gpt-j-6B", {})
+
+
+@pytest.mark.parametrize("source", ["python-package:", "python-package:mod", "python-package:mod/weights.bin"])
+def test_a_malformed_package_source_is_refused_before_any_job(tmp_path, source):
+    registry = registry_with(tmp_path, **{"toy-gptj__source": source})
+    with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.source': value .* is not a package source; allowed"):
+        check_config({"registry": registry})
+
+
+def test_the_number_prompt_needs_a_alone(tmp_path):
+    registry = registry_with(tmp_path, **{"toy-gptj__number_prompt": "{a} and {b}"})
+    with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.number_prompt': .* unknown placeholder \{b\}"):
+        check_config({"registry": registry})
