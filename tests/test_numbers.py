@@ -12,7 +12,7 @@ from helpers.hooks import replace_io
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
 from helixclock.models import wrap_model
-from helixclock.numbers import ordered, several_task_tokens
+from helixclock.numbers import describe_classes, ordered, several_task_tokens
 from helixclock.pairs import draw_pairs
 from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.patching.layout import Layout, boundaries, groups_of, layout_order
@@ -51,6 +51,9 @@ def test_spans_answers_and_length_classes_of_a_digit_tokenizer(digits):
     assert layout.resolve("a") == (6,) and layout.resolve("b") == (9,) and layout.resolve("last") == (10,)
     assert layout.length == 12 and layout.answer == 2  # the prompt and the answer's first digit
     assert layout.resolve("a_span") == (5, 6) and tokens.layouts()[3].resolve("a_span") == (5, 5)  # padded span
+    card = {(c["a_tokens"], c["b_tokens"]): c for c in describe_classes(tokens)}[(2, 2)]
+    assert card["count"] == 8100 and card["example_spans"] == {"a": [5, 7], "b": [8, 10]}  # 10+10=20
+    assert card["example_last"] == 10 and card["example_answer_span"] == [11, 13]
 
 
 def test_rows_of_one_layout_are_contiguous_and_batches_never_cross_them():
@@ -212,3 +215,78 @@ def test_a_units_digit_circle_and_a_t100_helix_planted_on_the_last_token_are_rec
     units, both = fits.r2.numpy()  # [layer] each
     assert units[0] > 0.99 and both[1] > 0.99 and both[2] < 0.3
     assert units[1] < both[1] - 0.1  # the second layer needs the T = 100 helix
+
+
+def plain_greedy(hf, ids: list[int], steps: int, digit_ids: set[int]):
+    """Greedy decoding of one prompt with no cache and no batching: (the digit tokens written,
+    at most ``steps``; the first step's logits as the model outputs them)."""
+    x = torch.tensor([ids])
+    written = []
+    with torch.no_grad():
+        first = logits = hf(x).logits[0, -1]
+        for _ in range(steps):
+            tok = int(logits.argmax())
+            if tok not in digit_ids:
+                break
+            written.append(tok)
+            x = torch.cat([x, torch.tensor([[tok]])], 1)
+            logits = hf(x).logits[0, -1]
+    return written, first
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2"])  # gemma2: a final logit soft-cap, applied once
+@pytest.mark.parametrize("boost", [1.0, 3.0])  # digits' unembedding scaled: 3 writes digits to the bound
+def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
+    """Batched greedy decoding (layouts grouped, shared prefix cached, key/value cache, one token
+    past the answer's own count at most) writes what a plain per-prompt loop writes, and reads
+    the answer's logit as the model outputs it."""
+    from helixclock.stages.accuracy.greedy import greedy_accuracy
+    from helixclock.tasks import Task
+
+    hf = tiny_hf_model(family, len(digits), seed=3)
+    with torch.no_grad():
+        hf.lm_head.weight[2:12] *= boost
+    model = wrap_model(hf, digits, name=f"digit-{family}", number_tokens="several")
+    problems = [(a, b) for a in (0, 7, 12, 45, 99) for b in (3, 40, 98)]
+    task = Task("add", "a+b", ("a", "b"), "a few", lambda: problems, lambda a, b: a + b)
+    acc = greedy_accuracy(model, task, ADD, PatchingEngine(model, batch_size=4, progress=False))
+    digit_ids = {digits.convert_tokens_to_ids(str(i)) for i in range(10)}
+    for row in acc.itertuples():
+        ids = digits(render(ADD, row.a, row.b))["input_ids"]
+        written, first = plain_greedy(hf, ids, row.answer_tokens + 1, digit_ids)
+        text = digits.decode(written).replace(" ", "") or digits.decode([int(first.argmax())]).strip()
+        assert row.pred == text and row.correct == (text == str(row.answer))
+        assert row.pred_token == int(first.argmax()) and row.rank == int((first > first[row.answer_token]).sum())
+        torch.testing.assert_close(torch.tensor(row.answer_logit), first[row.answer_token])
+    lengths = acc["pred"].str.len()
+    at_bound = acc["pred"].str.isdigit() & (lengths == acc["answer_tokens"] + 1)  # each row its own bound
+    assert at_bound.all() if boost > 1 else not at_bound.all()  # boost 1: some rows stop at a non-digit
+
+
+def test_pair_counts_know_the_token_counts(digits):
+    """With numbers of several tokens a partner needs the clean prompt's shape: b = 95's only
+    other prompt has a of another length, so no pair exists, and the count says so."""
+    from helixclock.pairs import pair_indices, prompt_shapes
+    from helixclock.preconditions import pairs_available
+
+    correct = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
+    shape = prompt_shapes(digits, ADD, correct)
+    assert shape == [(1, 2), (2, 2), (1, 2), (1, 2)]
+    assert pairs_available(correct, ("a",)) == 4  # counted without the tokenizer: an upper bound
+    assert (
+        pairs_available(correct, ("a",), shape=shape) == 2 == len(pair_indices(correct, 9, 0, ("a",), shape=shape)[0])
+    )
+    assert pairs_available(correct, ("a",), clean_a=[7, 23], shape=shape) == 0
+    with pytest.raises(ValueError, match="no clean/corrupted pairs"):
+        draw_pairs(correct.iloc[:2], 4, 0, digits, ADD, ("a",), several=True)
+
+
+def test_a_tensor_value_cannot_fill_a_padded_span(digit_llama, digits):
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45) for b in (5, 21)])
+    pairs = draw_pairs(correct, 8, 0, digits, ADD, ("a",), several=True)
+    engine = PatchingEngine(digit_llama, progress=False)
+    point = Point("resid_pre", 1, ("a_span",))
+    clean = engine.run(pairs, [[Patch(point)]]).metric[0]  # "clean" fills the padding consistently
+    assert torch.isfinite(clean).all()
+    with pytest.raises(ValueError, match="padded span"):
+        engine.run(pairs, [[Patch(point, torch.zeros(digit_llama.adapter.d_model))]])

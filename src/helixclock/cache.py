@@ -9,8 +9,14 @@ a          [n_prompts, n_layers + 1, d]      resid_pre at the a token of each co
 b          [n_prompts, n_layers + 1, d]      ... at the b token
 last       [n_prompts, n_layers + 1, d]      ... at the last token ("=")
 ab         [n_prompts, 2] int                (a, b) of each row
-numbers    [max_number + 1, n_layers + 1, d] bare number tokens 0..max_number on their own
+numbers    [max_number + 1, n_layers + 1, d] the numbers 0..max_number, each in the
+                                             registry's ``number_prompt`` (the bare number
+                                             token by default)
 =========  ================================  ===============================================
+
+With numbers of several tokens (README, "Numbers of several tokens") "the a token" is the last
+token of a's span (likewise b, and each bare number), and the rows of a, b, last and ab are
+in the order of the prompts' token layouts: ``ab`` says which problem each row is.
 
 Layer index l is the input of block l; index n_layers is the final residual (the input
 of the final norm).  Datasets are chunked so that one chunk holds one layer.  File

@@ -163,7 +163,8 @@ def number_prompt_tokens(tokenizer, model: str, template: str, numbers: Sequence
 
 def describe_classes(tokens: PromptTokens) -> list[dict]:
     """The model card's record of a task's length classes: per class the operands' and the
-    answer's token counts, the prompt length, how many prompts, and one prompt's spans."""
+    answer's token counts, the prompt length, how many prompts, and one prompt's spans (the
+    operands', and the answer's tokens written after the prompt)."""
     out = []
     layouts = tokens.layouts()
     keys = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
@@ -179,6 +180,7 @@ def describe_classes(tokens: PromptTokens) -> list[dict]:
                 "count": 0,
                 "example_spans": {op: [int(s[i, 0]), int(s[i, 1])] for op, s in tokens.spans.items()},
                 "example_last": int(layouts[i].length - 1),
+                "example_answer_span": [int(tokens.lengths[i]), int(tokens.lengths[i] + k[i])],
             }
         entry["count"] += 1
         entry["prompt_lengths"].add(int(tokens.lengths[i]))

@@ -133,6 +133,12 @@ def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = T
     return several_task_tokens(tokenizer, "model", task, template, problems, answers)
 
 
+def prompt_shapes(tokenizer, template: str, rows: pd.DataFrame) -> list[tuple]:
+    """Each prompt's shape with numbers of several tokens (the token counts of its operands):
+    the ``shape`` that pair counting and :func:`pair_indices` group partners by."""
+    return _shapes(_task_tokens(tokenizer, template, rows, answers=False))
+
+
 def _shapes(tokens) -> list[tuple]:
     """Each prompt's shape: the token counts of its operands (pairs share one)."""
     return [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
@@ -148,8 +154,11 @@ def _several_pairs(tokens, clean_idx: list[int], corrupt_idx: list[int], meta: d
     spans = [lay.spans for lay in tokens.layouts()]
     shapes = _shapes(tokens)
     for i, j in zip(clean_idx, corrupt_idx):
-        if spans[i] != spans[j]:
-            raise ValueError(f"clean prompt row {i} and its corrupted partner row {j} have different token spans")
+        if spans[i] != spans[j] or len(tokens.ids[i]) != len(tokens.ids[j]):
+            raise ValueError(
+                f"clean prompt row {i} and its corrupted partner row {j} have different token positions "
+                f"(spans {spans[i]} vs {spans[j]}, {len(tokens.ids[i])} vs {len(tokens.ids[j])} tokens)"
+            )
     order = layout_order([forced[i] for i in clean_idx])
     clean_rows = [clean_idx[k] for k in order]
     corrupt_rows = [corrupt_idx[k] for k in order]

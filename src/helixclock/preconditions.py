@@ -103,22 +103,34 @@ def kept_operands(rows: pd.DataFrame, vary: Sequence[str]) -> list[str]:
     return [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
 
 
-def partner_counts(rows: pd.DataFrame, vary: Sequence[str]) -> np.ndarray:
+def partner_counts(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> np.ndarray:
     """For each row of ``rows`` (columns a, b, answer), how many rows could be its corrupted
-    partner: the same kept operands and a different answer.  [n] int."""
+    partner: the same kept operands and a different answer, and with ``shape`` (one key per
+    row, :func:`helixclock.pairs.prompt_shapes`: numbers of several tokens) the same shape.
+    [n] int."""
     rows = rows.reset_index(drop=True)
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
     keep = kept_operands(rows, vary)
+    if shape is not None:
+        rows = rows.assign(_shape=[str(k) for k in shape])
+        keep = [*keep, "_shape"]
     group = rows.groupby(keep)["answer"].transform("size") if keep else pd.Series(len(rows), index=rows.index)
     same = rows.groupby(keep + ["answer"])["answer"].transform("size")
     return (group - same).to_numpy(dtype=np.int64)
 
 
-def pairs_available(correct: pd.DataFrame, vary: Sequence[str] = ("a",), clean_a: Sequence[int] | None = None) -> int:
+def pairs_available(
+    correct: pd.DataFrame,
+    vary: Sequence[str] = ("a",),
+    clean_a: Sequence[int] | None = None,
+    shape: Sequence | None = None,
+) -> int:
     """How many clean/corrupted pairs :func:`helixclock.pairs.draw_pairs` can draw from
-    ``correct``: every clean prompt (with a in ``clean_a`` when given) that has a partner."""
-    has_partner = partner_counts(correct, vary) > 0
+    ``correct``: every clean prompt (with a in ``clean_a`` when given) that has a partner.
+    Numbers of several tokens also need the prompts' ``shape``; counted without it (before a
+    model's tokenizer is loaded) the number is an upper bound."""
+    has_partner = partner_counts(correct, vary, shape) > 0
     if clean_a is not None:
         has_partner &= correct["a"].isin(list(clean_a)).to_numpy()
     return int(has_partner.sum())

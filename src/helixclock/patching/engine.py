@@ -334,6 +334,13 @@ class _Sweep:
     def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, layout: Layout):
         engine, point = self.engine, patch.point
         pos = engine.positions(point, self.prefix[0], layout)
+        if isinstance(patch.value, Tensor) and len(set(pos)) < len(pos):
+            # a span narrower than its class repeats its first position (Layout.resolve): one
+            # value per position is only well defined for "clean" or a function of the values
+            raise ValueError(
+                f"patch at {point}: a tensor value cannot fill the padded span {point.positions} "
+                f"(positions {pos} repeat); patch with 'clean' or a function of (clean, corrupted)"
+            )
 
         def fn(x: Tensor) -> Tensor:
             y = x.clone()

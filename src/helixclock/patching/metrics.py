@@ -49,6 +49,7 @@ def clean_answer_logit(logits: Tensor, rows: Tensor, engine: PatchingEngine, pai
 
 def answer_correct(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
     """1.0 where the patched run's top token is the clean answer's at every answer position
-    (greedy decoding gives the clean answer), else 0.0."""
+    (teacher-forced: greedy decoding would write the clean answer's tokens, whatever follows
+    them), else 0.0."""
     k = logits.shape[1]
     return (logits.argmax(-1) == pairs.answers[rows, :k]).all(1).float()

@@ -4,7 +4,8 @@ section 3; README, "Numbers of several tokens").
 With the paper's models an answer is one token and the top token at the last position decides
 (:mod:`.sweep`).  When a tokenizer splits numbers, the model writes the answer digit by digit:
 each prompt is decoded greedily until the first token that is not a digit (at most one token
-past the answer's own count), and the digits are compared with the true value.  The shared
+past the answer's own count), and the digits are compared with the true value.  The logits are
+the model's own output (a family with a final soft-cap, Gemma-2, applies it in its forward).  The shared
 prompt prefix is run once; prompts of one token layout are decoded together, each step one
 forward pass of one token per row with the key/value cache, reading only the last logits.
 """
@@ -45,7 +46,7 @@ def _forward(engine, ids, cache):
     kwargs = engine.prefix.cache_kwargs(cache)
     if "logits_to_keep" in inspect.signature(hf.forward).parameters:
         kwargs["logits_to_keep"] = 1
-    out = hf(ids, **kwargs)
+    out = hf(ids, **kwargs)  # logits already soft-capped where the family caps them
     return out.logits[:, -1].float(), out.past_key_values
 
 
@@ -62,7 +63,8 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
     order, groups, _ = ordered(tokens)
     ids = torch.from_numpy(padded([tokens.ids[i] for i in order])).to(model.device)
     first = torch.tensor([tokens.answers[i][0] for i in order], device=model.device)
-    steps = int(tokens.answer_lengths().max()) + 1
+    bound = torch.as_tensor(tokens.answer_lengths()[order] + 1, device=model.device)  # tokens per row
+    steps = int(bound.max())
     digits = digit_tokens(model.tokenizer, model.adapter.vocab_size).to(model.device)
     prefix = engine.prefix.get(ids, engine.prefix.length([ids], [], groups))
     n = len(order)
@@ -77,7 +79,6 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
         cache = engine.prefix.expand(prefix[1], stop - start) if prefix[0] else DynamicCache()
         with torch.no_grad():
             last, cache = _forward(engine, rows, cache)
-            last = model.adapter.cap_logits(last)
             ans = last.gather(1, first[start:stop, None])
             logit[start:stop], rank[start:stop] = ans[:, 0], (last > ans).sum(1)
             live = torch.ones(stop - start, dtype=torch.bool, device=ids.device)
@@ -86,12 +87,11 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
                 tok = last.argmax(-1)
                 if i == 0:
                     pred_tok[start:stop] = tok
-                live &= digits[tok]
+                live &= digits[tok] & (i < bound[start:stop])
                 out.append(torch.where(live, tok, -1))
                 if not live.any() or i == steps - 1:
                     break
                 last, cache = _forward(engine, tok[:, None], cache)
-                last = model.adapter.cap_logits(last)
         for r, seq in enumerate(torch.stack(out, 1).tolist()):
             written[start + r] = [t for t in seq if t >= 0]
 

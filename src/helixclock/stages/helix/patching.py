@@ -20,7 +20,7 @@ import torch
 from ...experiments import patch_sweep
 from ...fits import Basis, Fits, FitSettings, fit_token, full_bases, subspace_projector
 from ...models import several_tokens
-from ...pairs import draw_pairs, split_values
+from ...pairs import draw_pairs, prompt_shapes, split_values
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...preconditions import pairs_available
@@ -57,10 +57,13 @@ def ablation_sweep(
     return raw_table(engine.run(pairs, variants, desc="ablation").metric, labels)
 
 
-def _control_has_pairs(correct: pd.DataFrame, vary: Sequence[str], control: str, clean_a=None) -> bool:
+def _control_has_pairs(
+    correct: pd.DataFrame, vary: Sequence[str], control: str, clean_a=None, shape: Sequence | None = None
+) -> bool:
     """Whether a control's own pairs can be drawn at all; a weak model's held-out a or its
-    pairs a+b' may have none, and the control is then left out (with a warning), not the stage."""
-    if pairs_available(correct, vary, clean_a) > 0:
+    pairs a+b' may have none, and the control is then left out (with a warning), not the stage.
+    ``shape``: the prompts' shapes (numbers of several tokens: partners share one)."""
+    if pairs_available(correct, vary, clean_a, shape) > 0:
         return True
     log.warning(
         "control %r left out: no clean/corrupted pairs varying %s%s among %d correct prompts",
@@ -113,7 +116,8 @@ def helix_stage(
         H_a[:, torch.as_tensor(np.flatnonzero(rows), device=device)], a_vals[rows], bases, n_components
     )
     split = pd.DataFrame()
-    if _control_has_pairs(correct, ("a",), "train/test split", test_a):
+    shape = prompt_shapes(tok, template, correct) if several else None
+    if _control_has_pairs(correct, ("a",), "train/test split", test_a, shape):
         pairs_test = draw_pairs(
             correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device, several=several
         )
@@ -157,7 +161,7 @@ def helix_stage(
     bases_b = full_bases(periods, "b", settings.compat)
     fits_b = fit_token(H_b, {"b": b_vals}, bases_b, n_components, dedupe=False)
     b_token = pd.DataFrame()
-    if _control_has_pairs(correct, ("b",), "b token"):
+    if _control_has_pairs(correct, ("b",), "b token", shape=shape):
         pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device, several=several)
         b_token = patch_sweep(
             engine,
