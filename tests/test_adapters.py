@@ -324,7 +324,7 @@ def test_word_level_families_run_the_accuracy_sweep(family_model):
         ref = family_model.hf(torch.from_numpy(found.input_ids)).logits[:, -1]
     answer = torch.tensor(df["answer_token"].to_numpy())
     torch.testing.assert_close(
-        torch.from_numpy(df["answer_logit"].to_numpy()), ref.gather(1, answer[:, None])[:, 0], atol=1e-5, rtol=1e-5
+        torch.tensor(df["answer_logit"].to_numpy()), ref.gather(1, answer[:, None])[:, 0], atol=1e-5, rtol=1e-5
     )
     assert (df["pred_token"].to_numpy() == ref.argmax(-1).numpy()).all()
     assert (df["rank"].to_numpy() == (ref > ref.gather(1, answer[:, None])).sum(-1).numpy()).all()
