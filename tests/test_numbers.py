@@ -290,3 +290,18 @@ def test_a_tensor_value_cannot_fill_a_padded_span(digit_llama, digits):
     assert torch.isfinite(clean).all()
     with pytest.raises(ValueError, match="padded span"):
         engine.run(pairs, [[Patch(point, torch.zeros(digit_llama.adapter.d_model))]])
+
+
+def test_only_the_digits_0_to_9_continue_an_answer():
+    """Greedy decoding continues on tokens spelled by 0-9 only: superscripts and other scripts'
+    digits (str.isdigit() is true for them) end an answer like any other token."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    from helixclock.stages.accuracy.greedy import digit_tokens
+
+    words = ["<unk>", "7", "12", "²", "٣", "१८", "a", "7a"]
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, "<unk>"))
+    )
+    assert digit_tokens(tok, len(words)).tolist() == [False, True, True, False, False, False, False, False]

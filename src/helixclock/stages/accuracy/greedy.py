@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 
 
 def digit_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
-    """[vocab] bool: tokens that decode (stripped of spaces) to one or more digits."""
+    """[vocab] bool: tokens that decode (stripped of spaces) to one or more of the digits
+    0-9.  Other Unicode digits (Gemma-3's vocabulary has 448: "²", "٣", "१८", ...) are not
+    how an answer is spelled, so they end the decoding like any other non-digit."""
     flags = torch.zeros(vocab_size, dtype=torch.bool)
     for token, i in tokenizer.get_vocab().items():
         if i < vocab_size:
             text = tokenizer.convert_tokens_to_string([token]).strip()
-            flags[i] = bool(text) and text.isdigit()
+            flags[i] = bool(text) and text.isascii() and text.isdigit()
     return flags
 
 
