@@ -338,12 +338,6 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
     )
 
 
-def model_dir(name: str, spec: dict, resources: str | Path = "resources/models") -> str:
-    """Where a model's weights are loaded from: the trained toy's directory, the directory of a
-    GGUF file, a local directory, or the hub id itself (see :func:`model_files`)."""
-    return model_files(name, spec, resources)[0]
-
-
 def model_files(name: str, spec: dict, resources: str | Path = "resources/models") -> tuple[str, dict]:
     """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
     from its directory with ``gguf_file=`` (transformers dequantises it to float)."""

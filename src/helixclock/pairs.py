@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from .patching import Pairs
+from .preconditions import partner_keys
 from .tasks import render
 
 log = logging.getLogger("helixclock")
@@ -32,11 +33,7 @@ def pair_indices(
     others, and has another answer; with ``shape`` (one key per row: numbers of several
     tokens) it also has the clean prompt's shape, so both have the same token positions.
     Needs no model: stages count pairs before loading one."""
-    rows = correct.reset_index(drop=True)
-    keep = [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
-    if shape is not None:
-        rows = rows.assign(_shape=[str(k) for k in shape])
-        keep = [*keep, "_shape"]
+    rows, keep = partner_keys(correct, vary, shape)
     rng = np.random.default_rng(seed)
     clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
     if len(clean_pool) == 0:

@@ -103,18 +103,25 @@ def kept_operands(rows: pd.DataFrame, vary: Sequence[str]) -> list[str]:
     return [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
 
 
-def partner_counts(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> np.ndarray:
-    """For each row of ``rows`` (columns a, b, answer), how many rows could be its corrupted
-    partner: the same kept operands and a different answer, and with ``shape`` (one key per
-    row, :func:`helixclock.pairs.prompt_shapes`: numbers of several tokens) the same shape.
-    [n] int."""
+def partner_keys(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> tuple[pd.DataFrame, list]:
+    """``rows`` (index reset) and the columns a corrupted partner shares with its clean
+    prompt: the kept operands, and with ``shape`` (one key per row,
+    :func:`helixclock.pairs.prompt_shapes`: numbers of several tokens) the shape, column
+    ``_shape``."""
     rows = rows.reset_index(drop=True)
-    if len(rows) == 0:
-        return np.zeros(0, dtype=np.int64)
     keep = kept_operands(rows, vary)
     if shape is not None:
         rows = rows.assign(_shape=[str(k) for k in shape])
         keep = [*keep, "_shape"]
+    return rows, keep
+
+
+def partner_counts(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> np.ndarray:
+    """For each row of ``rows`` (columns a, b, answer), how many rows could be its corrupted
+    partner: the same :func:`partner_keys` and a different answer.  [n] int."""
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    rows, keep = partner_keys(rows, vary, shape)
     group = rows.groupby(keep)["answer"].transform("size") if keep else pd.Series(len(rows), index=rows.index)
     same = rows.groupby(keep + ["answer"])["answer"].transform("size")
     return (group - same).to_numpy(dtype=np.int64)
