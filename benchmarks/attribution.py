@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from common import cases, emit, random_gptj, timed, toy_tokenizer
 
-from helixclock.patching import Pairs, Patch, PatchingEngine, Point
+from helixclock.patching import Pairs, Patch, PatchingEngine, Point, attribute
 
 
 def make_pairs(model, n_pairs: int, seed: int = 0) -> Pairs:
@@ -52,7 +52,7 @@ def run_case(shape: str, device: torch.device, n_pairs: int, batch: int, subset:
     last = make_pairs(model, 1).clean.shape[1] - 1
     sites = [Point("neuron_post", layer, (last,)) for layer in range(ad.n_layers)]
     engine = PatchingEngine(model, batch_size=batch, progress=False)
-    t_engine = timed(lambda: engine.attribute(make_pairs(model, n_pairs), sites), device)
+    t_engine = timed(lambda: attribute(engine, make_pairs(model, n_pairs), sites), device)
     pairs = make_pairs(model, n_pairs)
     t_floor = timed(lambda: plain_forward_backward(model, pairs), device)
     one_layer = [[Patch(Point("neuron_post", 0, (last,), index=n))] for n in range(subset)]

@@ -64,8 +64,9 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     """Run every model job's library calls on a tiny random GPT-J; counts per job."""
     from transformers import GPTJConfig, GPTJForCausalLM
 
+    from helixclock.bases import FitSettings, standard_bases
     from helixclock.cache import read_residual_cache, write_residual_cache
-    from helixclock.fits import FitSettings, fit_token, standard_bases, to_device
+    from helixclock.fits import fit_token, to_device
     from helixclock.models import wrap_model
     from helixclock.pairs import draw_pairs, prompt_sample
     from helixclock.patching import PatchingEngine

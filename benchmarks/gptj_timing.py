@@ -83,7 +83,7 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
     """Plain forward at n_layers and at 1 layer (interleaved, best of ``repeats``); the engine's
     patched run against a plain forward of the same rows; the attribution backward against its
     forward, beside the FLOP model's ratio."""
-    from helixclock.patching import Pairs, Patch, PatchingEngine, Point
+    from helixclock.patching import Pairs, Patch, PatchingEngine, Point, attribute
     from helixclock.stages.neurons.patching import neuron_sites
     from helixclock.tasks import render
 
@@ -144,8 +144,8 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
     pairs = fresh()
     eng.clean_values(pairs, sites)
     t_collect = timed(lambda: eng.collect(corrupted, sites), cpu, repeats)
-    t_attr = timed(lambda: eng.attribute(pairs, sites), cpu, repeats)
-    saved = saved_bytes(lambda: eng.attribute(pairs, sites), hf.parameters())
+    t_attr = timed(lambda: attribute(eng, pairs, sites), cpu, repeats)
+    saved = saved_bytes(lambda: attribute(eng, pairs, sites), hf.parameters())
     flop_ratio = s.backward_flops(T) / (n_layers * s.block_flops(T) + s.unembed_flops)
     return {
         "threads": torch.get_num_threads(),

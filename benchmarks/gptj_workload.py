@@ -121,8 +121,8 @@ class Counts:
 
 
 def basis_counts(periods: Sequence[int], compat: str) -> dict[str, int]:
+    from helixclock.bases import clock_bases, full_bases, standard_bases
     from helixclock.experiments import patch_sweep
-    from helixclock.fits import clock_bases, full_bases, standard_bases
     from helixclock.stages.last_token.patching import PCA_BASELINES
 
     pca_ks = inspect.signature(patch_sweep).parameters["pca_ks"].default
@@ -158,7 +158,7 @@ def fabricated_tables(
 def counts_from(cfg: dict, entry: dict, tables: dict[str, pd.DataFrame], batch: int, **heads) -> Counts:
     """The counts the code draws from ``tables`` under config ``cfg`` (the pair draws are the
     pipeline's own, helixclock.pairs.pair_indices)."""
-    from helixclock.pairs import pair_indices, split_values
+    from helixclock.sampling import pair_indices, split_values
 
     seed, helix, clock = cfg["seed"], cfg["helix"], cfg["clock"]
     neurons = {**cfg["neurons"], **entry.get("neurons", {})}  # a registry entry's neurons.top_share wins

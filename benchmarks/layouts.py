@@ -22,8 +22,9 @@ import pandas as pd
 import torch
 from common import emit, timed
 
+from helixclock.bases import standard_bases
 from helixclock.experiments import fit_variants
-from helixclock.fits import fit_token, standard_bases
+from helixclock.fits import fit_token
 from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, prompt_rows
 from helixclock.patching import PatchingEngine, Point

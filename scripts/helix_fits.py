@@ -2,9 +2,10 @@
 
 import torch
 
+from helixclock.bases import FitSettings, standard_bases
 from helixclock.cache import read_residual_cache
 from helixclock.fit_files import save_fits
-from helixclock.fits import FitSettings, fit_token, standard_bases
+from helixclock.fits import fit_token
 from helixclock.pipeline import minimum, require, settings, start
 from helixclock.preconditions import helix_fit_needs
 from helixclock.stages.helix.fitting import r2_table

@@ -1,8 +1,9 @@
 """Rule helix_patching: Fig. 4 sweep, controls (Fig. C5) and ablation (Fig. C6), per pair."""
 
+from helixclock.bases import FitSettings
 from helixclock.cache import read_residual_cache
 from helixclock.fit_files import load_fits
-from helixclock.fits import FitSettings, to_device
+from helixclock.fits import to_device
 from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
 from helixclock.preconditions import helix_patching_needs
 from helixclock.stages.helix.patching import helix_stage

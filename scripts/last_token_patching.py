@@ -1,7 +1,7 @@
 """Rule last_token_patching: Fig. 5 (last-token fits at every layer) and Fig. 6 (layer TE, DE), per pair."""
 
+from helixclock.bases import FitSettings
 from helixclock.cache import read_residual_cache
-from helixclock.fits import FitSettings
 from helixclock.pipeline import clock_job, settings
 from helixclock.stages.last_token.patching import last_token_curves, layer_effects
 

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.fits import FitSettings
+from helixclock.bases import FitSettings
 from helixclock.pipeline import clock_job, settings
 from helixclock.stages.mlps.patching import mlp_stage
 from helixclock.statistics import pair_values

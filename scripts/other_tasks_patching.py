@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.fits import FitSettings
+from helixclock.bases import FitSettings
 from helixclock.pipeline import load, patching_engine, settings, start, usable_tasks
 from helixclock.stages.helix.patching import other_tasks_stage
 

@@ -14,7 +14,7 @@ from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids, digit_splitting_tokeni
 
 from helixclock import adapters
 from helixclock.models import HOOK_KINDS, UnsupportedFamilyError, make_adapter, wrap_model
-from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects
 from helixclock.tasks import TASKS, TokenisationError, check_task_tokens
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,11 +177,11 @@ def test_last_layer_mlp_direct_effect_equals_total_effect(family_model):
     pairs = make_pairs(family_model)
     engine = PatchingEngine(family_model, progress=False)
     p = Point("mlp_out", ad.n_layers - 1, (LAST,))
-    te, de = engine.run(pairs, [[Patch(p)]]).metric[0], engine.direct_effects(pairs, [p])[0]
+    te, de = engine.run(pairs, [[Patch(p)]]).metric[0], direct_effects(engine, pairs, [p])[0]
     assert te.abs().max() > 1e-3
     torch.testing.assert_close(de, te, atol=1e-5, rtol=1e-4)
     final = Point("resid_pre", ad.n_layers, (LAST,))
-    residual = engine.corrupted_values(pairs, [final])[final][:, 0] + engine.delta(pairs, p)[:, -1]
+    residual = engine.corrupted_values(pairs, [final])[final][:, 0] + delta(engine, pairs, p)[:, -1]
     site = ad.site("mlp_out", ad.n_layers - 1)
     patched = patched_logits(hf, site.path, site.io, pairs.corrupted, LAST, engine.clean_values(pairs, [p])[p][:, 0])
     with torch.no_grad():

@@ -7,7 +7,7 @@ from helpers.hooks import replace_io
 from helpers.prompts import make_pairs
 
 from helixclock.models import wrap_model
-from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.patching import Patch, PatchingEngine, Point, attribute
 
 LAST = 8
 
@@ -49,7 +49,7 @@ def test_attribution_agrees_with_plain_autograd(tiny_model):
     pairs = make_pairs(tiny_model)
     engine = PatchingEngine(tiny_model, batch_size=3, progress=False)  # batches straddle pairs
     points = neuron_points(tiny_model.adapter)
-    got = engine.attribute(pairs, points, reduce="none")
+    got = attribute(engine, pairs, points, reduce="none")
     expected = reference_attribution(tiny_model, pairs)
     assert expected[-1].abs().max() > 1e-4  # something to compare
     for p, ref in zip(points, expected):
@@ -58,7 +58,7 @@ def test_attribution_agrees_with_plain_autograd(tiny_model):
     # a parallel block's layer-0 MLP reads the last token's embedding alone: same value in the
     # clean and corrupted prompt, attribution 0; a sequential one reads attention's output too
     assert (expected[0].abs().max() == 0) == tiny_model.adapter.parallel
-    mean = engine.attribute(pairs, points)
+    mean = attribute(engine, pairs, points)
     for p in points:
         torch.testing.assert_close(mean[p], got[p].mean(0), atol=1e-6, rtol=1e-5)
 
@@ -66,8 +66,8 @@ def test_attribution_agrees_with_plain_autograd(tiny_model):
 def test_batch_size_does_not_change_attribution(tiny_gptj):
     pairs = make_pairs(tiny_gptj)
     points = neuron_points(tiny_gptj.adapter)
-    a = PatchingEngine(tiny_gptj, batch_size=1000, progress=False).attribute(pairs, points)
-    b = PatchingEngine(tiny_gptj, batch_size=2, progress=False).attribute(pairs, points)
+    a = attribute(PatchingEngine(tiny_gptj, batch_size=1000, progress=False), pairs, points)
+    b = attribute(PatchingEngine(tiny_gptj, batch_size=2, progress=False), pairs, points)
     for p in points:
         torch.testing.assert_close(a[p], b[p], atol=1e-6, rtol=1e-5)
 
@@ -86,7 +86,7 @@ def test_attribution_is_exact_where_the_metric_is_linear_in_the_neuron(tokenizer
     pairs = make_pairs(model)
     engine = PatchingEngine(model, progress=False)
     last = model.adapter.n_layers - 1
-    scores = engine.attribute(pairs, [Point("neuron_post", last, (LAST,))], reduce="none")
+    scores = attribute(engine, pairs, [Point("neuron_post", last, (LAST,))], reduce="none")
     scores = scores[Point("neuron_post", last, (LAST,))][:, 0]  # [n, d_mlp]
     neurons = torch.topk(scores.abs().mean(0), 6).indices.tolist() + [0, 1]
     variants = [[Patch(Point("neuron_post", last, (LAST,), index=n))] for n in neurons]
@@ -101,7 +101,7 @@ def test_attribution_is_exact_where_the_metric_is_linear_in_the_neuron(tokenizer
     model = wrap_model(hf, tokenizer, name="normed-readout")
     engine = PatchingEngine(model, progress=False)
     point = Point("neuron_post", last, (LAST,))
-    approx = engine.attribute(pairs, [point], reduce="none")[point][:, 0].sum(1)
+    approx = attribute(engine, pairs, [point], reduce="none")[point][:, 0].sum(1)
     exact = engine.run(pairs, [[Patch(point)]]).metric[0]
     assert (approx - exact).abs().max() > 1e-3
 
@@ -109,4 +109,4 @@ def test_attribution_is_exact_where_the_metric_is_linear_in_the_neuron(tokenizer
 def test_indexed_points_are_refused(tiny_gptj):
     pairs = make_pairs(tiny_gptj)
     with pytest.raises(ValueError, match="without an index"):
-        PatchingEngine(tiny_gptj).attribute(pairs, [Point("neuron_post", 0, (LAST,), index=3)])
+        attribute(PatchingEngine(tiny_gptj), pairs, [Point("neuron_post", 0, (LAST,), index=3)])

@@ -6,7 +6,8 @@ import torch
 from helpers.hooks import capture, logit_difference, replace_io
 from helpers.prompts import make_pairs
 
-from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects, path_patch
+from helixclock.patching.paths import receiver_input
 from helixclock.stages.heads.tables import categorise, with_mixed
 
 LAST = 8
@@ -17,7 +18,7 @@ def test_last_layer_mlp_direct_effect_equals_total_effect(tiny_model):
     engine = PatchingEngine(tiny_model)
     p = Point("mlp_out", tiny_model.adapter.n_layers - 1, (LAST,))
     te = engine.run(pairs, [[Patch(p)]]).metric[0]
-    de = engine.direct_effects(pairs, [p])[0]
+    de = direct_effects(engine, pairs, [p])[0]
     assert te.abs().max() > 1e-3
     torch.testing.assert_close(de, te, atol=1e-4, rtol=1e-4)
 
@@ -46,7 +47,7 @@ def test_path_patching_to_the_logits_is_the_frozen_downstream_effect(tiny_model)
         corr = engine.corrupted_values(pairs, frozen)
         variants.append([Patch(s)] + [Patch(q, corr[q]) for q in frozen])
     defined = engine.run(pairs, variants).metric
-    paths = engine.path_patch(pairs, [(s, "logits") for s in senders])
+    paths = path_patch(engine, pairs, [(s, "logits") for s in senders])
     torch.testing.assert_close(paths, defined, atol=1e-4, rtol=1e-4)
     te = engine.run(pairs, [[Patch(s)] for s in senders]).metric
     assert (te - defined).abs().max() > 0.02 * te.abs().max()  # indirect effects exist: DE is not TE
@@ -60,7 +61,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
     hf, ad = tiny_model.hf, tiny_model.adapter
     sender = Point("head_out", 0, (LAST,), index=1)
     receivers = [Point("mlp_out", 1, (LAST,)), Point("head_out", 1, (LAST,), index=3)]
-    got = engine.path_patch(pairs, [(sender, r) for r in receivers])
+    got = path_patch(engine, pairs, [(sender, r) for r in receivers])
 
     site = ad.site("head_out", 0)
     W = ad.head_weights(hf, 0)[1]
@@ -71,7 +72,7 @@ def test_two_pass_path_patching_matches_hooks(tiny_model):
     ) @ W
     base = hf(pairs.corrupted).logits[:, -1].detach()
     for i, r in enumerate(receivers):
-        in_site = ad.site(engine.receiver_input(r).kind, r.layer)
+        in_site = ad.site(receiver_input(engine, r).kind, r.layer)
         out_site = ad.site(r.kind, r.layer)
         take = (lambda y: y[:, LAST, 3 * ad.d_head : 4 * ad.d_head]) if r.kind == "head_out" else (lambda y: y[:, LAST])
 
@@ -107,9 +108,9 @@ def test_a_receiver_must_be_downstream(tiny_gptj):
     engine = PatchingEngine(tiny_gptj)
     pairs = make_pairs(tiny_gptj)
     with pytest.raises(ValueError, match="not downstream"):
-        engine.path_patch(pairs, [(Point("mlp_out", 1, (LAST,)), Point("head_out", 0, (LAST,), index=0))])
+        path_patch(engine, pairs, [(Point("mlp_out", 1, (LAST,)), Point("head_out", 0, (LAST,), index=0))])
     with pytest.raises(ValueError, match="not downstream"):  # parallel block: the MLP does not read its attention
-        engine.path_patch(pairs, [(Point("head_out", 1, (LAST,), index=0), Point("mlp_out", 1, (LAST,)))])
+        path_patch(engine, pairs, [(Point("head_out", 1, (LAST,), index=0), Point("mlp_out", 1, (LAST,)))])
 
 
 def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
@@ -123,11 +124,11 @@ def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
     ld = engine.run(pairs, variants).metric
     for l in range(ad.n_layers):
         torch.testing.assert_close(ld[2 * l], ld[2 * l + 1], atol=1e-4, rtol=1e-4)
-    de_heads = engine.direct_effects(pairs, [Point("head_out", 0, (LAST,), index=h) for h in range(ad.n_heads)])
-    de_attn = engine.direct_effects(pairs, [Point("attn_out", 0, (LAST,))])
+    de_heads = direct_effects(engine, pairs, [Point("head_out", 0, (LAST,), index=h) for h in range(ad.n_heads)])
+    de_attn = direct_effects(engine, pairs, [Point("attn_out", 0, (LAST,))])
     # the direct path is linear in the written vectors only up to the final norm: compare the writes
-    writes = sum(engine.delta(pairs, Point("head_out", 0, (LAST,), index=h)) for h in range(ad.n_heads))
-    torch.testing.assert_close(writes, engine.delta(pairs, Point("attn_out", 0, (LAST,))), atol=1e-5, rtol=1e-4)
+    writes = sum(delta(engine, pairs, Point("head_out", 0, (LAST,), index=h)) for h in range(ad.n_heads))
+    torch.testing.assert_close(writes, delta(engine, pairs, Point("attn_out", 0, (LAST,))), atol=1e-5, rtol=1e-4)
     assert de_heads.shape == (ad.n_heads, len(pairs)) and de_attn.shape == (1, len(pairs))
 
 

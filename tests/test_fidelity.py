@@ -6,7 +6,8 @@ import pytest
 import torch
 from helpers.prompts import make_pairs
 
-from helixclock.fits import Basis, fit_bases, standard_bases
+from helixclock.bases import Basis, standard_bases
+from helixclock.fits import fit_bases
 from helixclock.fourier import fourier_spectrum
 from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.stages.heads.patching import ab_head_patches

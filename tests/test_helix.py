@@ -4,17 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from helixclock.bases import Basis, period_subsets, standard_bases
 from helixclock.fit_files import load_fits, save_fits
-from helixclock.fits import (
-    Basis,
-    column_cosine,
-    fit_bases,
-    fit_pca,
-    helix_projection,
-    period_subsets,
-    standard_bases,
-    subspace_projector,
-)
+from helixclock.fits import column_cosine, fit_bases, fit_pca, helix_projection, subspace_projector
 from helixclock.fourier import fourier_spectrum, spectrum_peaks, top_periods
 from helixclock.stages.helix.tables import best_subsets
 from helixclock.stages.structure.analysis import delta_n_distance, distance_and_cosine, line_fit, pca_first_component

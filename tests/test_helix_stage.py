@@ -7,10 +7,11 @@ import torch
 from helpers.prompts import GPTJ_PROMPTS
 
 import helixclock.stages.helix.patching as hp
+from helixclock.bases import FitSettings, standard_bases
 from helixclock.cache import read_residual_cache, write_residual_cache
-from helixclock.fits import FitSettings, fit_token, standard_bases
-from helixclock.pairs import split_values
+from helixclock.fits import fit_token
 from helixclock.patching import PatchingEngine
+from helixclock.sampling import split_values
 from helixclock.stages.helix.tables import helix_summary
 from helixclock.statistics import Resampling
 

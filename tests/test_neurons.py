@@ -10,7 +10,7 @@ from helpers.prompts import GPTJ_PROMPTS, make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.pairs import same_prompt_pairs
-from helixclock.patching import PatchingEngine, Point
+from helixclock.patching import PatchingEngine, Point, attribute, delta, direct_effects
 from helixclock.stages.neurons.patching import (
     GATED_PREACTIVATIONS,
     RANKINGS,
@@ -105,9 +105,9 @@ def test_neuron_direct_effects_of_a_layer_add_up_to_the_mlp(tokenizer):
     top = pd.DataFrame({"rank": np.arange(m), "layer": last, "neuron": np.arange(m)})
     de = pair_values(neuron_direct_effects(engine, pairs, top, LAST))  # [m, n]
     mlp = Point("mlp_out", last, (LAST,))
-    writes = sum(engine.delta(pairs, Point("neuron_post", last, (LAST,), index=n)) for n in range(m))
-    torch.testing.assert_close(writes, engine.delta(pairs, mlp), atol=1e-5, rtol=1e-4)
-    mlp_de = engine.direct_effects(pairs, [mlp])[0].numpy()
+    writes = sum(delta(engine, pairs, Point("neuron_post", last, (LAST,), index=n)) for n in range(m))
+    torch.testing.assert_close(writes, delta(engine, pairs, mlp), atol=1e-5, rtol=1e-4)
+    mlp_de = direct_effects(engine, pairs, [mlp])[0].numpy()
     assert np.abs(mlp_de).max() > 1e-4
     np.testing.assert_allclose(de.sum(0), mlp_de, atol=1e-5, rtol=1e-4)
 
@@ -203,8 +203,8 @@ def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
     engine = PatchingEngine(tiny_gptj, batch_size=3, progress=False)
     pairs = make_pairs(tiny_gptj)
     sites = [Point("neuron_post", layer, (LAST,)) for layer in range(tiny_gptj.adapter.n_layers)]
-    per_pair = engine.attribute(pairs, sites, reduce="none")
-    both = engine.attribute(pairs, sites, reduce=("mean", "mean_abs"))
+    per_pair = attribute(engine, pairs, sites, reduce="none")
+    both = attribute(engine, pairs, sites, reduce=("mean", "mean_abs"))
     for p in sites:
         torch.testing.assert_close(both["mean"][p], per_pair[p].mean(0), atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(both["mean_abs"][p], per_pair[p].abs().mean(0), atol=1e-6, rtol=1e-5)
@@ -218,7 +218,7 @@ def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
     assert np.allclose(scores["effect"], scores["attribution_abs"])
     assert (scores["attribution"] < 0).any()  # negative signed scores rank by their size too
     with pytest.raises(ValueError, match="reduce="):
-        engine.attribute(pairs, sites, reduce="max")
+        attribute(engine, pairs, sites, reduce="max")
 
 
 # -- figD9's two readings ----------------------------------------------------------------------

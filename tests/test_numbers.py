@@ -11,11 +11,11 @@ from helpers.families import tiny_hf_model
 from helpers.hooks import replace_io
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
+from helixclock.layout import Layout, boundaries, groups_of, layout_order
 from helixclock.models import wrap_model
 from helixclock.numbers import describe_classes, ordered, several_task_tokens
 from helixclock.pairs import draw_pairs
 from helixclock.patching import Patch, PatchingEngine, Point
-from helixclock.patching.layout import Layout, boundaries, groups_of, layout_order
 from helixclock.tasks import TASKS, render
 
 ADD = GPTJ_PROMPTS["add"]  # "Output ONLY a number.\n{a}+{b}="
@@ -194,7 +194,8 @@ def test_a_units_digit_circle_and_a_t100_helix_planted_on_the_last_token_are_rec
     circle (T = 10) alone, the circle with a T = 100 helix, noise.  The per-layer spectrum finds
     T = 10 at the first two layers and T = 100 only where it was planted; a helix of T = [10, 100]
     fits the second layer (R² ~ 1) and not the third."""
-    from helixclock.fits import Basis, fit_token
+    from helixclock.bases import Basis
+    from helixclock.fits import fit_token
     from helixclock.stages.structure.analysis import peaks_by_layer
 
     rng = np.random.default_rng(0)
@@ -266,8 +267,8 @@ def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
 def test_pair_counts_know_the_token_counts(digits):
     """With numbers of several tokens a partner needs the clean prompt's shape: b = 95's only
     other prompt has a of another length, so no pair exists, and the count says so."""
-    from helixclock.pairs import pair_indices, prompt_shapes
-    from helixclock.preconditions import pairs_available
+    from helixclock.pairs import prompt_shapes
+    from helixclock.sampling import pair_indices, pairs_available
 
     correct = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
     shape = prompt_shapes(digits, ADD, correct)

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
+from helixclock.bases import full_bases
 from helixclock.cache import read_residual_cache, write_residual_cache
 from helixclock.config import load_registry
 from helixclock.experiments import patch_sweep
-from helixclock.fits import fit_token, full_bases
+from helixclock.fits import fit_token
 from helixclock.model_card import model_card
 from helixclock.models import install_gguf, load_model
 from helixclock.pairs import draw_pairs

@@ -89,7 +89,8 @@ def test_sum_helix_coordinates_recover_the_planted_helix():
 
 def test_sum_helix_fit_agrees_with_the_helix_library():
     torch = pytest.importorskip("torch")
-    from helixclock.fits import Basis, fit_bases, projection
+    from helixclock.bases import Basis
+    from helixclock.fits import fit_bases, projection
 
     H, ab = planted_last(noise=0.3, seed=1)
     s = ab.sum(1)

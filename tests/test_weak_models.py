@@ -24,9 +24,11 @@ import yaml
 from helpers.prompts import GPTJ_PROMPTS
 
 from helixclock import preconditions as pre
-from helixclock.fits import fit_token, standard_bases
+from helixclock.bases import standard_bases
+from helixclock.fits import fit_token
 from helixclock.pairs import draw_pairs
 from helixclock.pipeline import accuracy, minimum, require, usable_tasks
+from helixclock.sampling import pairs_available
 from helixclock.statistics import Resampling, bootstrap_ci, raw_table, summarise
 
 PERIODS = (2, 5, 10, 100)
@@ -56,7 +58,7 @@ def reference_pairs(correct: pd.DataFrame, vary) -> int:
 def test_pairs_available_counts_the_planted_pairs(vary, expected):
     correct = pre.correct_rows(weak_accuracy())
     assert len(correct) == 41
-    assert pre.pairs_available(correct, vary) == expected == reference_pairs(correct, vary)
+    assert pairs_available(correct, vary) == expected == reference_pairs(correct, vary)
 
 
 def test_pairs_available_is_what_draw_pairs_draws(tokenizer, caplog):
@@ -64,7 +66,7 @@ def test_pairs_available_is_what_draw_pairs_draws(tokenizer, caplog):
     correct = pre.correct_rows(weak_accuracy())
     with caplog.at_level(logging.WARNING, logger="helixclock"):
         pairs = draw_pairs(correct, 16, 0, tokenizer, TEMPLATE, ("a",))
-    assert len(pairs) == pre.pairs_available(correct, ("a",)) == 10
+    assert len(pairs) == pairs_available(correct, ("a",)) == 10
     assert (pairs.meta["clean_b"] == pairs.meta["corrupted_b"]).all()
     assert (pairs.meta["clean_answer"] != pairs.meta["corrupted_answer"]).all()
     warning = [r for r in caplog.records if r.name == "helixclock" and r.levelno == logging.WARNING]
@@ -77,8 +79,8 @@ def test_pairs_available_is_what_draw_pairs_draws(tokenizer, caplog):
 
 def test_pairs_available_within_a_held_out_split():
     correct = pre.correct_rows(weak_accuracy())
-    assert pre.pairs_available(correct, ("a",), clean_a=[3, 4]) == 2  # (3, 7), (4, 7)
-    assert pre.pairs_available(correct, ("b",), clean_a=[3]) == 0  # a = 3 has one correct prompt
+    assert pairs_available(correct, ("a",), clean_a=[3, 4]) == 2  # (3, 7), (4, 7)
+    assert pairs_available(correct, ("b",), clean_a=[3]) == 0  # a = 3 has one correct prompt
 
 
 def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
@@ -304,6 +306,7 @@ STOP = """
 import sys
 from types import SimpleNamespace
 from helixclock.pipeline import start
+from helixclock.sampling import pairs_available
 from helixclock.preconditions import Need, check
 snakemake = SimpleNamespace(log=[sys.argv[1]], threads=1, rule="residual_cache", wildcards={"model": "weak"})
 start(snakemake)

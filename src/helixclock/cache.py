@@ -35,6 +35,7 @@ import torch
 
 from .io import to_numpy
 from .models import LoadedModel
+from .numbers import number_prompt_tokens, ordered, padded, several_task_tokens
 from .patching import PatchingEngine, Point
 from .tasks import check_task_tokens, get_task, number_token_ids, render
 
@@ -128,8 +129,6 @@ def _single_rows(model, task, template, problems):
 def _several_rows(model, task, template, problems):
     """Numbers of several tokens: a and b at the last token of their spans, rows grouped by
     layout (positions -1: not shared; attribute number_tokens)."""
-    from .numbers import ordered, padded, several_task_tokens
-
     tokens = several_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
     order, groups, _ = ordered(tokens)
     ids = torch.from_numpy(padded([tokens.ids[i] for i in order]))
@@ -151,8 +150,6 @@ def _single_numbers(model, template, numbers):
 
 
 def _several_numbers(model, template, numbers):
-    from .numbers import number_prompt_tokens, ordered, padded
-
     tokens = number_prompt_tokens(model.tokenizer, model.name, template, numbers)
     order, groups, _ = ordered(tokens)
     ids = torch.from_numpy(padded([tokens.ids[i] for i in order]))

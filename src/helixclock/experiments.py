@@ -17,8 +17,9 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from .fits import PCA, Basis, Fits
-from .patching import Pairs, Patch, PatchingEngine, Point
+from .bases import Basis
+from .fits import PCA, Fits
+from .patching import Pairs, Patch, PatchingEngine, Point, direct_effects
 from .statistics import raw_table
 
 
@@ -107,7 +108,7 @@ def total_and_direct(
     """TE (activation patching) and DE (path patching to the logits) of each point: a raw table
     with columns layer, component, head, effect (te or de) and the pairs."""
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc).metric
-    de = engine.direct_effects(pairs, points)
+    de = direct_effects(engine, pairs, points)
     labels = [
         {"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
         for p in points

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from .fits import PCA, Basis, Fits
+from .bases import Basis
+from .fits import PCA, Fits
 from .io import to_numpy
 
 

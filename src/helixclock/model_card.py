@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files
+from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
 SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no max_number
@@ -84,8 +85,6 @@ def _several(tokenizer, name: str, spec: dict, tasks) -> dict:
     """The card's record of a model whose numbers may take several tokens: per task its length
     classes (operand and answer token counts, how many prompts, one prompt's spans), and the
     bare numbers' token counts."""
-    from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
-
     classes = {}
     for task in tasks:
         tokens = several_task_tokens(tokenizer, name, get_task(task), spec["prompts"][task])

@@ -26,7 +26,7 @@ from .adapters import (
     detect_family,
     make_adapter,
 )
-from .config import TOY_SOURCE, model_files
+from .config import INSTALLED_GGUF, TOY_SOURCE, ConfigError, model_files, package_source
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +187,6 @@ def install_gguf(name: str, spec: dict, out_dir: str) -> dict:
     import importlib
     import importlib.util
     from pathlib import Path
-
-    from .config import INSTALLED_GGUF, ConfigError, package_source
 
     module, kind, what = package_source(name, spec["source"])
     found = importlib.util.find_spec(module)

@@ -16,7 +16,7 @@ character offsets:
 A number's *representation* is the residual stream at the last token of its span: the only
 position whose residual can hold the whole number in a causal model (README, "Numbers of
 several tokens").  Prompts then fall into *length classes* (the token counts of a, b and the
-answer); :func:`layouts` turns each prompt into a :class:`~helixclock.patching.layout.Layout`
+answer); :func:`layouts` turns each prompt into a :class:`~helixclock.layout.Layout`
 that the patching engine resolves roles with.
 """
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .patching.layout import Group, Layout, groups_of, layout_order
-from .tasks import Problems, Task, TokenisationError, _Decoder, _operand_spans, _token_strings, require_placeholders
+from .layout import Group, Layout, groups_of, layout_order
+from .tasks import Decoder, Problems, Task, TokenisationError, operand_spans, require_placeholders, token_strings
 
 NUMBER_TOKENS = ("one", "several")  # registry key number_tokens
 
@@ -98,8 +98,8 @@ def several_task_tokens(
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     values = {"a": problems.a, "b": problems.b}
-    chars = _operand_spans(template, values, task.operands)
-    decode = _Decoder(tokenizer)
+    chars = operand_spans(template, values, task.operands)
+    decode = Decoder(tokenizer)
     spans = {}
     for op, (start, end) in chars.items():
         spans[op] = np.empty((len(prompts), 2), dtype=np.int64)
@@ -111,7 +111,7 @@ def several_task_tokens(
                 raise TokenisationError(
                     f"model {model!r}: number {number} (operand {op} of task {task.name!r}, prompt "
                     f"{prompts[i]!r}) is not spelled by its own tokens: tokens "
-                    f"{_token_strings(tokenizer, [ids[t] for t in toks])}"
+                    f"{token_strings(tokenizer, [ids[t] for t in toks])}"
                 )
             spans[op][i] = (toks[0], toks[-1] + 1)
     answer_ids = _answer_tokens(tokenizer, model, task, prompts, problems.answer, enc["input_ids"]) if answers else None
@@ -127,7 +127,7 @@ def _answer_tokens(tokenizer, model: str, task: Task, prompts, answers, prompt_i
         if list(ids[: len(head)]) != list(head) or spelled != str(int(answers[i])):
             raise TokenisationError(
                 f"model {model!r}: answer {int(answers[i])} of task {task.name!r} (prompt {prompts[i]!r}) is not "
-                f"spelled by tokens after the prompt's own: tokens {_token_strings(tokenizer, ids)}"
+                f"spelled by tokens after the prompt's own: tokens {token_strings(tokenizer, ids)}"
             )
         out.append(tail)
     return out
@@ -155,8 +155,6 @@ def padded(rows: Sequence[Sequence[int]], pad: int = 0) -> np.ndarray:
 def number_prompt_tokens(tokenizer, model: str, template: str, numbers: Sequence[int]) -> PromptTokens:
     """Bare numbers in the registry's ``number_prompt`` (``{a}`` alone by default, or after a
     prefix), each number's span found as for an operand."""
-    from .tasks import Task
-
     bare = Task("number", "number", ("a",), "", lambda: [(int(n),) for n in numbers], lambda a: a)
     return several_task_tokens(tokenizer, model, bare, template, answers=False)
 

@@ -13,46 +13,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .layout import groups_of, layout_order
+from .numbers import ordered, padded, several_task_tokens
 from .patching import Pairs
-from .preconditions import partner_keys
-from .tasks import render
+from .sampling import pair_indices, seeded_rows
+from .tasks import Problems, Task, render
 
 log = logging.getLogger("helixclock")
-
-
-def pair_indices(
-    correct: pd.DataFrame,
-    n_pairs: int,
-    seed: int,
-    vary: Sequence[str] = ("a",),
-    clean_a: Sequence[int] | None = None,
-    shape: Sequence | None = None,
-) -> tuple[list[int], list[int]]:
-    """Row positions (in ``correct``) of up to ``n_pairs`` clean prompts and their corrupted
-    partners, drawn seeded: the corrupted prompt changes the operands in ``vary``, keeps the
-    others, and has another answer; with ``shape`` (one key per row: numbers of several
-    tokens) it also has the clean prompt's shape, so both have the same token positions.
-    Needs no model: stages count pairs before loading one."""
-    rows, keep = partner_keys(correct, vary, shape)
-    rng = np.random.default_rng(seed)
-    clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
-    if len(clean_pool) == 0:
-        return [], []
-    groups = rows.groupby(keep).indices if keep else {(): np.arange(len(rows))}
-    answers = rows["answer"].to_numpy()
-    clean_idx, corrupt_idx = [], []
-    for i in rng.permutation(len(clean_pool)):
-        row = clean_pool.iloc[i]
-        key = tuple(row[c] if c == "_shape" else int(row[c]) for c in keep)
-        cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
-        cands = cands[answers[cands] != row["answer"]]
-        if len(cands) == 0:
-            continue
-        clean_idx.append(int(clean_pool.index[i]))
-        corrupt_idx.append(int(rng.choice(cands)))
-        if len(clean_idx) == n_pairs:
-            break
-    return clean_idx, corrupt_idx
 
 
 def draw_pairs(
@@ -121,9 +88,6 @@ def draw_pairs(
 def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True):
     """:class:`helixclock.numbers.PromptTokens` of the prompts of ``rows`` (columns a, b,
     answer; b = -1 for one-operand tasks)."""
-    from .numbers import several_task_tokens
-    from .tasks import Problems, Task
-
     ops = ("a", "b") if (rows["b"] >= 0).any() else ("a",)
     task = Task("rows", "rows", ops, "", lambda: [], lambda *x: 0)
     problems = Problems(task, rows["a"].to_numpy(), rows["b"].to_numpy(), rows["answer"].to_numpy())
@@ -144,9 +108,6 @@ def _shapes(tokens) -> list[tuple]:
 def _several_pairs(tokens, clean_idx: list[int], corrupt_idx: list[int], meta: dict, device) -> Pairs:
     """Pairs of prompts with numbers of several tokens, teacher-forced on the clean answer and
     ordered by token layout (see :func:`draw_pairs`)."""
-    from .numbers import padded
-    from .patching.layout import groups_of, layout_order
-
     forced = tokens.layouts(teacher_forced=True)
     spans = [lay.spans for lay in tokens.layouts()]
     shapes = _shapes(tokens)
@@ -191,8 +152,6 @@ def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, sever
     token layout (ids right-padded)."""
     if not several:
         return prompt_ids(tokenizer, template, rows, device), None, np.arange(len(rows))
-    from .numbers import ordered, padded
-
     tokens = _task_tokens(tokenizer, template, rows, answers=False)
     order, groups, _ = ordered(tokens)
     ids = padded([tokens.ids[i] for i in order], int(tokens.ids[0][0]))
@@ -205,14 +164,6 @@ def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed:
     return prompt_ids(tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
 
 
-def split_values(values: np.ndarray, frac_test: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """One seeded split of distinct values into (train, test)."""
-    uniq = np.unique(values)
-    rng = np.random.default_rng(seed)
-    test = np.sort(rng.choice(uniq, size=max(1, int(round(frac_test * len(uniq)))), replace=False))
-    return np.setdiff1d(uniq, test), test
-
-
 def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None) -> Pairs:
     """Each prompt of ``rows`` (columns a, b, answer_token) paired with itself: for ablations,
     where the metric compares a patched run with the unpatched one."""
@@ -220,8 +171,3 @@ def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None)
     answers = torch.tensor(rows["answer_token"].to_numpy(), device=device)
     meta = {"clean_a": rows["a"].to_numpy(), "clean_b": rows["b"].to_numpy(), "clean_answer": rows["answer"].to_numpy()}
     return Pairs(ids, ids, answers, answers, meta).same()
-
-
-def seeded_rows(frame: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
-    """At most n rows of ``frame``, a seeded sample (all of them when there are fewer)."""
-    return frame.sample(n=min(n, len(frame)), random_state=seed) if len(frame) > n else frame

@@ -20,7 +20,8 @@ Minimums follow from the config (``n_pairs``, ``helix.periods``, ...) and from c
   rows, counted as distinct values of the variables it depends on (distinct a for helix(a),
   distinct a+b for helix(a+b), prompts for helix(a, b, a+b)).
 
-This module imports no torch until a basis is counted.
+This module imports no torch (:mod:`helixclock.sampling` and :mod:`helixclock.bases` are
+torch-free), so a job checks its preconditions before torch is loaded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from .bases import Basis
+from .sampling import pairs_available, seeded_rows, split_values
 
 
 class PreconditionError(RuntimeError):
@@ -97,57 +101,9 @@ def correct_rows(accuracy: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- counting what a table holds ---------------------------------------------------------------
-def kept_operands(rows: pd.DataFrame, vary: Sequence[str]) -> list[str]:
-    """The operands a clean/corrupted pair shares: those not in ``vary`` that the task has
-    (single-operand tasks store b = -1)."""
-    return [c for c in ("a", "b") if c not in vary and (rows[c] >= 0).any()]
-
-
-def partner_keys(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> tuple[pd.DataFrame, list]:
-    """``rows`` (index reset) and the columns a corrupted partner shares with its clean
-    prompt: the kept operands, and with ``shape`` (one key per row,
-    :func:`helixclock.pairs.prompt_shapes`: numbers of several tokens) the shape, column
-    ``_shape``."""
-    rows = rows.reset_index(drop=True)
-    keep = kept_operands(rows, vary)
-    if shape is not None:
-        rows = rows.assign(_shape=[str(k) for k in shape])
-        keep = [*keep, "_shape"]
-    return rows, keep
-
-
-def partner_counts(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> np.ndarray:
-    """For each row of ``rows`` (columns a, b, answer), how many rows could be its corrupted
-    partner: the same :func:`partner_keys` and a different answer.  [n] int."""
-    if len(rows) == 0:
-        return np.zeros(0, dtype=np.int64)
-    rows, keep = partner_keys(rows, vary, shape)
-    group = rows.groupby(keep)["answer"].transform("size") if keep else pd.Series(len(rows), index=rows.index)
-    same = rows.groupby(keep + ["answer"])["answer"].transform("size")
-    return (group - same).to_numpy(dtype=np.int64)
-
-
-def pairs_available(
-    correct: pd.DataFrame,
-    vary: Sequence[str] = ("a",),
-    clean_a: Sequence[int] | None = None,
-    shape: Sequence | None = None,
-) -> int:
-    """How many clean/corrupted pairs :func:`helixclock.pairs.draw_pairs` can draw from
-    ``correct``: every clean prompt (with a in ``clean_a`` when given) that has a partner.
-    Numbers of several tokens also need the prompts' ``shape``; counted without it (before a
-    model's tokenizer is loaded) the number is an upper bound."""
-    has_partner = partner_counts(correct, vary, shape) > 0
-    if clean_a is not None:
-        has_partner &= correct["a"].isin(list(clean_a)).to_numpy()
-    return int(has_partner.sum())
-
-
 def n_columns(kind: str, periods: Sequence[int], variables: Sequence[str] = ("a",)) -> int:
-    """Columns (parameters and the constant) of a basis, as :class:`helixclock.fits.Basis`
+    """Columns (parameters and the constant) of a basis, as :class:`helixclock.bases.Basis`
     counts them; a polynomial has as many as the helix of the same periods."""
-    from .fits import Basis
-
     if kind == "poly":
         return len(Basis("poly", degree=2 * len(periods) + 1, variables=tuple(variables)).columns())
     return len(Basis(kind, tuple(periods), variables=tuple(variables)).columns())
@@ -228,8 +184,6 @@ def helix_patching_needs(
 ) -> list[Need]:
     """helix_patching: pairs a'+b -> a+b; the train/test control's fits on the train share of
     a; the b-token control's fits of helix(b)."""
-    from .pairs import split_values
-
     correct = correct_rows(accuracy)
     train = split_values(correct["a"].to_numpy(), test_fraction, seed)[0] if len(correct) else []
     columns = n_columns("helix", periods)
@@ -287,8 +241,6 @@ def clock_needs(
     """The last-token stages: pairs of ``vary``, and rows for their fits: last_token_patching
     fits helix(a, b, a+b) to every correct prompt, head_patching to the seeded sample of
     ``fit_prompts``, mlp_patching fits helix(a+b) to that sample."""
-    from .pairs import seeded_rows
-
     correct = correct_rows(accuracy)
     needs = [_pairs_need(accuracy, vary, n_pairs, minimum, "clock.n_pairs")]
     T = list(periods)

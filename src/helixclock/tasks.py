@@ -118,11 +118,12 @@ class Positions:
         return {"a": self.a, "b": self.b, "last": self.last, "length": self.length}
 
 
-def _token_strings(tokenizer, ids: Sequence[int]) -> list[str]:
+def token_strings(tokenizer, ids: Sequence[int]) -> list[str]:
+    """Each token of ``ids`` as its own decoded text (for messages that show a split number)."""
     return [tokenizer.decode([int(i)]) for i in ids]
 
 
-class _Decoder:
+class Decoder:
     """Decoded, stripped text of token ids, memoised (prompts share few distinct tokens)."""
 
     def __init__(self, tokenizer):
@@ -160,7 +161,7 @@ def _segments(template: str, operands: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _operand_spans(
+def operand_spans(
     template: str, values: dict[str, np.ndarray], operands: Sequence[str]
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Character span [start, end) of each operand in every rendered prompt."""
@@ -212,7 +213,7 @@ def check_task_tokens(
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     lengths = np.array([len(x) for x in enc["input_ids"]])
-    spans = _operand_spans(template, {"a": problems.a, "b": problems.b}, task.operands)
+    spans = operand_spans(template, {"a": problems.a, "b": problems.b}, task.operands)
     if (lengths != lengths[0]).any():
         # usually a split number: find it in the first prompt whose length differs
         for i in (0, int(np.flatnonzero(lengths != lengths[0])[0])):
@@ -224,16 +225,16 @@ def check_task_tokens(
                     raise TokenisationError(
                         f"model {model!r}: number {number} (operand {op} of task {task.name!r}, "
                         f"prompt {prompts[i]!r}) is not a single token: tokens "
-                        f"{_token_strings(tokenizer, [ids_i[t] for t in toks])}"
+                        f"{token_strings(tokenizer, [ids_i[t] for t in toks])}"
                     )
         raise TokenisationError(
             f"model {model!r}: prompts of task {task.name!r} have different token lengths "
             f"({lengths[0]} for {prompts[0]!r}, {lengths[i]} for {prompts[i]!r}: tokens "
-            f"{_token_strings(tokenizer, enc['input_ids'][i])})"
+            f"{token_strings(tokenizer, enc['input_ids'][i])})"
         )
     ids = np.array(enc["input_ids"], dtype=np.int64)  # [n, S]
     offs = np.array(enc["offset_mapping"], dtype=np.int64)  # [n, S, 2]
-    decode = _Decoder(tokenizer)
+    decode = Decoder(tokenizer)
     values = {"a": problems.a, "b": problems.b}
     positions: dict[str, int] = {}
     rows = np.arange(len(prompts))
@@ -247,7 +248,7 @@ def check_task_tokens(
         bad = (count != 1) | (text != wanted)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            shown = _token_strings(tokenizer, ids[i][overlap[i]])
+            shown = token_strings(tokenizer, ids[i][overlap[i]])
             raise TokenisationError(
                 f"model {model!r}: number {values[op][i]} (operand {op} of task {task.name!r}, "
                 f"prompt {prompts[i]!r}) is not a single token: tokens {shown}"
@@ -265,7 +266,7 @@ def check_task_tokens(
 
 
 def _answer_token_ids(
-    tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray, prompt_ids: np.ndarray, decode: _Decoder
+    tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray, prompt_ids: np.ndarray, decode: Decoder
 ) -> np.ndarray:
     full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)], add_special_tokens=True)["input_ids"]
     S = prompt_ids.shape[1]
@@ -282,7 +283,7 @@ def _answer_token_ids(
         raise TokenisationError(
             f"model {model!r}: answer {int(answers[i])} of task {task.name!r} "
             f"(prompt {prompts[i]!r}) is not a single token after the prompt: tokens "
-            f"{_token_strings(tokenizer, extra)}"
+            f"{token_strings(tokenizer, extra)}"
         )
     return last
 
@@ -296,7 +297,7 @@ def number_token_ids(tokenizer, model: str, numbers: Sequence[int]) -> list[list
         body = [i for i, (s, e) in zip(ids, offs) if e > s]
         if len(body) != 1 or tokenizer.decode([int(body[0])]).strip() != str(n):
             raise TokenisationError(
-                f"model {model!r}: number {n} is not a single token: tokens {_token_strings(tokenizer, body)}"
+                f"model {model!r}: number {n} is not a single token: tokens {token_strings(tokenizer, body)}"
             )
         out.append(list(ids))
     if len({len(x) for x in out}) != 1:

@@ -153,7 +153,7 @@ def model_weights(wildcards):
 
 
 def fit_settings(compat=False):
-    """helixclock.fits.FitSettings from config key helix; with compat=True also config key
+    """helixclock.bases.FitSettings from config key helix; with compat=True also config key
     compat, for the rules whose polynomial fits it changes."""
     settings = {k: config["helix"][k] for k in ("periods", "pca_components")}
     return settled({**settings, "compat": config["compat"]} if compat else settings)

@@ -10,14 +10,18 @@ module              what
 ``prefix``          the shared prompt prefix, run once
 ``batching``        chunks of rows, halved on CUDA out-of-memory
 ``engine``          PatchingEngine: collect, run (batched activation patching)
-``paths``           direct effects and sender -> receiver path patching
+``paths``           direct effects and sender -> receiver path patching (functions over
+                    an engine)
 ``attribution``     attribution patching (gradient x difference) of every neuron at once
+                    (a function over an engine)
 ==================  ===================================================================
 """
 
+from .attribution import attribute
 from .batching import OOMRetry
 from .engine import PatchingEngine, RunResult
 from .metrics import answer_correct, clean_answer_logit, logit_difference
+from .paths import contribution, delta, direct_effects, path_patch
 from .points import Patch, Point, Record
 from .runs import Pairs, RunCache
 
@@ -33,4 +37,9 @@ __all__ = [
     "logit_difference",
     "clean_answer_logit",
     "answer_correct",
+    "attribute",
+    "contribution",
+    "delta",
+    "direct_effects",
+    "path_patch",
 ]

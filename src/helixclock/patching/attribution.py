@@ -23,79 +23,73 @@ at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
-from .layout import boundaries, group_at
+from ..layout import boundaries, group_at
+from .engine import PatchingEngine
 from .metrics import Metric, clean_answer_logit
 from .points import Point
-
-if TYPE_CHECKING:
-    from .runs import Pairs
-
+from .runs import Pairs
 
 REDUCTIONS = ("mean", "mean_abs", "none")
 
 
-class AttributionPatching:
-    """Gradient-times-difference scores of many points at once; mixed into the engine."""
+def attribute(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    points: Sequence[Point],
+    metric: Metric = clean_answer_logit,
+    reduce: str | Sequence[str] = "mean",
+    desc: str = "attribution",
+) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
+    """Attribution of every element of every point: [n_positions, *features], the mean over
+    pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
+    ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
+    ``("mean", "mean_abs")``) returns {reduction: {point: scores}} from the same pass.
 
-    def attribute(
-        self,
-        pairs: Pairs,
-        points: Sequence[Point],
-        metric: Metric = clean_answer_logit,
-        reduce: str | Sequence[str] = "mean",
-        desc: str = "attribution",
-    ) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
-        """Attribution of every element of every point: [n_positions, *features], the mean over
-        pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
-        ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
-        ``("mean", "mean_abs")``) returns {reduction: {point: scores}} from the same pass.
+    Points may not be indexed (each covers every head or neuron of its site).  One
+    forward pass with gradients and one backward pass per batch of pairs; the clean
+    values are read from the pairs' cached clean run.
+    """
+    several = not isinstance(reduce, str)
+    reductions = tuple(reduce) if several else (reduce,)
+    if not reductions or any(r not in REDUCTIONS for r in reductions):
+        raise ValueError(f"reduce={reduce!r}; allowed: {', '.join(REDUCTIONS)} or a sequence of them")
+    if any(p.index is not None for p in points):
+        raise ValueError("attribution scores whole sites: give points without an index")
+    clean = engine.clean_values(pairs, points)
+    prefix = engine.prefix.get(
+        pairs.corrupted, engine.prefix.length([pairs.clean, pairs.corrupted], points, pairs.groups)
+    )
+    start_site = engine.site(Point("resid_pre", 0, (0,)))
+    parts: dict[str, dict[Point, list[Tensor]]] = {r: {p: [] for p in points} for r in reductions}
 
-        Points may not be indexed (each covers every head or neuron of its site).  One
-        forward pass with gradients and one backward pass per batch of pairs; the clean
-        values are read from the pairs' cached clean run.
-        """
-        several = not isinstance(reduce, str)
-        reductions = tuple(reduce) if several else (reduce,)
-        if not reductions or any(r not in REDUCTIONS for r in reductions):
-            raise ValueError(f"reduce={reduce!r}; allowed: {', '.join(REDUCTIONS)} or a sequence of them")
-        if any(p.index is not None for p in points):
-            raise ValueError("attribution scores whole sites: give points without an index")
-        clean = self.clean_values(pairs, points)
-        prefix = self.prefix.get(
-            pairs.corrupted, self.prefix.length([pairs.clean, pairs.corrupted], points, pairs.groups)
-        )
-        start_site = self.site(Point("resid_pre", 0, (0,)))
-        parts: dict[str, dict[Point, list[Tensor]]] = {r: {p: [] for p in points} for r in reductions}
+    def step(start: int, stop: int) -> None:
+        layout = group_at(pairs.groups, start).layout
+        got: dict = {}
+        plan = {start_site: [lambda x: x.detach().requires_grad_(True)]}  # the graph starts here
+        for p in points:
+            plan.setdefault(engine.site(p), []).append(lambda x, p=p: got.__setitem__(p, x))
+        rows = torch.arange(start, stop, device=pairs.corrupted.device)
 
-        def step(start: int, stop: int) -> None:
-            layout = group_at(pairs.groups, start).layout
-            got: dict = {}
-            plan = {start_site: [lambda x: x.detach().requires_grad_(True)]}  # the graph starts here
-            for p in points:
-                plan.setdefault(self.site(p), []).append(lambda x, p=p: got.__setitem__(p, x))
-            rows = torch.arange(start, stop, device=pairs.corrupted.device)
+        def on_logits(x: Tensor) -> None:
+            got["metric"] = metric(x.float(), rows, pairs)
 
-            def on_logits(x: Tensor) -> None:
-                got["metric"] = metric(x.float(), rows, self, pairs)
+        with torch.enable_grad():
+            engine.trace(pairs.corrupted[start:stop, : layout.length], plan, on_logits, prefix, layout.answer)
+            grads = torch.autograd.grad(got["metric"].sum(), [got[p] for p in points], allow_unused=True)
+        for p, g in zip(points, grads):
+            value = engine.select(p, got[p].detach(), prefix[0], layout)
+            grad = torch.zeros_like(value) if g is None else engine.select(p, g, prefix[0], layout)
+            score = grad.float() * (clean[p][start:stop].float() - value.float())
+            for r in reductions:
+                parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 
-            with torch.enable_grad():
-                self.trace(pairs.corrupted[start:stop, : layout.length], plan, on_logits, prefix, layout.answer)
-                grads = torch.autograd.grad(got["metric"].sum(), [got[p] for p in points], allow_unused=True)
-            for p, g in zip(points, grads):
-                value = self.select(p, got[p].detach(), prefix[0], layout)
-                grad = torch.zeros_like(value) if g is None else self.select(p, g, prefix[0], layout)
-                score = grad.float() * (clean[p][start:stop].float() - value.float())
-                for r in reductions:
-                    parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
-
-        self.batches(len(pairs), step, desc, boundaries(pairs.groups))
-        out = {
-            r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
-            for r, part in parts.items()
-        }
-        return out if several else out[reductions[0]]
+    engine.batches(len(pairs), step, desc, boundaries(pairs.groups))
+    out = {
+        r: {p: torch.cat(v) if r == "none" else torch.stack(v).sum(0) / len(pairs) for p, v in part.items()}
+        for r, part in parts.items()
+    }
+    return out if several else out[reductions[0]]

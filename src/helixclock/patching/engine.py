@@ -20,13 +20,13 @@ a handful of forward passes.  The unpatched clean and corrupted runs are cached 
 (:class:`~helixclock.patching.runs.RunCache`), the shared prompt prefix is run once
 (:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
 device until the final result.  Rows whose numbers have different token layouts (numbers of
-several tokens, :mod:`helixclock.patching.layout`) are never mixed in one forward pass: each
+several tokens, :mod:`helixclock.layout`) are never mixed in one forward pass: each
 batch has one layout, so no padding token is run; rows are stacked layout by layout (each
 layout's pairs under every variant), so a sweep of V variants on n pairs in G layouts takes at
 most ceil(V * n / batch) + G - 1 patched passes, one clean and one corrupted pass per batch of
-pairs and layout aside.  Direct effects and path patching are in
-:mod:`helixclock.patching.paths`, the gradient path (attribution patching) in
-:mod:`helixclock.patching.attribution`.
+pairs and layout aside.  Direct effects and path patching (:mod:`helixclock.patching.paths`)
+and attribution patching (:mod:`helixclock.patching.attribution`) are functions over an
+engine: they use its runs, and the engine knows nothing of them.
 """
 
 from __future__ import annotations
@@ -37,15 +37,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..layout import Group, Layout, boundaries, group_at, single_group
 from ..models import LoadedModel, Site
-from .attribution import AttributionPatching
 from .batching import OOMRetry
-from .layout import Group, Layout, boundaries, group_at, single_group
 from .metrics import Metric, answer_logits, logit_difference
-from .paths import PathPatching
 from .points import Patch, Point, Record
 from .prefix import PrefixCache
-from .runs import Pairs
+from .runs import Pairs, RunCache
 
 _NO_ROLES = Layout(0)  # resolves integer positions only (rows given without a layout)
 
@@ -63,7 +61,7 @@ class RunResult:
     variant_records: list[dict[Point, Tensor]]
 
 
-class PatchingEngine(PathPatching, AttributionPatching):
+class PatchingEngine:
     """Batched activation patching, collection and recording on one model."""
 
     def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True, prefix_cache: bool = True):
@@ -221,23 +219,35 @@ class PatchingEngine(PathPatching, AttributionPatching):
         yield from self.batches.iterate(ids.shape[0], step, desc, boundaries(groups))
 
     # -- the unpatched runs of a pair set ----------------------------------------------------
+    def unpatched(self, run: RunCache, points: Sequence[Point]) -> dict[Point, Tensor]:
+        """Values of ``points`` in an unpatched run of a pair set (its clean or its corrupted
+        side), computing in one pass what the run's cache lacks: the run's logits and answer
+        scores, and every missing point."""
+        missing = run.missing(points)
+        if missing or not run.collected:
+            values, logits, scores = self.collect_run(run.ids, missing, run.groups, run.answers, run.desc)
+            run.store(values, logits, scores)
+        return {p: run.values[p] for p in points}
+
     def clean_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
-        return pairs.clean_run.get(self, points)
+        return self.unpatched(pairs.clean_run, points)
 
     def corrupted_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
-        return pairs.corrupted_run.get(self, points)
+        return self.unpatched(pairs.corrupted_run, points)
 
     def clean_logits(self, pairs: Pairs) -> Tensor:
-        pairs.clean_run.get(self, [])
+        self.unpatched(pairs.clean_run, [])
         return pairs.clean_run.logits
 
     def corrupted_logits(self, pairs: Pairs) -> Tensor:
-        pairs.corrupted_run.get(self, [])
+        self.unpatched(pairs.corrupted_run, [])
         return pairs.corrupted_run.logits
 
     def clean_ld(self, pairs: Pairs) -> Tensor:
         """LD of the clean run itself: the most any patch can restore, per pair."""
-        return pairs.clean_run.answer_score(self) - pairs.corrupted_run.answer_score(self)
+        self.unpatched(pairs.clean_run, [])
+        self.unpatched(pairs.corrupted_run, [])
+        return pairs.clean_run.answer_score() - pairs.corrupted_run.answer_score()
 
     # -- patching ------------------------------------------------------------------------------
     def run(
@@ -319,7 +329,7 @@ class _Sweep:
         def on_logits(x: Tensor) -> None:
             x = x.detach().float()
             self.answer[start:stop] = answer_logits(x, self.pairs.answers[pair_rows]).sum(1)
-            self.metric_out[start:stop] = self.metric(x, pair_rows, engine, self.pairs)
+            self.metric_out[start:stop] = self.metric(x, pair_rows, self.pairs)
 
         with torch.no_grad():
             ids = self.pairs.corrupted[pair_rows, : layout.length]

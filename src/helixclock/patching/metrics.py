@@ -1,9 +1,11 @@
 """Metrics of a patched run, computed from its logits at the answer positions.
 
-A metric is a function ``metric(logits, rows, engine, pairs) -> Tensor [rows]`` of the
-patched run's logits at the answer positions [rows, k, vocab] (float32; k = 1, the last token,
-for a one-token answer), the pair index of each row and the pair set; the engine passes it as
-a plain argument, LD by default.
+A metric is a function ``metric(logits, rows, pairs) -> Tensor [rows]`` of the patched run's
+logits at the answer positions [rows, k, vocab] (float32; k = 1, the last token, for a
+one-token answer), the pair index of each row and the pair set, whose unpatched runs the engine
+has computed before it calls the metric (the corrupted run's score is the baseline of LD).  It
+is a plain argument of :meth:`PatchingEngine.run <helixclock.patching.engine.PatchingEngine.run>`,
+LD by default.
 
 An answer of k tokens is scored by teacher forcing: the rows run the prompt followed by the
 clean answer's first k - 1 tokens, and the *score* of the answer is the sum of its tokens'
@@ -17,15 +19,12 @@ which for a one-token answer is the paper's LD = logit_patched - logit_corrupted
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from torch import Tensor
 
-if TYPE_CHECKING:
-    from .engine import PatchingEngine
-    from .runs import Pairs
+from .runs import Pairs
 
-Metric = Callable[[Tensor, Tensor, "PatchingEngine", "Pairs"], Tensor]
+Metric = Callable[[Tensor, Tensor, Pairs], Tensor]
 
 
 def answer_logits(logits: Tensor, answers: Tensor) -> Tensor:
@@ -35,19 +34,19 @@ def answer_logits(logits: Tensor, answers: Tensor) -> Tensor:
     return logits.gather(2, answers[:, :k, None])[..., 0]
 
 
-def logit_difference(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
+def logit_difference(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
     """LD = score_patched(clean answer) - score_corrupted(clean answer) (the sum of the answer
     tokens' logits; for a one-token answer logit_patched - logit_corrupted)."""
-    base = pairs.corrupted_run.answer_score(engine)[rows]
+    base = pairs.corrupted_run.answer_score()[rows]
     return answer_logits(logits, pairs.answers[rows]).sum(1) - base
 
 
-def clean_answer_logit(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
+def clean_answer_logit(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
     """The clean answer's score in the patched run (its logit, for a one-token answer)."""
     return answer_logits(logits, pairs.answers[rows]).sum(1)
 
 
-def answer_correct(logits: Tensor, rows: Tensor, engine: PatchingEngine, pairs: Pairs) -> Tensor:
+def answer_correct(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
     """1.0 where the patched run's top token is the clean answer's at every answer position
     (teacher-forced: greedy decoding would write the clean answer's tokens, whatever follows
     them), else 0.0."""

@@ -11,123 +11,124 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
+from .engine import PatchingEngine
 from .points import Patch, Point, Record
-
-if TYPE_CHECKING:
-    from .runs import Pairs
+from .runs import Pairs
 
 
-class PathPatching:
-    """Direct effects and sender -> receiver paths; mixed into the engine."""
+def contribution(engine: PatchingEngine, point: Point, value: Tensor) -> Tensor:
+    """What a component's value writes into the residual stream, [n, n_pos, d_model]:
+    attn_out and mlp_out as they are, a head through its slice of the output projection,
+    a neuron's post-activation through its column of the MLP output projection."""
+    if point.kind in ("attn_out", "mlp_out"):
+        return value
+    if point.kind == "head_out" and point.index is not None:
+        if engine.adapter.attn_post_norm:
+            raise ValueError(
+                f"{engine.adapter.family} normalises the attention output after its projection "
+                f"({engine.adapter.attn_post_norm}): one head's write into the residual stream is "
+                "not defined, so single-head direct effects and path patching are not either "
+                "(activation patching of heads is)"
+            )
+        W = engine.adapter.head_weights(engine.model.hf, point.layer)[point.index]  # [dh, d]
+        return value @ W.to(value.dtype)
+    if point.kind == "neuron_post" and point.index is not None:
+        if engine.adapter.mlp_post_norm:
+            raise ValueError(
+                f"{engine.adapter.family} normalises the MLP output after its projection "
+                f"({engine.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
+                "not defined"
+            )
+        w = engine.adapter.neuron_weights(engine.model.hf, point.layer)[point.index]  # [d]
+        return value[..., None] * w.to(value.dtype)
+    raise ValueError(
+        f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
+        "head_out with a head index, neuron_post with a neuron index"
+    )
 
-    def contribution(self, point: Point, value: Tensor) -> Tensor:
-        """What a component's value writes into the residual stream, [n, n_pos, d_model]:
-        attn_out and mlp_out as they are, a head through its slice of the output projection,
-        a neuron's post-activation through its column of the MLP output projection."""
-        if point.kind in ("attn_out", "mlp_out"):
-            return value
-        if point.kind == "head_out" and point.index is not None:
-            if self.adapter.attn_post_norm:
-                raise ValueError(
-                    f"{self.adapter.family} normalises the attention output after its projection "
-                    f"({self.adapter.attn_post_norm}): one head's write into the residual stream is "
-                    "not defined, so single-head direct effects and path patching are not either "
-                    "(activation patching of heads is)"
-                )
-            W = self.adapter.head_weights(self.model.hf, point.layer)[point.index]  # [dh, d]
-            return value @ W.to(value.dtype)
-        if point.kind == "neuron_post" and point.index is not None:
-            if self.adapter.mlp_post_norm:
-                raise ValueError(
-                    f"{self.adapter.family} normalises the MLP output after its projection "
-                    f"({self.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
-                    "not defined"
-                )
-            w = self.adapter.neuron_weights(self.model.hf, point.layer)[point.index]  # [d]
-            return value[..., None] * w.to(value.dtype)
-        raise ValueError(
-            f"no residual-stream contribution for {point}; allowed: attn_out, mlp_out, "
-            "head_out with a head index, neuron_post with a neuron index"
-        )
 
-    def delta(self, pairs: Pairs, point: Point) -> Tensor:
-        """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
-        point's values are read from its whole site (one cached run for all its heads or
-        neurons)."""
-        site = replace(point, index=None)
-        clean = self.narrow(point, self.clean_values(pairs, [site])[site])
-        corr = self.narrow(point, self.corrupted_values(pairs, [site])[site])
-        return self.contribution(point, clean) - self.contribution(point, corr)
+def delta(engine: PatchingEngine, pairs: Pairs, point: Point) -> Tensor:
+    """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
+    point's values are read from its whole site (one cached run for all its heads or
+    neurons)."""
+    site = replace(point, index=None)
+    clean = engine.narrow(point, engine.clean_values(pairs, [site])[site])
+    corr = engine.narrow(point, engine.corrupted_values(pairs, [site])[site])
+    return contribution(engine, point, clean) - contribution(engine, point, corr)
 
-    def final_logits(self, residual: Tensor) -> Tensor:
-        """Logits of final-residual vectors [..., d] (final norm, then the unembedding), float32."""
-        with torch.no_grad():
-            return self.adapter.logits_from_final_residual(self.model.hf, residual).float()
 
-    def direct_effects(self, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
-        """DE of components at the last token, [len(points), n_pairs]: the clean answer's logit
-        when only the component's write reaches the final residual at the last token, minus the
-        corrupted run's.  For an answer of several tokens this is its first token (no later
-        answer position reads the last token's residual directly)."""
-        final = Point("resid_pre", self.adapter.n_layers, ("last",))
-        base = self.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
-        ans = pairs.clean_answer[:, None]
-        corrupted_answer = pairs.corrupted_run.answer_logit(self, pairs.clean_answer)
-        sites = list(dict.fromkeys(replace(p, index=None) for p in points))
-        self.clean_values(pairs, sites)  # one clean and one corrupted pass for every site
-        self.corrupted_values(pairs, sites)
-        out = []
-        for i in range(0, len(points), chunk):
-            deltas = torch.stack([self.delta(pairs, p)[:, -1] for p in points[i : i + chunk]])  # [c, n, d]
-            logits = self.final_logits(base[None] + deltas)  # [c, n, V]
-            out.append(logits.gather(2, ans[None].expand(len(deltas), -1, -1))[..., 0] - corrupted_answer[None])
-        return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
+def final_logits(engine: PatchingEngine, residual: Tensor) -> Tensor:
+    """Logits of final-residual vectors [..., d] (final norm, then the unembedding), float32."""
+    with torch.no_grad():
+        return engine.adapter.logits_from_final_residual(engine.model.hf, residual).float()
 
-    def receiver_input(self, receiver: Point) -> Point:
-        """Where a receiver reads the residual stream at the last token: its block's input, or
-        for the MLP of a sequential block, the residual between attention and MLP."""
-        if receiver.kind == "mlp_out" and not self.adapter.parallel:
-            return Point("resid_mid", receiver.layer, receiver.positions)
-        if receiver.kind in ("mlp_out", "attn_out", "head_out"):
-            return Point("resid_pre", receiver.layer, receiver.positions)
-        raise ValueError(f"receiver {receiver} must be attn_out, mlp_out or head_out (or 'logits')")
 
-    def reads(self, receiver: Point, sender: Point) -> bool:
-        """Whether ``receiver`` reads what ``sender`` writes at the same token."""
-        if receiver.layer != sender.layer:
-            return receiver.layer > sender.layer
-        return not self.adapter.parallel and sender.kind != "mlp_out" and receiver.kind == "mlp_out"
+def direct_effects(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
+    """DE of components at the last token, [len(points), n_pairs]: the clean answer's logit
+    when only the component's write reaches the final residual at the last token, minus the
+    corrupted run's.  For an answer of several tokens this is its first token (no later
+    answer position reads the last token's residual directly)."""
+    final = Point("resid_pre", engine.adapter.n_layers, ("last",))
+    base = engine.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
+    ans = pairs.clean_answer[:, None]
+    corrupted_answer = pairs.corrupted_run.answer_logit(pairs.clean_answer)
+    sites = list(dict.fromkeys(replace(p, index=None) for p in points))
+    engine.clean_values(pairs, sites)  # one clean and one corrupted pass for every site
+    engine.corrupted_values(pairs, sites)
+    out = []
+    for i in range(0, len(points), chunk):
+        deltas = torch.stack([delta(engine, pairs, p)[:, -1] for p in points[i : i + chunk]])  # [c, n, d]
+        logits = final_logits(engine, base[None] + deltas)  # [c, n, V]
+        out.append(logits.gather(2, ans[None].expand(len(deltas), -1, -1))[..., 0] - corrupted_answer[None])
+    return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
 
-    def path_patch(
-        self, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]], desc: str = "path patching"
-    ) -> Tensor:
-        """Effect of each sender -> receiver path, [len(paths), n_pairs].
 
-        First pass: add the sender's clean-minus-corrupted write to the receiver's input and
-        record the receiver's output; second pass: patch that output into the corrupted run
-        (so its effect travels on to the logits).  With the receiver "logits" this is the
-        sender's direct effect.
-        """
-        to_logits = [i for i, (_, r) in enumerate(paths) if r == "logits"]
-        to_comp = [i for i, (_, r) in enumerate(paths) if r != "logits"]
-        out = torch.empty(len(paths), len(pairs), device=pairs.clean.device)
-        if to_logits:
-            out[to_logits] = self.direct_effects(pairs, [paths[i][0] for i in to_logits])
-        if to_comp:
-            first = []
-            for i in to_comp:
-                sender, receiver = paths[i]
-                if not self.reads(receiver, sender):
-                    raise ValueError(f"{receiver} does not read {sender}: it is not downstream")
-                first.append(
-                    [Patch(self.receiver_input(receiver), self.delta(pairs, sender), add=True), Record(receiver)]
-                )
-            res = self.run(pairs, first, desc=f"{desc} (1/2)")
-            second = [[Patch(paths[i][1], res.variant_records[j][paths[i][1]])] for j, i in enumerate(to_comp)]
-            out[to_comp] = self.run(pairs, second, desc=f"{desc} (2/2)").metric
-        return out
+def receiver_input(engine: PatchingEngine, receiver: Point) -> Point:
+    """Where a receiver reads the residual stream at the last token: its block's input, or
+    for the MLP of a sequential block, the residual between attention and MLP."""
+    if receiver.kind == "mlp_out" and not engine.adapter.parallel:
+        return Point("resid_mid", receiver.layer, receiver.positions)
+    if receiver.kind in ("mlp_out", "attn_out", "head_out"):
+        return Point("resid_pre", receiver.layer, receiver.positions)
+    raise ValueError(f"receiver {receiver} must be attn_out, mlp_out or head_out (or 'logits')")
+
+
+def reads(engine: PatchingEngine, receiver: Point, sender: Point) -> bool:
+    """Whether ``receiver`` reads what ``sender`` writes at the same token."""
+    if receiver.layer != sender.layer:
+        return receiver.layer > sender.layer
+    return not engine.adapter.parallel and sender.kind != "mlp_out" and receiver.kind == "mlp_out"
+
+
+def path_patch(
+    engine: PatchingEngine, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]], desc: str = "path patching"
+) -> Tensor:
+    """Effect of each sender -> receiver path, [len(paths), n_pairs].
+
+    First pass: add the sender's clean-minus-corrupted write to the receiver's input and
+    record the receiver's output; second pass: patch that output into the corrupted run
+    (so its effect travels on to the logits).  With the receiver "logits" this is the
+    sender's direct effect.
+    """
+    to_logits = [i for i, (_, r) in enumerate(paths) if r == "logits"]
+    to_comp = [i for i, (_, r) in enumerate(paths) if r != "logits"]
+    out = torch.empty(len(paths), len(pairs), device=pairs.clean.device)
+    if to_logits:
+        out[to_logits] = direct_effects(engine, pairs, [paths[i][0] for i in to_logits])
+    if to_comp:
+        first = []
+        for i in to_comp:
+            sender, receiver = paths[i]
+            if not reads(engine, receiver, sender):
+                raise ValueError(f"{receiver} does not read {sender}: it is not downstream")
+            first.append(
+                [Patch(receiver_input(engine, receiver), delta(engine, pairs, sender), add=True), Record(receiver)]
+            )
+        res = engine.run(pairs, first, desc=f"{desc} (1/2)")
+        second = [[Patch(paths[i][1], res.variant_records[j][paths[i][1]])] for j, i in enumerate(to_comp)]
+        out[to_comp] = engine.run(pairs, second, desc=f"{desc} (2/2)").metric
+    return out

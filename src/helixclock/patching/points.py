@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from .layout import ROLES
+from ..layout import ROLES
 
 INDEXED = ("head_out", "neuron_pre", "neuron_up", "neuron_post")  # kinds an index can narrow
 
@@ -25,7 +25,7 @@ Replacement = str | Tensor | Callable[[Tensor, Tensor], Tensor]
 class Point:
     """A hook point at token positions; ``index`` selects one head (head_out) or one neuron
     (neuron_pre, neuron_up, neuron_post).  A position is an integer (the same in every row;
-    negative counts from the end) or a role of :data:`helixclock.patching.layout.ROLES` ("a",
+    negative counts from the end) or a role of :data:`helixclock.layout.ROLES` ("a",
     "last", ...), resolved by each row's token layout."""
 
     kind: str

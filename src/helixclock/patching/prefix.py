@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from .layout import Group, Layout
+from ..layout import Group, Layout
 from .points import Point
 
 

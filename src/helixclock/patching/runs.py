@@ -4,21 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from torch import Tensor
 
-from .layout import Group, single_group
+from ..layout import Group, single_group
 from .points import Point
-
-if TYPE_CHECKING:
-    from .engine import PatchingEngine
 
 
 class RunCache:
     """Values at points, last-token logits and the answer's score of one unpatched run (the
-    clean or the corrupted side of a pair set): each point is computed once, by one forward pass
-    for all points asked for together, and reused by every later experiment on the same pairs.
+    clean or the corrupted side of a pair set), kept so that every later experiment on the same
+    pairs reuses them.  The engine fills it (:meth:`PatchingEngine.unpatched
+    <helixclock.patching.engine.PatchingEngine.unpatched>`): each point is computed once, by one
+    forward pass for all points asked for together; the cache itself runs nothing.
 
     ``answers`` [n, K] are the tokens the run is scored on (teacher-forced: the clean answer's
     tokens, of which a row's group reads its first ``layout.answer``)."""
@@ -32,23 +30,37 @@ class RunCache:
         self.logits: Tensor | None = None  # [n, vocab] at the last prompt token, float32
         self.scores: Tensor | None = None  # [n] the answers' teacher-forced logit sum
 
-    def get(self, engine: PatchingEngine, points: Sequence[Point]) -> dict[Point, Tensor]:
-        missing = [p for p in dict.fromkeys(points) if p not in self.values]
-        if missing or self.logits is None:
-            values, self.logits, scores = engine.collect_run(self.ids, missing, self.groups, self.answers, self.desc)
-            self.scores = scores if scores is not None else self.scores
-            self.values.update(values)
-        return {p: self.values[p] for p in points}
+    def missing(self, points: Sequence[Point]) -> list[Point]:
+        """The points of ``points`` not computed yet (in order, without repeats)."""
+        return [p for p in dict.fromkeys(points) if p not in self.values]
 
-    def answer_logit(self, engine: PatchingEngine, answers: Tensor) -> Tensor:
+    @property
+    def collected(self) -> bool:
+        """Whether the run itself (its logits and scores) has been computed."""
+        return self.logits is not None
+
+    def store(self, values: dict[Point, Tensor], logits: Tensor, scores: Tensor | None) -> None:
+        """Keep what one forward pass over every row gave."""
+        self.values.update(values)
+        self.logits = logits
+        self.scores = scores if scores is not None else self.scores
+
+    def _require(self) -> None:
+        if not self.collected:
+            raise RuntimeError(
+                f"the {self.desc} of these pairs has not been computed yet "
+                "(PatchingEngine.clean_logits / corrupted_logits or run compute it)"
+            )
+
+    def answer_logit(self, answers: Tensor) -> Tensor:
         """Logit of ``answers`` [n] (token ids) at the last prompt token of this run, [n]."""
-        self.get(engine, [])
+        self._require()
         return self.logits.gather(1, answers[:, None])[:, 0]
 
-    def answer_score(self, engine: PatchingEngine) -> Tensor:
+    def answer_score(self) -> Tensor:
         """The teacher-forced score of the run's answers, [n]: the sum over an answer's tokens of
         their logits (for a one-token answer its logit at the last token)."""
-        self.get(engine, [])
+        self._require()
         return self.scores
 
 

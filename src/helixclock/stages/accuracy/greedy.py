@@ -20,8 +20,8 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
+from ...layout import boundaries, group_at
 from ...numbers import ordered, padded, several_task_tokens
-from ...patching.layout import boundaries, group_at
 
 if TYPE_CHECKING:
     from ...models import LoadedModel

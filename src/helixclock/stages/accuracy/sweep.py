@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...io import to_numpy
-from ...tasks import N_ANSWERS, Task, check_task_tokens
+from ...tasks import N_ANSWERS, Task, check_all_tasks, check_task_tokens, get_task
+from .greedy import greedy_accuracy
 
 if TYPE_CHECKING:
     from ...models import LoadedModel
@@ -79,16 +80,12 @@ def model_accuracy(model: LoadedModel, spec: dict, tasks, engine: PatchingEngine
     tokenisation check of all of them: the top token decides with one-token numbers, bounded
     greedy decoding with numbers of several tokens (:mod:`.greedy`, whose models have no
     answer logits over the tokens 0..198)."""
-    from ...tasks import check_all_tasks, get_task
-
     prompts = spec["prompts"]
     several = spec.get("number_tokens", "one") == "several"
     if not several:
         check_all_tasks(model.tokenizer, model.name, prompts, tasks)
     for task, path in zip(tasks, paths):
         if several:
-            from .greedy import greedy_accuracy
-
             yield task, path, greedy_accuracy(model, get_task(task), prompts[task], engine), None
         else:
             keep = ANSWER_NUMBERS if task == "add" else None

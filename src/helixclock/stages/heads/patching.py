@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...bases import PERIODS, Basis, clock_bases, sum_values
 from ...experiments import topk_sweep, total_and_direct
-from ...fits import PERIODS, Basis, Fits, clock_bases, fit_token, sum_values
+from ...fits import Fits, fit_token
 from ...io import to_numpy
-from ...patching import Pairs, Patch, PatchingEngine, Point
+from ...patching import Pairs, Patch, PatchingEngine, Point, contribution, path_patch
 from ...statistics import pair_values, raw_table
 from .tables import categorise, mean_effects, with_mixed
 
@@ -83,7 +84,7 @@ def ab_head_patches(
     """An a,b head as the authors patch it: its output replaced by its helix(a, b) fit, and
     the change of its write taken back out of the final residual (original - patched), so it
     acts only through later components."""
-    undo = engine.contribution(point, corrupted) - engine.contribution(point, fitted)
+    undo = contribution(engine, point, corrupted) - contribution(engine, point, fitted)
     return [Patch(point, fitted), Patch(final, undo, add=True)]
 
 
@@ -116,7 +117,7 @@ def mixed_sweep(
             elif cat == "a,b":
                 patches += ab_head_patches(engine, p, fitted[p, helix_ab], corr[p], final)
             else:  # a+b: helix(a+b) written only to the logits
-                delta = engine.contribution(p, fitted[p, helix_sum]) - engine.contribution(p, corr[p])
+                delta = contribution(engine, p, fitted[p, helix_sum]) - contribution(engine, p, corr[p])
                 patches.append(Patch(final, delta, add=True))
         variants.append(patches)
     variants.append([Patch(p, "clean") for p in points])
@@ -189,7 +190,7 @@ def path_analysis(
                 )
     if not paths:
         return pd.DataFrame(columns=["analysis", "role", "head", "other", "other_kind", "other_layer"])
-    return raw_table(engine.path_patch(pairs, paths, desc="head paths"), rows)
+    return raw_table(path_patch(engine, pairs, paths, desc="head paths"), rows)
 
 
 def _most_confident(

@@ -10,7 +10,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...fits import PERIODS, Basis, Fits, column_cosine, fit_bases, projection
+from ...bases import PERIODS, Basis
+from ...fits import Fits, column_cosine, fit_bases, projection
 from ...io import to_numpy
 
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3

@@ -17,13 +17,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...experiments import patch_sweep
-from ...fits import Basis, Fits, FitSettings, fit_token, full_bases, subspace_projector
+from ...bases import Basis, FitSettings, full_bases
+from ...experiments import patch_sweep, stack_points
+from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
-from ...pairs import draw_pairs, prompt_shapes, split_values
+from ...pairs import draw_pairs, prompt_rows, prompt_shapes
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
-from ...preconditions import pairs_available
+from ...sampling import pairs_available, split_values
 from ...statistics import raw_table
 from ...tasks import check_task_tokens, get_task
 
@@ -191,9 +192,6 @@ def other_tasks_stage(
 ) -> pd.DataFrame:
     """Table 1: full helix, circle, polynomial and PCA fits patched at the a token, per task
     (raw table with a ``task`` column)."""
-    from ...experiments import stack_points
-    from ...pairs import prompt_rows
-
     settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
+from ...bases import PERIODS, clock_bases, sum_values
 from ...experiments import component_points, patch_sweep, total_and_direct
-from ...fits import PERIODS, clock_bases, fit_token, sum_values
+from ...fits import fit_token
 from ...patching import Pairs, PatchingEngine
 
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)

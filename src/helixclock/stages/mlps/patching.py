@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...bases import PERIODS, SUM, Basis, sum_values
 from ...experiments import stack_points, topk_sweep
-from ...fits import PERIODS, SUM, Basis, fit_token, sum_values
+from ...fits import fit_token
 from ...io import to_numpy
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import raw_table

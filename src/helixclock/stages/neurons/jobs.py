@@ -18,8 +18,9 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
-from ...pairs import draw_pairs, prompt_ids, same_prompt_pairs, seeded_rows
+from ...pairs import draw_pairs, prompt_ids, same_prompt_pairs
 from ...patching import Pairs, PatchingEngine
+from ...sampling import seeded_rows
 from .patching import (
     NeuronSettings,
     ablation_sweep,

@@ -45,7 +45,7 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
-from ...patching import Pairs, Patch, PatchingEngine, Point
+from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, direct_effects
 from ...patching.metrics import answer_correct
 from ...statistics import raw_table
 
@@ -157,7 +157,7 @@ def attribution_scores(engine: PatchingEngine, pairs: Pairs, last: int, ranking:
     """Every neuron's attribution over the pairs, signed mean (``attribution``, the TE of the
     tables) and mean size (``attribution_abs``), ranked by ``ranking`` (:func:`rank_neurons`)."""
     sites = neuron_sites(engine.adapter, last)
-    scores = engine.attribute(pairs, sites, reduce=("mean", "mean_abs"), desc="attribution")
+    scores = attribute(engine, pairs, sites, reduce=("mean", "mean_abs"), desc="attribution")
     values = {r: to_numpy(torch.stack([scores[r][p][0] for p in sites])) for r in scores}  # [L, d_mlp] each
     L, m = values["mean"].shape
     df = pd.DataFrame(
@@ -179,7 +179,7 @@ def n_top(n_neurons: int, share: float) -> int:
 def neuron_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame, last: int) -> pd.DataFrame:
     """DE of each top neuron over ``pairs``: raw table (rank, layer, neuron, pairs)."""
     points = [Point("neuron_post", int(r.layer), (last,), index=int(r.neuron)) for r in top.itertuples()]
-    de = engine.direct_effects(pairs, points)
+    de = direct_effects(engine, pairs, points)
     return raw_table(de, top[["rank", "layer", "neuron"]].to_dict("records"))
 
 
@@ -241,7 +241,7 @@ def ablation_sweep(
             variants.append(_ablation_variant(sites, keep_masks(order, k, shape, means.device), means, reading))
             labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
     res = engine.run(prompts, variants, metric=answer_correct, desc="neuron ablation")
-    unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
+    unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
     return pd.concat(
         [
             raw_table(res.metric, labels, measure="correct"),
@@ -341,7 +341,7 @@ def fit_evaluation(
         variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
         labels.append({"k": k, "preactivation": "fitted"})
     res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
-    unablated = prompts.clean_run.answer_logit(engine, prompts.clean_answer)
+    unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
     return pd.concat(
         [
             raw_table(res.metric, labels, measure="correct"),

@@ -23,7 +23,7 @@ import pandas as pd
 
 PERIODS = (2, 5, 10, 100)
 SUM = "a+b"
-SUM_SCALE = 198.0  # helixclock.fits.SCALES["a+b"]
+SUM_SCALE = 198.0  # helixclock.bases.SCALES["a+b"]
 
 
 def sum_basis(s: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarray, list[str]]:
