@@ -65,21 +65,21 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     from transformers import GPTJConfig, GPTJForCausalLM
 
     from helixclock.bases import FitSettings, standard_bases
-    from helixclock.cache import read_residual_cache, write_residual_cache
+    from helixclock.cache import read_residual_cache
+    from helixclock.cache_writer import write_residual_cache
     from helixclock.fits import fit_token, to_device
     from helixclock.models import wrap_model
     from helixclock.pairs import draw_pairs, prompt_sample
     from helixclock.patching import PatchingEngine
     from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
-    from helixclock.stages.heads.patching import HeadSettings, head_stage
-    from helixclock.stages.helix.patching import helix_stage, other_tasks_stage
+    from helixclock.stages.heads.patching import HeadSettings, head_patching
+    from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
     from helixclock.stages.last_token.patching import last_token_curves, layer_effects
-    from helixclock.stages.mlps.patching import mlp_stage
+    from helixclock.stages.mlps.patching import mlp_patching
     from helixclock.stages.neurons.fit import fit_neurons
-    from helixclock.stages.neurons.jobs import attribution_job, fit_eval_job, grids_job
+    from helixclock.stages.neurons.jobs import neuron_attribution, neuron_fit_eval, neuron_grids
     from helixclock.stages.neurons.patching import NeuronSettings
     from helixclock.stages.neurons.patching import n_top as top_count
-    from helixclock.statistics import pair_values
     from helixclock.tasks import check_all_tasks, check_task_tokens, get_task
     from helixclock.toy import build_tokenizer
 
@@ -146,7 +146,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
 
     counter.take()
-    helix_stage(
+    helix_patching(
         engine(),
         correct,
         cache,
@@ -158,7 +158,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
         test_fraction=helix["test_fraction"],
     )
     got["helix_patching"] = counter.take()
-    other_tasks_stage(engine(), tables, prompts, fit, n_pairs=helix["n_pairs"], seed=cfg["seed"])
+    other_tasks_patching(engine(), tables, prompts, fit, n_pairs=helix["n_pairs"], seed=cfg["seed"])
     got["other_tasks_patching"] = counter.take()
 
     def clock_pairs():
@@ -171,7 +171,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     got["last_token_patching"] = counter.take()
 
     ids, a, b = prompt_sample(tok, correct, template, clock["fit_prompts"], cfg["seed"])
-    heads = head_stage(
+    heads = head_patching(
         engine(),
         clock_pairs(),
         ids,
@@ -195,19 +195,18 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     if want != len(paths):
         raise AssertionError(f"Fig. D7 paths: the formula says {want}, the job patched {len(paths)}")
 
-    mlp = effects[(effects["component"] == "MLP") & (effects["effect"] == "te")].sort_values("layer")
-    mlp_stage(engine(), clock_pairs(), ids, a, b, last, pair_values(mlp).mean(1), fit.periods, fit.pca_components)
+    mlp_patching(engine(), clock_pairs(), ids, a, b, last, effects, fit.periods, fit.pca_components)
     got["mlp_patching"] = counter.take()
 
-    out = attribution_job(engine(), acc, template, last, neurons)
+    out = neuron_attribution(engine(), acc, template, last, neurons)
     got["neuron_attribution"] = counter.take()
     scores = out["attribution"]
     top = scores.iloc[: top_count(len(scores), neurons.top_share)]
-    grids = grids_job(engine(), acc, template, last, top)
+    grids = neuron_grids(engine(), acc, template, last, top)
     got["neuron_grids"] = counter.take()
     nf = fit_neurons(grids["pre"], fit.periods, layer=grids["layer"], neuron=grids["neuron"])  # neuron_fits, CPU
     counter.take()
-    fit_eval_job(
+    neuron_fit_eval(
         engine(),
         acc,
         template,

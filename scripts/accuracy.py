@@ -2,13 +2,13 @@
 logits of the answers 0..198 on a+b -> accuracy/add_logits.h5 (numbers of several tokens:
 greedy decoding, and the logits file records why it holds none)."""
 
-from helixclock.pipeline import load, patching_engine, start
+from helixclock.model_jobs import open_model
+from helixclock.pipeline import start
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, model_accuracy, save_answer_logits
 
 log = start(snakemake)
 spec = snakemake.params.spec
-model = load(snakemake)
-engine = patching_engine(snakemake, model)
+model, engine = open_model(snakemake)
 for task, path, df, logits in model_accuracy(model, spec, snakemake.params.tasks, engine, snakemake.output.tables):
     df.to_csv(path, index=False)
     if task == "add":

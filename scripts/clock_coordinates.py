@@ -4,11 +4,10 @@ import pandas as pd
 
 from helixclock.cache import read_residual_cache
 from helixclock.pipeline import start
-from helixclock.stages.report.clock import best_sum_layer, sum_helix_coordinates
+from helixclock.stages.report.clock import clock_coordinates
 
 log = start(snakemake)
-layer = best_sum_layer(pd.read_csv(snakemake.input.last_token))
 cache = read_residual_cache(snakemake.input.cache, datasets=("last", "ab"))
-coords = sum_helix_coordinates(cache.last, cache.ab, layer, snakemake.params.periods)
+coords = clock_coordinates(pd.read_csv(snakemake.input.last_token), cache, snakemake.params.periods)
 coords.to_csv(snakemake.output[0], index=False)
-log.info("helix(a+b) at resid_pre[%d], R^2 %.3f", layer, float(coords["r2"].iloc[0]))
+log.info("helix(a+b) at resid_pre[%d], R^2 %.3f", int(coords["layer"].iloc[0]), float(coords["r2"].iloc[0]))

@@ -5,12 +5,12 @@ import pandas as pd
 from helixclock.io import save_figure
 from helixclock.pipeline import start
 from helixclock.stages.report.compare import load_paper_values, paper_accuracy, paper_tab01
-from helixclock.stages.report.figures import all_accuracy, all_ld_ratios
+from helixclock.stages.report.figures import figAll_accuracy, figAll_ld_ratios
 
 start(snakemake)
 models, inp, out = snakemake.params.models, snakemake.input, snakemake.output
 paper = load_paper_values(inp.values)
 tabC1 = {m: pd.read_csv(p) for m, p in zip(models, inp.other_tasks)}
 tab01 = {m: pd.read_csv(p) for m, p in zip(models, inp.tab01)}
-save_figure(all_accuracy(pd.read_csv(inp.accuracy), tabC1, paper_accuracy(paper)), [out.accuracy, out.accuracy_pdf])
-save_figure(all_ld_ratios(tab01, paper_tab01(paper)), [out.ratios, out.ratios_pdf])
+save_figure(figAll_accuracy(pd.read_csv(inp.accuracy), tabC1, paper_accuracy(paper)), [out.accuracy, out.accuracy_pdf])
+save_figure(figAll_ld_ratios(tab01, paper_tab01(paper)), [out.ratios, out.ratios_pdf])

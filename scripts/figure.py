@@ -1,5 +1,5 @@
 """Every plotting rule: tables in, params.function draws, PDF and PNG out (see figure_rule)."""
 
-from helixclock.pipeline import figure
+from helixclock.pipeline import plot_job
 
-figure(snakemake)
+plot_job(snakemake)

@@ -1,12 +1,13 @@
 """Rule head_patching: Figs. D2-D7, attention heads at the last token (per-pair tables)."""
 
-from helixclock.pipeline import clock_job, settings
-from helixclock.stages.heads.patching import HeadSettings, head_stage
+from helixclock.model_jobs import clock_job
+from helixclock.pipeline import settings
+from helixclock.stages.heads.patching import HeadSettings, head_patching
 
-job = clock_job(snakemake)
-out = head_stage(
-    job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, job.positions, settings(snakemake, "heads", HeadSettings)
-)
+p = snakemake.params
+job = clock_job(snakemake, p.heads["periods"], p.fit_prompts)
+heads = settings(snakemake, "heads", HeadSettings)
+out = head_patching(job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, job.positions, heads)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
 job.log.info("head categories:\n%s", out["categories"].to_string())

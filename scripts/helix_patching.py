@@ -2,29 +2,23 @@
 
 from helixclock.bases import FitSettings
 from helixclock.cache import read_residual_cache
-from helixclock.fit_files import load_fits
 from helixclock.fits import to_device
-from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
+from helixclock.helix_files import load_helix_fits
+from helixclock.model_jobs import open_model
+from helixclock.pipeline import accuracy, minimum, require, settings, start
 from helixclock.preconditions import helix_patching_needs
-from helixclock.stages.helix.patching import helix_stage
+from helixclock.stages.helix.patching import helix_patching
 
 start(snakemake)
 p = snakemake.params
 acc = accuracy(snakemake)
 require(snakemake, helix_patching_needs(acc, p.fit["periods"], p.n_pairs, p.test_fraction, p.seed, minimum(snakemake)))
-model = load(snakemake)
-fits = to_device(load_fits(snakemake.input.fits), model.device)
+model, engine = open_model(snakemake)
+fits = to_device(load_helix_fits(snakemake.input.fits), model.device)
 cache = read_residual_cache(snakemake.input.cache)
-out = helix_stage(
-    patching_engine(snakemake, model),
-    acc[acc["correct"]],
-    cache,
-    fits,
-    p.spec["prompts"]["add"],
-    settings(snakemake, "fit", FitSettings),
-    n_pairs=p.n_pairs,
-    seed=p.seed,
-    test_fraction=p.test_fraction,
+fit = settings(snakemake, "fit", FitSettings)
+out = helix_patching(
+    engine, acc[acc["correct"]], cache, fits, p.spec["prompts"]["add"], fit, p.n_pairs, p.seed, p.test_fraction
 )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -2,13 +2,12 @@
 
 from helixclock.bases import FitSettings
 from helixclock.cache import read_residual_cache
-from helixclock.pipeline import clock_job, settings
-from helixclock.stages.last_token.patching import last_token_curves, layer_effects
+from helixclock.model_jobs import clock_job
+from helixclock.pipeline import settings
+from helixclock.stages.last_token.patching import last_token_patching
 
-job = clock_job(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
+job = clock_job(snakemake, fit.periods)
 cache = read_residual_cache(snakemake.input.cache, datasets=("last", "ab"))
-last_token_curves(job.engine, job.pairs, cache, fit.periods, fit.pca_components).to_csv(
-    snakemake.output.fits, index=False
-)
-layer_effects(job.engine, job.pairs).to_csv(snakemake.output.layer_effects, index=False)
+for name, df in last_token_patching(job.engine, job.pairs, cache, fit).items():
+    df.to_csv(snakemake.output[name], index=False)

@@ -3,10 +3,9 @@
 import pandas as pd
 
 from helixclock.pipeline import resampling, start
-from helixclock.stages.last_token.tables import effects_table
-from helixclock.statistics import summarise
+from helixclock.stages.last_token.tables import last_token_summary
 
 start(snakemake)
-resample = resampling(snakemake)
-summarise(pd.read_csv(snakemake.input.fits), resample).to_csv(snakemake.output.fits, index=False)
-effects_table(pd.read_csv(snakemake.input.layer_effects), resample).to_csv(snakemake.output.layer_effects, index=False)
+raw = {name: pd.read_csv(snakemake.input[name]) for name in ("fits", "layer_effects")}
+for name, df in last_token_summary(raw, resampling(snakemake)).items():
+    df.to_csv(snakemake.output[name], index=False)

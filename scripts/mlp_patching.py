@@ -3,24 +3,16 @@
 import pandas as pd
 
 from helixclock.bases import FitSettings
-from helixclock.pipeline import clock_job, settings
-from helixclock.stages.mlps.patching import mlp_stage
-from helixclock.statistics import pair_values
+from helixclock.model_jobs import clock_job
+from helixclock.pipeline import settings
+from helixclock.stages.mlps.patching import mlp_patching
 
-job = clock_job(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
+job = clock_job(snakemake, fit.periods, snakemake.params.fit_prompts)
 effects = pd.read_csv(snakemake.input.layer_effects)
-mlp = effects[(effects["component"] == "MLP") & (effects["effect"] == "te")].sort_values("layer")
-out = mlp_stage(
-    job.engine,
-    job.pairs,
-    job.fit_ids,
-    job.fit_a,
-    job.fit_b,
-    job.positions["last"],
-    pair_values(mlp).mean(1),
-    fit.periods,
-    fit.pca_components,
+last = job.positions["last"]
+out = mlp_patching(
+    job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, last, effects, fit.periods, fit.pca_components
 )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

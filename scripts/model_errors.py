@@ -4,12 +4,11 @@ import pandas as pd
 
 from helixclock.io import write_table
 from helixclock.pipeline import start
-from helixclock.stages.errors.errors import appendix_f_tables, read_answer_logits
+from helixclock.stages.mistakes.wrong_answers import model_errors, read_answer_logits
 
 start(snakemake)
-out = appendix_f_tables(
-    pd.read_csv(snakemake.input.accuracy), read_answer_logits(snakemake.input.logits), seed=snakemake.params.seed
-)
+logits = read_answer_logits(snakemake.input.logits)
+out = model_errors(pd.read_csv(snakemake.input.accuracy), logits, seed=snakemake.params.seed)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
 write_table(out["carry_test"], snakemake.output.table, snakemake.output.table_md)

@@ -3,23 +3,19 @@
 import numpy as np
 
 from helixclock.io import read_json
-from helixclock.pipeline import accuracy, load, minimum, patching_engine, require, settings, start
+from helixclock.model_jobs import open_model
+from helixclock.pipeline import accuracy, minimum, require, settings, start
 from helixclock.preconditions import attribution_needs
-from helixclock.stages.neurons.jobs import attribution_job
+from helixclock.stages.neurons.jobs import neuron_attribution
 from helixclock.stages.neurons.patching import NeuronSettings
 
-log = start(snakemake)
+start(snakemake)
 acc = accuracy(snakemake)
-require(snakemake, attribution_needs(acc, snakemake.params.neurons["attribution_pairs"], minimum(snakemake)))
-model = load(snakemake)
+neurons = settings(snakemake, "neurons", NeuronSettings)
+require(snakemake, attribution_needs(acc, neurons.attribution_pairs, minimum(snakemake)))
+_, engine = open_model(snakemake)
 last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-out = attribution_job(
-    patching_engine(snakemake, model),
-    acc,
-    snakemake.params.spec["prompts"]["add"],
-    last,
-    settings(snakemake, "neurons", NeuronSettings),
-)
+out = neuron_attribution(engine, acc, snakemake.params.spec["prompts"]["add"], last, neurons)
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

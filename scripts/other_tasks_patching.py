@@ -3,15 +3,14 @@
 import pandas as pd
 
 from helixclock.bases import FitSettings
-from helixclock.pipeline import load, patching_engine, settings, start, usable_tasks
-from helixclock.stages.helix.patching import other_tasks_stage
+from helixclock.model_jobs import open_model
+from helixclock.pipeline import settings, start, usable_tasks
+from helixclock.stages.helix.patching import other_tasks_patching
 
 start(snakemake)
 p = snakemake.params
 frames = usable_tasks(snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)})
-model = load(snakemake)
+_, engine = open_model(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
-raw = other_tasks_stage(
-    patching_engine(snakemake, model), frames, p.spec["prompts"], fit, n_pairs=p.n_pairs, seed=p.seed
-)
+raw = other_tasks_patching(engine, frames, p.spec["prompts"], fit, n_pairs=p.n_pairs, seed=p.seed)
 raw.to_csv(snakemake.output[0], index=False)

@@ -4,10 +4,9 @@ import pandas as pd
 
 from helixclock.io import write_table
 from helixclock.pipeline import resampling, start
-from helixclock.stages.helix.tables import other_tasks_fit_table
-from helixclock.statistics import summarise
+from helixclock.stages.helix.tables import tab_other_tasks
 
 start(snakemake)
-curves = summarise(pd.read_csv(snakemake.input[0]), resampling(snakemake))
-curves.to_csv(snakemake.output.curves, index=False)
-write_table(other_tasks_fit_table(curves), snakemake.output.table, snakemake.output.table_md, floatfmt=".3f")
+out = tab_other_tasks(pd.read_csv(snakemake.input[0]), resampling(snakemake))
+out["curves"].to_csv(snakemake.output.curves, index=False)
+write_table(out["table"], snakemake.output.table, snakemake.output.table_md, floatfmt=".3f")

@@ -8,7 +8,8 @@ from helpers.prompts import GPTJ_PROMPTS
 
 import helixclock.stages.helix.patching as hp
 from helixclock.bases import FitSettings, standard_bases
-from helixclock.cache import read_residual_cache, write_residual_cache
+from helixclock.cache import read_residual_cache
+from helixclock.cache_writer import write_residual_cache
 from helixclock.fits import fit_token
 from helixclock.patching import PatchingEngine
 from helixclock.sampling import split_values
@@ -39,7 +40,7 @@ def stage_inputs(tiny_gptj, tmp_path_factory):
 
 def run(tiny_gptj, stage_inputs, seed=3):
     cache, correct, fits = stage_inputs
-    raw = hp.helix_stage(
+    raw = hp.helix_patching(
         PatchingEngine(tiny_gptj, progress=False),
         correct,
         cache,

@@ -9,13 +9,13 @@ import pytest
 
 from helixclock.stages.neurons.basis import PERIODS, planted_grids
 from helixclock.stages.neurons.fit import fit_neurons
-from helixclock.stages.neurons.fit_files import neuron_table
+from helixclock.stages.neurons.neuron_files import neuron_table
 from helixclock.stages.neurons.panels import (
-    fig08_neuron_preacts,
-    fig10_neuron_trends,
     figD12_neuron_fourier,
     figD13_neuron_nrmse,
     layer_trends,
+    neuron_preacts_panel,
+    neuron_trends_panel,
     period_shares,
 )
 
@@ -69,7 +69,7 @@ def test_figures_module_imports_no_torch():
 def test_fig08(fitted, tmp_path):
     grids, fits, table = fitted
     pick = [119, 100, 80, 60]
-    fig = fig08_neuron_preacts(grids[pick], fits.predict(pick), table.iloc[pick], "synthetic")
+    fig = neuron_preacts_panel(grids[pick], fits.predict(pick), table.iloc[pick], "synthetic")
     titles = [sub.get_suptitle() for sub in fig.subfigs]
     assert all(f"NRMSE {table['nrmse'].iloc[i]:.3f}" in t for i, t in zip(pick, titles))
     assert all(table["top_terms"].iloc[i].split(" + ")[0] in t for i, t in zip(pick, titles))
@@ -79,7 +79,7 @@ def test_fig08(fitted, tmp_path):
     assert axis.get_xlabel() == "b" and axis.get_ylabel() == "a"
     _save(fig, tmp_path, "fig08_neuron_preacts")
     with pytest.raises(ValueError, match="must agree"):
-        fig08_neuron_preacts(grids[pick], fits.predict(pick[:3]), table.iloc[pick], "synthetic")
+        neuron_preacts_panel(grids[pick], fits.predict(pick[:3]), table.iloc[pick], "synthetic")
 
 
 def test_figD12(fitted, tmp_path):
@@ -125,7 +125,7 @@ def test_fig10(fitted, tmp_path):
     assert list(trends["layer"]) == sorted(set(table["layer"]) & set(circuit))
     assert trends["ab_fraction"].iloc[-1] > trends["ab_fraction"].iloc[0] + 0.3  # the planted trend
     assert trends["n_te_nonpositive"].sum() == 1  # the one negative TE (a layer-14 neuron)
-    fig = fig10_neuron_trends(table, circuit, "synthetic")
+    fig = neuron_trends_panel(table, circuit, "synthetic")
     x, y = trends["ab_fraction"].to_numpy(), trends["de_over_te"].to_numpy()
     r2 = np.corrcoef(x, y)[0, 1] ** 2  # R^2 of a least-squares line = squared correlation
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [f"least squares, R² = {r2:.2f}"]
@@ -149,7 +149,7 @@ def test_fig10_with_few_layers_draws_no_line_and_shows_empty_circuit_mlps(fitted
     trends = layer_trends(part, [14, 20, 3])
     assert trends["layer"].tolist() == [3, 14, 20] and trends["n_neurons"].tolist()[0] == 0
     assert np.isnan(trends["de_over_te"].iloc[0])
-    fig = fig10_neuron_trends(part, [14, 20, 3], "two layers")
+    fig = neuron_trends_panel(part, [14, 20, 3], "two layers")
     left, right = fig.axes[0], fig.axes[1]
     assert left.get_legend() is None and not [line for line in left.lines if line.get_label().startswith("least")]
     title = left.get_title()
@@ -174,7 +174,7 @@ def test_figD13_plots_the_ranked_effect_size(fitted, tmp_path):
 def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
     import pandas as pd
 
-    from helixclock.stages.neurons.figures import ablation_figure, layers_figure
+    from helixclock.stages.neurons.figures import figD9_neuron_ablation, figD10_neuron_layers
 
     fractions = np.array([1, 2, 4, 20, 41, 102, 205, 2048]) / 2048
     rows = []
@@ -198,7 +198,7 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
                     "ld_high": 1.1 - a,
                 }
             )
-    fig = ablation_figure(pd.DataFrame(rows), "synthetic")
+    fig = figD9_neuron_ablation(pd.DataFrame(rows), "synthetic")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[:2] == [
         "kept neurons frozen at their unablated values",
@@ -208,7 +208,7 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
     assert len([line for line in fig.axes[0].lines if len(line.get_xdata()) == len(fractions)]) == 2
     _save(fig, tmp_path, "figD9_readings")
     neurons = pd.DataFrame({"layer": [0, 1, 1, 2, 3, 3, 3]})
-    fig = layers_figure(neurons, pd.DataFrame({"layer": [2, 3]}), "synthetic")
+    fig = figD10_neuron_layers(neurons, pd.DataFrame({"layer": [2, 3]}), "synthetic")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
     handles = ax.get_legend().legend_handles

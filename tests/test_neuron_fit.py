@@ -9,7 +9,13 @@ import torch
 
 from helixclock.stages.neurons.basis import PERIODS, VARIABLES, columns, design, grid_values, planted_grids
 from helixclock.stages.neurons.fit import fit_neurons
-from helixclock.stages.neurons.fit_files import has_up_fits, load_fits, neuron_table, save_fits, term_table
+from helixclock.stages.neurons.neuron_files import (
+    has_up_fits,
+    load_neuron_fits,
+    neuron_table,
+    save_neuron_fits,
+    term_table,
+)
 from helixclock.stages.neurons.periods import grid_periods
 from helixclock.stages.neurons.sgd import sgd_fit
 
@@ -262,18 +268,18 @@ def test_tables_and_hdf5_round_trip(tmp_path):
     row = tt[(tt["neuron"] == 2) & (tt["variable"] == "b") & (tt["period"] == 10)].iloc[0]
     assert np.isclose(row["amplitude"], fits.amplitude[1, 1, 2]) and np.isclose(row["phase"], fits.phase[1, 1, 2])
     path = tmp_path / "fits.h5"
-    save_fits(path, fits)
-    back = load_fits(path)
+    save_neuron_fits(path, fits)
+    back = load_neuron_fits(path)
     assert back.method == "sgd" and back.periods == PERIODS and back.info["epochs"] == 50
     assert back.info["loss_history"].shape == (2, 5)
     pd.testing.assert_frame_equal(neuron_table(back), nt)
     assert np.array_equal(back.coef, fits.coef)
     assert not has_up_fits(path)
     up = fit_neurons(grids[::-1].copy(), layer=[3, 3, 4, 4, 5], neuron=[1, 2, 3, 4, 5])  # a gated MLP's up projection
-    save_fits(path, fits, up)
-    assert has_up_fits(path) and np.array_equal(load_fits(path).coef, fits.coef)
-    assert np.array_equal(load_fits(path, "up").coef, up.coef) and np.allclose(
-        load_fits(path, "up").predict(), up.predict()
+    save_neuron_fits(path, fits, up)
+    assert has_up_fits(path) and np.array_equal(load_neuron_fits(path).coef, fits.coef)
+    assert np.array_equal(load_neuron_fits(path, "up").coef, up.coef) and np.allclose(
+        load_neuron_fits(path, "up").predict(), up.predict()
     )
 
 

@@ -15,15 +15,15 @@ from helixclock.stages.neurons.patching import (
     GATED_PREACTIVATIONS,
     RANKINGS,
     NeuronSettings,
-    ablation_sweep,
     attribution_scores,
     fitted_name,
     keep_masks,
     mean_activations,
     n_top,
+    neuron_ablation,
     neuron_direct_effects,
-    neuron_grids,
     powers_of_two,
+    preactivation_grids,
     preactivation_kinds,
     preactivation_name,
     rank_neurons,
@@ -56,7 +56,7 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
     means = mean_activations(engine, prompts.clean, LAST)
     order = attribution_scores(engine, make_pairs(tiny_model), LAST)
     total = int(means.numel())
-    raw = ablation_sweep(engine, prompts, order, means, [0, 3, total], LAST)
+    raw = neuron_ablation(engine, prompts, order, means, [0, 3, total], LAST)
     correct = pair_values(raw[raw["measure"] == "correct"])
     ld = pair_values(raw[raw["measure"] == "ld"])
     with torch.no_grad():
@@ -118,7 +118,7 @@ def test_grids_are_the_neurons_preactivations(tiny_model):
     rows = prompt_rows(tok, ROWS)
     ids = same_prompt_pairs(tok, rows, TEMPLATE).clean
     top = pd.DataFrame({"rank": [0, 1, 2], "layer": [1, 0, 1], "neuron": [5, 7, 0]})
-    out = neuron_grids(engine, ids, top, LAST)
+    out = preactivation_grids(engine, ids, top, LAST)
     for i, r in enumerate(top.itertuples()):
         pre_site, post_site = ad.site("neuron_pre", r.layer), ad.site("neuron_post", r.layer)
         pre = capture(hf, pre_site.path, pre_site.io, ids)[:, LAST, r.neuron]
@@ -147,7 +147,7 @@ def test_fit_evaluation_with_exact_fits_equals_the_actual_run(tiny_gptj):
     prompts = same_prompt_pairs(tok, prompt_rows(tok, ROWS), TEMPLATE)
     means = mean_activations(engine, prompts.clean, LAST)
     top = pd.DataFrame({"layer": [1, 0, 1, 0], "neuron": [3, 5, 11, 2]})
-    pre = neuron_grids(engine, prompts.clean, top.assign(rank=range(4)), LAST)["pre"]  # [n_top, n]
+    pre = preactivation_grids(engine, prompts.clean, top.assign(rank=range(4)), LAST)["pre"]  # [n_top, n]
     raw = fit_evaluation(engine, prompts, top, torch.tensor(pre.T), means, [1, 2, 4], LAST)
     for measure in ("correct", "ld"):
         part = raw[raw["measure"] == measure]
@@ -247,7 +247,7 @@ def test_both_readings_against_plain_hooks(family, tokenizer):
         }
     ).drop_duplicates()
     total = int(means.numel())
-    raw = ablation_sweep(engine, prompts, order, means, [0, 5, total], LAST)
+    raw = neuron_ablation(engine, prompts, order, means, [0, 5, total], LAST)
     assert set(raw["reading"]) == {"frozen", "live"} and set(raw["fraction_kept"]) == {0.0, 5 / total, 1.0}
     ld = {r: pair_values(raw[(raw["measure"] == "ld") & (raw["reading"] == r)]) for r in ("frozen", "live")}
     np.testing.assert_allclose(ld["live"][2], 0, atol=1e-5)  # all kept live: the model itself
@@ -332,7 +332,7 @@ def test_gated_fit_evaluation_under_each_choice(tiny_llama):
     ld = {}
     for choice in GATED_PREACTIVATIONS:
         kinds = preactivation_kinds(ad, choice)
-        grids = neuron_grids(engine, prompts.clean, ranked, LAST, kinds)
+        grids = preactivation_grids(engine, prompts.clean, ranked, LAST, kinds)
         assert ("up" in grids) == (choice == "gate_and_up")
         exact = {kinds[0]: torch.tensor(grids["pre"].T)} | (
             {"neuron_up": torch.tensor(grids["up"].T)} if "up" in grids else {}

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from helixclock.bases import full_bases
-from helixclock.cache import read_residual_cache, write_residual_cache
+from helixclock.cache import read_residual_cache
+from helixclock.cache_writer import write_residual_cache
 from helixclock.config import load_registry
 from helixclock.experiments import patch_sweep
 from helixclock.fits import fit_token

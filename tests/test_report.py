@@ -139,7 +139,7 @@ def ideal_projection(noise: float = 0.03, seed: int = 0) -> pd.DataFrame:
 
 def test_fig01_clock(tmp_path):
     H, ab = planted_last(noise=0.2)
-    fig = R.clock(ideal_projection(0.08), sum_helix_coordinates(H, ab, layer=2), "toy", a=37, b=45)
+    fig = R.fig01_clock(ideal_projection(0.08), sum_helix_coordinates(H, ab, layer=2), "toy", a=37, b=45)
     titles = [ax.get_title() for ax in fig.axes]
     assert titles[0].startswith("T = 10: a and b on helix(a)") and "layer 0 output" in titles[0]
     assert titles[1].startswith("T = 10: a+b on helix(a+b) (last token, layer 1 output")
@@ -421,7 +421,7 @@ def test_cross_model_figures(tmp_path):
         m: pd.DataFrame({"task": labels, "accuracy": acc})
         for m, acc in (("gptj", [0.88, 0.97, 0.81, 0.95, 0.96]), ("toy-gptj", [0.99, 0.98, 0.7, 1.0, 1.0]))
     }
-    fig = R.all_accuracy(tabA1, tabC1, paper_accuracy(paper))
+    fig = R.figAll_accuracy(tabA1, tabC1, paper_accuracy(paper))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["a+b", *labels]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {
@@ -438,7 +438,7 @@ def test_cross_model_figures(tmp_path):
     tab01 = {
         m: paper_tab01(paper).assign(Helix=lambda d, s=s: d["Helix"] * s) for m, s in (("gptj", 1.0), ("toy-gptj", 0.5))
     }
-    fig = R.all_ld_ratios(tab01, paper_tab01(paper))
+    fig = R.figAll_ld_ratios(tab01, paper_tab01(paper))
     assert [ax.get_title() for ax in fig.axes] == ["Helix / Full", "PCA / Full", "Poly / Full"]
     assert fig.axes[0].get_ylabel() == "max-over-layers LD, fit / layer patch"
     heights = {round(p.get_height(), 4) for p in fig.axes[0].patches}
@@ -448,8 +448,8 @@ def test_cross_model_figures(tmp_path):
 
 def test_plotting_and_table_modules_import_no_torch():
     code = (
-        "import sys; import helixclock.stages.errors.figures, helixclock.stages.errors.errors, "
-        "helixclock.stages.errors.linear_addition, helixclock.stages.report.figures, "
+        "import sys; import helixclock.stages.mistakes.figures, helixclock.stages.mistakes.wrong_answers, "
+        "helixclock.stages.mistakes.linear_addition, helixclock.stages.report.figures, "
         "helixclock.stages.report.compare, helixclock.stages.report.clock; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )

@@ -240,8 +240,8 @@ def test_one_pair_has_no_interval():
 
 
 def test_figures_say_how_many_pairs_and_draw_nan_intervals():
-    from helixclock.stages.helix.figures import helix_controls
-    from helixclock.stages.last_token.figures import layer_patching
+    from helixclock.stages.helix.figures import figC5_helix_controls
+    from helixclock.stages.last_token.figures import fig06_layer_patching
     from helixclock.style import pairs_note
 
     controls = pd.DataFrame(
@@ -255,7 +255,7 @@ def test_figures_say_how_many_pairs_and_draw_nan_intervals():
             "n_pairs": [1, 1, 30, 30],
         }
     )
-    fig = helix_controls(controls, "weak")
+    fig = figC5_helix_controls(controls, "weak")
     assert [ax.get_title() for ax in fig.axes] == [
         "fit on 80% of a, patch held-out 20% (n = 1 pair)",
         "helix fitted to shuffled a (n = 30 pairs)",
@@ -273,7 +273,7 @@ def test_figures_say_how_many_pairs_and_draw_nan_intervals():
             "n_pairs": [1, 4],
         }
     )
-    fig = layer_patching(effects, "weak")
+    fig = fig06_layer_patching(effects, "weak")
     assert [ax.get_title() for ax in fig.axes] == [
         "MLP outputs at the last token (n = 1 pair)",
         "attention outputs at the last token (n = 4 pairs)",

@@ -202,14 +202,6 @@ class Adapter:
     def block_path(self, layer: int) -> str:
         return f"{self.blocks}.{layer}"
 
-    def receiver_norm(self, component: str, layer: int) -> str | None:
-        """Module whose output a component ('attn' or 'mlp') reads; None where it reads the
-        raw residual (OLMo-2: resid_pre for attention, resid_mid for the MLP)."""
-        if component not in ("attn", "mlp"):
-            raise ValueError(f"component {component!r}; allowed: attn, mlp")
-        norm = self.attn_norm if component == "attn" else self.mlp_norm
-        return f"{self.block_path(layer)}.{norm}" if norm else None
-
     def cap_logits(self, logits: torch.Tensor) -> torch.Tensor:
         """The model's output logits from the unembedding's output: Gemma-2's tanh soft-cap
         c * tanh(logits / c) where the config sets one, the same tensor elsewhere."""

@@ -36,11 +36,6 @@ class PCA:
         comps = self.components if n is None else self.components[:, :n]
         return torch.einsum("lrd,lpd->lrp", H - self.mean[:, None], comps)
 
-    def reconstruct(self, H: Tensor, n: int) -> Tensor:
-        """The PCA baseline: H projected on its first n components, plus the mean."""
-        comps = self.components[:, :n]
-        return self.mean[:, None] + torch.einsum("lrp,lpd->lrd", self.project(H, n), comps)
-
 
 def fit_pca(H: Tensor, n_components: int = 100, weights: Tensor | None = None) -> PCA:
     """PCA of each layer of H [L, rows, d] (float64), rows weighted by ``weights`` [rows]
@@ -97,9 +92,6 @@ class Fits:
         if layers is not None:
             C, mean = C[list(layers)], mean[list(layers)]
         return (mean[:, None].to(C.dtype) + torch.einsum("rm,lmd->lrd", B, C)).float()
-
-    def r2_of(self, basis: Basis) -> Tensor:
-        return self.r2[self.index(basis)]
 
 
 def fit_bases(

@@ -32,12 +32,6 @@ def fourier_spectrum(X: np.ndarray, compat: str = "corrected") -> tuple[np.ndarr
     return n / k, mag
 
 
-def top_periods(periods: np.ndarray, magnitude: np.ndarray, k: int = 6) -> list[tuple[float, float]]:
-    """The ``k`` periods with the largest spectral magnitude, strongest first."""
-    order = np.argsort(-magnitude)[:k]
-    return [(float(periods[i]), float(magnitude[i])) for i in order]
-
-
 def spectrum_peaks(periods: np.ndarray, magnitude: np.ndarray, k: int = 10) -> list[dict]:
     """Local maxima of the spectrum, strongest first, with their rank and relative size."""
     m = magnitude

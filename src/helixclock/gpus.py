@@ -95,10 +95,3 @@ def claim_gpu(timeout: float = 24 * 3600, poll: float = 2.0) -> str | None:
             log.info("all GPU slots %s are taken; waiting for one", devices)
             told = True
         time.sleep(poll)
-
-
-def release_gpu() -> None:
-    for fh in _held.values():
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        fh.close()
-    _held.clear()

@@ -1,21 +1,30 @@
-"""What every pipeline script does first: log to the rule's log, set threads, check what the
-model got right, load the model.
+"""What every pipeline script does first: log to the rule's log, check what the model got
+right, build the library's settings from the rule's params; and the one plotting job.
 
-Scripts under ``scripts/`` stay thin: they call :func:`start`, :func:`require` (a job that
-needs correct a+b prompts, before it loads the model), maybe :func:`load`, one library
-function, and write ``snakemake.output``.  Rule params arrive grouped as the settings objects
-of the library (``fit``, ``resampling``, ``pairs``, ...).
+Scripts under ``scripts/`` stay thin and follow one convention: :func:`start`, then for a job
+that needs correct a+b prompts :func:`require` (before it loads the model), then for a model
+job :func:`helixclock.model_jobs.open_model`, then one library function, the rule's entry
+point (named in the README's Outputs table), which takes library objects (an engine, tables,
+arrays, settings) and returns what the rule writes.  Rule params arrive grouped as the settings
+objects of the library (``fit``, ``resampling``, ``pairs``, ...).
+
+This module imports no torch and no matplotlib: table jobs import it too.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
-from dataclasses import dataclass
 
-from .io import start_log
+import pandas as pd
+
+from . import preconditions as pre
+from .gpus import claim_gpu
+from .io import save_figure, start_log
 from .preconditions import Minimum, Need, PreconditionError, check
+from .statistics import Resampling
 
 
 def start(snakemake) -> logging.Logger:
@@ -27,8 +36,6 @@ def start(snakemake) -> logging.Logger:
     sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)
     if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:
-        from .gpus import claim_gpu
-
         slot = claim_gpu()
         logger.info("device slot: %s", "none, running on the CPU" if slot is None else f"GPU {slot}")
     return logger
@@ -65,8 +72,6 @@ def minimum(snakemake) -> Minimum:
 
 def accuracy(snakemake):
     """The job's a+b accuracy table (input ``accuracy``)."""
-    import pandas as pd
-
     return pd.read_csv(snakemake.input.accuracy)
 
 
@@ -74,8 +79,6 @@ def usable_tasks(snakemake, frames: dict) -> dict:
     """other_tasks_patching's tasks (name -> accuracy table) that have what their fits and pairs
     need: the job stops (:class:`PreconditionError`) when a+b lacks it, and leaves out, with a
     warning, any other task that does (Table 1 and Fig. C7 then have no row for it)."""
-    from . import preconditions as pre
-
     needs = pre.other_tasks_needs(frames, snakemake.params.fit["periods"], snakemake.params.n_pairs, minimum(snakemake))
     rule, model = snakemake.rule, snakemake.wildcards.model
     log = logging.getLogger("helixclock")
@@ -93,112 +96,23 @@ def usable_tasks(snakemake, frames: dict) -> dict:
     return usable
 
 
-def load(snakemake, **kwargs):
-    """Load the job's model (registry entry in params.spec) on the configured device."""
-    import torch
-
-    from .models import load_model
-
-    if getattr(snakemake, "threads", None):
-        torch.set_num_threads(int(snakemake.threads))
-    params = snakemake.params
-    model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
-    logging.getLogger("helixclock").info(
-        "loaded %s (%s) on %s as %s", model.name, model.source, model.device, model.dtype
-    )
-    return model
-
-
-def patching_engine(snakemake, model):
-    from .patching import PatchingEngine
-
-    return PatchingEngine(model, batch_size=snakemake.params.batch_size)
-
-
 def settings(snakemake, name: str, cls):
     """The settings object ``cls`` built from the rule's params group ``name``."""
     return cls(**getattr(snakemake.params, name))
 
 
 def resampling(snakemake):
-    from .statistics import Resampling
-
+    """helixclock.statistics.Resampling from the rule's params ``resampling``."""
     return settings(snakemake, "resampling", Resampling)
 
 
-def figure(snakemake) -> None:
-    """A plotting job: read the input tables (CSV), draw with the function params.function
-    names ("package.module:function"), save PDF and PNG."""
-    import importlib
-
-    import pandas as pd
-
-    from . import style  # noqa: F401  (the shared look, before any figure is made)
-    from .io import save_figure
-
+def plot_job(snakemake) -> None:
+    """A plotting job (``figure_rule``): read the input tables (CSV), draw with the function
+    params.function names ("package.module:function", a figure id of the paper, e.g.
+    ``helixclock.stages.helix.figures:fig04_helix_patching``), save PDF and PNG.  Importing a
+    stage's ``figures`` module sets the shared look (:mod:`helixclock.style`)."""
     start(snakemake)
     module, name = snakemake.params.function.split(":")
     fn = getattr(importlib.import_module(module), name)
     frames = [pd.read_csv(p) for p in snakemake.input]
     save_figure(fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs), snakemake.output)
-
-
-@dataclass
-class ClockJob:
-    """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
-    correct a+b prompts, and the seeded sample of correct prompts whose outputs are fitted."""
-
-    log: logging.Logger
-    engine: object
-    pairs: object
-    fit_ids: object
-    fit_a: object
-    fit_b: object
-    positions: dict
-
-
-def clock_job(snakemake) -> ClockJob:
-    """Set up a last-token model job from params ``pairs`` (n_pairs, vary, seed) and
-    ``fit_prompts``, after checking what its pairs and fits need."""
-    from .io import read_json
-    from .pairs import draw_pairs, prompt_sample
-    from .preconditions import clock_needs
-
-    log = start(snakemake)
-    p = snakemake.params
-    acc = accuracy(snakemake)
-    periods = p.fit["periods"] if hasattr(p, "fit") else p.heads["periods"]
-    require(
-        snakemake,
-        clock_needs(
-            snakemake.rule,
-            acc,
-            periods,
-            p.pairs["n_pairs"],
-            p.pairs["vary"],
-            minimum(snakemake),
-            getattr(p, "fit_prompts", None),
-            p.pairs["seed"],
-        ),
-    )
-    correct = acc[acc["correct"]]
-    positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
-    model = load(snakemake)
-    template = p.spec["prompts"]["add"]
-    several = p.spec.get("number_tokens", "one") == "several"
-    pairs = draw_pairs(
-        correct,
-        p.pairs["n_pairs"],
-        p.pairs["seed"],
-        model.tokenizer,
-        template,
-        tuple(p.pairs["vary"]),
-        device=model.device,
-        several=several,
-    )
-    ids, a, b = (
-        prompt_sample(model.tokenizer, correct, template, p.fit_prompts, p.pairs["seed"])
-        if hasattr(p, "fit_prompts")
-        else (None, None, None)
-    )
-    return ClockJob(log, patching_engine(snakemake, model), pairs, ids, a, b, positions)

@@ -176,3 +176,10 @@ def share_set(values, share: float) -> np.ndarray:
     mask = np.zeros(len(v), bool)
     mask[order[:k]] = True
     return mask
+
+
+def positions_of(values, wanted) -> list[int]:
+    """The first position in ``values`` of each item of ``wanted`` that occurs there, in the
+    order of ``wanted`` (e.g. the rows of the neuron stage's files holding Fig. 8's ranks)."""
+    values = np.asarray(values)
+    return [int(np.flatnonzero(values == w)[0]) for w in wanted if (values == w).any()]

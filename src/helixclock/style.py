@@ -189,11 +189,6 @@ def empty(message: str):
     return fig
 
 
-def figure(*args, **kwargs):
-    """plt.subplots under the shared theme."""
-    return plt.subplots(*args, **kwargs)
-
-
 def paper_note(ax, text: str, loc: str = "lower right") -> None:
     """A small grey note of what the paper reported, in a corner of the axes."""
     x, ha = (0.98, "right") if "right" in loc else (0.02, "left")

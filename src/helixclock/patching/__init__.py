@@ -15,6 +15,13 @@ module              what
 ``attribution``     attribution patching (gradient x difference) of every neuron at once
                     (a function over an engine)
 ==================  ===================================================================
+
+Shapes are written in the signatures (jaxtyping, not checked at run time): ``pair`` is a
+clean/corrupted pair, ``row`` a row of a forward pass (a pair, or a pair under one variant
+of a sweep), ``variant`` a variant of :meth:`PatchingEngine.run`, ``seq`` a prompt's token
+positions, ``pos`` the positions a :class:`Point` selects, ``k`` the answer tokens read
+(1 for a one-token answer), ``vocab`` the vocabulary and ``*feature`` a hook point's trailing
+axes (``d_model``; heads x ``d_head`` for ``head_out``; ``d_mlp`` for neurons).
 """
 
 from .attribution import attribute

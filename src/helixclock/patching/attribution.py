@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
 from ..layout import boundaries, group_at
@@ -43,7 +44,7 @@ def attribute(
     metric: Metric = clean_answer_logit,
     reduce: str | Sequence[str] = "mean",
     desc: str = "attribution",
-) -> dict[Point, Tensor] | dict[str, dict[Point, Tensor]]:
+) -> dict[Point, Float[Tensor, "*pair pos *feature"]] | dict[str, dict[Point, Float[Tensor, "*pair pos *feature"]]]:
     """Attribution of every element of every point: [n_positions, *features], the mean over
     pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
     ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.

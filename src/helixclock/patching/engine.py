@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from ..layout import Group, Layout, boundaries, group_at, single_group
@@ -55,10 +56,10 @@ Plan = dict[Site, list[Callable[[Tensor], Tensor | None]]]
 class RunResult:
     """Per-row outputs of a patched run, shaped [n_variants, n_pairs, ...]."""
 
-    metric: Tensor
-    answer_logit: Tensor
-    records: dict[Point, Tensor]
-    variant_records: list[dict[Point, Tensor]]
+    metric: Float[Tensor, "variant pair"]
+    answer_logit: Float[Tensor, "variant pair"]
+    records: dict[Point, Float[Tensor, "variant pair pos *feature"]]
+    variant_records: list[dict[Point, Float[Tensor, "pair pos *feature"]]]
 
 
 class PatchingEngine:
@@ -87,7 +88,9 @@ class PatchingEngine:
         pos = (layout or _NO_ROLES).positions(point.positions)
         return [p - offset if p >= 0 else p for p in pos]
 
-    def select(self, point: Point, value: Tensor, offset: int = 0, layout: Layout | None = None) -> Tensor:
+    def select(
+        self, point: Point, value: Float[Tensor, "row seq *feature"], offset: int = 0, layout: Layout | None = None
+    ) -> Float[Tensor, "row pos *feature"]:
         """[rows, n_positions, *features] of the point (one head or neuron if indexed)."""
         return self.narrow(point, self.view(point, value)[:, self.positions(point, offset, layout)])
 
@@ -99,7 +102,7 @@ class PatchingEngine:
     # -- one forward pass ------------------------------------------------------------------
     def trace(
         self,
-        ids: Tensor,
+        ids: Int[Tensor, "row seq"],
         plan: Plan,
         on_logits: Callable[[Tensor], None] | None,
         prefix: tuple[int, list | None] = (0, None),
@@ -140,18 +143,18 @@ class PatchingEngine:
 
     # -- collection --------------------------------------------------------------------------
     @staticmethod
-    def groups(ids: Tensor, groups: Sequence[Group] | None) -> list[Group]:
+    def groups(ids: Int[Tensor, "row seq"], groups: Sequence[Group] | None) -> list[Group]:
         """The rows' groups: as given, or every row of ``ids`` in one."""
         return list(groups) if groups is not None else single_group(*ids.shape)
 
     def collect(
         self,
-        ids: Tensor,
+        ids: Int[Tensor, "row seq"],
         points: Sequence[Point],
         logits: bool = True,
         desc: str = "collect",
         groups: Sequence[Group] | None = None,
-    ) -> tuple[dict[Point, Tensor], Tensor | None]:
+    ) -> tuple[dict[Point, Float[Tensor, "row pos *feature"]], Float[Tensor, "row vocab"] | None]:
         """Values of ``points`` [n, n_positions, ...] and last-token logits [n, vocab] (float32)
         for every row of ``ids`` (rows of several token layouts: ``groups``)."""
         values, last, _ = self.collect_run(ids, points, groups, None, desc, logits)
@@ -159,13 +162,15 @@ class PatchingEngine:
 
     def collect_run(
         self,
-        ids: Tensor,
+        ids: Int[Tensor, "row seq"],
         points: Sequence[Point],
         groups: Sequence[Group] | None = None,
-        answers: Tensor | None = None,
+        answers: Int[Tensor, "row k"] | None = None,
         desc: str = "collect",
         logits: bool = True,
-    ) -> tuple[dict[Point, Tensor], Tensor | None, Tensor | None]:
+    ) -> tuple[
+        dict[Point, Float[Tensor, "row pos *feature"]], Float[Tensor, "row vocab"] | None, Float[Tensor, " row"] | None
+    ]:
         """:meth:`collect`, and with ``answers`` [n, K] each row's teacher-forced answer score
         [n] (the sum of its answer tokens' logits at the last ``layout.answer`` positions)."""
         out: dict[Point, list[Tensor]] = {p: [] for p in points}
@@ -183,12 +188,12 @@ class PatchingEngine:
 
     def iter_collect(
         self,
-        ids: Tensor,
+        ids: Int[Tensor, "row seq"],
         points: Sequence[Point],
         logits: bool = True,
         desc: str = "collect",
         groups: Sequence[Group] | None = None,
-        answers: Tensor | None = None,
+        answers: Int[Tensor, "row k"] | None = None,
     ) -> Iterator[dict]:
         """Like :meth:`collect`, one dict per chunk (for streaming to disk); a chunk never
         mixes token layouts."""
@@ -235,15 +240,15 @@ class PatchingEngine:
     def corrupted_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
         return self.unpatched(pairs.corrupted_run, points)
 
-    def clean_logits(self, pairs: Pairs) -> Tensor:
+    def clean_logits(self, pairs: Pairs) -> Float[Tensor, "pair vocab"]:
         self.unpatched(pairs.clean_run, [])
         return pairs.clean_run.logits
 
-    def corrupted_logits(self, pairs: Pairs) -> Tensor:
+    def corrupted_logits(self, pairs: Pairs) -> Float[Tensor, "pair vocab"]:
         self.unpatched(pairs.corrupted_run, [])
         return pairs.corrupted_run.logits
 
-    def clean_ld(self, pairs: Pairs) -> Tensor:
+    def clean_ld(self, pairs: Pairs) -> Float[Tensor, " pair"]:
         """LD of the clean run itself: the most any patch can restore, per pair."""
         self.unpatched(pairs.clean_run, [])
         self.unpatched(pairs.corrupted_run, [])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from .runs import Pairs
@@ -27,26 +28,32 @@ from .runs import Pairs
 Metric = Callable[[Tensor, Tensor, Pairs], Tensor]
 
 
-def answer_logits(logits: Tensor, answers: Tensor) -> Tensor:
+def answer_logits(logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "row _"]) -> Float[Tensor, "row k"]:
     """The logit of each answer token at its position, [rows, k]: ``logits`` [rows, k, V],
     ``answers`` [rows, >= k] (columns past k are not read)."""
     k = logits.shape[1]
     return logits.gather(2, answers[:, :k, None])[..., 0]
 
 
-def logit_difference(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
+def logit_difference(
+    logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
+) -> Float[Tensor, " row"]:
     """LD = score_patched(clean answer) - score_corrupted(clean answer) (the sum of the answer
     tokens' logits; for a one-token answer logit_patched - logit_corrupted)."""
     base = pairs.corrupted_run.answer_score()[rows]
     return answer_logits(logits, pairs.answers[rows]).sum(1) - base
 
 
-def clean_answer_logit(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
+def clean_answer_logit(
+    logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
+) -> Float[Tensor, " row"]:
     """The clean answer's score in the patched run (its logit, for a one-token answer)."""
     return answer_logits(logits, pairs.answers[rows]).sum(1)
 
 
-def answer_correct(logits: Tensor, rows: Tensor, pairs: Pairs) -> Tensor:
+def answer_correct(
+    logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
+) -> Float[Tensor, " row"]:
     """1.0 where the patched run's top token is the clean answer's at every answer position
     (teacher-forced: greedy decoding would write the clean answer's tokens, whatever follows
     them), else 0.0."""

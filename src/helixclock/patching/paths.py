@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
 from .engine import PatchingEngine
@@ -20,7 +21,9 @@ from .points import Patch, Point, Record
 from .runs import Pairs
 
 
-def contribution(engine: PatchingEngine, point: Point, value: Tensor) -> Tensor:
+def contribution(
+    engine: PatchingEngine, point: Point, value: Float[Tensor, "row pos *feature"]
+) -> Float[Tensor, "row pos d_model"]:
     """What a component's value writes into the residual stream, [n, n_pos, d_model]:
     attn_out and mlp_out as they are, a head through its slice of the output projection,
     a neuron's post-activation through its column of the MLP output projection."""
@@ -51,7 +54,7 @@ def contribution(engine: PatchingEngine, point: Point, value: Tensor) -> Tensor:
     )
 
 
-def delta(engine: PatchingEngine, pairs: Pairs, point: Point) -> Tensor:
+def delta(engine: PatchingEngine, pairs: Pairs, point: Point) -> Float[Tensor, "pair pos d_model"]:
     """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
     point's values are read from its whole site (one cached run for all its heads or
     neurons)."""
@@ -61,13 +64,15 @@ def delta(engine: PatchingEngine, pairs: Pairs, point: Point) -> Tensor:
     return contribution(engine, point, clean) - contribution(engine, point, corr)
 
 
-def final_logits(engine: PatchingEngine, residual: Tensor) -> Tensor:
+def final_logits(engine: PatchingEngine, residual: Float[Tensor, "*row d_model"]) -> Float[Tensor, "*row vocab"]:
     """Logits of final-residual vectors [..., d] (final norm, then the unembedding), float32."""
     with torch.no_grad():
         return engine.adapter.logits_from_final_residual(engine.model.hf, residual).float()
 
 
-def direct_effects(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64) -> Tensor:
+def direct_effects(
+    engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64
+) -> Float[Tensor, "point pair"]:
     """DE of components at the last token, [len(points), n_pairs]: the clean answer's logit
     when only the component's write reaches the final residual at the last token, minus the
     corrupted run's.  For an answer of several tokens this is its first token (no later
@@ -106,7 +111,7 @@ def reads(engine: PatchingEngine, receiver: Point, sender: Point) -> bool:
 
 def path_patch(
     engine: PatchingEngine, pairs: Pairs, paths: Sequence[tuple[Point, Point | str]], desc: str = "path patching"
-) -> Tensor:
+) -> Float[Tensor, "path pair"]:
     """Effect of each sender -> receiver path, [len(paths), n_pairs].
 
     First pass: add the sender's clean-minus-corrupted write to the receiver's input and

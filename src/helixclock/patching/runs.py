@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from ..layout import Group, single_group
@@ -21,7 +22,13 @@ class RunCache:
     ``answers`` [n, K] are the tokens the run is scored on (teacher-forced: the clean answer's
     tokens, of which a row's group reads its first ``layout.answer``)."""
 
-    def __init__(self, ids: Tensor, desc: str, groups: Sequence[Group] | None = None, answers: Tensor | None = None):
+    def __init__(
+        self,
+        ids: Int[Tensor, "row seq"],
+        desc: str,
+        groups: Sequence[Group] | None = None,
+        answers: Int[Tensor, "row k"] | None = None,
+    ):
         self.ids = ids  # [n, seq] token ids (right-padded where groups differ in length)
         self.desc = desc
         self.groups = list(groups) if groups is not None else single_group(*ids.shape)
@@ -39,7 +46,12 @@ class RunCache:
         """Whether the run itself (its logits and scores) has been computed."""
         return self.logits is not None
 
-    def store(self, values: dict[Point, Tensor], logits: Tensor, scores: Tensor | None) -> None:
+    def store(
+        self,
+        values: dict[Point, Float[Tensor, "row pos *feature"]],
+        logits: Float[Tensor, "row vocab"],
+        scores: Float[Tensor, " row"] | None,
+    ) -> None:
         """Keep what one forward pass over every row gave."""
         self.values.update(values)
         self.logits = logits
@@ -52,12 +64,12 @@ class RunCache:
                 "(PatchingEngine.clean_logits / corrupted_logits or run compute it)"
             )
 
-    def answer_logit(self, answers: Tensor) -> Tensor:
+    def answer_logit(self, answers: Int[Tensor, " row"]) -> Float[Tensor, " row"]:
         """Logit of ``answers`` [n] (token ids) at the last prompt token of this run, [n]."""
         self._require()
         return self.logits.gather(1, answers[:, None])[:, 0]
 
-    def answer_score(self) -> Tensor:
+    def answer_score(self) -> Float[Tensor, " row"]:
         """The teacher-forced score of the run's answers, [n]: the sum over an answer's tokens of
         their logits (for a one-token answer its logit at the last token)."""
         self._require()
@@ -74,13 +86,13 @@ class Pairs:
     the rows' sequences being the prompts followed by those tokens but the last (teacher
     forcing); by default every row has one layout and a one-token answer, ``clean_answer``."""
 
-    clean: Tensor  # [n, seq] token ids
-    corrupted: Tensor  # [n, seq]
-    clean_answer: Tensor  # [n] token ids (the first token of the answer)
-    corrupted_answer: Tensor  # [n]
+    clean: Int[Tensor, "pair seq"]  # token ids
+    corrupted: Int[Tensor, "pair seq"]
+    clean_answer: Int[Tensor, " pair"]  # token ids (the first token of the answer)
+    corrupted_answer: Int[Tensor, " pair"]
     meta: dict = field(default_factory=dict)
     groups: list[Group] | None = None
-    answers: Tensor | None = None  # [n, K] the clean answers' tokens
+    answers: Int[Tensor, "pair k"] | None = None  # the clean answers' tokens
     clean_run: RunCache = field(init=False, repr=False)
     corrupted_run: RunCache = field(init=False, repr=False)
 

@@ -10,14 +10,15 @@ last_token      section 5.1 (last-token fits, layer effects)           last_toke
 heads           section 5.2, appendix D.1 (attention heads)            heads.smk
 mlps            section 5.3, appendix D.2 (MLPs)                       mlps.smk
 neurons         section 5.4, appendix D.2 (neurons)                    neurons.smk
-errors          appendices E and F (why a helix, the model's errors)   errors.smk
+mistakes        appendices E and F (why a helix, the model's errors)   mistakes.smk
 report          Fig. 1, the paper beside the run, cross-model figures  report.smk
 ==============  =====================================================  ======================
 
 Each package holds the stage's science (modules that may run the model through
 :mod:`helixclock.patching`), its ``tables`` (pandas only) and its ``figures`` (seaborn, no
 torch: plotting jobs never load torch).  Science shared by several stages lives outside:
-:mod:`helixclock.fits`, :mod:`helixclock.pairs`, :mod:`helixclock.statistics`,
-:mod:`helixclock.fourier`, :mod:`helixclock.experiments`.  A stage never imports another
+:mod:`helixclock.bases`, :mod:`helixclock.fits`, :mod:`helixclock.sampling`,
+:mod:`helixclock.pairs`, :mod:`helixclock.statistics`, :mod:`helixclock.fourier`,
+:mod:`helixclock.experiments`.  A stage never imports another
 stage's modules; it reads their saved outputs.
 """

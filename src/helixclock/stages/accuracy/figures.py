@@ -11,7 +11,7 @@ from ...style import heatmap
 from .tables import accuracy_grid
 
 
-def accuracy_heatmap(df: pd.DataFrame, model: str):
+def figA1_accuracy_heatmap(df: pd.DataFrame, model: str):
     """figA1: correct (1) / wrong (0) over the 100 x 100 grid of a+b."""
     from matplotlib.colors import ListedColormap
 

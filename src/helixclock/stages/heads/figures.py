@@ -19,7 +19,7 @@ def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
     return grid
 
 
-def head_patching(effects: pd.DataFrame, model: str):
+def figD2_head_patching(effects: pd.DataFrame, model: str):
     """Fig. D2: total (and direct) effect of every head at the last token."""
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
     for ax, col, title in zip(axes, ("te", "de"), ("total effect", "direct effect")):
@@ -32,12 +32,12 @@ def head_patching(effects: pd.DataFrame, model: str):
     return fig
 
 
-def head_topk(topk: pd.DataFrame, model: str):
+def figD3_head_topk(topk: pd.DataFrame, model: str):
     """Fig. D3: top-k heads by TE patched together."""
     return topk_figure(topk, model, "heads")
 
 
-def head_helix_fit(effects: pd.DataFrame, model: str):
+def figD4_head_helix_fit(effects: pd.DataFrame, model: str):
     """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit."""
     fig, ax = plt.subplots(figsize=(6, 4.6))
     weak = effects["te"].abs() < 0.05 * effects["te"].abs().max()  # ratios of negligible effects are noise
@@ -58,7 +58,7 @@ def head_helix_fit(effects: pd.DataFrame, model: str):
     return fig
 
 
-def mixed_heads(mixed: pd.DataFrame, model: str):
+def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
     """Fig. D5: effect of the categorised top heads vs the number of mixed heads, with the m
     used for the categories (config clock.mixed_heads, the authors' 4) and the smallest m
     reaching the threshold."""
@@ -84,7 +84,7 @@ def mixed_heads(mixed: pd.DataFrame, model: str):
     return fig
 
 
-def head_categories(props: pd.DataFrame, model: str):
+def figD6_head_categories(props: pd.DataFrame, model: str):
     """Fig. D6: per category, the heads' layers and where they attend from the last token."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     order = [c for c in CATEGORY_COLOR if c in set(props["category"])]
@@ -107,7 +107,7 @@ def head_categories(props: pd.DataFrame, model: str):
     return fig
 
 
-def head_paths(paths: pd.DataFrame, model: str):
+def figD7_head_paths(paths: pd.DataFrame, model: str):
     """Fig. D7: heads as senders (effect through each downstream component) and as
     receivers (dependence on each upstream component)."""
     groups = list(dict.fromkeys(zip(paths["analysis"], paths["role"], paths["head"])))

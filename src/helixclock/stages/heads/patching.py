@@ -205,7 +205,7 @@ def _most_confident(
     return Point("head_out", int(rows.iloc[0]["layer"]), (last,), index=int(rows.iloc[0]["head"]))
 
 
-def head_stage(
+def head_patching(
     engine: PatchingEngine,
     pairs: Pairs,
     fit_ids: torch.Tensor,

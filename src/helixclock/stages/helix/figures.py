@@ -11,7 +11,7 @@ from ...style import METHOD_STYLE, band, layer_name, ld_axes
 from ...tasks import TASKS
 
 
-def helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):
+def fig03_helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):
     """Fig. 3: each a projected through C^+: sin vs cos per period, and the linear component."""
     periods = list(periods)
     fig = plt.figure(figsize=(3.0 * len(periods), 6.2))
@@ -51,7 +51,7 @@ def helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):
     return fig
 
 
-def helix_magnitudes(mags: pd.DataFrame, model: str):
+def figC1_helix_magnitudes(mags: pd.DataFrame, model: str):
     """Fig. C1: norm of each Fourier column of C (the linear one is on another scale)."""
     part = mags[mags["column"] != "linear"].copy()
     part["feature"] = [c.split(" ")[0] for c in part["column"]]
@@ -65,7 +65,7 @@ def helix_magnitudes(mags: pd.DataFrame, model: str):
     return fig
 
 
-def helix_cosine(cos: pd.DataFrame, model: str):
+def figC2_helix_cosine(cos: pd.DataFrame, model: str):
     """Fig. C2: cosine similarity between the columns of C."""
     cols = list(dict.fromkeys(cos["column_1"]))
     M = cos.pivot(index="column_1", columns="column_2", values="cosine").loc[cols, cols]
@@ -86,7 +86,7 @@ def helix_cosine(cos: pd.DataFrame, model: str):
     return fig
 
 
-def continuity(cont: pd.DataFrame, model: str):
+def figC3_continuity(cont: pd.DataFrame, model: str):
     """Fig. C3: a T=100 helix fitted without the a ending in 3; those a projected into it."""
     fig, ax = plt.subplots(figsize=(5.6, 5.0))
     train, held = cont[~cont["held_out"]], cont[cont["held_out"]]
@@ -103,7 +103,7 @@ def continuity(cont: pd.DataFrame, model: str):
     return fig
 
 
-def helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
+def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
     """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial."""
     ks = sorted(int(k) for k in best["k"].unique())
     fig, axes = plt.subplots(1, len(ks), figsize=(4.0 * len(ks), 3.8), sharey=True)
@@ -131,7 +131,7 @@ CONTROL_TITLES = {
 }
 
 
-def helix_controls(controls: pd.DataFrame, model: str):
+def figC5_helix_controls(controls: pd.DataFrame, model: str):
     """Fig. C5: train/test split of a, helix fitted to shuffled a, and the b token."""
     names = list(dict.fromkeys(controls["control"]))
     fig, axes = plt.subplots(1, len(names), figsize=(4.4 * len(names), 3.8), sharey=True)
@@ -147,7 +147,7 @@ def helix_controls(controls: pd.DataFrame, model: str):
     return fig
 
 
-def helix_ablation(abl: pd.DataFrame, model: str):
+def figC6_helix_ablation(abl: pd.DataFrame, model: str):
     """Fig. C6: mean-ablating the helix subspace of h_a vs mean-ablating h_a entirely."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for method, color in (("entire h_a", "k"), ("helix subspace", "C3")):
@@ -158,7 +158,7 @@ def helix_ablation(abl: pd.DataFrame, model: str):
     return fig
 
 
-def other_tasks_patching(curves: pd.DataFrame, model: str):
+def figC7_other_tasks_patching(curves: pd.DataFrame, model: str):
     """Fig. C7: full fits patched at the a token on six tasks."""
     tasks = list(dict.fromkeys(curves["task"]))
     cols = 3

@@ -10,11 +10,35 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...bases import PERIODS, Basis
-from ...fits import Fits, column_cosine, fit_bases, projection
+from ...bases import PERIODS, Basis, FitSettings, standard_bases
+from ...cache import ResidualCache
+from ...fits import Fits, column_cosine, fit_bases, fit_token, projection, unique_rows
 from ...io import to_numpy
 
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
+
+
+def a_residuals(cache: ResidualCache) -> Tensor:
+    """The a token's residuals of the cached correct prompts, [layers, rows, d]."""
+    return torch.from_numpy(cache.a).transpose(0, 1)
+
+
+def helix_fits(cache: ResidualCache, fit: FitSettings) -> Fits:
+    """Rule helix_fits: helix, circle and polynomial fits (every subset of the periods, section
+    4.3) of the a token's residuals at every layer, solved in the first ``fit.pca_components``
+    principal components."""
+    return fit_token(
+        a_residuals(cache), cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components
+    )
+
+
+def helix_figure_tables(
+    cache: ResidualCache, fits: Fits, layer: int, periods: Sequence[int] = PERIODS
+) -> dict[str, pd.DataFrame]:
+    """Rule helix_figure_tables: the tables of Fig. 3 and Figs. C1-C3 at ``layer``, one row per
+    distinct a of the cache."""
+    values, H, _ = unique_rows(cache.ab[:, 0], a_residuals(cache))
+    return figure_tables(fits, H, values, layer, periods)
 
 
 def figure_tables(

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
+from torch import Tensor
 
 from ...bases import Basis, FitSettings, full_bases
+from ...cache import ResidualCache
 from ...experiments import patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
@@ -31,7 +34,7 @@ from ...tasks import check_task_tokens, get_task
 log = logging.getLogger("helixclock")
 
 
-def ablation_sweep(
+def helix_ablation(
     engine: PatchingEngine, pairs: Pairs, fits: Fits, basis: Basis, layers: Sequence[int], position: int
 ) -> pd.DataFrame:
     """Mean-ablate the helix subspace (span of C's directions) of h_a at each layer, versus
@@ -76,10 +79,101 @@ def _control_has_pairs(
     return False
 
 
-def helix_stage(
+@dataclass
+class HelixControls:
+    """What the three controls of Fig. C5 share: the model's engine, the correct a+b prompts
+    and their template, the a token's residuals and the patching settings."""
+
+    engine: PatchingEngine
+    correct: pd.DataFrame
+    template: str
+    H_a: Tensor  # [L+1, n, d] the a token's cached residuals
+    a_values: np.ndarray  # [n]
+    layers: list[int]
+    positions: tuple  # (a, b): shared integer positions, or the roles "a", "b"
+    settings: FitSettings
+    n_pairs: int
+    seed: int
+    shape: list | None  # the prompts' shapes (numbers of several tokens), else None
+
+    def draw(self, vary: Sequence[str], clean_a=None) -> Pairs:
+        model = self.engine.model
+        several = self.shape is not None
+        return draw_pairs(
+            self.correct, self.n_pairs, self.seed, model.tokenizer, self.template, vary, clean_a, model.device, several
+        )
+
+    def sweep(self, pairs: Pairs, fits: Fits, values, bases, position, **kwargs) -> pd.DataFrame:
+        return patch_sweep(self.engine, pairs, fits, self.layers, position, values, bases, **kwargs)
+
+
+def train_test_control(c: HelixControls, bases: Sequence[Basis], test_fraction: float) -> pd.DataFrame:
+    """Fig. C5 (1): one seeded split of the a values; the fits of the 80% patched into pairs
+    whose clean a is among the held-out 20%."""
+    train_a, test_a = split_values(c.a_values, test_fraction, c.seed)
+    rows = torch.as_tensor(np.flatnonzero(np.isin(c.a_values, train_a)), device=c.H_a.device)
+    fits_train = fit_token(c.H_a[:, rows], c.a_values[rows.cpu().numpy()], bases, c.settings.pca_components)
+    if not _control_has_pairs(c.correct, ("a",), "train/test split", test_a, c.shape):
+        return pd.DataFrame()
+    pairs = c.draw(("a",), clean_a=test_a)
+    return c.sweep(
+        pairs,
+        fits_train,
+        pairs.meta["clean_a"],
+        bases,
+        c.positions[0],
+        pca_ks=(len(c.settings.periods),),
+        desc="train/test control",
+        control="train/test split",
+        test_a=" ".join(map(str, test_a)),
+    )
+
+
+def shuffled_control(c: HelixControls, pairs: Pairs, helix: Basis, sweep: pd.DataFrame) -> pd.DataFrame:
+    """Fig. C5 (2): a helix fitted to a consistently relabelled (shuffled) a, beside the layer
+    patch and the helix of the main sweep (``sweep``)."""
+    perm = np.random.default_rng(c.seed + 1).permutation(int(c.a_values.max()) + 1)
+    fits_shuf = fit_token(c.H_a, perm[c.a_values], [helix], c.settings.pca_components)
+    shuffled = c.sweep(
+        pairs,
+        fits_shuf,
+        perm[pairs.meta["clean_a"]],
+        [helix],
+        c.positions[0],
+        pca_ks=(),
+        layer_patch=False,
+        desc="shuffled control",
+        control="shuffled a",
+    )
+    shuffled["method"] = "helix (shuffled a)"
+    full = ",".join(map(str, c.settings.periods))
+    reference = sweep[(sweep["method"] == "layer") | ((sweep["method"] == "helix") & (sweep["periods"] == full))]
+    return pd.concat([reference.assign(control="shuffled a"), shuffled], ignore_index=True)
+
+
+def b_token_control(c: HelixControls, H_b: Tensor, b_values: np.ndarray) -> pd.DataFrame:
+    """Fig. C5 (3): helix(b) fitted at the b token and patched into pairs a+b' -> a+b."""
+    bases_b = full_bases(c.settings.periods, "b", c.settings.compat)
+    fits_b = fit_token(H_b, {"b": b_values}, bases_b, c.settings.pca_components, dedupe=False)
+    if not _control_has_pairs(c.correct, ("b",), "b token", shape=c.shape):
+        return pd.DataFrame()
+    pairs_b = c.draw(("b",))
+    return c.sweep(
+        pairs_b,
+        fits_b,
+        {"b": pairs_b.meta["clean_b"]},
+        bases_b,
+        c.positions[1],
+        pca_ks=(len(c.settings.periods),),
+        desc="b-token control",
+        control="b token",
+    )
+
+
+def helix_patching(
     engine: PatchingEngine,
     correct: pd.DataFrame,
-    cache,
+    cache: ResidualCache,
     fits: Fits,
     template: str,
     settings: FitSettings | None = None,
@@ -87,7 +181,8 @@ def helix_stage(
     seed: int = 0,
     test_fraction: float = 0.2,
 ) -> dict[str, pd.DataFrame]:
-    """Everything of section 4.4 and appendix C that runs the model, for a+b (raw tables).
+    """Rule helix_patching: everything of section 4.4 and appendix C that runs the model, for
+    a+b (raw tables).
 
     sweep: every fit of every layer patched at the a token (Fig. 4 picks from it)
     controls: (1) one seeded split of a values, fitted on 80% and patched with the held-out
@@ -97,92 +192,35 @@ def helix_stage(
     """
     settings = settings or FitSettings()
     model = engine.model
-    tok, device = model.tokenizer, model.device
-    periods, n_components = settings.periods, settings.pca_components
-    layers = list(range(int(cache.attrs["n_layers"])))
     several = several_tokens(model)
     # one-token numbers: the positions every prompt shares; several tokens: each layout's
-    pos_a, pos_b = ("a", "b") if several else (int(cache.attrs["position_a"]), int(cache.attrs["position_b"]))
-    H_a = torch.from_numpy(cache.a).transpose(0, 1).to(device)  # [L+1, n, d]
-    a_vals, b_vals = cache.ab[:, 0], cache.ab[:, 1]
-    pairs = draw_pairs(correct, n_pairs, seed, tok, template, ("a",), device=device, several=several)
-    sweep = patch_sweep(engine, pairs, fits, layers, pos_a, pairs.meta["clean_a"])
-    bases = full_bases(periods, compat=settings.compat)
-    helix = bases[0]
-    k = (len(periods),)
-
-    train_a, test_a = split_values(a_vals, test_fraction, seed)
-    rows = np.isin(a_vals, train_a)
-    fits_train = fit_token(
-        H_a[:, torch.as_tensor(np.flatnonzero(rows), device=device)], a_vals[rows], bases, n_components
-    )
-    split = pd.DataFrame()
-    shape = prompt_shapes(tok, template, correct) if several else None
-    if _control_has_pairs(correct, ("a",), "train/test split", test_a, shape):
-        pairs_test = draw_pairs(
-            correct, n_pairs, seed, tok, template, ("a",), clean_a=test_a, device=device, several=several
-        )
-        split = patch_sweep(
-            engine,
-            pairs_test,
-            fits_train,
-            layers,
-            pos_a,
-            pairs_test.meta["clean_a"],
-            bases,
-            pca_ks=k,
-            desc="train/test control",
-            control="train/test split",
-            test_a=" ".join(map(str, test_a)),
-        )
-
-    perm = np.random.default_rng(seed + 1).permutation(int(a_vals.max()) + 1)
-    fits_shuf = fit_token(H_a, perm[a_vals], [helix], n_components)
-    shuffled = patch_sweep(
+    positions = ("a", "b") if several else (int(cache.attrs["position_a"]), int(cache.attrs["position_b"]))
+    c = HelixControls(
         engine,
-        pairs,
-        fits_shuf,
-        layers,
-        pos_a,
-        perm[pairs.meta["clean_a"]],
-        [helix],
-        pca_ks=(),
-        layer_patch=False,
-        desc="shuffled control",
-        control="shuffled a",
+        correct,
+        template,
+        torch.from_numpy(cache.a).transpose(0, 1).to(model.device),
+        cache.ab[:, 0],
+        list(range(int(cache.attrs["n_layers"]))),
+        positions,
+        settings,
+        n_pairs,
+        seed,
+        prompt_shapes(model.tokenizer, template, correct) if several else None,
     )
-    shuffled["method"] = "helix (shuffled a)"
-    reference = sweep[
-        (sweep["method"] == "layer")
-        | ((sweep["method"] == "helix") & (sweep["periods"] == ",".join(map(str, periods))))
-    ].copy()
-    reference["control"] = "shuffled a"
-
-    H_b = torch.from_numpy(cache.b).transpose(0, 1).to(device)
-    bases_b = full_bases(periods, "b", settings.compat)
-    fits_b = fit_token(H_b, {"b": b_vals}, bases_b, n_components, dedupe=False)
-    b_token = pd.DataFrame()
-    if _control_has_pairs(correct, ("b",), "b token", shape=shape):
-        pairs_b = draw_pairs(correct, n_pairs, seed, tok, template, ("b",), device=device, several=several)
-        b_token = patch_sweep(
-            engine,
-            pairs_b,
-            fits_b,
-            layers,
-            pos_b,
-            {"b": pairs_b.meta["clean_b"]},
-            bases_b,
-            pca_ks=k,
-            desc="b-token control",
-            control="b token",
-        )
-
-    ablation = ablation_sweep(engine, pairs.same(), fits, helix, layers, pos_a)
-    controls = pd.concat([split, reference, shuffled, b_token], ignore_index=True)
+    pairs = c.draw(("a",))
+    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"])
+    bases = full_bases(settings.periods, compat=settings.compat)
+    split = train_test_control(c, bases, test_fraction)
+    shuffled = shuffled_control(c, pairs, bases[0], sweep)
+    H_b = torch.from_numpy(cache.b).transpose(0, 1).to(model.device)
+    b_token = b_token_control(c, H_b, cache.ab[:, 1])
+    ablation = helix_ablation(engine, pairs.same(), fits, bases[0], c.layers, positions[0])
+    controls = pd.concat([split, shuffled, b_token], ignore_index=True)
     return {"sweep": sweep, "controls": controls, "ablation": ablation}
 
 
-def other_tasks_stage(
+def other_tasks_patching(
     engine: PatchingEngine,
     frames: dict[str, pd.DataFrame],
     prompts: dict[str, str],
@@ -190,8 +228,8 @@ def other_tasks_stage(
     n_pairs: int = 100,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Table 1: full helix, circle, polynomial and PCA fits patched at the a token, per task
-    (raw table with a ``task`` column)."""
+    """Rule other_tasks_patching, Table 1: full helix, circle, polynomial and PCA fits patched
+    at the a token, per task (raw table with a ``task`` column)."""
     settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))

@@ -79,3 +79,10 @@ def other_tasks_fit_table(curves: pd.DataFrame) -> pd.DataFrame:
     best = best.loc[[t for t in TASKS if t in best.index]]
     best.index = [TASKS[t].label for t in best.index]
     return best.reset_index(names="task")
+
+
+def tab_other_tasks(raw: pd.DataFrame, resampling: Resampling) -> dict[str, pd.DataFrame]:
+    """Rule tab_other_tasks: Fig. C7's curves (means with bootstrap intervals per task, fit and
+    layer) and Table 1 (their maximum over layers, :func:`other_tasks_fit_table`)."""
+    curves = summarise(raw, resampling)
+    return {"curves": curves, "table": other_tasks_fit_table(curves)}

@@ -11,7 +11,7 @@ from ...style import band, ld_axes
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
 
 
-def last_token_helix(curves: pd.DataFrame, model: str):
+def fig05_last_token_helix(curves: pd.DataFrame, model: str):
     """Fig. 5: last-token fits patched at the output of every block (the paper's layers)."""
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     curves = curves[curves["block_output"] >= 0]
@@ -28,7 +28,7 @@ def last_token_helix(curves: pd.DataFrame, model: str):
     return fig
 
 
-def layer_patching(effects: pd.DataFrame, model: str):
+def fig06_layer_patching(effects: pd.DataFrame, model: str):
     """Fig. 6: TE and DE of each attention and MLP layer at the last token."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for ax, comp in zip(axes, ("MLP", "attention")):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
-from ...bases import PERIODS, clock_bases, sum_values
+from ...bases import PERIODS, FitSettings, clock_bases, sum_values
 from ...experiments import component_points, patch_sweep, total_and_direct
 from ...fits import fit_token
 from ...patching import Pairs, PatchingEngine
@@ -57,3 +57,12 @@ def layer_effects(engine: PatchingEngine, pairs: Pairs) -> pd.DataFrame:
     last prompt token of each pair's layout where the pairs have several ("last")."""
     last = pairs.corrupted.shape[1] - 1 if len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1 else "last"
     return total_and_direct(engine, pairs, component_points(engine.adapter, last), desc="layer effects")
+
+
+def last_token_patching(engine: PatchingEngine, pairs: Pairs, cache, fit: FitSettings) -> dict[str, pd.DataFrame]:
+    """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
+    dimensions) and Fig. 6's layer effects, raw tables."""
+    return {
+        "fits": last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components),
+        "layer_effects": layer_effects(engine, pairs),
+    }

@@ -9,12 +9,12 @@ import seaborn as sns
 from ...style import topk_figure, with_pairs
 
 
-def mlp_topk(topk: pd.DataFrame, model: str):
+def figD8_mlp_topk(topk: pd.DataFrame, model: str):
     """Fig. D8: top-k MLPs by TE patched together (each point names the MLP it adds)."""
     return topk_figure(topk, model, "MLPs", annotate=True)
 
 
-def mlp_stages(stages: pd.DataFrame, model: str):
+def fig07_mlp_stages(stages: pd.DataFrame, model: str):
     """Fig. 7: per circuit MLP, helix(a+b)/TE and DE/TE."""
     long = pd.concat(
         [

@@ -18,25 +18,31 @@ from ...experiments import stack_points, topk_sweep
 from ...fits import fit_token
 from ...io import to_numpy
 from ...patching import Pairs, Patch, PatchingEngine, Point
-from ...statistics import raw_table
+from ...statistics import pair_values, raw_table
 
 
-def mlp_stage(
+def mlp_te(layer_effects: pd.DataFrame) -> np.ndarray:
+    """Each MLP's mean TE at the last token, [n_layers] in layer order, from Fig. 6's raw table."""
+    mlp = layer_effects[(layer_effects["component"] == "MLP") & (layer_effects["effect"] == "te")]
+    return pair_values(mlp.sort_values("layer")).mean(1)
+
+
+def mlp_patching(
     engine: PatchingEngine,
     pairs: Pairs,
     fit_ids: torch.Tensor,
     fit_a: np.ndarray,
     fit_b: np.ndarray,
     last: int,
-    mlp_te: np.ndarray,
+    layer_effects: pd.DataFrame,
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
 ) -> dict[str, pd.DataFrame]:
-    """Raw tables: ``topk`` (the top k MLPs by ``mlp_te`` [n_layers] patched together, for every
-    k, and all of them) and ``fits`` (each MLP's output replaced by its helix(a+b) fit, with
-    the fit's R²)."""
+    """Rule mlp_patching, raw tables: ``topk`` (the top k MLPs by their TE in Fig. 6's raw
+    ``layer_effects``, patched together, for every k, and all of them) and ``fits`` (each MLP's
+    output replaced by its helix(a+b) fit, with the fit's R²)."""
     mlps = [Point("mlp_out", layer, (last,)) for layer in range(engine.adapter.n_layers)]
-    ordered = [mlps[i] for i in np.argsort(-np.asarray(mlp_te), kind="stable")]
+    ordered = [mlps[i] for i in np.argsort(-mlp_te(layer_effects), kind="stable")]
     topk = topk_sweep(engine, pairs, ordered, desc="top-k MLPs")
 
     basis = Basis("helix", tuple(periods), variables=(SUM,))

@@ -18,15 +18,15 @@ import seaborn as sns  # noqa: E402
 from ...style import with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
-    fig08_neuron_preacts,
-    fig10_neuron_trends,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)
     figD13_neuron_nrmse,  # noqa: F401 (named by workflow/rules/neurons.smk)
+    neuron_preacts_panel,
+    neuron_trends_panel,
 )
 
 
 # -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
-def preacts_figure(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
+def fig08_neuron_preacts(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
     """fig08 from tables: ``grids`` long (layer, neuron, a, b, actual, fitted) for the chosen
     neurons, ``neurons`` the per-neuron table (nrmse, top_terms)."""
     order = list(dict.fromkeys(zip(grids["layer"], grids["neuron"])))
@@ -37,12 +37,12 @@ def preacts_figure(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
         actual.append(part["actual"].to_numpy().reshape(n_a, n_b))
         fitted.append(part["fitted"].to_numpy().reshape(n_a, n_b))
         rows.append(neurons[(neurons["layer"] == layer) & (neurons["neuron"] == neuron)].iloc[0])
-    return fig08_neuron_preacts(np.stack(actual), np.stack(fitted), pd.DataFrame(rows).reset_index(drop=True), model)
+    return neuron_preacts_panel(np.stack(actual), np.stack(fitted), pd.DataFrame(rows).reset_index(drop=True), model)
 
 
-def trends_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
+def fig10_neuron_trends(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     """fig10 from tables: the per-neuron table and the MLP stage's circuit MLPs (mlp_stages)."""
-    return fig10_neuron_trends(neurons, stages["layer"].tolist(), model)
+    return neuron_trends_panel(neurons, stages["layer"].tolist(), model)
 
 
 RANKING_WORDS = {
@@ -56,7 +56,7 @@ READING_STYLE = {
 }
 
 
-def ablation_figure(ablation: pd.DataFrame, model: str):
+def figD9_neuron_ablation(ablation: pd.DataFrame, model: str):
     """figD9: accuracy and LD when only the top x% of neurons are kept and every other one is
     mean-ablated (log x), under both readings of "kept" (``reading``: frozen at their values
     from the unablated run, as Fig. 9's "actual", or live in the ablated run)."""
@@ -90,7 +90,7 @@ def ablation_figure(ablation: pd.DataFrame, model: str):
     return fig
 
 
-def layers_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
+def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     """figD10: layers of the top neurons; circuit-MLP layers outlined, their share in the legend."""
     from matplotlib.patches import Patch as Swatch
 
@@ -122,7 +122,7 @@ def layers_figure(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     return fig
 
 
-def direct_effect_figure(cumulative: pd.DataFrame, model: str):
+def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     """figD11: cumulative share of the top neurons' DE vs how many (sorted by DE), with the
     counts reaching 70/80/90/95%; below, the layers of all top neurons and of the 80% set."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.4))
@@ -153,7 +153,7 @@ def direct_effect_figure(cumulative: pd.DataFrame, model: str):
     return fig
 
 
-def fit_eval_figure(evaluation: pd.DataFrame, model: str):
+def fig09_neuron_fit_eval(evaluation: pd.DataFrame, model: str):
     """fig09: accuracy vs k with the top k neurons' actual values vs their fitted N(a, b) (the
     preactivation; for a gated MLP the table's ``quantity``)."""
     quantity = _quantity(evaluation)

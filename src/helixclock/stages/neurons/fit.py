@@ -45,7 +45,7 @@ does the same, seeded, for all neurons in one tensor program (see :func:`sgd_fit
 reaches and why it can fall short of the least-squares optimum).
 
 The basis is in :mod:`.basis`, the SGD in :mod:`.sgd`, Fig. D12's periods in :mod:`.periods`,
-tables and files in :mod:`.fit_files`.
+tables and files in :mod:`.neuron_files`.
 """
 
 from __future__ import annotations

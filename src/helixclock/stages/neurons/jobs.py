@@ -1,10 +1,10 @@
 """Neurons at the last token (section 5.4, appendix D.2): the model jobs.
 
-* :func:`attribution_job` - attribution of every neuron, DE of the top neurons and figD9's
+* :func:`neuron_attribution` - attribution of every neuron, DE of the top neurons and figD9's
   ablation sweep, with the mean activations the ablations use.
-* :func:`grids_job` - the top neurons' N(a, b) over the 100 x 100 grid, their largest
+* :func:`neuron_grids` - the top neurons' N(a, b) over the 100 x 100 grid, their largest
   post-activation and logit lens (figs. 8, F3, F4); :func:`save_grids` writes them.
-* :func:`fit_eval_job` - fig09 with the fitted grids.
+* :func:`neuron_fit_eval` - fig09 with the fitted grids.
 
 Each job composes the experiments of :mod:`.patching`.
 """
@@ -23,16 +23,16 @@ from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
 from .patching import (
     NeuronSettings,
-    ablation_sweep,
     attribution_scores,
     fit_evaluation,
     fitted_name,
     logit_lens,
     mean_activations,
     n_top,
+    neuron_ablation,
     neuron_direct_effects,
-    neuron_grids,
     powers_of_two,
+    preactivation_grids,
     preactivation_kinds,
     preactivation_name,
     sweep_counts,
@@ -40,7 +40,7 @@ from .patching import (
 
 
 # -- the model jobs ---------------------------------------------------------------------------
-def attribution_job(
+def neuron_attribution(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,
@@ -62,12 +62,12 @@ def attribution_job(
         engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts, settings.seed), device), last
     )
     prompts = same_prompt_pairs(tok, seeded_rows(correct, settings.ablation_prompts, settings.seed), template, device)
-    ablation = ablation_sweep(engine, prompts, scores, means, sweep_counts(len(scores)), last)
+    ablation = neuron_ablation(engine, prompts, scores, means, sweep_counts(len(scores)), last)
     ablation.insert(0, "ranking", settings.ranking)
     return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
 
 
-def grids_job(
+def neuron_grids(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,
@@ -83,7 +83,7 @@ def grids_job(
     if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
         raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
-    out = neuron_grids(
+    out = preactivation_grids(
         engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last, kinds
     )
     answers = grid.drop_duplicates("answer").set_index("answer").loc[np.arange(199), "answer_token"].to_numpy()
@@ -103,7 +103,7 @@ def grids_job(
     }
 
 
-def fit_eval_job(
+def neuron_fit_eval(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,

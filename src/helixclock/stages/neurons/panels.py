@@ -1,7 +1,7 @@
 """Figures of the neuron fits (paper section 5.4, appendix D.2: Fig. 8, Fig. 10, Figs. D12,
 D13), drawn from arrays and tables only (never from the model; no torch).
 
-Inputs are the tables of :mod:`helixclock.stages.neurons.fit_files` (``neuron_table``), with the
+Inputs are the tables of :mod:`helixclock.stages.neurons.neuron_files` (``neuron_table``), with the
 pipeline's extra columns where a figure needs them (``te``: attribution total effect,
 ``de``: direct effect), and for Fig. 8 the actual and fitted grids of four neurons.
 :mod:`.figures` draws them (and the stage's other figures) from the stage's CSV tables.
@@ -53,7 +53,7 @@ def _layer_norm(layers) -> plt.Normalize:
     return plt.Normalize(lo - 0.5, hi + 0.5) if lo == hi else plt.Normalize(lo, hi)
 
 
-def fig08_neuron_preacts(
+def neuron_preacts_panel(
     preacts: np.ndarray,
     fitted: np.ndarray,
     neurons: pd.DataFrame,
@@ -213,7 +213,7 @@ def layer_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int]) -> pd.Dat
 MIN_LINE_POINTS = 3  # Fig. 10 draws a least-squares line only through at least this many layers
 
 
-def fig10_neuron_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int], model: str):
+def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], model: str):
     """Fig. 10: per circuit MLP, the mean a+b fraction of its top neurons' fits against their
     mean DE/TE (one point per layer, coloured by layer; a least-squares line and R^2 through
     3 or more layers only: a line through 2 points has R^2 = 1 whatever they are), and both

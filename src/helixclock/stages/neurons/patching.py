@@ -6,9 +6,9 @@
   share are the "top neurons".
 * :func:`neuron_direct_effects` - each top neuron's write (post_clean - post_base) * W_out[:, n]
   added to the final residual (path patching to the logits).
-* :func:`ablation_sweep` - keep the top k neurons, mean-ablate every other last-token neuron of
+* :func:`neuron_ablation` - keep the top k neurons, mean-ablate every other last-token neuron of
   every layer; accuracy and LD vs k (figD9), under both readings of "keep" (:data:`READINGS`).
-* :func:`neuron_grids` - the fitted quantity N(a, b) of the top neurons over all 10,000
+* :func:`preactivation_grids` - the fitted quantity N(a, b) of the top neurons over all 10,000
   prompts, their maximum post-activation and logit lens (figs. 8, F3, F4).
 * :func:`fit_evaluation` - the top k neurons given their actual or their fitted N(a, b), the
   rest mean-ablated (fig09).
@@ -219,7 +219,7 @@ def _ablation_variant(sites, keep: torch.Tensor, means: torch.Tensor, reading: s
     return ([Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []) + ablated
 
 
-def ablation_sweep(
+def neuron_ablation(
     engine: PatchingEngine,
     prompts: Pairs,
     order: pd.DataFrame,
@@ -251,7 +251,7 @@ def ablation_sweep(
     )
 
 
-def neuron_grids(
+def preactivation_grids(
     engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int, kinds: str | Sequence[str] = "neuron_pre"
 ) -> dict[str, np.ndarray]:
     """The top neurons' N(a, b) at the last token for every prompt of ``ids`` (all 10,000 a+b

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, cumulative_shares, pair_values, share_set, summarise
+from ...statistics import Resampling, cumulative_shares, pair_values, positions_of, share_set, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
 
@@ -111,8 +111,7 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
 def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) -> pd.DataFrame:
     """fig08's data: the actual and fitted N(a, b) of the neurons at the given attribution ranks
     (those that are top neurons), long: layer, neuron, a, b, actual, fitted."""
-    rank = np.asarray(grids["rank"])
-    rows = [int(np.flatnonzero(rank == r)[0]) for r in ranks if (rank == r).any()] or [0]
+    rows = positions_of(grids["rank"], ranks) or [0]
     n_a, n_b = grids["pre"].shape[1:]
     a, b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
     return pd.concat(
@@ -131,3 +130,19 @@ def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) ->
         ],
         ignore_index=True,
     )
+
+
+def neuron_summary(
+    raw: dict[str, pd.DataFrame], fits: pd.DataFrame, circuit_layers, resampling: Resampling
+) -> dict[str, pd.DataFrame]:
+    """Rule neuron_summary: the top neurons (Table D2's rows, ``neurons``), Fig. D9's curve
+    (``ablation``), Fig. D11's cumulative DE and Fig. 9's table (``fit_eval``), from the model
+    jobs' raw tables (attribution, direct_effects, ablation, fit_eval), the Eq. 5 fits' table and
+    the circuit MLPs' layers (Fig. 7)."""
+    neurons = top_neuron_table(raw["attribution"], raw["direct_effects"], fits, list(circuit_layers), resampling)
+    return {
+        "neurons": neurons,
+        "ablation": ablation_table(raw["ablation"], resampling),
+        "cumulative_de": cumulative_de(neurons),
+        "fit_eval": fit_eval_table(raw["fit_eval"], resampling),
+    }

@@ -1,8 +1,11 @@
-"""The report: Fig. 1 from the model's own fits, the paper-vs-run comparison and the
-cross-model figures.
+"""The report: Fig. 1 from the model's own fits, the paper-vs-run comparison, the effects of
+config key ``compat`` and the cross-model figures.
 
 ``clock``: the a+b coordinates of the last-token helix(a+b) fit behind Fig. 1.
-``compare``: the paper's published numbers (``config/paper_values.yaml``) beside the run's.
+``compare``: the paper's published numbers (``config/paper_values.yaml``) beside the run's,
+and the ``not_run`` table of a model with numbers of several tokens.
+``quantities``: where each published number's run value is read from, and how.
+``compat``: the numbers ``compat: authors`` changes, under each mode run (README, "Differences
+from the authors' code").
 ``figures``: fig01_clock, figAll_accuracy, figAll_ld_ratios (no torch).
-``look``: the shared seaborn look of the figures of these stages.
 """

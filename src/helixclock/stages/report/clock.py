@@ -6,9 +6,10 @@ circles of period T, and the model "rotates" them to a+b.  helixclock draws it f
 a-token helix fit, ``helix/projection.csv``) and a+b on the same periods of the last-token
 helix(a+b) fit at the layer where helix(a+b) patches best (Fig. 5, ``clock/last_token.csv``).
 
-helix(a+b) is fitted here exactly as :mod:`helixclock.fits` fits it (same basis: a+b / 198,
-cos and sin of 2 pi (a+b) / T, a constant; PCA to 100 components; least squares; back to the
-model's space through the PCA), but in numpy so that the job needs no torch.  A residual's
+helix(a+b) is fitted here exactly as :mod:`helixclock.fits` fits it (the basis of
+:mod:`helixclock.bases`: a+b / 198, cos and sin of 2 pi (a+b) / T, a constant; PCA to 100
+components; least squares; back to the model's space through the PCA), but in numpy so that
+the job needs no torch.  A residual's
 coordinates in the helix subspace are C^+ (h - mean - c_const) (Fig. 3's projection).  The
 prompts sharing a+b are averaged: the table has one row per value of a+b.
 """
@@ -21,20 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-PERIODS = (2, 5, 10, 100)
-SUM = "a+b"
-SUM_SCALE = 198.0  # helixclock.bases.SCALES["a+b"]
+from ...bases import PERIODS, SUM, Basis
 
 
 def sum_basis(s: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarray, list[str]]:
     """helix(a+b) basis [n, 2k + 2]: a+b / 198, cos, sin per period, constant; and its column
     names (the linear one called "linear", as in Fig. 3's projection)."""
-    s = np.asarray(s, dtype=np.float64)
-    cols, names = [s / SUM_SCALE], ["linear"]
-    for T in periods:
-        cols += [np.cos(2 * np.pi * s / T), np.sin(2 * np.pi * s / T)]
-        names += [f"cos {SUM} T={T}", f"sin {SUM} T={T}"]
-    return np.stack(cols + [np.ones_like(s)], 1), names + ["const"]
+    basis = Basis("helix", tuple(periods), variables=(SUM,))
+    return basis(np.asarray(s)), ["linear" if c == SUM else c for c in basis.columns()]
 
 
 @dataclass(frozen=True)
@@ -157,3 +152,10 @@ def clock_angles(
             }
         )
     return pd.DataFrame(rows)
+
+
+def clock_coordinates(last_token: pd.DataFrame, cache, periods: Sequence[int] = PERIODS) -> pd.DataFrame:
+    """Rule clock_coordinates: Fig. 1's a+b side, the last-token helix(a+b) fit
+    (:func:`sum_helix_coordinates`) at the layer where it patches best in Fig. 5's table
+    ``last_token`` (:func:`best_sum_layer`); ``cache`` is the residual cache (last, ab)."""
+    return sum_helix_coordinates(cache.last, cache.ab, best_sum_layer(last_token), periods)

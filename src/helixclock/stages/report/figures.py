@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...style import PALETTE, figure, percent_axis
+from ...bases import SUM
+from ...style import PALETTE, percent_axis
 from ...tasks import TASKS
-from .clock import SUM, available_example, clock_angles
+from .clock import available_example, clock_angles
 
 TASK_ORDER = [t.label for t in TASKS.values()]
 PAPER_GREYS = ["#4d4d4d", "#8c8c8c", "#bdbdbd"]
@@ -70,7 +72,7 @@ def _clock_face(
     ax.legend(loc="upper right", fontsize=8, bbox_to_anchor=(1.35, 1.0))
 
 
-def clock(
+def fig01_clock(
     projection: pd.DataFrame,
     sum_coords: pd.DataFrame,
     model: str,
@@ -88,7 +90,7 @@ def clock(
     asked = (a, b)
     a, b = available_example(projection, sum_coords, a, b)
     angles = clock_angles(projection, sum_coords, a, b, periods).set_index("T")
-    fig, axes = figure(len(periods), 2, figsize=(10.5, 4.6 * len(periods)), squeeze=False)
+    fig, axes = plt.subplots(len(periods), 2, figsize=(10.5, 4.6 * len(periods)), squeeze=False)
     la = int(projection["layer"].iloc[0]) if "layer" in projection else None
     ls = int(sum_coords["layer"].iloc[0])
     for row, T in zip(axes, periods):
@@ -123,7 +125,7 @@ def _accuracy_long(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame]) -> pd
     return pd.concat(rows, ignore_index=True)
 
 
-def all_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+def figAll_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
     """figAll_accuracy: every model's accuracy on the six tasks (a+b from tabA1, the others
     from each model's tabC1), beside the paper's values (``paper``: model, task, accuracy,
     e.g. :func:`..compare.paper_accuracy`)."""
@@ -135,7 +137,7 @@ def all_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: 
         long = pd.concat([long, p[["model", "task", "accuracy"]]], ignore_index=True)
         palette.update(zip(dict.fromkeys(p["model"]), PAPER_GREYS))
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
-    fig, ax = figure(figsize=(max(8, 1.6 * len(tasks) + 0.4 * len(palette)), 4.2))
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(tasks) + 0.4 * len(palette)), 4.2))
     sns.barplot(long, x="task", y="accuracy", hue="model", order=tasks, hue_order=list(palette), palette=palette, ax=ax)
     ax.set_xlabel("task")
     ax.set_ylabel("accuracy (top token = answer)")
@@ -158,7 +160,7 @@ def ld_ratios_long(tab01: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["model", "task", "ratio", "value"])
 
 
-def all_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+def figAll_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
     """figAll_ld_ratios: per task, tab01's Helix/Full, PCA/Full and Poly/Full (max-over-layers
     LD of the fit patched at the a token over that of the layer patch), side by side per model;
     ``paper``: the paper's tab01 for GPT-J in the same format (task, Full, PCA, ...)."""
@@ -169,7 +171,7 @@ def all_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None 
         long = pd.concat([long, ld_ratios_long({"paper: gptj": paper})], ignore_index=True)
         palette["paper: gptj"] = PAPER_GREYS[0]
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
-    fig, axes = figure(1, len(RATIOS), figsize=(5.2 * len(RATIOS), 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(RATIOS), figsize=(5.2 * len(RATIOS), 4.2), sharey=True, squeeze=False)
     for ax, (_, name) in zip(axes[0], RATIOS):
         sns.barplot(
             long[long["ratio"] == name],
@@ -191,6 +193,3 @@ def all_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None 
     fig.suptitle("fits of h_a patched at the a token, relative to the layer patch (Table 1 per model)")
     fig.tight_layout()
     return fig
-
-
-FIGURES = {"fig01_clock": clock, "figAll_accuracy": all_accuracy, "figAll_ld_ratios": all_ld_ratios}

@@ -8,6 +8,7 @@ layer 0, i.e. ``resid_pre[1]``.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ...fourier import fourier_spectrum, spectrum_peaks
 
@@ -58,28 +59,13 @@ def delta_n_distance(X: np.ndarray, a_max: int, dn_max: int | None = None) -> tu
     return dns, np.array(means)
 
 
-def structure_tables(
-    numbers: np.ndarray,
-    layer: int,
-    n_fourier: int = 360,
-    n_small: int = 100,
-    n_peaks: int = 10,
-    compat: str = "corrected",
-) -> dict:
-    """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d].
-
-    spectrum: Fourier spectrum of numbers 0..n_fourier-1 and 0..n_fourier (B1), at ``layer``;
-    ``main`` marks Fig. 2's: n_fourier numbers, or with ``compat="authors"`` the authors'
-    estimator on n_fourier + 1 numbers (0..360), as their code does
-    peaks: the strongest local maxima of Fig. 2's spectrum and of the spectrum of 0..n_small-1
-    pc1: PC1 against a for 0..n_small-1 (with its line fit) and for every cached number
-    similarity: distance and cosine similarity between all pairs in 0..n_small-1
-    delta_n: mean distance between a and a+dn, for a in [0, 9] and a in [0, n_small-1]
-    """
-    import pandas as pd
-
-    X = np.asarray(numbers[:, layer], dtype=np.float64)
-    n_fourier = min(n_fourier, X.shape[0] - 1)
+def spectrum_tables(
+    X: np.ndarray, layer: int, n_fourier: int, n_small: int, n_peaks: int, compat: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fig. 2 (top) and Fig. B1: the Fourier spectra of numbers 0..n_fourier-1, 0..n_fourier and
+    0..n_small-1 of X [N, d] at ``layer``, and their strongest peaks.  ``main`` marks Fig. 2's
+    spectrum: n_fourier numbers, or with ``compat="authors"`` the authors' estimator on
+    n_fourier + 1 numbers (0..360), as their code does."""
     main = n_fourier + 1 if compat == "authors" else n_fourier
     spectra, peaks = [], []
     for n in (n_fourier, n_fourier + 1, n_small):
@@ -99,46 +85,70 @@ def structure_tables(
         )
         if n in (main, n_small):
             peaks += [{"n_numbers": n, "layer": layer, **p} for p in spectrum_peaks(periods, mag, n_peaks)]
+    return pd.concat(spectra), pd.DataFrame(peaks)
+
+
+def pc1_table(X: np.ndarray, n_small: int) -> pd.DataFrame:
+    """Fig. 2 (bottom) and Fig. B4: PC1 against a for 0..n_small-1 (with its line fit) and for
+    every number of X [N, d]."""
     pc_small, ratio_small = pca_first_component(X[:n_small])
     pc_all, ratio_all = pca_first_component(X)
-    slope, intercept, r2 = line_fit(np.arange(n_small), pc_small)
-    pc1 = pd.concat(
+    a_small = np.arange(n_small)
+    slope, intercept, r2 = line_fit(a_small, pc_small)
+    small = {"range": f"0-{n_small - 1}", "a": a_small, "pc1": pc_small, "line": slope * a_small + intercept}
+    every = {"range": f"0-{len(X) - 1}", "a": np.arange(len(X)), "pc1": pc_all, "line": np.nan}
+    return pd.concat(
         [
-            pd.DataFrame(
-                {
-                    "range": f"0-{n_small - 1}",
-                    "a": np.arange(n_small),
-                    "pc1": pc_small,
-                    "line": slope * np.arange(n_small) + intercept,
-                    "line_r2": r2,
-                    "explained_variance": ratio_small,
-                }
-            ),
-            pd.DataFrame(
-                {
-                    "range": f"0-{len(X) - 1}",
-                    "a": np.arange(len(X)),
-                    "pc1": pc_all,
-                    "line": np.nan,
-                    "line_r2": np.nan,
-                    "explained_variance": ratio_all,
-                }
-            ),
+            pd.DataFrame({**small, "line_r2": r2, "explained_variance": ratio_small}),
+            pd.DataFrame({**every, "line_r2": np.nan, "explained_variance": ratio_all}),
         ]
     )
+
+
+def similarity_table(X: np.ndarray, n_small: int) -> pd.DataFrame:
+    """Fig. B2: distance and cosine similarity between all pairs of numbers 0..n_small-1."""
     dist, cos = distance_and_cosine(X[:n_small])
     a1, a2 = np.meshgrid(np.arange(n_small), np.arange(n_small), indexing="ij")
-    similarity = pd.DataFrame({"a1": a1.ravel(), "a2": a2.ravel(), "distance": dist.ravel(), "cosine": cos.ravel()})
-    dn_rows = []
+    return pd.DataFrame({"a1": a1.ravel(), "a2": a2.ravel(), "distance": dist.ravel(), "cosine": cos.ravel()})
+
+
+def delta_n_table(X: np.ndarray, n_small: int) -> pd.DataFrame:
+    """Fig. B3: mean distance between a and a+dn, for a in [0, 9] and a in [0, n_small-1]."""
+    rows = []
     for a_max in (9, n_small - 1):
         dns, means = delta_n_distance(X[:n_small], a_max=a_max, dn_max=n_small - 1)
-        dn_rows.append(pd.DataFrame({"a_range": f"0-{a_max}", "delta_n": dns, "mean_distance": means}))
+        rows.append(pd.DataFrame({"a_range": f"0-{a_max}", "delta_n": dns, "mean_distance": means}))
+    return pd.concat(rows).dropna()
+
+
+def structure_tables(
+    numbers: np.ndarray,
+    layer: int,
+    n_fourier: int = 360,
+    n_small: int = 100,
+    n_peaks: int = 10,
+    compat: str = "corrected",
+) -> dict:
+    """Every table behind Fig. 2 and Figs. B1-B4, from bare-number residuals [N, L+1, d] at
+    ``layer``: spectrum and peaks (:func:`spectrum_tables`), pc1, similarity, delta_n."""
+    X = np.asarray(numbers[:, layer], dtype=np.float64)
+    n_fourier = min(n_fourier, X.shape[0] - 1)
+    spectrum, peaks = spectrum_tables(X, layer, n_fourier, n_small, n_peaks, compat)
     return {
-        "spectrum": pd.concat(spectra),
-        "peaks": pd.DataFrame(peaks),
-        "pc1": pc1,
-        "similarity": similarity,
-        "delta_n": pd.concat(dn_rows).dropna(),
+        "spectrum": spectrum,
+        "peaks": peaks,
+        "pc1": pc1_table(X, n_small),
+        "similarity": similarity_table(X, n_small),
+        "delta_n": delta_n_table(X, n_small),
+    }
+
+
+def number_structure(numbers: np.ndarray, layer: int, n_fourier: int, compat: str) -> dict[str, pd.DataFrame]:
+    """Rule number_structure: the tables of Fig. 2 and Figs. B1-B4 at ``layer``
+    (:func:`structure_tables`) and the strongest periods at every layer (:func:`peaks_by_layer`)."""
+    return {
+        **structure_tables(numbers, layer, n_fourier=n_fourier, compat=compat),
+        "peaks_by_layer": peaks_by_layer(numbers, n_fourier, compat=compat),
     }
 
 
@@ -146,8 +156,6 @@ def peaks_by_layer(numbers: np.ndarray, n_fourier: int = 360, n_peaks: int = 5, 
     """The strongest periods of the spectrum of numbers 0..n_fourier-1 at every cached layer
     (Fig. 2's estimator, one layer at a time): where the circles of T = 10, 100 ... appear and
     fade along the depth.  One row per (layer, rank), with ``layer`` = resid_pre[layer]."""
-    import pandas as pd
-
     n = min(n_fourier, numbers.shape[0] - 1)
     rows = []
     for layer in range(numbers.shape[1]):

@@ -26,7 +26,7 @@ def _spectrum_axis(ax, spec: pd.DataFrame, annotate: int = 0, color=None):
         )
 
 
-def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
+def fig02_fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     """Fig. 2: spectrum of the layer-0 output over 0..n-1 (top), PC1 of 0..99 vs a (bottom)."""
     spec = spectrum[spectrum["main"]]
     n = int(spec["n_numbers"].iloc[0])
@@ -48,7 +48,7 @@ def fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     return fig
 
 
-def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
+def figB1_fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
     """Fig. B1: the spectrum for n vs n+1 numbers.  T = 2 is a frequency of the transform only
     for an even count; the authors' estimator also drops that (Nyquist) bin, so whether T = 2
     shows depends on the count's parity: a binning artefact, not a property of the model."""
@@ -68,7 +68,7 @@ def fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
     return fig
 
 
-def distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
+def figB2_distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
     """Fig. B2: Euclidean distance and cosine similarity between all pairs a1, a2."""
     n = int(sim["a1"].max()) + 1
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
@@ -91,7 +91,7 @@ def distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
     return fig
 
 
-def delta_n_distance_plot(dn: pd.DataFrame, model: str, layer: int = 1):
+def figB3_delta_n_distance(dn: pd.DataFrame, model: str, layer: int = 1):
     """Fig. B3: mean distance between a and a+dn vs dn, for two ranges of a."""
     ranges = list(dict.fromkeys(dn["a_range"]))
     fig, axes = plt.subplots(1, len(ranges), figsize=(10, 3.6))
@@ -106,7 +106,7 @@ def delta_n_distance_plot(dn: pd.DataFrame, model: str, layer: int = 1):
     return fig
 
 
-def pc1_all(pc1: pd.DataFrame, model: str, layer: int = 1):
+def figB4_pc1_360(pc1: pd.DataFrame, model: str, layer: int = 1):
     """Fig. B4: PC1 over every cached number (the paper sees a jump at 100)."""
     part = pc1[pc1["range"] == pc1["range"].iloc[-1]]
     fig, ax = plt.subplots(figsize=(6.5, 3.6))

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .basis import VARIABLES, columns
-from .fit import NeuronFits
+from .fit import NeuronFits, fit_neurons
+from .tables import figure_grids
 
 
 def neuron_table(fits: NeuronFits, k_terms: int = 3) -> pd.DataFrame:
@@ -53,7 +54,7 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
     )
 
 
-def save_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
+def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
     """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
     attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
     fits of a gated MLP's up projection (when gate and up are both fitted), in group "up"."""
@@ -90,8 +91,8 @@ def has_up_fits(path) -> bool:
         return "up" in f
 
 
-def load_fits(path, group: str | None = None) -> NeuronFits:
-    """Inverse of :func:`save_fits` (``group="up"``: the up projection's fits); checks that
+def load_neuron_fits(path, group: str | None = None) -> NeuronFits:
+    """Inverse of :func:`save_neuron_fits` (``group="up"``: the up projection's fits); checks that
     the stored columns match the periods."""
     import h5py
 
@@ -118,3 +119,25 @@ def load_fits(path, group: str | None = None) -> NeuronFits:
             tuple(int(x) for x in f.attrs["grid_shape"]),
             info,
         )
+
+
+def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:
+    """Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model).
+
+    ``grids`` are the neuron stage's grids.h5 arrays (``pre``, with ``up`` for a gated MLP whose
+    gate and up projection are both fitted, ``rank``, ``post_max``, ``max_a``, ``max_b``, ``layer``,
+    ``neuron``, ``quantity``).  Returns the fits (``fits``, ``up`` or None), the per-neuron
+    ``table`` (NRMSE, top terms, rank, the largest post-activation and its prompt, what N is),
+    the ``terms`` table and Fig. 8's grids (``fig08``) for ``figure_ranks``."""
+    quantity = np.asarray(grids.get("quantity", "preactivation")).item()
+    quantity = quantity.decode() if isinstance(quantity, bytes) else str(quantity)  # what N(a, b) is
+    ids = {"layer": grids["layer"], "neuron": grids["neuron"]}
+    fits = fit_neurons(grids["pre"], periods, method=method, **ids)
+    up = fit_neurons(grids["up"], periods, method=method, **ids) if "up" in grids else None
+    table = neuron_table(fits).assign(
+        rank=grids["rank"], max_post=grids["post_max"], max_a=grids["max_a"], max_b=grids["max_b"], quantity=quantity
+    )
+    if up is not None:
+        table["nrmse_up"] = up.nrmse
+    fig08 = figure_grids(grids, fits.predict(), table, figure_ranks).assign(quantity=quantity)
+    return {"fits": fits, "up": up, "table": table, "terms": term_table(fits), "fig08": fig08}

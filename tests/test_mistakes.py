@@ -10,10 +10,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helixclock.stages.errors import figures as F
-from helixclock.stages.errors.errors import (
+from helixclock.stages.mistakes import figures as F
+from helixclock.stages.mistakes.linear_addition import (
+    accuracy_below,
+    fit_number_line,
+    leverages,
+    linear_addition,
+    linear_sums,
+    regress_numbers,
+)
+from helixclock.stages.mistakes.logit_lens import (
+    harmonic_order,
+    logit_lens_periods,
+    logit_lens_table,
+    match_shares,
+    neuron_lens_tables,
+)
+from helixclock.stages.mistakes.wrong_answers import (
     MIN_ERRORS,
-    appendix_f_tables,
     carry_test,
     dominant_periods,
     error_distribution,
@@ -22,23 +36,9 @@ from helixclock.stages.errors.errors import (
     line_fits,
     logit_examples,
     logit_line_fourier,
+    model_errors,
     period_counts,
     read_answer_logits,
-)
-from helixclock.stages.errors.linear_addition import (
-    accuracy_below,
-    fit_number_line,
-    leverages,
-    linear_addition_tables,
-    linear_sums,
-    regress_numbers,
-)
-from helixclock.stages.errors.logit_lens import (
-    harmonic_order,
-    logit_lens_periods,
-    logit_lens_table,
-    match_shares,
-    neuron_lens_tables,
 )
 from helixclock.statistics import share_set
 
@@ -88,7 +88,7 @@ def test_linear_addition_on_an_exact_line_is_always_right():
     X = 3.0 + np.outer(np.arange(100), v)  # every number exactly on a line
     a, b = np.array(GRID).T
     model = add_table(a + b < 100)  # the "model" is right exactly below 100
-    t = linear_addition_tables(X, model)
+    t = linear_addition(X, model)
     assert set(t["accuracy"]["reading"]) == {"points", "regression", "regression_heldout"}
     assert np.allclose(t["accuracy"]["line_r2"], 1.0) and np.allclose(t["accuracy"]["line_r2_heldout"], 1.0)
     assert np.allclose(t["line"]["offset"], 0, atol=1e-9)  # on an exact line every reading puts a at a
@@ -103,7 +103,7 @@ def test_linear_addition_on_an_exact_line_is_always_right():
 def test_linear_addition_on_a_circle_fails():
     a = np.arange(100)
     X = np.stack([np.cos(2 * np.pi * a / 100), np.sin(2 * np.pi * a / 100)], 1)  # the T = 100 circle alone
-    acc = linear_addition_tables(X)["accuracy"]
+    acc = linear_addition(X)["accuracy"]
     acc = acc[acc["reading"] == "points"]
     assert acc["line_r2"].iloc[0] < 0.5
     assert acc["linear_accuracy"].max() < 0.1
@@ -116,7 +116,7 @@ def test_linear_addition_falls_with_alpha_when_precision_falls_with_a():
     a = np.arange(100)
     v = np.random.default_rng(1).normal(size=16)
     X = np.outer(a + 0.8 * (-1.0) ** a * a / 99, v) + 3
-    acc = linear_addition_tables(X)["accuracy"]
+    acc = linear_addition(X)["accuracy"]
     acc = acc[acc["reading"] == "points"].set_index("alpha")["linear_accuracy"]
     assert (acc.loc[1:50] == 1.0).all()
     assert acc.loc[199] < acc.loc[100] < acc.loc[50] and acc.loc[199] < 0.6
@@ -159,7 +159,7 @@ def test_the_two_readings_of_app_e_line_by_hand():
     leave-one-out predictions checked against a plain loop of refits."""
     rng = np.random.default_rng(4)
     X = np.outer(np.arange(100), rng.normal(size=64)) / 50 + rng.normal(size=(100, 64))
-    t = linear_addition_tables(X, n_components=50)
+    t = linear_addition(X, n_components=50)
     acc = t["accuracy"].groupby("reading").first()
     assert acc.loc["points", "line_r2"] < 0.3
     assert acc.loc["regression", "line_r2"] > 0.95 > acc.loc["regression", "line_r2_heldout"]
@@ -329,7 +329,7 @@ def test_logit_line_fourier_and_examples(tmp_path):
         assert np.allclose(part["logit"], Y[r]) and np.isclose(part["slope"].iloc[0], per["slope"].iloc[r])
     with pytest.raises(ValueError, match="rows of logits"):
         logit_line_fourier(Y[:10], acc)
-    tables = appendix_f_tables(acc, Y, n_examples=3, seed=5)
+    tables = model_errors(acc, Y, n_examples=3, seed=5)
     assert set(tables) == {
         "errors",
         "error_distribution",
@@ -456,8 +456,8 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     err = rng.choice([-10, 10, -1, 1, -20, 0], 10_000, p=[0.45, 0.28, 0.07, 0.05, 0.05, 0.10])
     pred = np.where(correct, (a + b).astype(str), np.where(err == 0, "x", (a + b + err).astype(str)))
     acc = add_table(correct, pred)
-    tabs = linear_addition_tables(X, acc)
-    fig = F.linear_addition(tabs["accuracy"], tabs["line"], "toy")
+    tabs = linear_addition(X, acc)
+    fig = F.figE1_linear_addition(tabs["accuracy"], tabs["line"], "toy")
     assert fig.axes[0].get_xlabel().startswith("α") and fig.axes[0].get_ylabel() == "accuracy"
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     r2 = tabs["accuracy"].groupby("reading").first()
@@ -476,23 +476,23 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     save(fig, tmp_path, "figE1_linear_addition")
 
     errors = error_table(acc)
-    fig = F.error_distribution(errors, error_summary(acc, errors), "toy")
+    fig = F.figF1_error_distribution(errors, error_summary(acc, errors), "toy")
     assert fig.axes[0].get_xlabel().startswith("error = prediction − answer")
     assert any(t.get_text().startswith("-10:") for t in fig.axes[0].texts)
     save(fig, tmp_path, "figF1_error_distribution")
 
-    fig = F.carry_test(errors, carry_test(errors), "toy")
+    fig = F.figF2_carry_test(errors, carry_test(errors), "toy")
     assert "p =" in fig.axes[0].get_title() and fig.axes[0].get_ylabel() == "density"
     save(fig, tmp_path, "figF2_carry_test")
 
     neurons, lens = planted_neurons(200)
-    fig = F.neuron_logit_lens(logit_lens_table(neurons, lens), "toy")
+    fig = F.figF3_neuron_logit_lens(logit_lens_table(neurons, lens), "toy")
     assert len([ax for ax in fig.axes if ax.get_visible() and ax.lines]) == 4
     assert "top period" in fig.axes[0].get_title()
     save(fig, tmp_path, "figF3_neuron_logit_lens")
 
     per = logit_lens_periods(neurons, lens)
-    fig = F.logit_lens_periods(per, "toy")
+    fig = F.figF4_logit_lens_periods(per, "toy")
     assert [ax.get_title().split(" (n")[0] for ax in fig.axes] == [
         f"largest fitted term c(T = {T}, a+b)" for T in (2, 5, 10, 100)
     ]
@@ -501,11 +501,11 @@ def test_figures_of_appendix_e_and_f(tmp_path):
     save(fig, tmp_path, "figF4_logit_lens_periods")
 
     Y, _, _ = planted_logits(n=10_000, seed=1)
-    fig = F.logit_examples(logit_examples(Y, acc, 3, seed=0), "toy")
+    fig = F.figF5_logit_examples(logit_examples(Y, acc, 3, seed=0), "toy")
     assert len(fig.axes) == 3 and fig.axes[0].get_ylabel() == "final logit"
     save(fig, tmp_path, "figF5_logit_examples")
 
-    fig = F.logit_slope_fourier(logit_line_fourier(Y, acc), "toy")
+    fig = F.figF6_logit_slope_fourier(logit_line_fourier(Y, acc), "toy")
     assert fig.axes[0].get_xlabel() == "a + b" and "slope < 0" in fig.axes[0].get_title()
     assert fig.axes[1].get_xlabel().startswith("top Fourier period")
     save(fig, tmp_path, "figF6_logit_slope_fourier")
@@ -520,14 +520,14 @@ def test_figures_survive_a_model_without_numeric_errors(tmp_path):
     acc = add_table(correct, pred)
     errors = error_table(acc)
     assert len(errors) == 1 and not errors["numeric"].any()
-    save(F.error_distribution(errors, error_summary(acc, errors), "toy"), tmp_path, "empty_F1")
+    save(F.figF1_error_distribution(errors, error_summary(acc, errors), "toy"), tmp_path, "empty_F1")
     carry = carry_test(errors)
     assert carry["p"].isna().all()
-    save(F.carry_test(errors, carry, "toy"), tmp_path, "empty_F2")
+    save(F.figF2_carry_test(errors, carry, "toy"), tmp_path, "empty_F2")
     neurons, lens = planted_neurons(8)
     empty = logit_lens_periods(neurons.assign(top_period=3), lens)
     assert empty.empty
-    save(F.logit_lens_periods(empty, "toy"), tmp_path, "empty_F4")
+    save(F.figF4_logit_lens_periods(empty, "toy"), tmp_path, "empty_F4")
 
 
 def test_f1_and_f2_say_when_there_are_too_few_errors(tmp_path):
@@ -541,7 +541,10 @@ def test_f1_and_f2_say_when_there_are_too_few_errors(tmp_path):
     errors = error_table(acc)
     carry = carry_test(errors)
     assert carry["p"].isna().all() and carry["note"].str.startswith("too few errors for the test: n = 2").all()
-    for fig in (F.error_distribution(errors, error_summary(acc, errors), "toy"), F.carry_test(errors, carry, "toy")):
+    for fig in (
+        F.figF1_error_distribution(errors, error_summary(acc, errors), "toy"),
+        F.figF2_carry_test(errors, carry, "toy"),
+    ):
         last_line = fig.axes[0].get_title().split("\n")[-1]
         assert last_line.startswith("too few errors for") and "n = 2 numeric wrong answers" in last_line
     save(fig, tmp_path, "few_F2")

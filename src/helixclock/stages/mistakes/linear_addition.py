@@ -176,7 +176,7 @@ def accuracy_below(
         return np.where(n > 0, h / np.maximum(n, 1), np.nan), n
 
 
-def linear_addition_tables(
+def linear_addition(
     numbers: np.ndarray,
     accuracy: pd.DataFrame | None = None,
     n_components: int = 50,

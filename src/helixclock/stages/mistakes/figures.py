@@ -4,22 +4,23 @@ model's name and returns a matplotlib Figure."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from ...fourier import dominant_periods
-from ...style import PALETTE, figure, paper_note, percent_axis
-from .errors import (
+from ...style import PALETTE, paper_note, percent_axis
+from .linear_addition import READING_NAMES, READINGS
+from .logit_lens import HARMONICS, harmonic_order, match_shares
+from .wrong_answers import (
     N_ANSWERS,
     PERIODS,
     near,
     period_counts,
     too_few_errors,
 )
-from .linear_addition import READING_NAMES, READINGS
-from .logit_lens import HARMONICS, harmonic_order, match_shares
 
 
 def _period_label(p: float) -> str:
@@ -29,12 +30,12 @@ def _period_label(p: float) -> str:
 READING_COLORS = {"points": PALETTE["linear addition"], "regression": "#ff7f0e", "regression_heldout": "#9467bd"}
 
 
-def linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alpha_mark: int = 100):
+def figE1_linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alpha_mark: int = 100):
     """Fig. E1: accuracy of addition along a line fitted to the numbers vs the model's, over
     the problems with a1 + a2 < alpha, for each reading of "the line" (``reading``: the line
     through the points; a regressed on the PCA dims, in-sample and held out), each with its
     R^2 in the legend; beside it, where each number's representation sits on each line."""
-    fig, (ax, ax2) = figure(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [1.5, 1]})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [1.5, 1]})
     if "reading" not in accuracy.columns:
         accuracy, line = accuracy.assign(reading="points"), line.assign(reading="points")
     readings = [r for r in READINGS if r in set(accuracy["reading"])]
@@ -96,11 +97,11 @@ def linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alph
     return fig
 
 
-def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, xlim: int = 60):
+def figF1_error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, xlim: int = 60):
     """Fig. F1: the wrong numeric answers by error = prediction - answer, the two most common
     errors marked with their shares."""
     s = summary.iloc[0]
-    fig, ax = figure(figsize=(8, 4.0))
+    fig, ax = plt.subplots(figsize=(8, 4.0))
     num = errors[errors["numeric"]]
     few = too_few_errors(len(num)).replace("for the test", "for an error distribution")
     if len(num):
@@ -132,12 +133,12 @@ def error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model: str, 
     return fig
 
 
-def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_value: int = -10):
+def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_value: int = -10):
     """Fig. F2: the units-digit sum of a and b when the error is -10 vs any other numeric
     error (densities), with the chi-squared p-values of both carry splits."""
     num = errors[errors["numeric"]].copy()
     num["group"] = np.where(num["error"] == error_value, f"error = {error_value}", "other errors")
-    fig, ax = figure(figsize=(7.5, 4.0))
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
     if len(num):
         sns.histplot(
             num,
@@ -171,13 +172,13 @@ def carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, error_valu
     return fig
 
 
-def neuron_logit_lens(lens_table: pd.DataFrame, model: str):
+def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     """Fig. F3: each neuron's logit lens over the answer tokens 0..198 at its most-activating
     prompt, the answer of that prompt marked."""
     labels = list(dict.fromkeys(lens_table["label"]))
     cols = 2 if len(labels) > 1 else 1
     rows = int(np.ceil(len(labels) / cols))
-    fig, axes = figure(rows, cols, figsize=(6.0 * cols, 3.0 * rows), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 3.0 * rows), squeeze=False, sharex=True)
     for ax, label in zip(axes.ravel(), labels):
         part = lens_table[lens_table["label"] == label]
         sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"])
@@ -199,11 +200,11 @@ def neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     return fig
 
 
-def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=PERIODS, top: int = 8):
+def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=PERIODS, top: int = 8):
     """Fig. F4: for the neurons of the 80% DE set whose fit's largest term is an a+b term of
     period T, the top Fourier period of their logit lens, one panel per T; bars at T (a strict
     match) red, at a harmonic T/k orange; each panel gives both match shares."""
-    fig, axes = figure(2, 2, figsize=(11, 6.6), squeeze=False)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 6.6), squeeze=False)
     harmonic_color = "#ff7f0e"
     for ax, T in zip(axes.ravel(), fitted_periods):
         part = periods_table[periods_table["fitted_period"] == T]
@@ -241,11 +242,11 @@ def logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=P
     return fig
 
 
-def logit_examples(examples: pd.DataFrame, model: str):
+def figF5_logit_examples(examples: pd.DataFrame, model: str):
     """Fig. F5: final logits over the answer tokens 0..198 for a few prompts, their line fit
     and answer."""
     ids = list(dict.fromkeys(examples["example"]))
-    fig, axes = figure(1, len(ids), figsize=(5.0 * len(ids), 3.6), squeeze=False, sharey=False)
+    fig, axes = plt.subplots(1, len(ids), figsize=(5.0 * len(ids), 3.6), squeeze=False, sharey=False)
     for ax, i in zip(axes[0], ids):
         part = examples[examples["example"] == i]
         sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"], label="logits")
@@ -266,10 +267,10 @@ def logit_examples(examples: pd.DataFrame, model: str):
     return fig
 
 
-def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
+def figF6_logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     """Fig. F6: top, the slope of each prompt's line through its logits over 0..198 against
     a+b; bottom, the most common top periods of the detrended logits (DC dropped)."""
-    fig, (ax, ax2) = figure(2, 1, figsize=(8, 7.0))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 7.0))
     sns.scatterplot(
         per_prompt,
         x="answer",
@@ -309,14 +310,3 @@ def logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     fig.suptitle(f"{model}: the final logits over the answer tokens 0..198")
     fig.tight_layout()
     return fig
-
-
-FIGURES = {
-    "figE1_linear_addition": linear_addition,
-    "figF1_error_distribution": error_distribution,
-    "figF2_carry_test": carry_test,
-    "figF3_neuron_logit_lens": neuron_logit_lens,
-    "figF4_logit_lens_periods": logit_lens_periods,
-    "figF5_logit_examples": logit_examples,
-    "figF6_logit_slope_fourier": logit_slope_fourier,
-}

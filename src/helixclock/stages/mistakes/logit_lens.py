@@ -14,12 +14,14 @@ numpy/pandas only (no torch), vectorised over neurons.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 
 from ...fourier import dominant_periods
-from ...statistics import share_set
-from .errors import NEAR, PERIODS, near
+from ...statistics import positions_of, share_set
+from .wrong_answers import NEAR, PERIODS, near
 
 # ---------------------------------------------------------------- F3, F4: neuron logit lens
 
@@ -40,7 +42,7 @@ def _check_neurons(neurons: pd.DataFrame, lens: np.ndarray, need) -> None:
         )
 
 
-def neuron_logit_lens(lens: np.ndarray, max_post: np.ndarray) -> np.ndarray:
+def lens_at_max(lens: np.ndarray, max_post: np.ndarray) -> np.ndarray:
     """What each neuron writes to the answer logits at its most-activating prompt:
     post-activation x (W_U . W_out[:, n]), [n_neurons, 199]."""
     return np.asarray(lens, np.float64) * np.asarray(max_post, np.float64)[:, None]
@@ -58,7 +60,7 @@ def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.D
     _check_neurons(neurons, lens, ("layer", "neuron", "max_post", "max_a", "max_b"))
     rows = np.arange(min(4, len(neurons))) if rows is None else np.asarray(rows)
     sub = neurons.iloc[rows]
-    L = neuron_logit_lens(np.asarray(lens)[rows], sub["max_post"].to_numpy())
+    L = lens_at_max(np.asarray(lens)[rows], sub["max_post"].to_numpy())
     m = L.shape[1]
     rep = lambda col: np.repeat(sub[col].to_numpy(), m)  # noqa: E731
     return pd.DataFrame(
@@ -148,3 +150,13 @@ def neuron_lens_tables(
         "logit_lens": logit_lens_table(neurons, lens, rows),
         "logit_lens_periods": logit_lens_periods(neurons, lens, fraction, periods, harmonics),
     }
+
+
+def neuron_logit_lens(
+    neurons: pd.DataFrame, grids: Mapping[str, np.ndarray], figure_ranks: Sequence[int], periods=PERIODS
+) -> dict[str, pd.DataFrame]:
+    """Rule neuron_logit_lens: :func:`neuron_lens_tables` of the top neurons (``neurons``, in
+    attribution-rank order as the rows of ``grids``: the neuron stage's grids.h5, with ``rank``
+    and ``lens``), Fig. F3 showing the neurons of Fig. 8's ``figure_ranks``."""
+    rows = positions_of(grids["rank"], figure_ranks)
+    return neuron_lens_tables(neurons, grids["lens"], rows, periods=periods)

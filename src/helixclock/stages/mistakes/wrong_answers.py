@@ -311,7 +311,7 @@ def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int =
 # ---------------------------------------------------------------- all tables of a stage
 
 
-def appendix_f_tables(
+def model_errors(
     accuracy: pd.DataFrame, logits: np.ndarray | None = None, n_examples: int = 3, seed: int = 0
 ) -> dict[str, pd.DataFrame]:
     """The App. F tables that need no neurons, from ``add.csv`` (and ``add_logits.h5``'s

@@ -1,6 +1,6 @@
-"""HDF5 files of the helix fits (paper sections 4.3-4.5): :func:`save_fits` writes the fits of
+"""HDF5 files of the helix fits (paper sections 4.3-4.5): :func:`save_helix_fits` writes the fits of
 :mod:`helixclock.fits` (the PCA, then per basis C [L, m, d], R^2 [L] and its columns) and
-:func:`load_fits` reads them back for the jobs after the fitting job."""
+:func:`load_helix_fits` reads them back for the jobs after the fitting job."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .fits import PCA, Fits
 from .io import to_numpy
 
 
-def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = None, **attrs) -> None:
+def save_helix_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = None, **attrs) -> None:
     """Write fits to HDF5: one group per basis with C [L, m, d], R^2 [L] and its columns."""
     import h5py
 
@@ -45,7 +45,7 @@ def save_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = 
         f.attrs.update({k: v for k, v in attrs.items() if v is not None})
 
 
-def load_fits(path) -> Fits:
+def load_helix_fits(path) -> Fits:
     import h5py
 
     with h5py.File(path, "r") as f:

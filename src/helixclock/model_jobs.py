@@ -1,0 +1,99 @@
+"""What a job that runs a model does after :mod:`helixclock.pipeline`'s preconditions: load
+the model on its device, build its patching engine, and for the last-token stages (sections
+5.1-5.3) draw their clean/corrupted pairs and the sample of prompts whose outputs are fitted.
+
+Only the scripts of model jobs import this module (it imports torch and transformers); table
+and plotting jobs import :mod:`helixclock.pipeline` alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .io import read_json
+from .models import LoadedModel, load_model
+from .pairs import draw_pairs, prompt_sample
+from .patching import Pairs, PatchingEngine
+from .pipeline import accuracy, minimum, require, start
+from .preconditions import clock_needs
+
+log = logging.getLogger("helixclock")
+
+
+def load(snakemake, **kwargs) -> LoadedModel:
+    """Load the job's model (registry entry in params.spec) on the configured device, with the
+    rule's threads."""
+    if getattr(snakemake, "threads", None):
+        torch.set_num_threads(int(snakemake.threads))
+    params = snakemake.params
+    model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
+    log.info("loaded %s (%s) on %s as %s", model.name, model.source, model.device, model.dtype)
+    return model
+
+
+def open_model(snakemake, **kwargs) -> tuple[LoadedModel, PatchingEngine]:
+    """The job's model and its patching engine (params.batch_size rows per forward pass)."""
+    model = load(snakemake, **kwargs)
+    return model, PatchingEngine(model, batch_size=snakemake.params.batch_size)
+
+
+@dataclass
+class ClockJob:
+    """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
+    correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted (token
+    ids and their a, b; None for a job that fits none) and the card's token positions of a+b
+    (one-token numbers only)."""
+
+    log: logging.Logger
+    engine: PatchingEngine
+    pairs: Pairs
+    fit_ids: torch.Tensor | None
+    fit_a: np.ndarray | None
+    fit_b: np.ndarray | None
+    positions: dict | None
+
+
+def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None) -> ClockJob:
+    """Set up a last-token model job: check what its pairs (params ``pairs``: n_pairs, vary,
+    seed) and its fits (helix bases of ``periods``, on ``fit_prompts`` correct prompts, or on
+    every correct prompt when None) need, then load the model and draw them."""
+    job_log = start(snakemake)
+    p = snakemake.params
+    acc = accuracy(snakemake)
+    pairs_settings = p.pairs
+    require(
+        snakemake,
+        clock_needs(
+            snakemake.rule,
+            acc,
+            periods,
+            pairs_settings["n_pairs"],
+            pairs_settings["vary"],
+            minimum(snakemake),
+            fit_prompts,
+            pairs_settings["seed"],
+        ),
+    )
+    correct = acc[acc["correct"]]
+    positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
+    model, engine = open_model(snakemake)
+    template = p.spec["prompts"]["add"]
+    pairs = draw_pairs(
+        correct,
+        pairs_settings["n_pairs"],
+        pairs_settings["seed"],
+        model.tokenizer,
+        template,
+        tuple(pairs_settings["vary"]),
+        device=model.device,
+        several=p.spec.get("number_tokens", "one") == "several",
+    )
+    ids, a, b = (None, None, None)
+    if fit_prompts is not None:
+        ids, a, b = prompt_sample(model.tokenizer, correct, template, fit_prompts, pairs_settings["seed"])
+    return ClockJob(job_log, engine, pairs, ids, a, b, positions)
