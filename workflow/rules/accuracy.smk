@@ -17,7 +17,7 @@ figure_rule(
     "fig_accuracy_heatmap",
     "figA1_accuracy_heatmap",
     ["results/{model}/accuracy/add.csv"],
-    "helixclock.stages.accuracy.figures:accuracy_heatmap",
+    "helixclock.stages.accuracy.figures:figA1_accuracy_heatmap",
     "accuracy",
 )
 

@@ -1,14 +1,14 @@
 # Stage 10 - why a helix, and the model's errors (appendices E and F): addition along a line
 # fitted to the numbers (from the cache), the error analysis and the final logits (from the
 # accuracy sweep), the neurons' logit lens (from the neuron stage).  No model job.
-# helixclock.stages.errors
+# helixclock.stages.mistakes
 
 ERRORS = "results/{model}/errors"
 ERRORS_F = {
     k: f"{ERRORS}/{k}.csv"
     for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
 }
-ERROR_FIGURES = "helixclock.stages.errors.figures"
+ERROR_FIGURES = "helixclock.stages.mistakes.figures"
 
 
 staged_job(
@@ -65,28 +65,28 @@ figure_rule(
     "fig_linear_addition",
     "figE1_linear_addition",
     [f"{ERRORS}/linear_addition.csv", f"{ERRORS}/linear_addition_line.csv"],
-    f"{ERROR_FIGURES}:linear_addition",
+    f"{ERROR_FIGURES}:figE1_linear_addition",
     "errors",
 )
 figure_rule(
     "fig_error_distribution",
     "figF1_error_distribution",
     [ERRORS_F["errors"], ERRORS_F["error_summary"]],
-    f"{ERROR_FIGURES}:error_distribution",
+    f"{ERROR_FIGURES}:figF1_error_distribution",
     "errors",
 )
 figure_rule(
     "fig_carry_test",
     "figF2_carry_test",
     [ERRORS_F["errors"], ERRORS_F["carry_test"]],
-    f"{ERROR_FIGURES}:carry_test",
+    f"{ERROR_FIGURES}:figF2_carry_test",
     "errors",
 )
 figure_rule(
     "fig_neuron_logit_lens",
     "figF3_neuron_logit_lens",
     [f"{ERRORS}/logit_lens.csv"],
-    f"{ERROR_FIGURES}:neuron_logit_lens",
+    f"{ERROR_FIGURES}:figF3_neuron_logit_lens",
     "errors",
     scope="neurons",
 )
@@ -94,7 +94,7 @@ figure_rule(
     "fig_logit_lens_periods",
     "figF4_logit_lens_periods",
     [f"{ERRORS}/logit_lens_periods.csv"],
-    f"{ERROR_FIGURES}:logit_lens_periods",
+    f"{ERROR_FIGURES}:figF4_logit_lens_periods",
     "errors",
     scope="neurons",
 )
@@ -102,7 +102,7 @@ figure_rule(
     "fig_logit_examples",
     "figF5_logit_examples",
     [ERRORS_F["logit_examples"]],
-    f"{ERROR_FIGURES}:logit_examples",
+    f"{ERROR_FIGURES}:figF5_logit_examples",
     "errors",
     scope="answer_logits",
 )
@@ -110,7 +110,7 @@ figure_rule(
     "fig_logit_slope_fourier",
     "figF6_logit_slope_fourier",
     [ERRORS_F["logit_line_fourier"]],
-    f"{ERROR_FIGURES}:logit_slope_fourier",
+    f"{ERROR_FIGURES}:figF6_logit_slope_fourier",
     "errors",
     scope="answer_logits",
 )

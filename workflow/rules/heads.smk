@@ -45,19 +45,19 @@ rule head_summary:
 
 
 figure_rule(
-    "fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:head_patching", "heads"
+    "fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:figD2_head_patching", "heads"
 )
-figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:head_topk", "heads")
+figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:figD3_head_topk", "heads")
 figure_rule(
-    "fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:head_helix_fit", "heads"
+    "fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:figD4_head_helix_fit", "heads"
 )
-figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:mixed_heads", "heads")
+figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:figD5_mixed_heads", "heads")
 figure_rule(
     "fig_head_categories",
     "figD6_head_categories",
     [HEADS_SUMMARY["properties"]],
-    f"{HEADS_FIGURES}:head_categories",
+    f"{HEADS_FIGURES}:figD6_head_categories",
     "heads",
 )
-figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:head_paths", "heads")
+figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:figD7_head_paths", "heads")
 register(*table("tabD1_head_categories"), scope="heads")

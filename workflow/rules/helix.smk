@@ -95,7 +95,7 @@ figure_rule(
     "fig_helix_projection",
     "fig03_helix_projection",
     [HELIX_TABLES["projection"]],
-    f"{HELIX_FIGURES}:helix_projection",
+    f"{HELIX_FIGURES}:fig03_helix_projection",
     "helix",
     periods=config["helix"]["periods"],
 )
@@ -103,39 +103,39 @@ figure_rule(
     "fig_helix_magnitudes",
     "figC1_helix_magnitudes",
     [HELIX_TABLES["magnitudes"]],
-    f"{HELIX_FIGURES}:helix_magnitudes",
+    f"{HELIX_FIGURES}:figC1_helix_magnitudes",
     "helix",
 )
 figure_rule(
-    "fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:helix_cosine", "helix"
+    "fig_helix_cosine", "figC2_helix_cosine", [HELIX_TABLES["cosine"]], f"{HELIX_FIGURES}:figC2_helix_cosine", "helix"
 )
-figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:continuity", "helix")
+figure_rule("fig_continuity", "figC3_continuity", [HELIX_TABLES["continuity"]], f"{HELIX_FIGURES}:figC3_continuity", "helix")
 figure_rule(
     "fig_helix_patching",
     "fig04_helix_patching",
     [HELIX_SUMMARY["sweep"], HELIX_SUMMARY["best"]],
-    f"{HELIX_FIGURES}:helix_patching",
+    f"{HELIX_FIGURES}:fig04_helix_patching",
     "helix",
 )
 figure_rule(
     "fig_helix_controls",
     "figC5_helix_controls",
     [HELIX_SUMMARY["controls"]],
-    f"{HELIX_FIGURES}:helix_controls",
+    f"{HELIX_FIGURES}:figC5_helix_controls",
     "helix",
 )
 figure_rule(
     "fig_helix_ablation",
     "figC6_helix_ablation",
     [HELIX_SUMMARY["ablation"]],
-    f"{HELIX_FIGURES}:helix_ablation",
+    f"{HELIX_FIGURES}:figC6_helix_ablation",
     "helix",
 )
 figure_rule(
     "fig_other_tasks_patching",
     "figC7_other_tasks_patching",
     [f"{HELIX}/other_tasks.csv"],
-    f"{HELIX_FIGURES}:other_tasks_patching",
+    f"{HELIX_FIGURES}:figC7_other_tasks_patching",
     "helix",
 )
 register(*table("tab01_other_tasks"))

@@ -41,13 +41,13 @@ figure_rule(
     "fig_last_token_helix",
     "fig05_last_token_helix",
     [LAST_TOKEN_SUMMARY["fits"]],
-    f"{LAST_TOKEN_FIGURES}:last_token_helix",
+    f"{LAST_TOKEN_FIGURES}:fig05_last_token_helix",
     "last_token",
 )
 figure_rule(
     "fig_layer_patching",
     "fig06_layer_patching",
     [LAST_TOKEN_SUMMARY["layer_effects"]],
-    f"{LAST_TOKEN_FIGURES}:layer_patching",
+    f"{LAST_TOKEN_FIGURES}:fig06_layer_patching",
     "last_token",
 )

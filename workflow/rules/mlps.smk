@@ -42,5 +42,5 @@ rule mlp_summary:
         "../../scripts/mlp_summary.py"
 
 
-figure_rule("fig_mlp_topk", "figD8_mlp_topk", [MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:mlp_topk", "mlps")
-figure_rule("fig_mlp_stages", "fig07_mlp_stages", [MLPS_SUMMARY["mlp_stages"]], f"{MLPS_FIGURES}:mlp_stages", "mlps")
+figure_rule("fig_mlp_topk", "figD8_mlp_topk", [MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:figD8_mlp_topk", "mlps")
+figure_rule("fig_mlp_stages", "fig07_mlp_stages", [MLPS_SUMMARY["mlp_stages"]], f"{MLPS_FIGURES}:fig07_mlp_stages", "mlps")

@@ -80,21 +80,21 @@ figure_rule(
     "fig_neuron_ablation",
     "figD9_neuron_ablation",
     [NEURONS_SUMMARY["ablation"]],
-    f"{NEURON_FIGURES}:ablation_figure",
+    f"{NEURON_FIGURES}:figD9_neuron_ablation",
     "neurons",
 )
 figure_rule(
     "fig_neuron_layers",
     "figD10_neuron_layers",
     [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-    f"{NEURON_FIGURES}:layers_figure",
+    f"{NEURON_FIGURES}:figD10_neuron_layers",
     "neurons",
 )
 figure_rule(
     "fig_neuron_direct_effect",
     "figD11_neuron_direct_effect",
     [NEURONS_SUMMARY["cumulative_de"]],
-    f"{NEURON_FIGURES}:direct_effect_figure",
+    f"{NEURON_FIGURES}:figD11_neuron_direct_effect",
     "neurons",
 )
 figure_rule(
@@ -108,14 +108,14 @@ figure_rule(
     "fig_neuron_preacts",
     "fig08_neuron_preacts",
     [f"{NEURONS}/fig08_grids.csv", NEURONS_SUMMARY["neurons"]],
-    f"{NEURON_FIGURES}:preacts_figure",
+    f"{NEURON_FIGURES}:fig08_neuron_preacts",
     "neurons",
 )
 figure_rule(
     "fig_neuron_fit_eval",
     "fig09_neuron_fit_eval",
     [NEURONS_SUMMARY["fit_eval"]],
-    f"{NEURON_FIGURES}:fit_eval_figure",
+    f"{NEURON_FIGURES}:fig09_neuron_fit_eval",
     "neurons",
 )
 figure_rule(
@@ -129,7 +129,7 @@ figure_rule(
     "fig_neuron_trends",
     "fig10_neuron_trends",
     [NEURONS_SUMMARY["neurons"], MLPS_SUMMARY["mlp_stages"]],
-    f"{NEURON_FIGURES}:trends_figure",
+    f"{NEURON_FIGURES}:fig10_neuron_trends",
     "neurons",
 )
 register(*table("tabD2_top_neurons"), scope="neurons")

@@ -49,7 +49,7 @@ figure_rule(
     "fig_clock",
     "fig01_clock",
     [HELIX_TABLES["projection"], "results/{model}/report/clock_sum.csv"],
-    f"{REPORT_FIGURES}:clock",
+    f"{REPORT_FIGURES}:fig01_clock",
     "report",
     a=config["report"]["clock_a"],
     b=config["report"]["clock_b"],

@@ -27,14 +27,14 @@ figure_rule(
     "fig_fourier_pc1",
     "fig02_fourier_pc1",
     [STRUCTURE["spectrum"], STRUCTURE["pc1"]],
-    f"{STRUCTURE_FIGURES}:fourier_pc1",
+    f"{STRUCTURE_FIGURES}:fig02_fourier_pc1",
     "structure",
 )
 figure_rule(
     "fig_fourier_360_vs_361",
     "figB1_fourier_360_vs_361",
     [STRUCTURE["spectrum"]],
-    f"{STRUCTURE_FIGURES}:fourier_360_vs_361",
+    f"{STRUCTURE_FIGURES}:figB1_fourier_360_vs_361",
     "structure",
     n=config["cache"]["max_number"],
 )
@@ -42,7 +42,7 @@ figure_rule(
     "fig_distance_similarity",
     "figB2_distance_similarity",
     [STRUCTURE["similarity"]],
-    f"{STRUCTURE_FIGURES}:distance_similarity",
+    f"{STRUCTURE_FIGURES}:figB2_distance_similarity",
     "structure",
     layer=config["structure"]["layer"],
 )
@@ -50,7 +50,7 @@ figure_rule(
     "fig_delta_n_distance",
     "figB3_delta_n_distance",
     [STRUCTURE["delta_n"]],
-    f"{STRUCTURE_FIGURES}:delta_n_distance_plot",
+    f"{STRUCTURE_FIGURES}:figB3_delta_n_distance",
     "structure",
     layer=config["structure"]["layer"],
 )
@@ -58,7 +58,7 @@ figure_rule(
     "fig_pc1_360",
     "figB4_pc1_360",
     [STRUCTURE["pc1"]],
-    f"{STRUCTURE_FIGURES}:pc1_all",
+    f"{STRUCTURE_FIGURES}:figB4_pc1_360",
     "structure",
     layer=config["structure"]["layer"],
 )
