@@ -99,8 +99,17 @@ class HelixControls:
     def draw(self, vary: Sequence[str], clean_a=None) -> Pairs:
         model = self.engine.model
         several = self.shape is not None
+        tok, template = model.tokenizer, self.template
         return draw_pairs(
-            self.correct, self.n_pairs, self.seed, model.tokenizer, self.template, vary, clean_a, model.device, several
+            self.correct,
+            self.n_pairs,
+            self.seed,
+            tok,
+            template,
+            vary,
+            clean_a=clean_a,
+            device=model.device,
+            several=several,
         )
 
     def sweep(self, pairs: Pairs, fits: Fits, values, bases, position, **kwargs) -> pd.DataFrame:
