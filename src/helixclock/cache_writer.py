@@ -4,6 +4,7 @@ every layer, written to HDF5 (layout and reading: :mod:`helixclock.cache`)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import h5py
 import numpy as np
@@ -13,7 +14,7 @@ from .io import to_numpy
 from .models import LoadedModel
 from .numbers import number_prompt_tokens, ordered, padded, several_task_tokens
 from .patching import PatchingEngine, Point
-from .tasks import check_task_tokens, get_task, number_token_ids, render
+from .tasks import Problems, Task, check_task_tokens, get_task, number_token_ids, render
 
 LAYER_CONVENTION = (
     "layer l = resid_pre[l], the input of block l; layer n_layers = the final residual (input of the final norm)"
@@ -23,6 +24,18 @@ POSITIONS = ("a", "b", "last")
 
 def _create(f: h5py.File, name: str, n: int, L1: int, d: int, dtype: str) -> h5py.Dataset:
     return f.create_dataset(name, shape=(n, L1, d), dtype=dtype, chunks=(max(1, min(n, 1024)), 1, d))
+
+
+class _Prompts(NamedTuple):
+    """Prompts to run: ``ids`` [n, seq], their token-layout ``groups`` (None: one layout), the
+    problem or number of each row (``order``), the positions read (indices or roles) and the
+    file attributes that say where they sit."""
+
+    ids: torch.Tensor
+    groups: list | None
+    order: np.ndarray
+    positions: tuple
+    attrs: dict
 
 
 def write_residual_cache(
@@ -44,65 +57,86 @@ def write_residual_cache(
     row is); the bare numbers sit in ``number_prompt``."""
     engine = engine or PatchingEngine(model)
     task = get_task("add")
-    problems = task.problems()
-    keep = np.isin(problems.a * 1000 + problems.b, a * 1000 + b)
-    problems.a, problems.b, problems.answer = problems.a[keep], problems.b[keep], problems.answer[keep]
+    problems = _kept_problems(task, a, b)
     numbers = list(range(max_number + 1))
-    prompts = _several_rows if several else _single_rows
-    ids, groups, order, pos, where = prompts(model, task, template, problems)
-    nums, ngroups, norder, npos, nwhere = (_several_numbers if several else _single_numbers)(
-        model, number_prompt, numbers
-    )
-    L1 = model.adapter.n_layers + 1
-    d = model.adapter.d_model
-    n = len(problems)
-    points = [Point("resid_pre", layer, pos) for layer in range(L1)]
+    prompts = (_several_rows if several else _single_rows)(model, task, template, problems)
+    bare = (_several_numbers if several else _single_numbers)(model, number_prompt, numbers)
+    L1, d = model.adapter.n_layers + 1, model.adapter.d_model
     tmp = Path(str(path) + ".tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(tmp, "w") as f:
-        dsets = {k: _create(f, k, n, L1, d, dtype) for k in POSITIONS}
-        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64)[order])
-        start = 0
-        for chunk in engine.iter_collect(ids, points, logits=False, desc="cache a+b", groups=groups):
-            stacked = torch.stack([chunk[p] for p in points], 2)  # [B, 3, L1, d]
-            stacked = to_numpy(stacked, dtype)
-            stop = start + stacked.shape[0]
-            for j, k in enumerate(POSITIONS):
-                dsets[k][start:stop] = stacked[:, j]
-            start = stop
-        num = _create(f, "numbers", len(numbers), L1, d, dtype)
-        npoints = [Point("resid_pre", layer, npos) for layer in range(L1)]
-        values, _ = engine.collect(nums, npoints, logits=False, desc="cache numbers", groups=ngroups)
-        num[:] = to_numpy(torch.stack([values[p][:, 0] for p in npoints], 1), dtype)[np.argsort(norder)]
+        # datasets made here, held open until the file closes (HDF5 lays out the file by it)
+        at = {k: _create(f, k, len(problems), L1, d, dtype) for k in POSITIONS}
+        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64)[prompts.order])
+        _fill_prompts(at, engine, prompts, L1, dtype)
+        bare_values = _create(f, "numbers", len(numbers), L1, d, dtype)
+        _fill_numbers(bare_values, engine, bare, L1, dtype)
         f["numbers"].attrs["values"] = np.array(numbers)
-        attrs = {
-            "model": model.name,
-            "source": str(model.source),
-            "model_dtype": str(model.dtype),
-            "dtype": dtype,
-            "template": template,
-            "example_prompt": render(template, 12, 34),
-            **where,
-            **nwhere,
-            "n_layers": model.adapter.n_layers,
-            "d_model": d,
-            "family": model.adapter.family,
-            "layer_convention": LAYER_CONVENTION,
-        }
+        attrs = _file_attributes(model, template, dtype, {**prompts.attrs, **bare.attrs})
         f.attrs.update(attrs)
     tmp.replace(path)
     return attrs
 
 
-def _single_rows(model, task, template, problems):
+def _kept_problems(task: Task, a: np.ndarray, b: np.ndarray) -> Problems:
+    """The task's problems (a[i], b[i]), in the task's order."""
+    problems = task.problems()
+    keep = np.isin(problems.a * 1000 + problems.b, a * 1000 + b)
+    problems.a, problems.b, problems.answer = problems.a[keep], problems.b[keep], problems.answer[keep]
+    return problems
+
+
+def _fill_prompts(at: dict[str, h5py.Dataset], engine: PatchingEngine, prompts: _Prompts, L1: int, dtype: str) -> None:
+    """resid_pre at a, b and the last token of every a+b prompt, at each of the ``L1`` layers,
+    written batch by batch into ``at`` (datasets a, b, last [n, L1, d_model]; the residuals that
+    section 4.3 fits helices to)."""
+    points = [Point("resid_pre", layer, prompts.positions) for layer in range(L1)]
+    start = 0
+    for chunk in engine.iter_collect(prompts.ids, points, logits=False, desc="cache a+b", groups=prompts.groups):
+        stacked = torch.stack([chunk[p] for p in points], 2)  # [B, 3, L1, d]
+        stacked = to_numpy(stacked, dtype)
+        stop = start + stacked.shape[0]
+        for j, k in enumerate(POSITIONS):
+            at[k][start:stop] = stacked[:, j]
+        start = stop
+
+
+def _fill_numbers(dataset: h5py.Dataset, engine: PatchingEngine, bare: _Prompts, L1: int, dtype: str) -> None:
+    """resid_pre of the bare numbers at each of the ``L1`` layers, written into ``dataset``
+    ([numbers, L1, d_model], in the numbers' order; the residual stream of a single number that
+    section 4.1 and appendix B analyse)."""
+    points = [Point("resid_pre", layer, bare.positions) for layer in range(L1)]
+    values, _ = engine.collect(bare.ids, points, logits=False, desc="cache numbers", groups=bare.groups)
+    dataset[:] = to_numpy(torch.stack([values[p][:, 0] for p in points], 1), dtype)[np.argsort(bare.order)]
+
+
+def _file_attributes(model: LoadedModel, template: str, dtype: str, where: dict) -> dict:
+    """The file's attributes: the model, the dtypes, the template, where the numbers sit
+    (``where``) and the layer convention."""
+    return {
+        "model": model.name,
+        "source": str(model.source),
+        "model_dtype": str(model.dtype),
+        "dtype": dtype,
+        "template": template,
+        "example_prompt": render(template, 12, 34),
+        **where,
+        "n_layers": model.adapter.n_layers,
+        "d_model": model.adapter.d_model,
+        "family": model.adapter.family,
+        "layer_convention": LAYER_CONVENTION,
+    }
+
+
+def _single_rows(model, task, template, problems) -> _Prompts:
     """One-token numbers: every prompt has the same positions (attributes position_*)."""
     found = check_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
     p = found.positions
     where = {"position_a": p.a, "position_b": p.b, "position_last": p.last, "prompt_length": p.length}
-    return torch.from_numpy(found.input_ids), None, np.arange(len(problems)), (p.a, p.b, p.last), where
+    return _Prompts(torch.from_numpy(found.input_ids), None, np.arange(len(problems)), (p.a, p.b, p.last), where)
 
 
-def _several_rows(model, task, template, problems):
+def _several_rows(model, task, template, problems) -> _Prompts:
     """Numbers of several tokens: a and b at the last token of their spans, rows grouped by
     layout (positions -1: not shared; attribute number_tokens)."""
     tokens = several_task_tokens(model.tokenizer, model.name, task, template, problems, answers=False)
@@ -116,17 +150,20 @@ def _several_rows(model, task, template, problems):
         "number_tokens": "several",
         "positions": "a and b: the last token of their spans",
     }
-    return ids, groups, order, ("a", "b", "last"), where
+    return _Prompts(ids, groups, order, ("a", "b", "last"), where)
 
 
-def _single_numbers(model, template, numbers):
+def _single_numbers(model, template, numbers) -> _Prompts:
+    """One-token numbers: each bare number alone (with the tokenizer's special tokens)."""
     ids = torch.tensor(number_token_ids(model.tokenizer, model.name, numbers))
     last = ids.shape[1] - 1
-    return ids, None, np.arange(len(numbers)), (last,), {"number_position": last}
+    return _Prompts(ids, None, np.arange(len(numbers)), (last,), {"number_position": last})
 
 
-def _several_numbers(model, template, numbers):
+def _several_numbers(model, template, numbers) -> _Prompts:
+    """Numbers of several tokens: each number in ``template``, read at the last token of its
+    span, rows grouped by layout."""
     tokens = number_prompt_tokens(model.tokenizer, model.name, template, numbers)
     order, groups, _ = ordered(tokens)
     ids = torch.from_numpy(padded([tokens.ids[i] for i in order]))
-    return ids, groups, order, ("a",), {"number_position": -1, "number_prompt": template}
+    return _Prompts(ids, groups, order, ("a",), {"number_position": -1, "number_prompt": template})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -213,29 +214,65 @@ def check_task_tokens(
     prompts = problems.prompts(template)
     enc = tokenizer(prompts, return_offsets_mapping=True, add_special_tokens=True)
     lengths = np.array([len(x) for x in enc["input_ids"]])
-    spans = operand_spans(template, {"a": problems.a, "b": problems.b}, task.operands)
+    values = {"a": problems.a, "b": problems.b}
+    spans = operand_spans(template, values, task.operands)
     if (lengths != lengths[0]).any():
-        # usually a split number: find it in the first prompt whose length differs
-        for i in (0, int(np.flatnonzero(lengths != lengths[0])[0])):
-            ids_i, offs_i = enc["input_ids"][i], enc["offset_mapping"][i]
-            for op, (start, end) in spans.items():
-                toks = [t for t, (a, b) in enumerate(offs_i) if b > a and a < end[i] and b > start[i]]
-                number = int(problems.a[i] if op == "a" else problems.b[i])
-                if len(toks) != 1 or tokenizer.decode([ids_i[toks[0]]]).strip() != str(number):
-                    raise TokenisationError(
-                        f"model {model!r}: number {number} (operand {op} of task {task.name!r}, "
-                        f"prompt {prompts[i]!r}) is not a single token: tokens "
-                        f"{token_strings(tokenizer, [ids_i[t] for t in toks])}"
-                    )
-        raise TokenisationError(
-            f"model {model!r}: prompts of task {task.name!r} have different token lengths "
-            f"({lengths[0]} for {prompts[0]!r}, {lengths[i]} for {prompts[i]!r}: tokens "
-            f"{token_strings(tokenizer, enc['input_ids'][i])})"
-        )
+        _refuse_unequal_lengths(tokenizer, model, task, prompts, enc, lengths, spans, values)
     ids = np.array(enc["input_ids"], dtype=np.int64)  # [n, S]
     offs = np.array(enc["offset_mapping"], dtype=np.int64)  # [n, S, 2]
     decode = Decoder(tokenizer)
-    values = {"a": problems.a, "b": problems.b}
+    positions = _operand_positions(tokenizer, model, task, prompts, ids, offs, spans, values, decode)
+    answer_ids = _answer_token_ids(tokenizer, model, task, prompts, problems.answer, ids, decode) if answers else None
+    length = int(lengths[0])
+    return TaskTokens(Positions(positions["a"], positions.get("b"), length - 1, length), ids, answer_ids)
+
+
+def _refuse_unequal_lengths(
+    tokenizer,
+    model: str,
+    task: Task,
+    prompts: list[str],
+    enc,
+    lengths: np.ndarray,
+    spans: dict[str, tuple[np.ndarray, np.ndarray]],
+    values: dict[str, np.ndarray],
+) -> NoReturn:
+    """Prompts of different token lengths (section 3's prompts share one): name the number that is
+    not a single token in the first prompt or the first prompt of another length (usually
+    the cause), else the two lengths."""
+    other = int(np.flatnonzero(lengths != lengths[0])[0])
+    for i in (0, other):
+        ids_i, offs_i = enc["input_ids"][i], enc["offset_mapping"][i]
+        for op, (start, end) in spans.items():
+            toks = [t for t, (a, b) in enumerate(offs_i) if b > a and a < end[i] and b > start[i]]
+            number = int(values[op][i])
+            if len(toks) != 1 or tokenizer.decode([ids_i[toks[0]]]).strip() != str(number):
+                raise TokenisationError(
+                    f"model {model!r}: number {number} (operand {op} of task {task.name!r}, "
+                    f"prompt {prompts[i]!r}) is not a single token: tokens "
+                    f"{token_strings(tokenizer, [ids_i[t] for t in toks])}"
+                )
+    raise TokenisationError(
+        f"model {model!r}: prompts of task {task.name!r} have different token lengths "
+        f"({lengths[0]} for {prompts[0]!r}, {lengths[other]} for {prompts[other]!r}: tokens "
+        f"{token_strings(tokenizer, enc['input_ids'][other])})"
+    )
+
+
+def _operand_positions(
+    tokenizer,
+    model: str,
+    task: Task,
+    prompts: list[str],
+    ids: np.ndarray,
+    offs: np.ndarray,
+    spans: dict[str, tuple[np.ndarray, np.ndarray]],
+    values: dict[str, np.ndarray],
+    decode: Decoder,
+) -> dict[str, int]:
+    """The token position of each operand, shared by every prompt (section 3): in each prompt
+    exactly one token overlaps the operand's characters and spells it, at the same position
+    in all prompts.  ids [n, S], offs [n, S, 2] the tokens' character offsets."""
     positions: dict[str, int] = {}
     rows = np.arange(len(prompts))
     for op, (start, end) in spans.items():
@@ -260,14 +297,14 @@ def check_task_tokens(
                 f"in prompt {prompts[i]!r} but at {pos[0]} in {prompts[0]!r}"
             )
         positions[op] = int(pos[0])
-    answer_ids = _answer_token_ids(tokenizer, model, task, prompts, problems.answer, ids, decode) if answers else None
-    length = int(lengths[0])
-    return TaskTokens(Positions(positions["a"], positions.get("b"), length - 1, length), ids, answer_ids)
+    return positions
 
 
 def _answer_token_ids(
     tokenizer, model: str, task: Task, prompts: list[str], answers: np.ndarray, prompt_ids: np.ndarray, decode: Decoder
 ) -> np.ndarray:
+    """[n] each answer's token: ``prompt + answer`` must add exactly one token to the prompt's,
+    spelling the answer (section 3: answers are single tokens)."""
     full = tokenizer([p + str(int(x)) for p, x in zip(prompts, answers)], add_special_tokens=True)["input_ids"]
     S = prompt_ids.shape[1]
     ok = np.array([len(x) == S + 1 for x in full])

@@ -13,6 +13,7 @@ forward pass of one token per row with the key/value cache, reading only the las
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,70 +53,142 @@ def _forward(engine, ids, cache):
     return out.logits[:, -1].float(), out.past_key_values
 
 
+@dataclass
+class _Rows:
+    """The prompts of a task in decoding order (grouped by token layout, :func:`...numbers.ordered`):
+    ``order`` the task's row of each, ``ids`` [n, seq] padded, ``first`` [n] the answer's first
+    token, ``bound`` [n] the tokens each row may write (the answer's count + 1)."""
+
+    order: np.ndarray
+    groups: list
+    ids: torch.Tensor
+    first: torch.Tensor
+    bound: torch.Tensor
+
+
+@dataclass
+class _Decoded:
+    """What the decoding found, per row in decoding order: the first decoded token, the answer's
+    first token's logit and rank at the last prompt token, and the digits written."""
+
+    pred_token: torch.Tensor
+    logit: torch.Tensor
+    rank: torch.Tensor
+    written: list[list[int]]
+
+
 def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: PatchingEngine) -> pd.DataFrame:
     """Every prompt of ``task`` decoded greedily; one row per prompt with the columns of
     :data:`.sweep.COLUMNS`: ``pred`` is the decoded digits (or the first token's text when it is
     not a digit), ``pred_token`` the first decoded token, ``answer_token`` the answer's first
     token, ``answer_logit`` and ``rank`` those of the answer's first token at the last prompt
     token, ``correct`` whether the digits equal the answer."""
-    from transformers import DynamicCache
-
     problems = task.problems()
     tokens = several_task_tokens(model.tokenizer, model.name, task, template, problems)
-    order, groups, _ = ordered(tokens)
-    ids = torch.from_numpy(padded([tokens.ids[i] for i in order])).to(model.device)
-    first = torch.tensor([tokens.answers[i][0] for i in order], device=model.device)
-    bound = torch.as_tensor(tokens.answer_lengths()[order] + 1, device=model.device)  # tokens per row
-    steps = int(bound.max())
+    rows = _decoding_rows(tokens, model.device)
     digits = digit_tokens(model.tokenizer, model.adapter.vocab_size).to(model.device)
+    decoded = _decode(engine, rows, digits, f"greedy {task.name}")
+    return _accuracy_table(model.tokenizer, task, problems, tokens.answer_lengths(), rows, decoded)
+
+
+def _decoding_rows(tokens, device) -> _Rows:
+    """The task's prompts grouped by token layout, with what the decoding reads of each answer."""
+    order, groups, _ = ordered(tokens)
+    ids = torch.from_numpy(padded([tokens.ids[i] for i in order])).to(device)
+    first = torch.tensor([tokens.answers[i][0] for i in order], device=device)
+    bound = torch.as_tensor(tokens.answer_lengths()[order] + 1, device=device)  # tokens per row
+    return _Rows(order, groups, ids, first, bound)
+
+
+def _decode(engine: PatchingEngine, rows: _Rows, digits: torch.Tensor, desc: str) -> _Decoded:
+    """Every row decoded greedily, batch by batch within one token layout; the shared prompt
+    prefix is run once and each batch starts from its key/value cache."""
+    from transformers import DynamicCache
+
+    ids, groups = rows.ids, rows.groups
+    steps = int(rows.bound.max())
     prefix = engine.prefix.get(ids, engine.prefix.length([ids], [], groups))
-    n = len(order)
-    pred_tok = torch.empty(n, dtype=torch.long, device=model.device)
-    logit = torch.empty(n, device=model.device)
-    rank = torch.empty(n, dtype=torch.long, device=model.device)
-    written: list[list[int]] = [[] for _ in range(n)]
+    n = len(rows.order)
+    out = _Decoded(
+        torch.empty(n, dtype=torch.long, device=ids.device),
+        torch.empty(n, device=ids.device),
+        torch.empty(n, dtype=torch.long, device=ids.device),
+        [[] for _ in range(n)],
+    )
 
     def step(start: int, stop: int) -> None:
         length = group_at(groups, start).layout.length
-        rows = ids[start:stop, prefix[0] : length]
         cache = engine.prefix.expand(prefix[1], stop - start) if prefix[0] else DynamicCache()
-        with torch.no_grad():
-            last, cache = _forward(engine, rows, cache)
-            ans = last.gather(1, first[start:stop, None])
-            logit[start:stop], rank[start:stop] = ans[:, 0], (last > ans).sum(1)
-            live = torch.ones(stop - start, dtype=torch.bool, device=ids.device)
-            out = []
-            for i in range(steps):
-                tok = last.argmax(-1)
-                if i == 0:
-                    pred_tok[start:stop] = tok
-                live &= digits[tok] & (i < bound[start:stop])
-                out.append(torch.where(live, tok, -1))
-                if not live.any() or i == steps - 1:
-                    break
-                last, cache = _forward(engine, tok[:, None], cache)
-        for r, seq in enumerate(torch.stack(out, 1).tolist()):
-            written[start + r] = [t for t in seq if t >= 0]
+        logit, rank, pred, written = _decode_batch(
+            engine,
+            ids[start:stop, prefix[0] : length],
+            cache,
+            rows.first[start:stop],
+            rows.bound[start:stop],
+            digits,
+            steps,
+        )
+        out.logit[start:stop], out.rank[start:stop], out.pred_token[start:stop] = logit, rank, pred
+        for r, seq in enumerate(written.tolist()):
+            out.written[start + r] = [t for t in seq if t >= 0]
 
-    engine.batches(n, step, f"greedy {task.name}", boundaries(groups))
-    texts = [model.tokenizer.decode(w).replace(" ", "") for w in written]
-    first_text = [model.tokenizer.decode([int(t)]).strip() for t in to_numpy(pred_tok)]
-    back = np.argsort(order)  # rows back in the task's order
+    engine.batches(n, step, desc, boundaries(groups))
+    return out
+
+
+def _decode_batch(
+    engine: PatchingEngine,
+    prompt: torch.Tensor,
+    cache,
+    first: torch.Tensor,
+    bound: torch.Tensor,
+    digits: torch.Tensor,
+    steps: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One batch of rows of one layout (``prompt`` [B, s]: the tokens after the cached prefix):
+    the answer's first token's logit and rank at the last prompt token, the first decoded token,
+    and the tokens written [B, <= steps] (-1 once a row has stopped: at a non-digit or its
+    ``bound``).  Each step is one forward pass of one token per row with the key/value cache."""
+    with torch.no_grad():
+        last, cache = _forward(engine, prompt, cache)
+        ans = last.gather(1, first[:, None])
+        logit, rank = ans[:, 0], (last > ans).sum(1)
+        live = torch.ones(prompt.shape[0], dtype=torch.bool, device=prompt.device)
+        out = []
+        for i in range(steps):
+            tok = last.argmax(-1)
+            if i == 0:
+                pred = tok
+            live &= digits[tok] & (i < bound)
+            out.append(torch.where(live, tok, -1))
+            if not live.any() or i == steps - 1:
+                break
+            last, cache = _forward(engine, tok[:, None], cache)
+    return logit, rank, pred, torch.stack(out, 1)
+
+
+def _accuracy_table(
+    tokenizer, task: Task, problems, answer_tokens: np.ndarray, rows: _Rows, decoded: _Decoded
+) -> pd.DataFrame:
+    """The accuracy table (:data:`.sweep.COLUMNS`), rows back in the task's order: ``pred`` the
+    digits written, or the first decoded token's text where no digit was written."""
+    texts = [tokenizer.decode(w).replace(" ", "") for w in decoded.written]
+    first_text = [tokenizer.decode([int(t)]).strip() for t in to_numpy(decoded.pred_token)]
+    back = np.argsort(rows.order)  # rows back in the task's order
     pred = np.array([t if t else f for t, f in zip(texts, first_text)], dtype=object)[back]
     answers = problems.answer
-    df = pd.DataFrame(
+    return pd.DataFrame(
         {
             "task": task.name,
             "a": problems.a,
             "b": problems.b,
             "answer": answers,
-            "answer_token": to_numpy(first)[back],
-            "pred_token": to_numpy(pred_tok)[back],
+            "answer_token": to_numpy(rows.first)[back],
+            "pred_token": to_numpy(decoded.pred_token)[back],
             "pred": pred,
             "correct": np.array([p == str(int(x)) for p, x in zip(pred, answers)]),
-            "answer_logit": to_numpy(logit)[back],
-            "rank": to_numpy(rank)[back],
-            "answer_tokens": tokens.answer_lengths(),
+            "answer_logit": to_numpy(decoded.logit)[back],
+            "rank": to_numpy(decoded.rank)[back],
+            "answer_tokens": answer_tokens,
         }
     )
-    return df

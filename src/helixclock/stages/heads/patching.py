@@ -215,58 +215,26 @@ def head_patching(
     settings: HeadSettings = HeadSettings(),
 ) -> dict[str, pd.DataFrame]:
     """Everything of section 5.2 that runs the model: raw tables (effects, fits, topk, mixed,
-    paths) and the categorised top heads and the heads' attention (plain tables)."""
-    ad = engine.adapter
+    paths) and the categorised top heads and the heads' attention (plain tables).  The steps,
+    in the order they run the model: every head's TE and DE, the top-k sweep by TE, the helix
+    fits of every head's output, the fits patched in, the mixed-heads sweep (Fig. D5), the
+    attention to a, b and the last token, the path analysis (Fig. D7)."""
     last = positions["last"]
-    points = head_points(ad, last)
+    points = head_points(engine.adapter, last)
     effects = total_and_direct(engine, pairs, points, desc="head effects")
-    te = pair_values(effects[effects["effect"] == "te"]).mean(1)
-    order = np.argsort(-te, kind="stable")
-    ordered = [points[i] for i in order]
+    ordered, te_sorted = rank_by_te(effects, points)
     topk = topk_sweep(engine, pairs, ordered, desc="top-k heads")
-
     fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
-    helix_all, helix_sum, helix_ab = clock_bases(settings.periods)
-    # the top heads by TE; heads without a measurable effect (< MIN_EFFECT of the largest)
-    # are not categorised: their ratios are noise
-    te_sorted = te[order]
-    k = int(min(settings.top_heads, len(points), max(1, (te_sorted > MIN_EFFECT * te_sorted[0]).sum())))
-    top = ordered[:k]
-    jobs = [(p, helix_all) for p in points] + [(p, b) for p in top for b in (helix_sum, helix_ab)]
-    fit_raw = fit_effects(engine, pairs, jobs, fits)
-
-    means = mean_effects(effects, fit_raw)
-    top_names = {p.name for p in top}
-    table = means[means["name"].isin(top_names)]
-    table = table.set_index("name").loc[[p.name for p in top]].reset_index()
-    cats = categorise(table[["name", "layer", "head", "te", "de", "fit_all", "fit_sum", "fit_ab"]])
+    top = ordered[: measurable_count(te_sorted, settings.top_heads)]
+    fit_raw = fit_effects(engine, pairs, fit_jobs(points, top, settings.periods), fits)
+    cats = categorise_top(effects, fit_raw, top)
     mixed = mixed_sweep(engine, pairs, cats, fits, last, settings.periods)
-    m = min(settings.mixed_heads, len(cats))
-    cats["category_without_mixed"] = cats["category"]
-    cats["category"] = with_mixed(cats, m).to_numpy()
-    cats["m"] = m
-
+    _mark_mixed(cats, settings.mixed_heads)
     attention = attention_to(
         engine.model, fit_ids[: min(len(fit_ids), 512)], last, {"a": positions["a"], "b": positions["b"], "last": last}
     )
-    # senders need something downstream, receivers something upstream
-    has_downstream = lambda r: r["layer"] < ad.n_layers - 1 or not ad.parallel  # noqa: E731
-    has_upstream = lambda r: r["layer"] > 0  # noqa: E731
-    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or _most_confident(
-        cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last
-    )
-    senders = {"a,b head": ab, "mixed head": _most_confident(cats, "category", "mixed", "c", has_downstream, last, ab)}
-    receivers = {
-        "a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
-        "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last),
-    }
-    paths = path_analysis(
-        engine,
-        pairs,
-        {k: v for k, v in senders.items() if v is not None},
-        {k: v for k, v in receivers.items() if v is not None},
-        last,
-    )
+    senders, receivers = path_heads(cats, engine.adapter, last)
+    paths = path_analysis(engine, pairs, senders, receivers, last)
     return {
         "effects": effects,
         "fits": fit_raw,
@@ -276,3 +244,65 @@ def head_patching(
         "categories": cats,
         "attention": attention,
     }
+
+
+def rank_by_te(effects: pd.DataFrame, points: Sequence[Point]) -> tuple[list[Point], np.ndarray]:
+    """Heads ordered by their mean total effect over the pairs, largest first (ties in the
+    order of ``points``; section 5.2), and their TEs in that order."""
+    te = pair_values(effects[effects["effect"] == "te"]).mean(1)
+    order = np.argsort(-te, kind="stable")
+    return [points[i] for i in order], te[order]
+
+
+def measurable_count(te_sorted: np.ndarray, top_heads: int) -> int:
+    """How many of the heads (TE sorted, largest first) are categorised: at most ``top_heads``,
+    at least one, and none whose TE is below :data:`MIN_EFFECT` of the largest (their ratios
+    are noise)."""
+    return int(min(top_heads, len(te_sorted), max(1, (te_sorted > MIN_EFFECT * te_sorted[0]).sum())))
+
+
+def fit_jobs(points: Sequence[Point], top: Sequence[Point], periods: Sequence[int]) -> list[tuple[Point, Basis]]:
+    """The fits patched in (section 5.2, App. D.1): helix(a,b,a+b) for every head (Fig. D4),
+    helix(a+b) and helix(a,b) for the top heads (their categories)."""
+    helix_all, helix_sum, helix_ab = clock_bases(periods)
+    return [(p, helix_all) for p in points] + [(p, b) for p in top for b in (helix_sum, helix_ab)]
+
+
+def categorise_top(effects: pd.DataFrame, fit_raw: pd.DataFrame, top: Sequence[Point]) -> pd.DataFrame:
+    """The top heads, in ``top``'s order, categorised a,b or a+b from their mean TE, DE and fit
+    LDs (App. D.1, :func:`.tables.categorise`; sorted by confidence c)."""
+    means = mean_effects(effects, fit_raw)
+    table = means[means["name"].isin({p.name for p in top})]
+    table = table.set_index("name").loc[[p.name for p in top]].reset_index()
+    return categorise(table[["name", "layer", "head", "te", "de", "fit_all", "fit_sum", "fit_ab"]])
+
+
+def _mark_mixed(cats: pd.DataFrame, mixed_heads: int) -> None:
+    """In place: the m = min(``mixed_heads``, heads) least confident heads become mixed
+    (App. D.1, the authors' m chosen by hand); the category before is kept in
+    ``category_without_mixed`` and m in ``m``."""
+    m = min(mixed_heads, len(cats))
+    cats["category_without_mixed"] = cats["category"]
+    cats["category"] = with_mixed(cats, m).to_numpy()
+    cats["m"] = m
+
+
+def path_heads(cats: pd.DataFrame, adapter, last: int) -> tuple[dict[str, Point], dict[str, Point]]:
+    """Fig. D7's heads: the most confident a,b and mixed heads as senders (each with something
+    downstream), the most confident a+b and mixed heads as receivers (each with something
+    upstream); kinds without such a head are left out.  The a,b sender falls back to the
+    categories without mixed heads; the mixed sender is another head than the a,b one."""
+    has_downstream = lambda r: r["layer"] < adapter.n_layers - 1 or not adapter.parallel  # noqa: E731
+    has_upstream = lambda r: r["layer"] > 0  # noqa: E731
+    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or _most_confident(
+        cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last
+    )
+    senders = {"a,b head": ab, "mixed head": _most_confident(cats, "category", "mixed", "c", has_downstream, last, ab)}
+    receivers = {
+        "a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
+        "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last),
+    }
+    return (
+        {k: v for k, v in senders.items() if v is not None},
+        {k: v for k, v in receivers.items() if v is not None},
+    )

@@ -221,11 +221,27 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     read a+b and write to the logits).  Circuit MLPs without top neurons are marked on the
     layer axis and named in the left panel."""
     trends = layer_trends(neurons, circuit_layers)
-    have = trends[trends["n_neurons"] > 0]
-    empty_layers = trends.loc[trends["n_neurons"] == 0, "layer"].tolist()
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
-    x, y = have["ab_fraction"].to_numpy(), have["de_over_te"].to_numpy()
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
+    _read_vs_write_panel(fig, left, trends, norm)
+    _by_layer_panel(right, trends)
+    fig.suptitle(
+        f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
+    )
+    fig.tight_layout()
+    return fig
+
+
+def _empty_layers(trends: pd.DataFrame) -> list[int]:
+    """The circuit MLPs of :func:`layer_trends` without top neurons."""
+    return trends.loc[trends["n_neurons"] == 0, "layer"].tolist()
+
+
+def _read_vs_write_panel(fig, ax, trends: pd.DataFrame, norm) -> None:
+    """Fig. 10, left (section 5.4): each circuit MLP's mean a+b fraction against its mean DE/TE,
+    coloured by layer, with the least-squares line where it means something; the title names
+    the circuit MLPs without top neurons."""
+    have = trends[trends["n_neurons"] > 0]
     sns.scatterplot(
         data=have,
         x="ab_fraction",
@@ -234,35 +250,50 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
         hue_norm=norm,
         palette="viridis",
         s=60,
-        ax=left,
+        ax=ax,
         legend=False,
     )
     for row in have.itertuples():
-        left.annotate(
+        ax.annotate(
             f"MLP{row.layer}", (row.ab_fraction, row.de_over_te), textcoords="offset points", xytext=(4, 4), fontsize=8
         )
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() >= MIN_LINE_POINTS and np.ptp(x[ok]) > 0:
-        slope, intercept = np.polyfit(x[ok], y[ok], 1)
-        resid = y[ok] - (slope * x[ok] + intercept)
-        r2 = 1 - resid.var() / y[ok].var() if y[ok].var() > 0 else 1.0
-        xs = np.linspace(x[ok].min(), x[ok].max(), 2)
-        left.plot(xs, slope * xs + intercept, color="grey", lw=1.2, label=f"least squares, R² = {r2:.2f}")
-        left.legend(frameon=False)
-        notes = []
-    else:
-        notes = [f"{int(ok.sum())} circuit MLP(s) with top neurons: no line (fewer than {MIN_LINE_POINTS})"]
+    notes = _least_squares_line(ax, have["ab_fraction"].to_numpy(), have["de_over_te"].to_numpy())
+    empty_layers = _empty_layers(trends)
     if empty_layers:
         notes.append("no top neurons: " + ", ".join(f"MLP{l}" for l in empty_layers))
-    _layer_colorbar(fig, left, norm)
-    left.set_xlabel(r"mean a+b fraction of the fit, $\sum_T |c_{T,a+b}|\ /\ \sum_{T,t} |c_{T,t}|$")
-    left.set_ylabel("mean DE / TE")
-    left.set_title("\n".join(["per circuit MLP: top neurons' means", *notes]), fontsize=10)
-    left.margins(0.15)
-    right.plot(have["layer"], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
-    right.plot(have["layer"], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
+    _layer_colorbar(fig, ax, norm)
+    ax.set_xlabel(r"mean a+b fraction of the fit, $\sum_T |c_{T,a+b}|\ /\ \sum_{T,t} |c_{T,t}|$")
+    ax.set_ylabel("mean DE / TE")
+    ax.set_title("\n".join(["per circuit MLP: top neurons' means", *notes]), fontsize=10)
+    ax.margins(0.15)
+
+
+def _least_squares_line(ax, x: np.ndarray, y: np.ndarray) -> list[str]:
+    """Fig. 10's least-squares line of y on x with its R^2 in the legend, drawn through
+    :data:`MIN_LINE_POINTS` or more finite points that are not all at one x; else no line and
+    a note for the title (returned; empty when the line is drawn)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    if not (ok.sum() >= MIN_LINE_POINTS and np.ptp(x[ok]) > 0):
+        return [f"{int(ok.sum())} circuit MLP(s) with top neurons: no line (fewer than {MIN_LINE_POINTS})"]
+    slope, intercept = np.polyfit(x[ok], y[ok], 1)
+    resid = y[ok] - (slope * x[ok] + intercept)
+    r2 = 1 - resid.var() / y[ok].var() if y[ok].var() > 0 else 1.0
+    xs = np.linspace(x[ok].min(), x[ok].max(), 2)
+    ax.plot(xs, slope * xs + intercept, color="grey", lw=1.2, label=f"least squares, R² = {r2:.2f}")
+    ax.legend(frameon=False)
+    return []
+
+
+def _by_layer_panel(ax, trends: pd.DataFrame) -> None:
+    """Fig. 10, right (section 5.4): the mean a+b fraction and the mean DE/TE of each circuit
+    MLP against its layer, the number of its top neurons under each point; circuit MLPs without
+    top neurons marked on the layer axis."""
+    have = trends[trends["n_neurons"] > 0]
+    empty_layers = _empty_layers(trends)
+    ax.plot(have["layer"], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
+    ax.plot(have["layer"], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
     if empty_layers:
-        right.scatter(
+        ax.scatter(
             empty_layers,
             np.zeros(len(empty_layers)),
             marker="x",
@@ -270,15 +301,15 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
             zorder=3,
             label="circuit MLP without top neurons",
         )
-    right.set_xticks(trends["layer"], [f"MLP{l}" for l in trends["layer"]], rotation=45)
+    ax.set_xticks(trends["layer"], [f"MLP{l}" for l in trends["layer"]], rotation=45)
     if len(trends) == 1:
-        right.set_xlim(trends["layer"].iloc[0] - 1, trends["layer"].iloc[0] + 1)
-    right.axhline(0, color="grey", lw=0.6)
-    right.set_ylabel("mean over the layer's top neurons")
-    right.legend(frameon=False)
-    right.set_title("by layer (number of top neurons under each point)", fontsize=10)
+        ax.set_xlim(trends["layer"].iloc[0] - 1, trends["layer"].iloc[0] + 1)
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_ylabel("mean over the layer's top neurons")
+    ax.legend(frameon=False)
+    ax.set_title("by layer (number of top neurons under each point)", fontsize=10)
     for row in trends.itertuples():
-        right.annotate(
+        ax.annotate(
             str(row.n_neurons),
             (row.layer, row.ab_fraction if row.n_neurons else 0.0),
             textcoords="offset points",
@@ -287,8 +318,3 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
             ha="center",
             color="C3" if row.n_neurons else "grey",
         )
-    fig.suptitle(
-        f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
-    )
-    fig.tight_layout()
-    return fig

@@ -3,7 +3,7 @@ every neuron at once (section 5.4; ``fit_neurons(method="sgd")``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -68,45 +68,12 @@ def sgd_fit(
 
     Returns theta [n, m] in the design's column order and an info dict (hyperparameters).
     """
-    if schedule not in ("cosine", "constant"):
-        raise ValueError(f"schedule={schedule!r}; allowed: cosine, constant")
-    if phase_units not in ("t", "angle"):
-        raise ValueError(f"phase_units={phase_units!r}; allowed: t, angle")
-    n, P = Y.shape
-    nT = len(periods)
-    dev = Y.device
-    gen = torch.Generator().manual_seed(seed)
-    draw = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64).to(dev).requires_grad_()  # noqa: E731
-    A, d, w, c = draw(n, len(VARIABLES), nT), draw(n, len(VARIABLES), nT), draw(n, 3), draw(n, 1)
-    omega = 2 * torch.pi / torch.as_tensor(periods, dtype=torch.float64, device=dev)  # [nT]
-    scale = omega if phase_units == "t" else torch.ones_like(omega)
-
-    def theta() -> torch.Tensor:  # [n, m]
-        ang = d * scale
-        pairs = torch.stack([A * torch.cos(ang), A * torch.sin(ang)], -1)  # [n, 3, nT, 2]
-        return torch.cat([pairs.reshape(n, -1), w, c], 1)
-
-    Yd = Y.double()
-    if gram:
-        G = X.T @ X  # [m, m]
-        r = Yd @ X  # [n, m]
-        yy = Yd.pow(2).sum(1)  # [n]
-        mse = lambda th: ((th @ G * th).sum(1) - 2 * (th * r).sum(1) + yy) / P  # noqa: E731
-    else:
-        mse = lambda th: (th @ X.T - Yd).pow(2).mean(1)  # noqa: E731
-    opt = torch.optim.SGD([A, d, w, c], lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs) if schedule == "cosine" else None
-    history, at = [], []
-    for epoch in range(epochs):
-        opt.zero_grad(set_to_none=True)
-        loss = mse(theta())
-        if record_every and epoch % record_every == 0:
-            history.append(to_numpy(loss))
-            at.append(epoch)
-        loss.sum().backward()
-        opt.step()
-        if sched is not None:
-            sched.step()
+    _check_options(schedule, phase_units)
+    n = Y.shape[0]
+    A, d, w, c = _initial_parameters(n, len(periods), seed, Y.device)
+    scale = _phase_scale(periods, phase_units, Y.device)
+    mse = _mse_function(Y, X, gram)
+    history, at = _descend([A, d, w, c], lambda: mse(_theta(A, d, w, c, scale)), lr, epochs, schedule, record_every)
     info = {
         "lr": lr,
         "epochs": epochs,
@@ -119,4 +86,80 @@ def sgd_fit(
         info["loss_history"] = np.stack(history)
         info["history_epochs"] = np.asarray(at)
     with torch.no_grad():
-        return theta().detach(), info
+        return _theta(A, d, w, c, scale).detach(), info
+
+
+def _check_options(schedule: str, phase_units: str) -> None:
+    """The schedule and the phase's units must be among those :func:`sgd_fit` knows."""
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"schedule={schedule!r}; allowed: cosine, constant")
+    if phase_units not in ("t", "angle"):
+        raise ValueError(f"phase_units={phase_units!r}; allowed: t, angle")
+
+
+def _initial_parameters(n: int, n_periods: int, seed: int, device) -> tuple[torch.Tensor, ...]:
+    """Eq. 5's parameters of ``n`` neurons, every one drawn N(0, 1) (float64) from a generator
+    seeded with ``seed``, in the order A [n, 3, nT], d [n, 3, nT], w [n, 3], c [n, 1]
+    (section 5.4: the authors' init, which was unseeded)."""
+    gen = torch.Generator().manual_seed(seed)
+    shapes = ((n, len(VARIABLES), n_periods), (n, len(VARIABLES), n_periods), (n, 3), (n, 1))
+    return tuple(
+        torch.randn(*shape, generator=gen, dtype=torch.float64).to(device).requires_grad_() for shape in shapes
+    )
+
+
+def _phase_scale(periods: Sequence[int], phase_units: str, device) -> torch.Tensor:
+    """[nT] the factor that turns the phase parameter into an angle: 2 pi / T for a phase d in
+    units of t (Eq. 5 as written), 1 for a phase in radians."""
+    omega = 2 * torch.pi / torch.as_tensor(periods, dtype=torch.float64, device=device)  # [nT]
+    return omega if phase_units == "t" else torch.ones_like(omega)
+
+
+def _theta(A: torch.Tensor, d: torch.Tensor, w: torch.Tensor, c: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """[n, m] the linear coefficients of Eq. 5 in the design's column order: per variable and
+    period (A cos(angle), A sin(angle)) with angle = d * scale, then the linear terms w and the
+    constant c; a differentiable function of (A, d, w, c)."""
+    n = A.shape[0]
+    ang = d * scale
+    pairs = torch.stack([A * torch.cos(ang), A * torch.sin(ang)], -1)  # [n, 3, nT, 2]
+    return torch.cat([pairs.reshape(n, -1), w, c], 1)
+
+
+def _mse_function(Y: torch.Tensor, X: torch.Tensor, gram: bool) -> Callable[[torch.Tensor], torch.Tensor]:
+    """theta [n, m] -> [n] each neuron's MSE over the P grid points of Y [n, P] under the design
+    X [P, m]: from the sufficient statistics G = X'X, X'y, y'y (``gram``) or point by point."""
+    P = Y.shape[1]
+    Yd = Y.double()
+    if gram:
+        G = X.T @ X  # [m, m]
+        r = Yd @ X  # [n, m]
+        yy = Yd.pow(2).sum(1)  # [n]
+        return lambda th: ((th @ G * th).sum(1) - 2 * (th * r).sum(1) + yy) / P
+    return lambda th: (th @ X.T - Yd).pow(2).mean(1)
+
+
+def _descend(
+    params: list[torch.Tensor],
+    loss_of: Callable[[], torch.Tensor],
+    lr: float,
+    epochs: int,
+    schedule: str,
+    record_every: int,
+) -> tuple[list[np.ndarray], list[int]]:
+    """The paper's optimiser (section 5.4): full-batch SGD without momentum on the sum over
+    neurons of ``loss_of()`` [n], lr ``lr`` annealed to 0 by a cosine over ``epochs`` (or
+    constant); returns the per-neuron losses and their epochs every ``record_every`` epochs."""
+    opt = torch.optim.SGD(params, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs) if schedule == "cosine" else None
+    history, at = [], []
+    for epoch in range(epochs):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of()
+        if record_every and epoch % record_every == 0:
+            history.append(to_numpy(loss))
+            at.append(epoch)
+        loss.sum().backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+    return history, at
