@@ -61,8 +61,8 @@ def test_one_seeded_split_fits_and_patches(tiny_gptj, stage_inputs, monkeypatch)
         hp, "fit_token", lambda H, values, *a, **k: fitted.append(values) or real_fit(H, values, *a, **k)
     )
     drawn = []
-    real_draw = hp.draw_pairs
-    monkeypatch.setattr(hp, "draw_pairs", lambda *a, **k: drawn.append(k.get("clean_a")) or real_draw(*a, **k))
+    real_draw = hp.model_pairs
+    monkeypatch.setattr(hp, "model_pairs", lambda *a, **k: drawn.append(k.get("clean_a")) or real_draw(*a, **k))
     out = run(tiny_gptj, stage_inputs)
     train_a, test_a = split_values(stage_inputs[0].ab[:, 0], 0.2, 3)
     assert len(test_a) == 8 and not set(train_a) & set(test_a)

@@ -109,9 +109,10 @@ def test_one_token_answers_give_the_papers_ld_exactly(tiny_gptj):
     assert ld_one.abs().max() > 1e-2  # the patches do something
 
 
-def plain_ld(hf, clean, corrupt, answers, k, layer_path, position):
+def plain_ld(hf, clean, corrupt, answers, k, layer_path, position, scoring="logit"):
     """LD of patching the clean residual at ``position`` into the corrupted run, by plain hooks:
-    the sum of the answer tokens' logits at the last k positions, patched minus corrupted."""
+    the sum of the answer tokens' logits (or log-probabilities) at the last k positions, patched
+    minus corrupted."""
     store = {}
 
     def keep(x):
@@ -124,7 +125,9 @@ def plain_ld(hf, clean, corrupt, answers, k, layer_path, position):
         return y
 
     def score(logits):
-        return logits[:, -k:].gather(2, answers[:, :k, None])[..., 0].sum(1)
+        read = logits[:, -k:].float()
+        read = read.log_softmax(-1) if scoring == "logprob" else read
+        return read.gather(2, answers[:, :k, None])[..., 0].sum(1)
 
     with torch.no_grad():
         h = replace_io(hf.get_submodule(layer_path), "input", keep)
@@ -155,6 +158,7 @@ def test_teacher_forced_ld_of_several_token_answers_equals_plain_hooks(digit_lla
                 lay.answer,
                 "model.layers.1",
                 lay.resolve(role)[0],
+                pairs.scoring,
             )
             torch.testing.assert_close(got[rows], want, atol=1e-4, rtol=1e-4)
     full = engine.run(pairs, [[Patch(Point("resid_pre", 0, ("a_span", "b_span", "last")))]]).metric[0]
@@ -265,14 +269,16 @@ def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
 
 
 def test_pair_counts_know_the_token_counts(digits):
-    """With numbers of several tokens a partner needs the clean prompt's shape: b = 95's only
-    other prompt has a of another length, so no pair exists, and the count says so."""
+    """With numbers of several tokens a partner needs the clean prompt's shape, the token counts
+    of its operands and of its answer: b = 95's only other prompt has a of another length, so no
+    pair exists, and the count says so; 95 + 4 = 99 and 96 + 4 = 100 have answers of 2 and 3
+    tokens, so they are not partners either ("is it 100 or more" is not what a pair changes)."""
     from helixclock.pairs import prompt_shapes
     from helixclock.sampling import pair_indices, pairs_available
 
     correct = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
     shape = prompt_shapes(digits, ADD, correct)
-    assert shape == [(1, 2), (2, 2), (1, 2), (1, 2)]
+    assert shape == [(1, 2, 3), (2, 2, 3), (1, 2, 2), (1, 2, 2)]  # a, b and answer tokens
     assert pairs_available(correct, ("a",)) == 4  # counted without the tokenizer: an upper bound
     assert (
         pairs_available(correct, ("a",), shape=shape) == 2 == len(pair_indices(correct, 9, 0, ("a",), shape=shape)[0])
@@ -280,6 +286,9 @@ def test_pair_counts_know_the_token_counts(digits):
     assert pairs_available(correct, ("a",), clean_a=[7, 23], shape=shape) == 0
     with pytest.raises(ValueError, match="no clean/corrupted pairs"):
         draw_pairs(correct.iloc[:2], 4, 0, digits, ADD, ("a",), several=True)
+    across = correct_table([(95, 4), (96, 4)])
+    assert prompt_shapes(digits, ADD, across) == [(2, 1, 2), (2, 1, 3)]
+    assert pairs_available(across, ("a",), shape=prompt_shapes(digits, ADD, across)) == 0
 
 
 def test_a_tensor_value_cannot_fill_a_padded_span(digit_llama, digits):
@@ -299,7 +308,7 @@ def test_only_the_digits_0_to_9_continue_an_answer():
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
-    from helixclock.stages.accuracy.greedy import digit_tokens
+    from helixclock.numbers import digit_tokens
 
     words = ["<unk>", "7", "12", "²", "٣", "१८", "a", "7a"]
     tok = PreTrainedTokenizerFast(

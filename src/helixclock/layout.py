@@ -20,6 +20,8 @@ role       positions
 ``a_span`` every token of a (a layer patch of the whole number)
 ``b_span`` every token of b
 ``last``   the last prompt token (the "=" that predicts the answer)
+``answer`` every position that predicts an answer token: the last prompt token and the
+           answer's tokens but its last (teacher-forced), the units digit's predictor last
 =========  ===================================================================
 
 A span's tokens are padded to the widest span of the rows by repeating its first token, so a
@@ -27,8 +29,12 @@ point has the same number of positions in every group (patching a position twice
 same clean value is the same as patching it once).
 
 Answers of several tokens are scored by teacher forcing: the prompt is followed by the
-answer's tokens but its last, and the logits of the last ``answer`` positions are read (one
-position, the last token, for a one-token answer).
+answer's tokens, and the logits of the last ``answer`` positions are read (one position, the
+last token, for a one-token answer).  Where the prompt's format fixes the token that ends an
+answer (the newline of a few-shot prefix; ``end`` = 1), the row holds the whole answer and the
+last position read predicts that token; without one (``end`` = 0) the row stops before the
+answer's last token.  The ``answer`` role is the positions read but the end's, padded like a
+span to the most answer tokens of the rows.
 """
 
 from __future__ import annotations
@@ -38,20 +44,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-ROLES = ("a", "b", "a_span", "b_span", "last")
+ROLES = ("a", "b", "a_span", "b_span", "last", "answer")
 
 
 @dataclass(frozen=True)
 class Layout:
     """Token positions a group of rows shares: sequence ``length`` (prompt and teacher-forced
-    answer tokens), each operand's span [start, end) and the number of answer positions
+    answer tokens), each operand's span [start, end) and the number of positions read
     (``answer``: the logits of the last ``answer`` positions score it; the prompt's last token
-    is the first of them)."""
+    is the first of them), of which the last ``end`` (0 or 1) predicts the token that ends the
+    answer rather than one of its own tokens."""
 
     length: int
     spans: tuple[tuple[str, int, int], ...] = ()
     answer: int = 1
-    width: tuple[tuple[str, int], ...] = field(default=(), compare=False)  # widest span per operand
+    width: tuple[tuple[str, int], ...] = field(default=(), compare=False)  # widest span per operand (and "answer")
+    end: int = 0
+
+    @property
+    def answer_tokens(self) -> int:
+        """How many answer tokens the row's positions predict (the positions read but the end's)."""
+        return self.answer - self.end
 
     def resolve(self, position: int | str) -> tuple[int, ...]:
         """The token positions of an integer position (itself) or a role (:data:`ROLES`)."""
@@ -59,6 +72,10 @@ class Layout:
             return (int(position),)
         if position == "last":
             return (self.length - self.answer,)
+        if position == "answer":
+            first, k = self.length - self.answer, self.answer_tokens
+            wide = dict(self.width).get("answer", k)
+            return tuple(range(first, first + k)) + (first,) * (wide - k)
         spans = {name: (start, end) for name, start, end in self.spans}
         name, _, kind = position.partition("_")
         if name not in spans or kind not in ("", "span"):
@@ -70,7 +87,7 @@ class Layout:
         return tuple(range(start, end)) + (start,) * (wide - (end - start))
 
     def roles(self) -> list[str]:
-        return [r for r in ROLES if r == "last" or r.split("_")[0] in {s[0] for s in self.spans}]
+        return [r for r in ROLES if r in ("last", "answer") or r.split("_")[0] in {s[0] for s in self.spans}]
 
     def positions(self, positions: Sequence[int | str]) -> list[int]:
         """All token positions of a point's positions (roles resolved, in order)."""

@@ -17,7 +17,7 @@ import torch
 
 from .io import read_json
 from .models import LoadedModel, load_model
-from .pairs import draw_pairs, prompt_sample
+from .pairs import model_pairs, prompt_sample
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start
 from .preconditions import clock_needs
@@ -83,16 +83,8 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
     positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
     model, engine = open_model(snakemake)
     template = p.spec["prompts"]["add"]
-    pairs = draw_pairs(
-        correct,
-        pairs_settings["n_pairs"],
-        pairs_settings["seed"],
-        model.tokenizer,
-        template,
-        tuple(pairs_settings["vary"]),
-        device=model.device,
-        several=p.spec.get("number_tokens", "one") == "several",
-    )
+    n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
+    pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
     ids, a, b = (None, None, None)
     if fit_prompts is not None:
         ids, a, b = prompt_sample(model.tokenizer, correct, template, fit_prompts, pairs_settings["seed"])

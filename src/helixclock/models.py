@@ -101,9 +101,10 @@ def wrap_model(
     family: str | None = None,
     source: str = "",
     number_tokens: str = "one",
+    answer_end: str | None = None,
 ) -> LoadedModel:
     """Wrap an already-built Hugging Face model (tests build tiny random ones); ``number_tokens``
-    as the registry key of that name."""
+    and ``answer_end`` as the registry keys of those names."""
     from nnsight import TransformersModel
 
     _quiet()
@@ -112,7 +113,7 @@ def wrap_model(
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     p = next(hf_model.parameters())
-    info = {"number_tokens": number_tokens}
+    info = {"number_tokens": number_tokens, "answer_end": answer_end}
     return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype, info, attention)
 
 
@@ -160,7 +161,7 @@ def load_model(
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
     source = spec["source"] if spec["source"] != TOY_SOURCE else path
-    info = {"number_tokens": spec.get("number_tokens", "one")}
+    info = {"number_tokens": spec.get("number_tokens", "one"), "answer_end": spec.get("answer_end")}
     return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype, info, attention)
 
 

@@ -40,11 +40,13 @@ class PromptTokens:
 
     ids: each prompt's token ids (lengths may differ); spans: operand -> [n, 2] token
     [start, end) of its number; answers: each answer's tokens after its prompt (None when
-    not asked for)."""
+    not asked for); end: the token that ends each answer where the prompt's format fixes one
+    (registry ``answer_end``: the few-shot prefix's newline), else None."""
 
     ids: list[list[int]]
     spans: dict[str, np.ndarray]
     answers: list[list[int]] | None = None
+    end: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -61,21 +63,31 @@ class PromptTokens:
         return {op: int((s[:, 1] - s[:, 0]).max()) for op, s in self.spans.items()}
 
     def layouts(self, teacher_forced: bool = False) -> list[Layout]:
-        """Each prompt's layout; ``teacher_forced``: the prompt followed by its answer's tokens
-        but the last (the answer scored at its k positions)."""
-        width = tuple(self.widths().items())
+        """Each prompt's layout.  ``teacher_forced``: the prompt followed by its answer's tokens
+        but the last, the answer scored at its k positions; where an ``end`` token is known,
+        followed by all of its tokens, scored at k + 1 positions, the last predicting the end.
+        The ``answer`` role is as wide as the most answer tokens of these prompts."""
         k = self.answer_lengths() if teacher_forced else np.ones(len(self), int)
+        e = int(teacher_forced and self.end is not None)
+        width = tuple(self.widths().items()) + ((("answer", int(k.max())),) if teacher_forced else ())
         out = []
         for i, n in enumerate(self.lengths):
             spans = tuple((op, int(s[i, 0]), int(s[i, 1])) for op, s in self.spans.items())
-            out.append(Layout(int(n + k[i] - 1), spans, int(k[i]), width))
+            out.append(Layout(int(n + k[i] - 1 + e), spans, int(k[i]) + e, width, e))
         return out
 
     def sequences(self, teacher_forced: bool = False) -> list[list[int]]:
-        """Token ids of each row (with its answer's tokens but the last, when teacher-forced)."""
+        """Token ids of each row: the prompt, and when teacher-forced its answer's tokens but the
+        last (all of them where an ``end`` token is known)."""
         if not teacher_forced:
             return self.ids
-        return [ids + ans[:-1] for ids, ans in zip(self.ids, self.answers)]
+        return [ids + (ans if self.end is not None else ans[:-1]) for ids, ans in zip(self.ids, self.answers)]
+
+    def targets(self) -> list[list[int]]:
+        """The tokens each teacher-forced row is scored on: the answer's, then the end token."""
+        if self.end is None:
+            return [list(a) for a in self.answers]
+        return [list(a) + [e] for a, e in zip(self.answers, self.end)]
 
     def classes(self) -> pd.DataFrame:
         """Length classes: the token counts of each operand and of the answer, with how many
@@ -89,10 +101,17 @@ class PromptTokens:
 
 
 def several_task_tokens(
-    tokenizer, model: str, task: Task, template: str, problems: Problems | None = None, answers: bool = True
+    tokenizer,
+    model: str,
+    task: Task,
+    template: str,
+    problems: Problems | None = None,
+    answers: bool = True,
+    answer_end: str | None = None,
 ) -> PromptTokens:
     """The tokens of every prompt of ``task`` and where its numbers lie (see the module
-    docstring); :class:`TokenisationError` names the first number or answer that breaks a rule."""
+    docstring), with the token of ``answer_end`` (text, e.g. "\\n") that ends each answer;
+    :class:`TokenisationError` names the first number or answer that breaks a rule."""
     problems = problems if problems is not None else task.problems()
     require_placeholders(model, task, template)
     prompts = problems.prompts(template)
@@ -115,7 +134,12 @@ def several_task_tokens(
                 )
             spans[op][i] = (toks[0], toks[-1] + 1)
     answer_ids = _answer_tokens(tokenizer, model, task, prompts, problems.answer, enc["input_ids"]) if answers else None
-    return PromptTokens([list(x) for x in enc["input_ids"]], spans, answer_ids)
+    end_ids = None
+    if answers and answer_end is not None:
+        end_ids = _end_tokens(
+            tokenizer, model, task, prompts, problems.answer, answer_ids, enc["input_ids"], answer_end
+        )
+    return PromptTokens([list(x) for x in enc["input_ids"]], spans, answer_ids, end_ids)
 
 
 def _answer_tokens(tokenizer, model: str, task: Task, prompts, answers, prompt_ids) -> list[list[int]]:
@@ -130,6 +154,23 @@ def _answer_tokens(tokenizer, model: str, task: Task, prompts, answers, prompt_i
                 f"spelled by tokens after the prompt's own: tokens {token_strings(tokenizer, ids)}"
             )
         out.append(tail)
+    return out
+
+
+def _end_tokens(tokenizer, model: str, task: Task, prompts, answers, answer_ids, prompt_ids, end: str) -> list[int]:
+    """The one token that ``end`` adds after each prompt and its answer (registry
+    ``answer_end``); the prompt's and the answer's tokens must stay as they were."""
+    full = tokenizer([p + str(int(x)) + end for p, x in zip(prompts, answers)], add_special_tokens=True)["input_ids"]
+    out = []
+    for i, (ids, head, ans) in enumerate(zip(full, prompt_ids, answer_ids)):
+        kept = list(head) + list(ans)
+        tail = list(ids[len(kept) :])
+        if list(ids[: len(kept)]) != kept or len(tail) != 1:
+            raise TokenisationError(
+                f"model {model!r}: the answer end {end!r} after answer {int(answers[i])} of task {task.name!r} "
+                f"(prompt {prompts[i]!r}) is not one token of its own: tokens {token_strings(tokenizer, ids)}"
+            )
+        out.append(int(tail[0]))
     return out
 
 
@@ -188,3 +229,16 @@ def describe_classes(tokens: PromptTokens) -> list[dict]:
         entry["answer_tokens"] = sorted(entry["answer_tokens"])
         out.append(entry)
     return out
+
+
+def digit_tokens(tokenizer, vocab_size: int) -> np.ndarray:
+    """[vocab] bool: tokens that decode (stripped of spaces) to one or more of the digits 0-9,
+    the tokens that continue an answer in greedy decoding (README, "Numbers of several
+    tokens").  Other Unicode digits (Gemma-3's vocabulary has 448: "²", "٣", "१८", ...) are not
+    how an answer is spelled, so they end the decoding like any other non-digit."""
+    flags = np.zeros(vocab_size, dtype=bool)
+    for token, i in tokenizer.get_vocab().items():
+        if i < vocab_size:
+            text = tokenizer.convert_tokens_to_string([token]).strip()
+            flags[i] = bool(text) and text.isascii() and text.isdigit()
+    return flags

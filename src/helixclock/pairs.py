@@ -14,7 +14,8 @@ import pandas as pd
 import torch
 
 from .layout import groups_of, layout_order
-from .numbers import ordered, padded, several_task_tokens
+from .models import LoadedModel, several_tokens
+from .numbers import digit_tokens, ordered, padded, several_task_tokens
 from .patching import Pairs
 from .sampling import pair_indices, seeded_rows
 from .tasks import Problems, Task, render
@@ -32,6 +33,7 @@ def draw_pairs(
     clean_a: Sequence[int] | None = None,
     device=None,
     several: bool = False,
+    end: str | None = None,
 ) -> Pairs:
     """Clean/corrupted pairs drawn (seeded) from a task's correctly answered prompts.
 
@@ -42,11 +44,15 @@ def draw_pairs(
     held-out test split).  Fewer pairs than asked is said in the log.
 
     With numbers of several tokens (``several``) the corrupted operands have the clean ones'
-    token counts (the pair shares its token positions), both prompts are followed by the clean
-    answer's tokens but the last (teacher forcing), pairs are ordered by token layout, and the
-    log says how many pairs each length class gave.
+    token counts (the pair shares its token positions) and the corrupted answer has the clean
+    answer's token count (so "is it 100 or more" is not what the pair changes), both prompts
+    are followed by the clean answer's tokens (teacher forcing: all of them, scored with the
+    token ``end`` that ends an answer in the prompt's format, or all but the last where it
+    fixes none), the pairs are scored by log-probability (:mod:`helixclock.patching.metrics`;
+    the paper's logit where every pair reads one position: one-token answers and no end token),
+    ordered by token layout, and the log says how many pairs each length class gave.
     """
-    tokens = _task_tokens(tokenizer, template, correct) if several else None
+    tokens = _task_tokens(tokenizer, template, correct, end=end) if several else None
     shape = _shapes(tokens) if several else None
     clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a, shape)
     if not clean_idx:
@@ -75,7 +81,8 @@ def draw_pairs(
         "seed": seed,
     }
     if several:
-        return _several_pairs(tokens, clean_idx, corrupt_idx, meta, device)
+        digits = torch.from_numpy(np.flatnonzero(digit_tokens(tokenizer, max(tokenizer.get_vocab().values()) + 1)))
+        return _several_pairs(tokens, clean_idx, corrupt_idx, meta, device, digits.to(device))
     return Pairs(
         prompt_ids(tokenizer, template, c, device),
         prompt_ids(tokenizer, template, x, device),
@@ -85,29 +92,51 @@ def draw_pairs(
     )
 
 
-def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True):
+def model_pairs(
+    model: LoadedModel,
+    correct: pd.DataFrame,
+    n_pairs: int,
+    seed: int,
+    template: str,
+    vary: Sequence[str] = ("a",),
+    clean_a: Sequence[int] | None = None,
+) -> Pairs:
+    """:func:`draw_pairs` for a loaded model: its tokenizer and device, and with numbers of
+    several tokens its registry's ``answer_end``."""
+    several = several_tokens(model)
+    end = model.info.get("answer_end") if several else None
+    return draw_pairs(
+        correct, n_pairs, seed, model.tokenizer, template, vary, clean_a, model.device, several=several, end=end
+    )
+
+
+def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True, end: str | None = None):
     """:class:`helixclock.numbers.PromptTokens` of the prompts of ``rows`` (columns a, b,
-    answer; b = -1 for one-operand tasks)."""
+    answer; b = -1 for one-operand tasks), with the answer-ending token ``end``."""
     ops = ("a", "b") if (rows["b"] >= 0).any() else ("a",)
     task = Task("rows", "rows", ops, "", lambda: [], lambda *x: 0)
     problems = Problems(task, rows["a"].to_numpy(), rows["b"].to_numpy(), rows["answer"].to_numpy())
-    return several_task_tokens(tokenizer, "model", task, template, problems, answers)
+    return several_task_tokens(tokenizer, "model", task, template, problems, answers, answer_end=end)
 
 
 def prompt_shapes(tokenizer, template: str, rows: pd.DataFrame) -> list[tuple]:
-    """Each prompt's shape with numbers of several tokens (the token counts of its operands):
-    the ``shape`` that pair counting and :func:`pair_indices` group partners by."""
-    return _shapes(_task_tokens(tokenizer, template, rows, answers=False))
+    """Each prompt's shape with numbers of several tokens (the token counts of its operands and
+    of its answer): the ``shape`` that pair counting and :func:`pair_indices` group partners by."""
+    return _shapes(_task_tokens(tokenizer, template, rows))
 
 
 def _shapes(tokens) -> list[tuple]:
-    """Each prompt's shape: the token counts of its operands (pairs share one)."""
-    return [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
+    """Each prompt's shape: the token counts of its operands, then of its answer (pairs share
+    one)."""
+    counts = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
+    return [c + (int(k),) for c, k in zip(counts, tokens.answer_lengths())]
 
 
-def _several_pairs(tokens, clean_idx: list[int], corrupt_idx: list[int], meta: dict, device) -> Pairs:
-    """Pairs of prompts with numbers of several tokens, teacher-forced on the clean answer and
-    ordered by token layout (see :func:`draw_pairs`)."""
+def _several_pairs(
+    tokens, clean_idx: list[int], corrupt_idx: list[int], meta: dict, device, digits: torch.Tensor
+) -> Pairs:
+    """Pairs of prompts with numbers of several tokens, teacher-forced on the clean answer,
+    scored by log-probability and ordered by token layout (see :func:`draw_pairs`)."""
     forced = tokens.layouts(teacher_forced=True)
     spans = [lay.spans for lay in tokens.layouts()]
     shapes = _shapes(tokens)
@@ -122,20 +151,25 @@ def _several_pairs(tokens, clean_idx: list[int], corrupt_idx: list[int], meta: d
     corrupt_rows = [corrupt_idx[k] for k in order]
     meta = {k: v[order] if isinstance(v, np.ndarray) else v for k, v in meta.items()}
     meta["classes"] = pd.Series([str(shapes[i]) for i in clean_rows]).value_counts().to_dict()
-    log.info("pairs per length class (token counts of the operands): %s", meta["classes"])
-    answers = [tokens.answers[i] for i in clean_rows]
+    log.info("pairs per length class (token counts of the operands and the answer): %s", meta["classes"])
+    seqs, targets = tokens.sequences(teacher_forced=True), tokens.targets()
     pad = int(tokens.ids[0][0])  # never run: a batch stops at its layout's length
-    clean = padded([tokens.ids[i] + ans[:-1] for i, ans in zip(clean_rows, answers)], pad)
-    corrupt = padded([tokens.ids[j] + ans[:-1] for j, ans in zip(corrupt_rows, answers)], pad)
-    answer_ids = padded(answers, 0)  # columns past an answer's length are never read
+    clean = padded([seqs[i] for i in clean_rows], pad)
+    # the corrupted prompt followed by the clean answer's tokens
+    corrupt = padded([tokens.ids[j] + seqs[i][len(tokens.ids[i]) :] for i, j in zip(clean_rows, corrupt_rows)], pad)
+    scored = padded([targets[i] for i in clean_rows], 0)  # columns past a row's positions are never read
+    # the paper's LD where every pair reads one position (one-token answers, no end token)
+    scoring = "logit" if scored.shape[1] == 1 else "logprob"
     return Pairs(
         torch.tensor(clean, device=device),
         torch.tensor(corrupt, device=device),
-        torch.tensor(answer_ids[:, 0], device=device),
+        torch.tensor(scored[:, 0], device=device),
         torch.tensor([tokens.answers[j][0] for j in corrupt_rows], device=device),
         meta,
         groups_of([forced[i] for i in clean_rows]),
-        torch.tensor(answer_ids, device=device),
+        torch.tensor(scored, device=device),
+        scoring=scoring,
+        digits=digits,
     )
 
 

@@ -41,7 +41,7 @@ from torch import Tensor
 from ..layout import Group, Layout, boundaries, group_at, single_group
 from ..models import LoadedModel, Site
 from .batching import OOMRetry
-from .metrics import Metric, answer_logits, logit_difference
+from .metrics import Metric, answer_logits, answer_positions, logit_difference, padded_positions
 from .points import Patch, Point, Record
 from .prefix import PrefixCache
 from .runs import Pairs, RunCache
@@ -57,9 +57,11 @@ class RunResult:
     """Per-row outputs of a patched run, shaped [n_variants, n_pairs, ...]."""
 
     metric: Float[Tensor, "variant pair"]
-    answer_logit: Float[Tensor, "variant pair"]
+    answer_logit: Float[Tensor, "variant pair"]  # the clean answer's score
     records: dict[Point, Float[Tensor, "variant pair pos *feature"]]
     variant_records: list[dict[Point, Float[Tensor, "pair pos *feature"]]]
+    positions: Float[Tensor, "variant pair k"]  # each position's score of its token (NaN past a pair's)
+    positions_raw: Float[Tensor, "variant pair k"]  # each position's logit of its token
 
 
 class PatchingEngine:
@@ -168,23 +170,30 @@ class PatchingEngine:
         answers: Int[Tensor, "row k"] | None = None,
         desc: str = "collect",
         logits: bool = True,
+        scoring: str = "logit",
     ) -> tuple[
-        dict[Point, Float[Tensor, "row pos *feature"]], Float[Tensor, "row vocab"] | None, Float[Tensor, " row"] | None
+        dict[Point, Float[Tensor, "row pos *feature"]],
+        Float[Tensor, "row vocab"] | None,
+        tuple[Float[Tensor, "row k"], Float[Tensor, "row k"]] | None,
     ]:
-        """:meth:`collect`, and with ``answers`` [n, K] each row's teacher-forced answer score
-        [n] (the sum of its answer tokens' logits at the last ``layout.answer`` positions)."""
+        """:meth:`collect`, and with ``answers`` [n, K] each row's teacher-forced answer tokens'
+        scores and raw logits at the last ``layout.answer`` positions, [n, K] each (NaN past a
+        row's positions; ``scoring`` as :func:`~.metrics.answer_positions`)."""
         out: dict[Point, list[Tensor]] = {p: [] for p in points}
         last: list[Tensor] = []
-        scores: list[Tensor] = []
-        for chunk in self.iter_collect(ids, points, logits, desc, groups, answers):
+        scored: list[Tensor] = []
+        raw: list[Tensor] = []
+        for chunk in self.iter_collect(ids, points, logits, desc, groups, answers, scoring):
             for p in points:
                 out[p].append(chunk[p])
             if logits:
                 last.append(chunk["logits"])
             if answers is not None:
-                scores.append(chunk["score"])
+                scored.append(chunk["positions"])
+                raw.append(chunk["positions_raw"])
         values = {p: torch.cat(v) for p, v in out.items()}
-        return values, (torch.cat(last) if logits else None), (torch.cat(scores) if answers is not None else None)
+        positions = (torch.cat(scored), torch.cat(raw)) if answers is not None else None
+        return values, (torch.cat(last) if logits else None), positions
 
     def iter_collect(
         self,
@@ -194,6 +203,7 @@ class PatchingEngine:
         desc: str = "collect",
         groups: Sequence[Group] | None = None,
         answers: Int[Tensor, "row k"] | None = None,
+        scoring: str = "logit",
     ) -> Iterator[dict]:
         """Like :meth:`collect`, one dict per chunk (for streaming to disk); a chunk never
         mixes token layouts."""
@@ -215,7 +225,9 @@ class PatchingEngine:
                 if logits:
                     got["logits"] = x[:, 0].clone()
                 if answers is not None:
-                    got["score"] = answer_logits(x, answers[start:stop].to(x.device)).sum(1)
+                    rows = answers[start:stop].to(x.device)
+                    got["positions"] = padded_positions(answer_positions(x, rows, scoring), answers.shape[1])
+                    got["positions_raw"] = padded_positions(answer_logits(x, rows), answers.shape[1])
 
             with torch.no_grad():
                 self.trace(ids[start:stop, : layout.length], plan, grab, prefix, layout.answer)
@@ -230,8 +242,10 @@ class PatchingEngine:
         scores, and every missing point."""
         missing = run.missing(points)
         if missing or not run.collected:
-            values, logits, scores = self.collect_run(run.ids, missing, run.groups, run.answers, run.desc)
-            run.store(values, logits, scores)
+            values, logits, positions = self.collect_run(
+                run.ids, missing, run.groups, run.answers, run.desc, scoring=run.scoring
+            )
+            run.store(values, logits, positions)
         return {p: run.values[p] for p in points}
 
     def clean_values(self, pairs: Pairs, points: Sequence[Point]) -> dict[Point, Tensor]:
@@ -299,6 +313,9 @@ class _Sweep:
         size = len(variants) * self.n
         self.metric_out = torch.empty(size, device=device)
         self.answer = torch.empty(size, device=device)
+        K = pairs.answers.shape[1]
+        self.positions = torch.full((size, K), float("nan"), device=device)
+        self.positions_raw = torch.full((size, K), float("nan"), device=device)
         self.recorded: dict[Point, list[Tensor]] = {p: [] for p in record}
         self.per_variant: list[dict[Point, list[Tensor]]] = [
             {r.point: [] for r in v if isinstance(r, Record)} for v in variants
@@ -333,7 +350,11 @@ class _Sweep:
 
         def on_logits(x: Tensor) -> None:
             x = x.detach().float()
-            self.answer[start:stop] = answer_logits(x, self.pairs.answers[pair_rows]).sum(1)
+            answers, k = self.pairs.answers[pair_rows], x.shape[1]
+            scored = answer_positions(x, answers, self.pairs.scoring)
+            self.positions[start:stop, :k] = scored
+            self.positions_raw[start:stop, :k] = answer_logits(x, answers)
+            self.answer[start:stop] = scored.sum(1)
             self.metric_out[start:stop] = self.metric(x, pair_rows, self.pairs)
 
         with torch.no_grad():
@@ -398,4 +419,11 @@ class _Sweep:
     def result(self) -> RunResult:
         recs = {p: self.unstack(torch.cat(v)) for p, v in self.recorded.items()}
         by_variant = [{p: torch.cat(chunks) for p, chunks in d.items()} for d in self.per_variant]
-        return RunResult(self.unstack(self.metric_out), self.unstack(self.answer), recs, by_variant)
+        return RunResult(
+            self.unstack(self.metric_out),
+            self.unstack(self.answer),
+            recs,
+            by_variant,
+            self.unstack(self.positions),
+            self.unstack(self.positions_raw),
+        )

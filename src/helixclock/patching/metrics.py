@@ -7,25 +7,42 @@ has computed before it calls the metric (the corrupted run's score is the baseli
 is a plain argument of :meth:`PatchingEngine.run <helixclock.patching.engine.PatchingEngine.run>`,
 LD by default.
 
-An answer of k tokens is scored by teacher forcing: the rows run the prompt followed by the
-clean answer's first k - 1 tokens, and the *score* of the answer is the sum of its tokens'
-logits at the k positions that predict them.  The logit difference generalises to
+The paper's answers are one token, and its LD is a logit difference:
 
-    LD = score_patched(clean answer) - score_corrupted(clean answer),
+    LD = logit_patched(clean answer) - logit_corrupted(clean answer).
 
-which for a one-token answer is the paper's LD = logit_patched - logit_corrupted exactly.
+An answer of k tokens (numbers of several tokens, helixclock's extension) is scored by teacher
+forcing: the rows run the prompt followed by the clean answer's tokens, and each token y_j is
+scored at the position that predicts it.  Summed raw logits would assume that the softmax's
+normaliser is the same at every position and under every patch, which it is not (a corrupted
+run can give the clean answer's digits larger logits and still a lower probability); such pairs
+(``Pairs.scoring == "logprob"``) are scored by log-probability, and LD is the log-likelihood
+ratio of the clean answer,
+
+    LD = sum_j [log p_patched(y_j) - log p_corrupted(y_j)]  (+ the same term of the token that
+         ends the answer, where the prompt's format fixes one: the few-shot prefix's newline),
+
+which :func:`ld_terms` splits into its terms by place value (units, tens, hundreds: a digit
+tokenizer's answer tokens from the last), the end's term, and the raw-logit sum of the answer's
+own tokens (``ld_raw``, the score before log-probabilities) beside it.  A one-token answer
+keeps the paper's logit difference exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
 from .runs import Pairs
 
 Metric = Callable[[Tensor, Tensor, Pairs], Tensor]
+
+SCORINGS = ("logit", "logprob")
+PLACES = ("units", "tens", "hundreds")  # answer tokens by place value, from the last
+TERMS = ("ld", "ld_raw", *PLACES, "end")  # the rows of an LD table of answers of several tokens
 
 
 def answer_logits(logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "row _"]) -> Float[Tensor, "row k"]:
@@ -35,27 +52,105 @@ def answer_logits(logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "ro
     return logits.gather(2, answers[:, :k, None])[..., 0]
 
 
+def answer_positions(
+    logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "row _"], scoring: str
+) -> Float[Tensor, "row k"]:
+    """Each answer token's score at its position: its logit (``scoring="logit"``) or its
+    log-probability (``"logprob"``)."""
+    if scoring == "logit":
+        return answer_logits(logits, answers)
+    if scoring == "logprob":
+        return answer_logits(torch.log_softmax(logits, -1), answers)
+    raise ValueError(f"scoring {scoring!r}; allowed: {', '.join(SCORINGS)}")
+
+
+def padded_positions(values: Float[Tensor, "row k"], width: int) -> Float[Tensor, "row width"]:
+    """Per-position values of rows that read k positions, NaN-padded to ``width`` columns (the
+    rows of several layouts read different numbers of positions)."""
+    if values.shape[1] == width:
+        return values
+    out = values.new_full((values.shape[0], width), float("nan"))
+    out[:, : values.shape[1]] = values
+    return out
+
+
+def answer_score(
+    logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
+) -> Float[Tensor, " row"]:
+    """The clean answer's score in the patched run: the sum of its positions' scores (for a
+    one-token answer its logit)."""
+    return answer_positions(logits, pairs.answers[rows], pairs.scoring).sum(1)
+
+
 def logit_difference(
     logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
 ) -> Float[Tensor, " row"]:
-    """LD = score_patched(clean answer) - score_corrupted(clean answer) (the sum of the answer
-    tokens' logits; for a one-token answer logit_patched - logit_corrupted)."""
-    base = pairs.corrupted_run.answer_score()[rows]
-    return answer_logits(logits, pairs.answers[rows]).sum(1) - base
+    """LD = score_patched(clean answer) - score_corrupted(clean answer): for a one-token answer
+    logit_patched - logit_corrupted, for answers of several tokens the log-likelihood ratio."""
+    return answer_score(logits, rows, pairs) - pairs.corrupted_run.answer_score()[rows]
 
 
 def clean_answer_logit(
     logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
 ) -> Float[Tensor, " row"]:
     """The clean answer's score in the patched run (its logit, for a one-token answer)."""
-    return answer_logits(logits, pairs.answers[rows]).sum(1)
+    return answer_score(logits, rows, pairs)
 
 
 def answer_correct(
     logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
 ) -> Float[Tensor, " row"]:
-    """1.0 where the patched run's top token is the clean answer's at every answer position
-    (teacher-forced: greedy decoding would write the clean answer's tokens, whatever follows
-    them), else 0.0."""
+    """1.0 where greedy decoding of the patched run writes the clean answer, else 0.0: the top
+    token is the answer's at each of its positions and, where the position after the answer is
+    read (an end token is scored), the top token there does not continue the answer (is not one
+    of ``pairs.digits``: greedy decoding stops at the first token that is not spelled by 0-9,
+    :mod:`helixclock.stages.accuracy.greedy`)."""
     k = logits.shape[1]
-    return (logits.argmax(-1) == pairs.answers[rows, :k]).all(1).float()
+    top = logits.argmax(-1)
+    end = pairs.groups[0].layout.end if len(pairs.groups) == 1 else _group_end(pairs, rows)
+    if not end:
+        return (top == pairs.answers[rows, :k]).all(1).float()
+    own = (top[:, : k - 1] == pairs.answers[rows, : k - 1]).all(1)
+    stops = (
+        ~torch.isin(top[:, k - 1], pairs.digits)
+        if pairs.digits is not None
+        else top[:, k - 1] == pairs.answers[rows, k - 1]
+    )
+    return (own & stops).float()
+
+
+def _group_end(pairs: Pairs, rows: Int[Tensor, " row"]) -> int:
+    """Whether the rows' group reads an end position (a batch never mixes groups)."""
+    first = int(rows[0])
+    return next(g.layout.end for g in pairs.groups if g.start <= first < g.stop)
+
+
+def ld_terms(
+    patched: Float[Tensor, "*variant pair k"],
+    patched_raw: Float[Tensor, "*variant pair k"],
+    pairs: Pairs,
+) -> dict[str, Float[Tensor, "*variant pair"]]:
+    """The terms of LD for answers of several tokens (:data:`TERMS`), from the patched run's
+    per-position scores and raw logits (NaN past a pair's positions; e.g. ``RunResult.positions``)
+    and the pairs' corrupted run: ``ld`` their sum over every position read (the metric),
+    ``ld_raw`` the raw-logit sum over the answer's own tokens, one term per place value of the
+    answer's tokens counted from its last (NaN where an answer has no such token) and ``end``
+    (NaN where no end token is scored)."""
+    base, base_raw = pairs.corrupted_run.positions, pairs.corrupted_run.positions_raw
+    if base is None:
+        raise RuntimeError("the corrupted run of these pairs has not been computed yet")
+    diff, diff_raw = patched - base, patched_raw - base_raw
+    k = pairs.answer_tokens()  # [pair]
+    read = torch.arange(diff.shape[-1], device=diff.device)
+    own = read[None, :] < k[:, None]  # [pair, K]: the answer's own tokens
+    nan = torch.full_like(diff[..., 0], float("nan"))
+    out = {"ld": diff.nansum(-1), "ld_raw": torch.where(own, diff_raw, 0.0).nansum(-1)}
+    for place, name in enumerate(PLACES):
+        j = k - 1 - place  # the position predicting the token of this place value
+        has = j >= 0
+        got = diff.gather(-1, j.clamp(min=0).expand(*diff.shape[:-1]).unsqueeze(-1))[..., 0]
+        out[name] = torch.where(has, got, nan)
+    ends = torch.tensor([g.layout.end for g in pairs.groups for _ in range(g.stop - g.start)], device=diff.device)
+    got = diff.gather(-1, k.clamp(max=diff.shape[-1] - 1).expand(*diff.shape[:-1]).unsqueeze(-1))[..., 0]
+    out["end"] = torch.where(ends.bool(), got, nan)
+    return out

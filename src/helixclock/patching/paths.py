@@ -17,6 +17,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from .engine import PatchingEngine
+from .metrics import answer_positions
 from .points import Patch, Point, Record
 from .runs import Pairs
 
@@ -73,22 +74,33 @@ def final_logits(engine: PatchingEngine, residual: Float[Tensor, "*row d_model"]
 def direct_effects(
     engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64
 ) -> Float[Tensor, "point pair"]:
-    """DE of components at the last token, [len(points), n_pairs]: the clean answer's logit
-    when only the component's write reaches the final residual at the last token, minus the
-    corrupted run's.  For an answer of several tokens this is its first token (no later
-    answer position reads the last token's residual directly)."""
-    final = Point("resid_pre", engine.adapter.n_layers, ("last",))
-    base = engine.corrupted_values(pairs, [final])[final][:, 0]  # [n, d]
-    ans = pairs.clean_answer[:, None]
-    corrupted_answer = pairs.corrupted_run.answer_logit(pairs.clean_answer)
+    """DE of components, [len(points), n_pairs], at the positions of ``points`` (all the same:
+    the last token, or every position that predicts an answer token, role "answer"): at each
+    position, the score of the token it predicts when only the component's write there reaches
+    the final residual (the corrupted run's plus the clean-minus-corrupted write), minus the
+    corrupted run's score, summed over the positions.  At the last token this is the clean
+    answer's logit (the paper's DE; for an answer of several tokens its first token's score, no
+    later position reading the last token's residual directly); a role padded past a pair's
+    answer tokens counts each of its positions once."""
+    positions = points[0].positions if points else ("last",)
+    if any(p.positions != positions for p in points):
+        raise ValueError(f"direct effects of points at different positions: {sorted({p.positions for p in points})}")
+    final = Point("resid_pre", engine.adapter.n_layers, positions)
+    base = engine.corrupted_values(pairs, [final])[final]  # [n, P, d]
+    n, P = base.shape[:2]
+    targets = pairs.answers[:, :P]  # the token each position predicts
+    corrupted = pairs.corrupted_run.positions[:, :P]  # [n, P]
+    counted = torch.arange(P, device=base.device)[None] < pairs.answer_tokens()[:, None]  # [n, P]
     sites = list(dict.fromkeys(replace(p, index=None) for p in points))
     engine.clean_values(pairs, sites)  # one clean and one corrupted pass for every site
     engine.corrupted_values(pairs, sites)
     out = []
     for i in range(0, len(points), chunk):
-        deltas = torch.stack([delta(engine, pairs, p)[:, -1] for p in points[i : i + chunk]])  # [c, n, d]
-        logits = final_logits(engine, base[None] + deltas)  # [c, n, V]
-        out.append(logits.gather(2, ans[None].expand(len(deltas), -1, -1))[..., 0] - corrupted_answer[None])
+        deltas = torch.stack([delta(engine, pairs, p) for p in points[i : i + chunk]])  # [c, n, P, d]
+        logits = final_logits(engine, base[None] + deltas)  # [c, n, P, V]
+        c = len(deltas)
+        scored = answer_positions(logits.flatten(0, 1), targets.repeat(c, 1), pairs.scoring).view(c, n, P)
+        out.append(torch.where(counted[None], scored - corrupted[None], 0.0).sum(-1))
     return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
@@ -20,7 +21,9 @@ class RunCache:
     forward pass for all points asked for together; the cache itself runs nothing.
 
     ``answers`` [n, K] are the tokens the run is scored on (teacher-forced: the clean answer's
-    tokens, of which a row's group reads its first ``layout.answer``)."""
+    tokens and, where the prompt's format fixes one, the token that ends it; a row's group reads
+    its first ``layout.answer``), under ``scoring`` (:data:`~.metrics.SCORINGS`: each token's
+    logit, or its log-probability)."""
 
     def __init__(
         self,
@@ -28,14 +31,18 @@ class RunCache:
         desc: str,
         groups: Sequence[Group] | None = None,
         answers: Int[Tensor, "row k"] | None = None,
+        scoring: str = "logit",
     ):
         self.ids = ids  # [n, seq] token ids (right-padded where groups differ in length)
         self.desc = desc
         self.groups = list(groups) if groups is not None else single_group(*ids.shape)
         self.answers = answers
+        self.scoring = scoring
         self.values: dict[Point, Tensor] = {}
         self.logits: Tensor | None = None  # [n, vocab] at the last prompt token, float32
-        self.scores: Tensor | None = None  # [n] the answers' teacher-forced logit sum
+        self.scores: Tensor | None = None  # [n] the answers' teacher-forced score (the sum over positions)
+        self.positions: Tensor | None = None  # [n, K] each position's score, NaN past a row's positions
+        self.positions_raw: Tensor | None = None  # [n, K] each position's logit of its token
 
     def missing(self, points: Sequence[Point]) -> list[Point]:
         """The points of ``points`` not computed yet (in order, without repeats)."""
@@ -50,12 +57,15 @@ class RunCache:
         self,
         values: dict[Point, Float[Tensor, "row pos *feature"]],
         logits: Float[Tensor, "row vocab"],
-        scores: Float[Tensor, " row"] | None,
+        positions: tuple[Float[Tensor, "row k"], Float[Tensor, "row k"]] | None,
     ) -> None:
-        """Keep what one forward pass over every row gave."""
+        """Keep what one forward pass over every row gave: values, last-token logits and the
+        answer positions' (scores, raw logits)."""
         self.values.update(values)
         self.logits = logits
-        self.scores = scores if scores is not None else self.scores
+        if positions is not None:
+            self.positions, self.positions_raw = positions
+            self.scores = self.positions.nansum(1)
 
     def _require(self) -> None:
         if not self.collected:
@@ -70,8 +80,8 @@ class RunCache:
         return self.logits.gather(1, answers[:, None])[:, 0]
 
     def answer_score(self) -> Float[Tensor, " row"]:
-        """The teacher-forced score of the run's answers, [n]: the sum over an answer's tokens of
-        their logits (for a one-token answer its logit at the last token)."""
+        """The teacher-forced score of the run's answers, [n]: the sum over the positions read
+        of each token's score (for a one-token answer its logit at the last token)."""
         self._require()
         return self.scores
 
@@ -84,7 +94,9 @@ class Pairs:
     of several tokens, ``groups`` say which rows share a token layout (a clean prompt and its
     corrupted partner always share one) and ``answers`` [n, K] hold the clean answers' tokens,
     the rows' sequences being the prompts followed by those tokens but the last (teacher
-    forcing); by default every row has one layout and a one-token answer, ``clean_answer``."""
+    forcing); by default every row has one layout and a one-token answer, ``clean_answer``.
+    ``scoring`` says how a run's answer is scored: "logit" (the paper's LD) or "logprob"
+    (answers of several tokens, :mod:`helixclock.patching.metrics`)."""
 
     clean: Int[Tensor, "pair seq"]  # token ids
     corrupted: Int[Tensor, "pair seq"]
@@ -92,7 +104,9 @@ class Pairs:
     corrupted_answer: Int[Tensor, " pair"]
     meta: dict = field(default_factory=dict)
     groups: list[Group] | None = None
-    answers: Int[Tensor, "pair k"] | None = None  # the clean answers' tokens
+    answers: Int[Tensor, "pair k"] | None = None  # the clean answers' tokens (and end token)
+    scoring: str = "logit"
+    digits: Int[Tensor, " token"] | None = None  # tokens that continue an answer (greedy decoding's)
     clean_run: RunCache = field(init=False, repr=False)
     corrupted_run: RunCache = field(init=False, repr=False)
 
@@ -101,17 +115,32 @@ class Pairs:
             self.groups = single_group(*self.clean.shape)
         if self.answers is None:
             self.answers = self.clean_answer[:, None]
-        self.clean_run = RunCache(self.clean, "clean run", self.groups, self.answers)
-        self.corrupted_run = RunCache(self.corrupted, "corrupted run", self.groups, self.answers)
+        self.clean_run = RunCache(self.clean, "clean run", self.groups, self.answers, self.scoring)
+        self.corrupted_run = RunCache(self.corrupted, "corrupted run", self.groups, self.answers, self.scoring)
 
     def __len__(self) -> int:
         return int(self.clean.shape[0])
+
+    def answer_tokens(self) -> Int[Tensor, " pair"]:
+        """Each pair's number of answer tokens (the positions read but the end's)."""
+        k = torch.empty(len(self), dtype=torch.long, device=self.clean.device)
+        for g in self.groups:
+            k[g.start : g.stop] = g.layout.answer_tokens
+        return k
 
     def same(self) -> Pairs:
         """Pairs whose corrupted prompt is the clean one (for ablations: LD is then the change
         of the clean answer's logit); the clean run is shared."""
         out = Pairs(
-            self.clean, self.clean, self.clean_answer, self.clean_answer, dict(self.meta), self.groups, self.answers
+            self.clean,
+            self.clean,
+            self.clean_answer,
+            self.clean_answer,
+            dict(self.meta),
+            self.groups,
+            self.answers,
+            self.scoring,
+            self.digits,
         )
         out.corrupted_run = out.clean_run = self.clean_run
         return out
@@ -127,4 +156,6 @@ class Pairs:
             {k: v[:n] if hasattr(v, "__len__") and len(v) == len(self) else v for k, v in self.meta.items()},
             groups,
             self.answers[:n],
+            self.scoring,
+            self.digits,
         )

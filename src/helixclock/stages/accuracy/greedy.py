@@ -22,24 +22,12 @@ import torch
 
 from ...io import to_numpy
 from ...layout import boundaries, group_at
-from ...numbers import ordered, padded, several_task_tokens
+from ...numbers import digit_tokens, ordered, padded, several_task_tokens
 
 if TYPE_CHECKING:
     from ...models import LoadedModel
     from ...patching import PatchingEngine
     from ...tasks import Task
-
-
-def digit_tokens(tokenizer, vocab_size: int) -> torch.Tensor:
-    """[vocab] bool: tokens that decode (stripped of spaces) to one or more of the digits
-    0-9.  Other Unicode digits (Gemma-3's vocabulary has 448: "²", "٣", "१८", ...) are not
-    how an answer is spelled, so they end the decoding like any other non-digit."""
-    flags = torch.zeros(vocab_size, dtype=torch.bool)
-    for token, i in tokenizer.get_vocab().items():
-        if i < vocab_size:
-            text = tokenizer.convert_tokens_to_string([token]).strip()
-            flags[i] = bool(text) and text.isascii() and text.isdigit()
-    return flags
 
 
 def _forward(engine, ids, cache):
@@ -82,11 +70,12 @@ def greedy_accuracy(model: LoadedModel, task: Task, template: str, engine: Patch
     :data:`.sweep.COLUMNS`: ``pred`` is the decoded digits (or the first token's text when it is
     not a digit), ``pred_token`` the first decoded token, ``answer_token`` the answer's first
     token, ``answer_logit`` and ``rank`` those of the answer's first token at the last prompt
-    token, ``correct`` whether the digits equal the answer."""
+    token, ``correct`` whether the digits equal the answer, ``truncated`` whether the decoding
+    was cut at its bound (a digit still coming)."""
     problems = task.problems()
     tokens = several_task_tokens(model.tokenizer, model.name, task, template, problems)
     rows = _decoding_rows(tokens, model.device)
-    digits = digit_tokens(model.tokenizer, model.adapter.vocab_size).to(model.device)
+    digits = torch.from_numpy(digit_tokens(model.tokenizer, model.adapter.vocab_size)).to(model.device)
     decoded = _decode(engine, rows, digits, f"greedy {task.name}")
     return _accuracy_table(model.tokenizer, task, problems, tokens.answer_lengths(), rows, decoded)
 
@@ -171,8 +160,12 @@ def _accuracy_table(
     tokenizer, task: Task, problems, answer_tokens: np.ndarray, rows: _Rows, decoded: _Decoded
 ) -> pd.DataFrame:
     """The accuracy table (:data:`.sweep.COLUMNS`), rows back in the task's order: ``pred`` the
-    digits written, or the first decoded token's text where no digit was written."""
+    digits written, or the first decoded token's text where no digit was written; ``truncated``
+    marks the rows cut at the bound (their answer's token count + 1, every one a digit): what
+    they would have written is not known, so they are no numeric prediction (App. F's error
+    offsets leave them out)."""
     texts = [tokenizer.decode(w).replace(" ", "") for w in decoded.written]
+    cut = np.array([len(w) for w in decoded.written]) == answer_tokens[rows.order] + 1
     first_text = [tokenizer.decode([int(t)]).strip() for t in to_numpy(decoded.pred_token)]
     back = np.argsort(rows.order)  # rows back in the task's order
     pred = np.array([t if t else f for t, f in zip(texts, first_text)], dtype=object)[back]
@@ -190,5 +183,6 @@ def _accuracy_table(
             "answer_logit": to_numpy(decoded.logit)[back],
             "rank": to_numpy(decoded.rank)[back],
             "answer_tokens": answer_tokens,
+            "truncated": cut[back],
         }
     )

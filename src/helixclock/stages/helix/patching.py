@@ -24,7 +24,7 @@ from ...cache import ResidualCache
 from ...experiments import patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
-from ...pairs import draw_pairs, prompt_rows, prompt_shapes
+from ...pairs import model_pairs, prompt_rows, prompt_shapes
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
@@ -97,19 +97,8 @@ class HelixControls:
     shape: list | None  # the prompts' shapes (numbers of several tokens), else None
 
     def draw(self, vary: Sequence[str], clean_a=None) -> Pairs:
-        model = self.engine.model
-        several = self.shape is not None
-        tok, template = model.tokenizer, self.template
-        return draw_pairs(
-            self.correct,
-            self.n_pairs,
-            self.seed,
-            tok,
-            template,
-            vary,
-            clean_a=clean_a,
-            device=model.device,
-            several=several,
+        return model_pairs(
+            self.engine.model, self.correct, self.n_pairs, self.seed, self.template, vary, clean_a=clean_a
         )
 
     def sweep(self, pairs: Pairs, fits: Fits, values, bases, position, **kwargs) -> pd.DataFrame:
@@ -262,9 +251,7 @@ def other_tasks_patching(
         bases = full_bases(settings.periods, compat=settings.compat)
         a_values = correct["a"].to_numpy()[order]
         fits = fit_token(stack_points(values, points), a_values, bases, settings.pca_components)
-        pairs = draw_pairs(
-            correct, n_pairs, seed, model.tokenizer, prompts[task], ("a",), device=model.device, several=several
-        )
+        pairs = model_pairs(model, correct, n_pairs, seed, prompts[task], ("a",))
         out.append(
             patch_sweep(
                 engine,

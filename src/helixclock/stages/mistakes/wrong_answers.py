@@ -53,7 +53,9 @@ def error_table(accuracy: pd.DataFrame) -> pd.DataFrame:
     """One row per wrong a+b prompt of ``add.csv`` (columns a, b, answer, pred, correct).
 
     Columns: a, b, answer, pred, numeric (pred spells an integer), prediction (its value,
-    NaN if not numeric), error (prediction - answer), units_sum (a % 10 + b % 10).
+    NaN if not numeric), error (prediction - answer), units_sum (a % 10 + b % 10).  Greedy
+    decoding (numbers of several tokens) marks rows cut at its bound ``truncated``: they keep the
+    column and are no numeric prediction ("1234" cut for 12 is not an error of +111).
     """
     need = {"a", "b", "answer", "pred", "correct"}
     if need - set(accuracy.columns):
@@ -61,6 +63,9 @@ def error_table(accuracy: pd.DataFrame) -> pd.DataFrame:
     wrong = accuracy[~accuracy["correct"].astype(bool)]
     pred = _pred_strings(wrong["pred"])
     numeric = pred.str.fullmatch(r"-?\d+").fillna(False).astype(bool)
+    truncated = wrong["truncated"].astype(bool) if "truncated" in wrong else None
+    if truncated is not None:
+        numeric &= ~truncated.to_numpy()
     value = pd.to_numeric(pred.where(numeric), errors="coerce")
     out = pd.DataFrame(
         {
@@ -74,6 +79,8 @@ def error_table(accuracy: pd.DataFrame) -> pd.DataFrame:
     )
     out["error"] = out["prediction"] - out["answer"]
     out["units_sum"] = out["a"] % 10 + out["b"] % 10
+    if truncated is not None:
+        out["truncated"] = truncated.to_numpy(bool)
     return out
 
 
