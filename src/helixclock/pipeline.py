@@ -94,13 +94,20 @@ def usable_tasks(snakemake, frames: dict) -> dict:
 
 
 def load(snakemake, **kwargs):
-    """Load the job's model (registry entry in params.spec) on the configured device."""
+    """Load the job's model (registry entry in params.spec) on the configured device; warn when
+    the installed versions are not those its model card recorded (README, "Provenance of a run")."""
     import torch
 
     from .models import load_model
 
     if getattr(snakemake, "threads", None):
         torch.set_num_threads(int(snakemake.threads))
+    card = getattr(snakemake.input, "card", None)
+    if card:  # a warning when the versions are not those the model card recorded
+        from .io import read_json
+        from .provenance import warn_if_changed
+
+        warn_if_changed(read_json(card), f"{snakemake.rule} of {snakemake.wildcards.model}")
     params = snakemake.params
     model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
     logging.getLogger("helixclock").info(
