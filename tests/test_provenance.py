@@ -125,7 +125,7 @@ def test_the_table_lists_the_first_differences_from_the_lock():
     }
     table = provenance_table(record, {"numpy": "2.4.6"}).set_index("item")
     assert table.loc["commit", "run"] == "abc (with uncommitted changes)"
-    assert table.loc["device", "run"] == "cuda: cuda (H100, H100)"
+    assert table.loc["device", "run"] == "cuda (H100, H100) (config key device: cuda)"
     assert table.loc["numpy", "lock"] == "2.4.6" and table.loc["gguf", "lock"] == ""
     matches = table.loc["environment is the lock", "run"]
     assert matches.startswith("no: p0==1") and "p4==1" in matches and "p5==1" not in matches

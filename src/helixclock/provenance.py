@@ -156,7 +156,7 @@ def provenance_table(record: dict, lock_versions: dict[str, str]):
             "run": _cuda(record["torch_cuda"]),
             **{m: _cuda(e["torch_cuda"]) if e else UNRECORDED for m, e in models.items()},
         },
-        {"item": "device", "run": f"{dev['setting']}: {dev['resolved']}{gpus}"},
+        {"item": "device", "run": f"{dev['resolved']}{gpus} (config key device: {dev['setting']})"},
     ]
     for name, installed in record["packages"].items():
         cards = {m: (e["packages"].get(name) or "not installed") if e else UNRECORDED for m, e in models.items()}
