@@ -1,9 +1,22 @@
 # The paper beside the run: Fig. 1 drawn from the model's own fits, every published number
-# next to the run's (results/all/tables/paper_comparison), and the cross-model figures.
-# helixclock.stages.report
+# next to the run's (results/all/tables/paper_comparison), the cross-model figures, and what
+# the run ran on (results/all/provenance.json).
+# helixclock.stages.report, helixclock.provenance
+from snakemake.logging import logger
+
+from helixclock.provenance import RECORD, changed_records, fingerprint
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
 PAPER_VALUES = str(Path(workflow.basedir) / "config" / "paper_values.yaml")
+LOCK_FILES = {k: str(Path(workflow.basedir) / "requirements" / f"{k}.txt") for k in ("lock", "gguf")}
+# What the provenance record depends on (installed versions, Python, helixclock's commit; no
+# torch import): its params, so it is rewritten when they change, and only then
+RUN_ENVIRONMENT = fingerprint(workflow.basedir)
+for _line in changed_records({m: f"results/{m}/model.json" for m in MODELS}):
+    logger.warning(
+        f"helixclock: recorded versions differ from the installed ones, {_line}; jobs that run now use "
+        'the installed ones (README, "Provenance of a run")'
+    )
 PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
     ("results/{model}/model.json", None),
     ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
@@ -56,9 +69,30 @@ figure_rule(
 )
 
 
+rule provenance:
+    input:
+        **LOCK_FILES,
+        cards=expand("results/{model}/model.json", model=MODELS),
+    output:
+        RECORD,
+        *table("provenance", model="all", stage="report"),
+    log:
+        "logs/all/provenance.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        environment=settled(RUN_ENVIRONMENT),
+        device=config["device"],
+        models=MODELS,
+    script:
+        "../../scripts/provenance.py"
+
+
 rule paper_comparison:
     input:
         values=PAPER_VALUES,
+        provenance=RECORD,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         # the tables of the stages each model runs
         tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
@@ -109,6 +143,8 @@ rule cross_model_figures:
 
 register("results/{model}/report/clock_sum.csv")
 register(
+    RECORD,
+    *table("provenance", model="all"),
     *table("paper_comparison", model="all"),
     *figure("figAll_accuracy", model="all"),
     *figure("figAll_ld_ratios", model="all"),

@@ -295,11 +295,18 @@ def comparison_markdown(df: pd.DataFrame) -> str:
 
 
 def paper_comparison_report(
-    root: str | Path, models: Sequence[str], paper_path: str | Path = "config/paper_values.yaml"
+    root: str | Path,
+    models: Sequence[str],
+    paper_path: str | Path = "config/paper_values.yaml",
+    provenance: str | None = None,
 ) -> tuple[pd.DataFrame, str]:
-    """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
+    """paper_comparison for ``models`` from the results under ``root``: (table, markdown); with
+    ``provenance`` (the run's record, README "Provenance of a run"), a column and a line name it."""
     table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
-    return table, comparison_markdown(table)
+    if provenance is None:
+        return table, comparison_markdown(table)
+    md = comparison_markdown(table).replace("\n\n", f"\n\nWhat the run ran on: `{provenance}`.\n\n", 1)
+    return table.assign(provenance=provenance), md
 
 
 def not_run_table(model: str, reasons: Mapping[str, str]) -> pd.DataFrame:
