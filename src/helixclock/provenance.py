@@ -16,6 +16,7 @@ without importing torch, so the record is rewritten when they change and only th
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import platform
 import subprocess
@@ -24,6 +25,8 @@ from importlib.metadata import PackageNotFoundError, distributions, version
 from pathlib import Path
 
 from . import __version__
+from .io import write_json, write_table
+from .lock import LOCK, environment_differences, installed_distributions, read_lock
 
 RECORD = "results/all/provenance.json"
 # the packages whose versions can change a number of the run, the issue's first five first
@@ -119,8 +122,6 @@ def run_record(
     GGUF packages of ``gguf`` at their locked versions; the differences where not: a CUDA
     build of torch installed in place of the lock's shows as torch's and its own packages'),
     and each model card's recorded environment (``cards``: model -> card)."""
-    from .lock import LOCK, environment_differences, installed_distributions, read_lock
-
     found = environment_differences(installed_distributions(), read_lock(lock), read_lock(gguf))
     return {
         "record": RECORD,
@@ -233,11 +234,6 @@ def write_provenance(device_setting: str, lock, gguf, cards: dict[str, str], out
     its requirements/lock.txt; the model cards at ``cards``: model -> path) to ``outputs[0]``,
     its table as CSV and Markdown to ``outputs[1:3]``; a warning in the log where the
     environment is not the lock."""
-    import json
-
-    from .io import write_json, write_table
-    from .lock import read_lock
-
     root = Path(lock).resolve().parents[1]
     record = run_record(
         root, device_setting, lock, gguf, {m: json.loads(Path(p).read_text()) for m, p in cards.items()}
