@@ -8,6 +8,7 @@ PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
     ("results/{model}/model.json", None),
     ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
     ("results/{model}/tables/tab01_other_tasks.csv", None),
+    ("results/{model}/helix/other_tasks_left_out.csv", None),
     (HEADS_SUMMARY["topk"], "heads"),
     (HEADS_SUMMARY["mixed"], "heads"),
     (HEADS_SUMMARY["categories"], "heads"),
@@ -60,10 +61,12 @@ rule paper_comparison:
     input:
         values=PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        # the tables of the stages each model runs
+        # the tables of the stages each model runs, and the record of those it does not
         tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
+        not_run=[table("not_run", model=m)[0] for m in MODELS if several_tokens(REGISTRY[m])],
     output:
         table("paper_comparison", model="all", stage="report"),
+        table("paper_comparison_status", model="all", stage="report"),
     log:
         "logs/all/paper_comparison.log",
     localrule: True
@@ -81,6 +84,7 @@ rule cross_model_figures:
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         other_tasks=expand("results/{model}/tables/tabC1_other_tasks_accuracy.csv", model=MODELS),
         tab01=expand("results/{model}/tables/tab01_other_tasks.csv", model=MODELS),
+        left_out=expand("results/{model}/helix/other_tasks_left_out.csv", model=MODELS),
     output:
         accuracy=report(
             figure("figAll_accuracy", model="all")[1],
@@ -110,6 +114,7 @@ rule cross_model_figures:
 register("results/{model}/report/clock_sum.csv")
 register(
     *table("paper_comparison", model="all"),
+    *table("paper_comparison_status", model="all"),
     *figure("figAll_accuracy", model="all"),
     *figure("figAll_ld_ratios", model="all"),
     all_models=True,
