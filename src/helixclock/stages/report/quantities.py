@@ -230,6 +230,18 @@ def _task_gap(task: str) -> Callable[[Tables, str], Gap]:
     return gap
 
 
+def _circuit_gap(t: Tables, model: str) -> Gap:
+    if not len(t["mlp_stages"]):
+        return NOT_DEFINED, "no circuit MLPs: mlps/mlp_stages.csv is empty"
+    return NOT_DEFINED, "no top neuron in the 80% DE set or no stage boundary"
+
+
+def _errors_gap(t: Tables, model: str) -> Gap:
+    row = t["error_summary"].iloc[0] if len(t["error_summary"]) else {}
+    wrong, numeric = int(row.get("n_wrong", 0)), int(row.get("n_numeric", 0))
+    return NOT_DEFINED, f"too few wrong answers to take the share of: {wrong} wrong, {numeric} of them numeric"
+
+
 def _fraction_gap(t: Tables, model: str) -> Gap:
     kept = t["neuron_ablation"]["fraction_kept"]
     span = f"{kept.min():g}..{kept.max():g}" if len(kept) else "none"
@@ -260,9 +272,13 @@ def _registry() -> dict[str, Quantity]:
             ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction"), _m_gap(0)
         ),
         "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(t["mlp_topk"], 0.95)),
-        "mlp_circuit_first_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min())),
-        "mlp_circuit_last_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max())),
-        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),
+        "mlp_circuit_first_layer": Quantity(
+            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min()), _circuit_gap
+        ),
+        "mlp_circuit_last_layer": Quantity(
+            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max()), _circuit_gap
+        ),
+        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"]), _circuit_gap),
         "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
         "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction, _fraction_gap),
         "neuron_accuracy_at_1pct_live": Quantity(
@@ -270,7 +286,7 @@ def _registry() -> dict[str, Quantity]:
         ),
         "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
         "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
-        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share),
+        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share, _circuit_gap),
         "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery, _recovery_gap),
         "model_accuracy_alpha100": Quantity(
             ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)
@@ -295,7 +311,7 @@ def _registry() -> dict[str, Quantity]:
         ),
     }
     for col in ("wrong_share", "numeric_share_of_wrong", "minus10_share", "plus10_share", "top2_cumulative_share"):
-        reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c))
+        reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c), _errors_gap)
     for name, task in TASKS.items():
         if name != "add":
             reg[f"{name}_accuracy"] = Quantity(
