@@ -91,6 +91,27 @@ rule tab_other_tasks:
         "../../scripts/tab_other_tasks.py"
 
 
+# what other_tasks_patching decides before it loads the model, from the same tables and params:
+# the tasks it leaves out of Table 1 (too few correct prompts for pairs or a fit), for the report
+rule other_tasks_left_out:
+    input:
+        accuracy=expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
+    output:
+        f"{HELIX}/other_tasks_left_out.csv",
+    log:
+        "logs/{model}/other_tasks_left_out.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        minimum=minimum("pairs", "spare_rows"),
+        periods=config["helix"]["periods"],
+        n_pairs=per_model("helix", "n_pairs"),
+        tasks=TASKS,
+    script:
+        "../../scripts/other_tasks_left_out.py"
+
+
 figure_rule(
     "fig_helix_projection",
     "fig03_helix_projection",

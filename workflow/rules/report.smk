@@ -21,6 +21,7 @@ PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
     ("results/{model}/model.json", None),
     ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
     ("results/{model}/tables/tab01_other_tasks.csv", None),
+    ("results/{model}/helix/other_tasks_left_out.csv", None),
     (HEADS_SUMMARY["topk"], "heads"),
     (HEADS_SUMMARY["mixed"], "heads"),
     (HEADS_SUMMARY["categories"], "heads"),
@@ -94,10 +95,12 @@ rule paper_comparison:
         values=PAPER_VALUES,
         provenance=RECORD,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        # the tables of the stages each model runs
+        # the tables of the stages each model runs, and the record of those it does not
         tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
+        not_run=[table("not_run", model=m)[0] for m in MODELS if several_tokens(REGISTRY[m])],
     output:
         table("paper_comparison", model="all", stage="report"),
+        table("paper_comparison_status", model="all", stage="report"),
     log:
         "logs/all/paper_comparison.log",
     localrule: True
@@ -115,6 +118,7 @@ rule cross_model_figures:
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         other_tasks=expand("results/{model}/tables/tabC1_other_tasks_accuracy.csv", model=MODELS),
         tab01=expand("results/{model}/tables/tab01_other_tasks.csv", model=MODELS),
+        left_out=expand("results/{model}/helix/other_tasks_left_out.csv", model=MODELS),
     output:
         accuracy=report(
             figure("figAll_accuracy", model="all")[1],
@@ -146,6 +150,7 @@ register(
     RECORD,
     *table("provenance", model="all"),
     *table("paper_comparison", model="all"),
+    *table("paper_comparison_status", model="all"),
     *figure("figAll_accuracy", model="all"),
     *figure("figAll_ld_ratios", model="all"),
     all_models=True,
