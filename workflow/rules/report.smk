@@ -4,23 +4,6 @@
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
 PAPER_VALUES = str(Path(workflow.basedir) / "config" / "paper_values.yaml")
-PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
-    ("results/{model}/model.json", None),
-    ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
-    ("results/{model}/tables/tab01_other_tasks.csv", None),
-    (HEADS_SUMMARY["topk"], "heads"),
-    (HEADS_SUMMARY["mixed"], "heads"),
-    (HEADS_SUMMARY["categories"], "heads"),
-    (MLPS_SUMMARY["mlp_topk"], "mlps"),
-    (MLPS_SUMMARY["mlp_stages"], "mlps"),
-    (NEURONS_SUMMARY["neurons"], "neurons"),
-    (NEURONS_SUMMARY["ablation"], "neurons"),
-    (NEURONS_SUMMARY["fit_eval"], "neurons"),
-    (f"{ERRORS}/linear_addition.csv", None),
-    (ERRORS_F["error_summary"], None),
-    (ERRORS_F["carry_test"], None),
-    (ERRORS_F["logit_line_fourier"], None),
-]
 
 
 rule not_run:
@@ -37,18 +20,28 @@ rule not_run:
         "../../scripts/not_run.py"
 
 
-staged_job(
-    "clock_coordinates",
-    input={"cache": "results/{model}/cache/residuals.h5", "last_token": LAST_TOKEN_SUMMARY["fits"]},
-    output={"clock": "results/{model}/report/clock_sum.csv"},
-    params=dict(periods=config["helix"]["periods"]),
-)
+rule clock_coordinates:
+    input:
+        cache=outputs.CACHE,
+        last_token=outputs.LAST_TOKEN_SUMMARY["fits"],
+    output:
+        clock=outputs.CLOCK_SUM,
+    log:
+        "logs/{model}/clock_coordinates.log",
+    benchmark:
+        "logs/{model}/clock_coordinates.benchmark.tsv"
+    conda:
+        ENV
+    params:
+        periods=config["helix"]["periods"],
+    script:
+        "../../scripts/clock_coordinates.py"
 
 
 figure_rule(
     "fig_clock",
     "fig01_clock",
-    [HELIX_TABLES["projection"], "results/{model}/report/clock_sum.csv"],
+    [outputs.HELIX_TABLES["projection"], outputs.CLOCK_SUM],
     f"{REPORT_FIGURES}:clock",
     "report",
     a=config["report"]["clock_a"],
@@ -61,7 +54,12 @@ rule paper_comparison:
         values=PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         # the tables of the stages each model runs
-        tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
+        tables=lambda w: [
+            path.format(model=m)
+            for m in MODELS
+            for path, scope in outputs.COMPARED_TABLES.values()
+            if "{model}" in path and runs(m, scope)
+        ],
     output:
         table("paper_comparison", model="all", stage="report"),
     log:
@@ -79,8 +77,8 @@ rule cross_model_figures:
     input:
         values=PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        other_tasks=expand("results/{model}/tables/tabC1_other_tasks_accuracy.csv", model=MODELS),
-        tab01=expand("results/{model}/tables/tab01_other_tasks.csv", model=MODELS),
+        other_tasks=[table("tabC1_other_tasks_accuracy", model=m)[0] for m in MODELS],
+        tab01=[table("tab01_other_tasks", model=m)[0] for m in MODELS],
     output:
         accuracy=report(
             figure("figAll_accuracy", model="all")[1],
@@ -107,7 +105,7 @@ rule cross_model_figures:
         "../../scripts/cross_model_figures.py"
 
 
-register("results/{model}/report/clock_sum.csv")
+register(outputs.CLOCK_SUM)
 register(
     *table("paper_comparison", model="all"),
     *figure("figAll_accuracy", model="all"),
