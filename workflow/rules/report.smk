@@ -3,7 +3,7 @@
 # helixclock.stages.report
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
-PAPER_VALUES = str(Path(workflow.basedir) / "config" / "paper_values.yaml")
+PAPER_VALUES = outputs.PAPER_VALUES
 
 
 rule not_run:
@@ -47,6 +47,22 @@ figure_rule(
     a=config["report"]["clock_a"],
     b=config["report"]["clock_b"],
 )
+
+
+rule paper_values:
+    output:
+        PAPER_VALUES,
+    log:
+        "logs/all/paper_values.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        # the file's text, not its path: Snakemake records input paths, and this one, in the
+        # repository rather than the project folder, would be absolute (README, "Outputs")
+        text=(Path(workflow.basedir) / "config" / "paper_values.yaml").read_text(),
+    script:
+        "../../scripts/paper_values.py"
 
 
 rule paper_comparison:
