@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 import helixclock
-from helixclock.lock import GGUF_LOCK, LOCK, read_lock
+from helixclock.lock import LOCK, read_lock
 from helixclock.provenance import (
     PACKAGES,
     changed_records,
@@ -90,7 +90,7 @@ def test_the_record_and_its_table(tmp_path):
     cards["toy-gptj"].write_text(json.dumps({"model": "toy-gptj", "environment": environment()}))
     cards["toy-old"].write_text(json.dumps({"model": "toy-old"}))
     outputs = [tmp_path / "provenance.json", tmp_path / "provenance.csv", tmp_path / "provenance.md"]
-    record = write_provenance("auto", REPO / LOCK, REPO / GGUF_LOCK, cards, outputs)
+    record = write_provenance("auto", REPO, cards, outputs)
     assert json.loads(outputs[0].read_text()) == record
     assert record["helixclock"] == source(REPO) and record["packages"] == package_versions()
     assert record["torch_cuda"] == torch.version.cuda and record["python"] == platform.python_version()

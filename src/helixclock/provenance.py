@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import __version__
 from .io import write_json, write_table
-from .lock import LOCK, environment_differences, installed_distributions, read_lock
+from .lock import GGUF_LOCK, LOCK, environment_differences, installed_distributions, read_lock
 
 RECORD = "results/all/provenance.json"
 # the packages whose versions can change a number of the run, the issue's first five first
@@ -93,6 +93,13 @@ def fingerprint(root: str | Path) -> dict:
         "packages": package_versions(),
         "distributions": distributions_digest(),
     }
+
+
+def lock_digests(root: str | Path) -> dict[str, str]:
+    """SHA-256 of the lock files of helixclock's checkout at ``root`` (requirements/lock.txt and
+    gguf.txt): with :func:`fingerprint`, rule provenance's params (a new lock reruns it)."""
+    files = {"lock": Path(root) / LOCK, "gguf": Path(root) / GGUF_LOCK}
+    return {k: hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "" for k, p in files.items()}
 
 
 def environment() -> dict:
@@ -229,12 +236,12 @@ def warn_if_changed(card: dict, what: str) -> list[str]:
     return changed
 
 
-def write_provenance(device_setting: str, lock, gguf, cards: dict[str, str], outputs) -> dict:
-    """Rule provenance: the record (:func:`run_record` of the checkout that holds ``lock``,
-    its requirements/lock.txt; the model cards at ``cards``: model -> path) to ``outputs[0]``,
-    its table as CSV and Markdown to ``outputs[1:3]``; a warning in the log where the
-    environment is not the lock."""
-    root = Path(lock).resolve().parents[1]
+def write_provenance(device_setting: str, root: str | Path, cards: dict[str, str], outputs) -> dict:
+    """Rule provenance: the record (:func:`run_record` of helixclock's checkout at ``root`` and
+    its lock files; the model cards at ``cards``: model -> path) to ``outputs[0]``, its table as
+    CSV and Markdown to ``outputs[1:3]``; a warning in the log where the environment is not the
+    lock."""
+    lock, gguf = Path(root) / LOCK, Path(root) / GGUF_LOCK
     record = run_record(
         root, device_setting, lock, gguf, {m: json.loads(Path(p).read_text()) for m, p in cards.items()}
     )

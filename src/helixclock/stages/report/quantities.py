@@ -16,33 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...outputs import COMPARED_TABLES, table
 from ...statistics import share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
-from ..errors.errors import MIN_ERRORS
+from ..mistakes.wrong_answers import MIN_ERRORS
 
-# Where each table lives (relative to the project root).  Tables marked "neuron stage" are
-# those of the neuron stage, under the names and columns this module assumes (see the
-# extractors below); the lead maps them to the stage's real outputs.
-TABLE_FILES = {
-    "card": "results/{model}/model.json",
-    "tabA1": "results/all/tables/tabA1_prompts_accuracy.csv",
-    "tabC1": "results/{model}/tables/tabC1_other_tasks_accuracy.csv",
-    "tab01": "results/{model}/tables/tab01_other_tasks.csv",
-    "tab01_left_out": "results/{model}/helix/other_tasks_left_out.csv",
-    "heads_topk": "results/{model}/heads/topk.csv",
-    "heads_mixed": "results/{model}/heads/mixed.csv",
-    "heads_categories": "results/{model}/heads/categories.csv",
-    "mlp_topk": "results/{model}/mlps/mlp_topk.csv",
-    "mlp_stages": "results/{model}/mlps/mlp_stages.csv",
-    "neurons": "results/{model}/neurons/neurons.csv",
-    "neuron_ablation": "results/{model}/neurons/ablation.csv",
-    "neuron_fit_eval": "results/{model}/neurons/fit_eval.csv",
-    "linear_addition": "results/{model}/errors/linear_addition.csv",
-    "error_summary": "results/{model}/errors/error_summary.csv",
-    "carry_test": "results/{model}/errors/carry_test.csv",
-    "logit_line_fourier": "results/{model}/errors/logit_line_fourier.csv",
-    "not_run": "results/{model}/tables/not_run.csv",  # read where it exists (numbers of several tokens)
-}
+# Where each table lives (relative to the project folder; one place for every output path:
+# helixclock.outputs), and the not_run table a model with numbers of several tokens writes (read
+# where it exists)
+TABLE_FILES = {key: path for key, (path, _) in COMPARED_TABLES.items()} | {"not_run": table("not_run")[0]}
 
 Tables = Mapping[str, "pd.DataFrame | dict"]
 Gap = tuple[str, str]
