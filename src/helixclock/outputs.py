@@ -89,7 +89,7 @@ NEURON_FITS = {
 NEURON_FIT_EVAL_RAW = f"{NEURONS}/raw/fit_eval.csv"
 NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}
 
-# -- why a helix, and the errors (errors.smk)
+# -- why a helix, and the model's errors (mistakes.smk; the tables stay under errors/)
 ERRORS = f"{MODEL}/errors"
 LINEAR_ADDITION = {"accuracy": f"{ERRORS}/linear_addition.csv", "line": f"{ERRORS}/linear_addition_line.csv"}
 ERRORS_F = {  # App. F: the model's errors and final logits

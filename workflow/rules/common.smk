@@ -66,7 +66,7 @@ SECTIONS = {
     "heads": "5 Attention heads (section 5.2, App. D.1)",
     "mlps": "6 MLPs (section 5.3, App. D.2)",
     "neurons": "7 Neurons (section 5.4, App. D.2)",
-    "errors": "8 Why a helix, and the errors (App. E, F)",
+    "mistakes": "8 Why a helix, and the model's errors (App. E, F)",
 }
 
 

@@ -30,7 +30,7 @@ rule model_errors:
         logits=outputs.ADD_LOGITS,
     output:
         **outputs.ERRORS_F,
-        table=table("tabF2_carry_test", stage="errors")[0],
+        table=table("tabF2_carry_test", stage="mistakes")[0],
         table_md=table("tabF2_carry_test")[1],
     log:
         "logs/{model}/model_errors.log",
@@ -70,28 +70,28 @@ figure_rule(
     "figE1_linear_addition",
     [outputs.LINEAR_ADDITION["accuracy"], outputs.LINEAR_ADDITION["line"]],
     f"{ERROR_FIGURES}:figE1_linear_addition",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_error_distribution",
     "figF1_error_distribution",
     [outputs.ERRORS_F["errors"], outputs.ERRORS_F["error_summary"]],
     f"{ERROR_FIGURES}:figF1_error_distribution",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_carry_test",
     "figF2_carry_test",
     [outputs.ERRORS_F["errors"], outputs.ERRORS_F["carry_test"]],
     f"{ERROR_FIGURES}:figF2_carry_test",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_neuron_logit_lens",
     "figF3_neuron_logit_lens",
     [outputs.LOGIT_LENS["lens"]],
     f"{ERROR_FIGURES}:figF3_neuron_logit_lens",
-    "errors",
+    "mistakes",
     scope="neurons",
 )
 figure_rule(
@@ -99,7 +99,7 @@ figure_rule(
     "figF4_logit_lens_periods",
     [outputs.LOGIT_LENS["periods"]],
     f"{ERROR_FIGURES}:figF4_logit_lens_periods",
-    "errors",
+    "mistakes",
     scope="neurons",
 )
 figure_rule(
@@ -107,7 +107,7 @@ figure_rule(
     "figF5_logit_examples",
     [outputs.ERRORS_F["logit_examples"]],
     f"{ERROR_FIGURES}:figF5_logit_examples",
-    "errors",
+    "mistakes",
     scope="answer_logits",
 )
 figure_rule(
@@ -115,7 +115,7 @@ figure_rule(
     "figF6_logit_slope_fourier",
     [outputs.ERRORS_F["logit_line_fourier"]],
     f"{ERROR_FIGURES}:figF6_logit_slope_fourier",
-    "errors",
+    "mistakes",
     scope="answer_logits",
 )
 register(*table("tabF2_carry_test"))
