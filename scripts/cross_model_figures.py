@@ -1,4 +1,5 @@
-"""Rule cross_model_figures: accuracy of every model on the six tasks and Table 1's LD ratios."""
+"""Rule cross_model_figures: accuracy of every model on the six tasks and Table 1's LD ratios,
+with the tasks a model did not run marked."""
 
 import pandas as pd
 
@@ -12,5 +13,7 @@ models, inp, out = snakemake.params.models, snakemake.input, snakemake.output
 paper = load_paper_values(inp.values)
 tabC1 = {m: pd.read_csv(p) for m, p in zip(models, inp.other_tasks)}
 tab01 = {m: pd.read_csv(p) for m, p in zip(models, inp.tab01)}
-save_figure(figAll_accuracy(pd.read_csv(inp.accuracy), tabC1, paper_accuracy(paper)), [out.accuracy, out.accuracy_pdf])
-save_figure(figAll_ld_ratios(tab01, paper_tab01(paper)), [out.ratios, out.ratios_pdf])
+left_out = {m: pd.read_csv(p) for m, p in zip(models, inp.left_out)}
+accuracy = figAll_accuracy(pd.read_csv(inp.accuracy), tabC1, paper_accuracy(paper), left_out)
+save_figure(accuracy, [out.accuracy, out.accuracy_pdf])
+save_figure(figAll_ld_ratios(tab01, paper_tab01(paper), left_out), [out.ratios, out.ratios_pdf])

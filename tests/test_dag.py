@@ -2,6 +2,9 @@
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -9,7 +12,7 @@ import h5py
 import pandas as pd
 import pytest
 import yaml
-from helpers.dag import MODEL_RULES, TINY, planned_jobs, snakemake
+from helpers.dag import MODEL_RULES, REPO, TINY, job_counts, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -124,3 +127,28 @@ def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path)
     print("helix.bootstrap=123 plans", boot)
     assert {"helix_summary", "head_summary", "mlp_summary", "last_token_summary"} <= set(boot)
     assert not set(boot) & MODEL_RULES
+
+
+# what a project folder holds beside its results: the workflow (the tiny run's config included)
+WORKFLOW = ("Snakefile", "workflow", "config", "scripts", "src", "envs", "profiles", "tests/configs")
+
+
+def test_a_finished_project_copied_to_another_folder_plans_nothing(tiny_run, tmp_path):
+    """Every path Snakemake records is relative to the project folder (README, "Outputs"), so a
+    finished project copied elsewhere, .snakemake/ included and timestamps kept, plans no job.
+    The copy holds the workflow too and runs as a user runs it: from its own folder, with its
+    own Snakefile and a relative --configfile; the workflow and the results both move.  (The
+    run made no use of committed toys, resources/toys, so the copy holds none either.)"""
+    work, _ = tiny_run
+    project = tmp_path / "elsewhere" / "project"
+    shutil.copytree(work, project, symlinks=True)
+    for part in WORKFLOW:
+        if (REPO / part).is_dir():
+            shutil.copytree(REPO / part, project / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / part, project / part)
+    cmd = [sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--configfile", "tests/configs/tiny.yaml"]
+    proc = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert job_counts(out) == {} and "Nothing to be done" in out, out[-4000:]

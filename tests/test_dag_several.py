@@ -61,6 +61,15 @@ def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     mine = comparison[comparison["model"] == MODEL]
     assert mine["status"].str.startswith("not defined").any() and (mine["status"] == "ok").any()
+    # the stages of not_run.csv say why; Table 1's LD is compared through its ratios to Full only
+    assert not (mine["status"] == "missing").any() and not ((mine["status"] == "ok") & mine["run_value"].isna()).any()
+    heads = mine.set_index("id").loc["heads_k_for_80pct"]
+    assert heads["status"] == "not run" and heads["reason"].startswith("heads stage (tables/not_run.csv): not carried")
+    add = mine.set_index("id").loc["tab01_add_helix"]
+    assert add["status"] == "different metric" and pd.isna(add["ratio"])
+    assert add["run_to_full"] == pytest.approx(
+        add["run_value"] / mine.set_index("id").loc["tab01_add_full", "run_value"]
+    )
 
 
 def test_spans_answers_and_the_cache_of_numbers_of_several_tokens(digits_run):

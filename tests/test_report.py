@@ -13,11 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helixclock import preconditions as pre
+from helixclock.config import NOT_RUN_FOR_SEVERAL
+from helixclock.preconditions import LEFT_OUT_COLUMNS
 from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum_helix, sum_basis, sum_helix_coordinates
 from helixclock.stages.report.compare import (
     comparison_markdown,
     load_paper_values,
+    not_run_table,
     paper_accuracy,
     paper_comparison,
     paper_comparison_report,
@@ -25,6 +29,8 @@ from helixclock.stages.report.compare import (
     run_values,
 )
 from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES, stage_boundary
+from helixclock.stages.report.status import STATUSES, status_counts
+from helixclock.tasks import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "config" / "paper_values.yaml"
@@ -171,6 +177,7 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
         model,
         pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0, "Circle": 6.5, "Poly": 3.0}),
     )
+    write(root, "tab01_left_out", model, pd.DataFrame(columns=LEFT_OUT_COLUMNS))  # every task ran
     write(
         root,
         "tabC1",
@@ -376,10 +383,125 @@ def test_paper_comparison_ratios_models_and_bounds(tmp_path):
 def test_missing_outputs_leave_rows_with_a_status(tmp_path):
     paper = load_paper_values(PAPER)
     run = run_values(tmp_path, ["gptj"])
-    assert run["value"].isna().all() and run["status"].str.startswith("missing: results/").all()
+    assert run["value"].isna().all() and (run["status"] == "missing").all()
+    assert run["reason"].str.startswith("no file results/").all()
     table = paper_comparison(paper, run)
     assert len(table) == len(set(paper["id"])) and table["ratio"].isna().all()
-    assert "missing" in comparison_markdown(table)
+    assert "| missing: no file results/gptj/model.json |" in comparison_markdown(table)
+    counts = status_counts(table)
+    assert counts.columns.tolist() == ["model", *STATUSES, "total"]
+    assert counts.iloc[0].tolist() == ["gptj", 0, 0, 0, 0, 0, len(table), len(table)]
+
+
+def task_accuracy(task: str, correct: int | None = None) -> pd.DataFrame:
+    """A task's accuracy table (a, b, answer, correct) with its first ``correct`` prompts
+    right (all when None)."""
+    problems = TASKS[task].problems()
+    right = np.arange(len(problems)) < (len(problems) if correct is None else correct)
+    return pd.DataFrame({"a": problems.a, "b": problems.b, "answer": problems.answer, "correct": right})
+
+
+def weak_several_token_run(root: Path, model: str = "digits") -> dict:
+    """A model whose numbers take several tokens (the stages of tables/not_run.csv not run:
+    no head, MLP or neuron tables; the final logits' record "not defined"), that gets 1 of the
+    77 a-23 prompts right (left out of Table 1 by other_tasks_patching's preconditions) and
+    makes 5 numeric wrong answers (too few for the carry test).  Returns the accuracy tables."""
+    synthetic_results(root, model)
+    write(root, "card", model, {"n_layers": 2, "n_heads": 4, "number_tokens": "several"})
+    tabA1 = pd.read_csv(root / TABLE_FILES["tabA1"])
+    write(root, "tabA1", model, pd.concat([tabA1, tabA1.iloc[-1:].assign(model=model)], ignore_index=True))
+    for key in ("heads_topk", "heads_mixed", "heads_categories", "mlp_topk", "mlp_stages"):
+        (root / TABLE_FILES[key].format(model=model)).unlink()
+    for key in ("neurons", "neuron_ablation", "neuron_fit_eval"):
+        (root / TABLE_FILES[key].format(model=model)).unlink()
+    write(root, "not_run", model, not_run_table(model, NOT_RUN_FOR_SEVERAL))
+    write(
+        root, "logit_line_fourier", model, pd.DataFrame({"not_defined": ["not defined for numbers of several tokens"]})
+    )
+    frames = {t: task_accuracy(t, 1 if t == "sub23" else None) for t in TASKS}
+    needs = pre.other_tasks_needs(frames, (2, 5, 10, 100), 30, pre.Minimum())
+    write(root, "tab01_left_out", model, pre.left_out(needs, frames, model, "other_tasks_patching"))
+    tab01 = pd.read_csv(root / TABLE_FILES["tab01"].format(model=model))
+    write(root, "tab01", model, tab01[tab01["task"] != "a-23"])
+    note = "too few errors for the test: n = 5 numeric wrong answers (at least 20)"
+    carry = pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"], "n": 5, "p": np.nan, "note": note})
+    write(root, "carry_test", model, carry)
+    return frames
+
+
+def test_every_row_says_what_the_run_knows(tmp_path):
+    """A task refused for too few correct prompts, stages not run, a test without enough
+    errors, a metric that is not the paper's: every row has one status and its reason, and no
+    row is "ok" without a value."""
+    paper = load_paper_values(PAPER)
+    synthetic_results(tmp_path, "gptj")
+    weak_several_token_run(tmp_path)
+    table = paper_comparison(paper, run_values(tmp_path, ["gptj", "digits"]))
+    assert set(table["status"]) <= set(STATUSES)
+    assert not ((table["status"] == "ok") & table["run_value"].isna()).any()
+    assert (table["reason"].fillna("") != "").eq(table["status"] != "ok").all()
+    rows = table[table["model"] == "digits"].set_index("id")
+    sub = rows.loc["tab01_sub23_helix"]
+    assert sub["status"] == "not run" and np.isnan(sub["run_value"])
+    assert sub["reason"] == (
+        "a-23 left out of Table 1 (1 of 77 correct): digits: other_tasks_patching needs at least 10 "
+        "clean/corrupted pairs with different answers (a' from the 1 correct sub23 prompts) "
+        "(config helix.n_pairs=30, minimum.pairs=10), found 0"
+    )
+    heads = rows.loc["heads_fraction_k20"]
+    assert heads["status"] == "not run" and heads["reason"].startswith("heads stage (tables/not_run.csv): not carried")
+    assert rows.loc["n_top_neurons", "status"] == "not run" and "neurons stage" in rows.loc["n_top_neurons", "reason"]
+    assert rows.loc["top_neurons_in_circuit_share", "reason"].count("stage (tables/not_run.csv)") == 2
+    assert rows.loc["logit_top_period", "status"] == "not defined"
+    carry = rows.loc["carry_test_p"]
+    assert carry["status"] == "not run" and carry["reason"] == "carry test (App. F): " + (
+        "too few errors for the test: n = 5 numeric wrong answers (at least 20)"
+    )
+    # Table 1's LD of several tokens beside GPT-J's one-token LD: only the ratios to Full
+    add = rows.loc["tab01_add_helix"]
+    assert add["status"] == "different metric" and add["run_value"] == 7.0 and np.isnan(add["ratio"])
+    assert np.isclose(add["run_to_full"], 7.0 / 8.0) and np.isclose(add["paper_to_full"], 7.21 / 8.34)
+    assert rows.loc["add_accuracy", "status"] == "ok" and rows.loc["carry_test_p_authors", "status"] == "not run"
+    gptj = table[table["model"] == "gptj"].set_index("id")
+    assert gptj.loc["tab01_add_helix", "status"] == "ok" and np.isclose(gptj.loc["tab01_add_helix", "ratio"], 7 / 7.21)
+    assert gptj.loc["carry_test_p_authors", "status"] == "differs"
+    assert gptj.loc["carry_test_p_authors", "reason"] == "the run's 0.01 is not above 0.05"
+    counts = status_counts(table).set_index("model")
+    n = len(set(paper["id"]))
+    # bounds that fail: linear addition (regression) < 0.2, top-2 errors > 0.7, p > 0.05, slopes >= 0.9
+    assert counts.loc["gptj", ["ok", "differs", "total"]].tolist() == [n - 4, 4, n]
+    # 24 head/MLP/neuron quantities (13, 4, 7), 5 of a-23's Table 1, 2 carry tests; 2 of the final logits;
+    # Table 1's other 25 LDs
+    assert counts.loc["digits", ["not run", "not defined", "different metric"]].tolist() == [31, 2, 25]
+    md = comparison_markdown(table)
+    assert "| not run: a-23 left out of Table 1 (1 of 77 correct): digits: other_tasks_patching" in md
+    assert "| 0.875, 0.8645 |" in md  # to Full: run, paper
+
+
+def test_cross_model_figures_mark_what_did_not_run(tmp_path):
+    """A task left out of Table 1 is marked where its bars would be, with its count of correct
+    prompts; its accuracy bar says why it has none."""
+    paper = load_paper_values(PAPER)
+    frames = weak_several_token_run(tmp_path)
+    left = pd.read_csv(tmp_path / TABLE_FILES["tab01_left_out"].format(model="digits"))
+    tab01 = {"digits": pd.read_csv(tmp_path / TABLE_FILES["tab01"].format(model="digits")), "gptj": paper_tab01(paper)}
+    fig = R.figAll_ld_ratios(tab01, paper_tab01(paper), {"digits": left, "gptj": left.iloc[:0]})
+    for ax in fig.axes[:3]:
+        marks = [(t.get_text(), round(t.get_position()[0], 4)) for t in ax.texts]
+        # a-23 is the second task; digits the first of three hues of width 0.8 / 3
+        assert marks == [("not run (1 of 77 correct)", round(1 - 0.4 + 0.5 * 0.8 / 3, 4))]
+    save(fig, tmp_path, "figAll_ld_ratios_not_run")
+    tabA1 = pd.DataFrame({"model": ["digits"], "task": "a+b", "accuracy": [0.5]})
+    tabC1 = {
+        "digits": pd.DataFrame(
+            {"task": [TASKS[t].label for t in frames if t not in ("add", "div5")], "accuracy": [1 / 77, 1, 1, 1]}
+        )
+    }
+    fig = R.figAll_accuracy(tabA1, tabC1, paper_accuracy(paper), {"digits": left})
+    texts = {t.get_text(): t.get_position() for t in fig.axes[0].texts}
+    assert set(texts) == {"not run", "1 of 77 correct: no Table 1"}  # a//5 not measured; a-23 measured
+    assert np.isclose(texts["1 of 77 correct: no Table 1"][1], 1 / 77 + 0.02)
+    save(fig, tmp_path, "figAll_accuracy_not_run")
 
 
 def test_paper_values_file_errors(tmp_path):

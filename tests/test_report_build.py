@@ -1,5 +1,10 @@
 """The HTML report of the tiny run: every figure and table of the run, and the paper beside it."""
 
+import json
+import platform
+import subprocess
+from importlib.metadata import version
+
 import pandas as pd
 import pytest
 import yaml
@@ -16,7 +21,7 @@ def test_report_names_every_output_of_the_run(tiny_run):
     tables = {p.stem for p in (work / "results").glob("*/tables/*.csv")}
     assert len(figures) == 42  # 40 per model and two across models
     assert {"fig01_clock", "fig08_neuron_preacts", "figF6_logit_slope_fourier", "figAll_ld_ratios"} <= figures
-    assert {"paper_comparison", "tab01_other_tasks", "tabD2_top_neurons", "tabF2_carry_test"} <= tables
+    assert {"paper_comparison", "provenance", "tab01_other_tasks", "tabD2_top_neurons", "tabF2_carry_test"} <= tables
     missing = sorted(x for x in figures | tables if x not in html)
     assert not missing, f"not in the report: {missing}"
     # grouped by paper section, the paper beside the run first
@@ -41,6 +46,45 @@ def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):
     for model in ("toy-gptj", "toy-llama"):
         part = table[table["model"] == model]
         assert set(part["id"]) == {q["id"] for q in values}
-        assert (part["status"] == "ok").all(), part.loc[part["status"] != "ok", ["id", "status"]]
+        # every row has a status, a value where it is ok, a reason where it is not
+        assert set(part["status"]) <= {"ok", "differs", "not run", "not defined"}, set(part["status"])
+        assert part.loc[part["status"].isin(["ok", "differs"]), "run_value"].notna().all()
+        assert part.loc[part["status"] != "ok", "reason"].notna().all()
+        assert part.loc[part["status"] == "ok", "reason"].isna().all()
+        # a toy of 2 layers of 4 heads has no top 20 heads
+        k20 = part.set_index("id").loc["heads_fraction_k20"]
+        assert k20["status"] == "not defined" and k20["reason"].endswith("ends at k = 8 heads")
+        left = pd.read_csv(work / f"results/{model}/helix/other_tasks_left_out.csv")
+        for task in left["task"]:  # a task left out of Table 1: its rows say so, with the count
+            rows = part[part["id"].str.startswith(f"tab01_{task}_")]
+            assert (rows["status"] == "not run").all() and rows["reason"].str.contains("left out of Table 1").all()
+    counts = pd.read_csv(work / "results/all/tables/paper_comparison_status.csv").set_index("model")
+    for model, part in table.groupby("model"):
+        assert counts.loc[model, "total"] == len(part) == len(values)
+        assert counts.loc[model, "ok"] == (part["status"] == "ok").sum()
     md = (work / "results/all/tables/paper_comparison.md").read_text()
     assert md.count("| tab01_add_helix |") == 2
+
+
+def test_the_run_records_what_it_ran_on(tiny_run):
+    """README, "Provenance of a run": the record, the model cards' environment, the table the
+    report shows and paper_comparison's column naming the record."""
+    work, _ = tiny_run
+    record = json.loads((work / "results/all/provenance.json").read_text())
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert record["helixclock"]["commit"] == head.strip() and record["python"] == platform.python_version()
+    for name in ("torch", "transformers", "nnsight", "snakemake", "numpy"):
+        assert record["packages"][name] == version(name)
+    assert record["device"]["setting"] == "cpu" and record["device"]["resolved"] == "cpu"
+    for model in ("toy-gptj", "toy-llama"):
+        card = json.loads((work / f"results/{model}/model.json").read_text())
+        assert card["environment"]["packages"] == record["packages"] and record["models"][model] == card["environment"]
+    table = pd.read_csv(work / "results/all/tables/provenance.csv", keep_default_na=False).set_index("item")
+    assert list(table.columns) == ["run", "lock", "toy-gptj", "toy-llama"]
+    assert table.loc["transformers", "run"] == table.loc["transformers", "toy-llama"] == version("transformers")
+    comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
+    assert (comparison["provenance"] == "results/all/provenance.json").all()
+    assert (
+        "What the run ran on: `results/all/provenance.json`"
+        in (work / "results/all/tables/paper_comparison.md").read_text()
+    )

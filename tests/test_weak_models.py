@@ -200,6 +200,14 @@ def test_other_tasks_leave_out_a_weak_task_and_stop_on_a_weak_add(tmp_path, capl
         "with different answers (a' from the 3 correct mod2 prompts) (config helix.n_pairs=4, minimum.pairs=10), "
         "found 3"
     ) in caplog.text
+    # the record the report reads (rule other_tasks_left_out) says the same, from the same params
+    frames = {"add": good, "mod2": mod2}
+    needs = pre.other_tasks_needs(frames, PERIODS, 4, pre.Minimum(pairs=10, spare_rows=1))
+    left = pre.left_out(needs, frames, "weak", "other_tasks_patching")
+    assert left[["task", "label", "prompts", "correct", "found", "minimum"]].values.tolist() == [
+        ["mod2", "a mod 2", 100, 3, 3, 4]
+    ]
+    assert f"left out of Table 1 and Fig. C7: {left['reason'].iloc[0]}" in caplog.text
     with pytest.raises(pre.PreconditionError, match=r"at least 4 .*\(a'\+b from the 2 correct add prompts\).*found 2;"):
         usable_tasks(
             job,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files
 from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
+from .provenance import environment
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
 SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no max_number
@@ -27,7 +28,9 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
     :mod:`helixclock.numbers`).
 
     The card describes the model: only its registry entry and the task list go into it, so no
-    other run setting remakes it (and reruns what reads it)."""
+    other run setting remakes it (and reruns what reads it).  It also records the environment
+    (:func:`helixclock.provenance.environment`) its model's jobs run on; a change of versions
+    does not remake it (a model job then warns)."""
     from transformers import AutoConfig
 
     path, kwargs = model_files(name, spec, resources)
@@ -50,6 +53,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         "d_model": int(cfg.hidden_size),
         "prompts": {t: spec["prompts"][t] for t in tasks},
         "number_tokens": spec.get("number_tokens", "one"),
+        "environment": environment(),  # the versions the model's jobs run on (README, "Provenance of a run")
     }
     if card["number_tokens"] == "several":
         return {**card, **_several(tokenizer, name, spec, tasks)}

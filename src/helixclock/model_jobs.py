@@ -21,15 +21,20 @@ from .pairs import model_pairs, prompt_sample
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start
 from .preconditions import clock_needs
+from .provenance import warn_if_changed
 
 log = logging.getLogger("helixclock")
 
 
 def load(snakemake, **kwargs) -> LoadedModel:
     """Load the job's model (registry entry in params.spec) on the configured device, with the
-    rule's threads."""
+    rule's threads; warn when the installed versions are not those its model card recorded
+    (README, "Provenance of a run")."""
     if getattr(snakemake, "threads", None):
         torch.set_num_threads(int(snakemake.threads))
+    card = getattr(snakemake.input, "card", None)
+    if card:  # a warning when the versions are not those the model card recorded
+        warn_if_changed(read_json(card), f"{snakemake.rule} of {snakemake.wildcards.model}")
     params = snakemake.params
     model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
     log.info("loaded %s (%s) on %s as %s", model.name, model.source, model.device, model.dtype)

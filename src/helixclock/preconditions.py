@@ -34,6 +34,7 @@ import pandas as pd
 
 from .bases import Basis
 from .sampling import pairs_available, seeded_rows, split_values
+from .tasks import TASKS
 
 
 class PreconditionError(RuntimeError):
@@ -226,6 +227,35 @@ def other_tasks_needs(
             ),
         ]
     return needs
+
+
+LEFT_OUT_COLUMNS = ["task", "label", "prompts", "correct", "what", "found", "minimum", "source", "reason"]
+
+
+def left_out(needs: Mapping[str, Sequence[Need]], accuracy: Mapping[str, pd.DataFrame], model: str, stage: str):
+    """The tasks a stage leaves out (``needs`` per task, e.g. :func:`other_tasks_needs`), one
+    row each with its first unmet need: task, label, prompts, correct (of the task's accuracy
+    table), what, found, minimum, source, and reason (the line the stage logs,
+    :meth:`Need.shortfall`).  The record the report reads for a row of Table 1 that did not run."""
+    rows = []
+    for task, task_needs in needs.items():
+        unmet = [n for n in task_needs if not n.met]
+        if unmet:
+            acc, need = accuracy[task], unmet[0]
+            rows.append(
+                {
+                    "task": task,
+                    "label": TASKS[task].label,
+                    "prompts": len(acc),
+                    "correct": len(correct_rows(acc)),
+                    "what": need.what,
+                    "found": need.found,
+                    "minimum": need.minimum,
+                    "source": need.source,
+                    "reason": need.shortfall(model, stage),
+                }
+            )
+    return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
 
 
 def clock_needs(

@@ -45,9 +45,14 @@ MODEL_RULES = {
 def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
     """Jobs a dry run would schedule, by rule name."""
     proc = snakemake(workdir, *targets, "-n", "--quiet", "rules", configfile=configfile)
+    return job_counts(proc.stdout + proc.stderr)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The jobs of each rule in the output of ``snakemake -n --quiet rules``."""
     jobs: dict[str, int] = {}
     table = False
-    for line in (proc.stdout + proc.stderr).splitlines():
+    for line in output.splitlines():
         parts = line.split()
         if parts[:2] == ["job", "count"]:
             table = True

@@ -5,8 +5,8 @@
 model_job(
     "accuracy",
     output={
-        "tables": expand("results/{{model}}/accuracy/{task}.csv", task=TASKS),
-        "logits": "results/{model}/accuracy/add_logits.h5",
+        "tables": [outputs.accuracy(t) for t in TASKS],
+        "logits": outputs.ADD_LOGITS,
     },
     params={"tasks": TASKS},
     accuracy=False,
@@ -16,7 +16,7 @@ model_job(
 figure_rule(
     "fig_accuracy_heatmap",
     "figA1_accuracy_heatmap",
-    ["results/{model}/accuracy/add.csv"],
+    [outputs.ADD_ACCURACY],
     "helixclock.stages.accuracy.figures:figA1_accuracy_heatmap",
     "accuracy",
 )
@@ -24,7 +24,7 @@ figure_rule(
 
 rule tab_other_tasks_accuracy:
     input:
-        expand("results/{{model}}/accuracy/{task}.csv", task=OTHER_TASKS),
+        [outputs.accuracy(t) for t in OTHER_TASKS],
     output:
         table("tabC1_other_tasks_accuracy", stage="accuracy"),
     log:
@@ -42,7 +42,7 @@ rule tab_other_tasks_accuracy:
 
 rule tab_prompts_accuracy:
     input:
-        expand("results/{model}/accuracy/add.csv", model=MODELS),
+        [outputs.accuracy("add", m) for m in MODELS],
     output:
         table("tabA1_prompts_accuracy", model="all", stage="accuracy"),
     log:
@@ -59,7 +59,7 @@ rule tab_prompts_accuracy:
         "../../scripts/tab_prompts_accuracy.py"
 
 
-register("results/{model}/accuracy/add_logits.h5")
+register(outputs.ADD_LOGITS)
 if OTHER_TASKS:
     register(*table("tabC1_other_tasks_accuracy"))
 register(*table("tabA1_prompts_accuracy", model="all"), all_models=True)

@@ -4,7 +4,7 @@
 
 model_job(
     "residual_cache",
-    output={"cache": "results/{model}/cache/residuals.h5"},
+    output={"cache": outputs.CACHE},
     params=dict(
         minimum=minimum("correct_prompts"),
         dtype=config["cache"]["dtype"],
@@ -13,4 +13,4 @@ model_job(
 )
 
 
-register("results/{model}/cache/residuals.h5")
+register(outputs.CACHE)

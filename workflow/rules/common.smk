@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.exceptions import WorkflowError
 
+from helixclock import outputs
 from helixclock.config import (
     NOT_RUN_FOR_SEVERAL,
     ConfigError,
@@ -51,8 +52,8 @@ wildcard_constraints:
 
 
 def figure(fig_id, model="{model}"):
-    """The PDF and PNG of one figure."""
-    return [f"results/{model}/figures/{fig_id}.pdf", f"results/{model}/figures/{fig_id}.png"]
+    """The PDF and PNG of one figure (every output path: helixclock.outputs)."""
+    return outputs.figure(fig_id, model)
 
 
 # Report categories, one per paper section, in the paper's order ("0 Paper vs run" first)
@@ -65,7 +66,7 @@ SECTIONS = {
     "heads": "5 Attention heads (section 5.2, App. D.1)",
     "mlps": "6 MLPs (section 5.3, App. D.2)",
     "neurons": "7 Neurons (section 5.4, App. D.2)",
-    "errors": "8 Why a helix, and the errors (App. E, F)",
+    "mistakes": "8 Why a helix, and the model's errors (App. E, F)",
 }
 
 
@@ -78,7 +79,7 @@ def caption(output_id):
 def table(tab_id, model="{model}", stage=None):
     """The CSV and Markdown of one table; with ``stage``, the CSV goes into the report under
     that stage's section."""
-    csv, md = f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"
+    csv, md = outputs.table(tab_id, model)
     if stage is not None:
         csv = report(
             csv,
@@ -146,9 +147,9 @@ def model_weights(wildcards):
     source = REGISTRY[wildcards.model]["source"]
     kind = source_kind(source)
     if kind == "toy":
-        return f"resources/models/{wildcards.model}/training.json"
+        return outputs.TOY.format(model=wildcards.model)
     if kind == "package":
-        return f"resources/models/{wildcards.model}/source.json"
+        return outputs.GGUF.format(model=wildcards.model)
     return [source] if kind == "gguf" else []
 
 
@@ -221,13 +222,18 @@ def figure_rule(name, fig_id, inputs, function, stage, scope=None, **kwargs):
     register(*figure(fig_id), scope=scope or stage)
 
 
-# -- jobs that run a model or fit on the cache: staged, then published (README, "When a run fails")
+# -- jobs that load a model, and the costly fits: staged, then published (README, "When a run fails")
 # Such a job writes its outputs under .staging/<rule>/<settings>/ (temporary files), named by a
 # hash of its params; a local job, publish_<rule>, moves them into place once the job has
 # succeeded.  A job that fails or refuses never starts its publish job, so the outputs of the
 # last good run stay where they are, untouched and up to date, and the original command plans
 # nothing afterwards.  The settings hash keeps Snakemake's record of a failed try (it records
 # the params of failed jobs too) apart from the record of the run that made the outputs.
+# Staging pays where an output is costly to remake and much reads it: the jobs that load a model
+# (model_job, model_card, train_toy) and the fits helix_fits and neuron_fits.  The cheap readers
+# of the cache (number_structure, helix_figure_tables, linear_addition, clock_coordinates) are
+# ordinary rules: a failure deletes their outputs, and the next run remakes them in seconds and
+# reruns only the figures and tables that read them.
 STAGING = ".staging"
 
 
@@ -332,7 +338,7 @@ def model_job(name, output, params=None, input=None, threads=2, accuracy=True):
     """A staged job that runs a model: the model's card and weights (and, unless the job makes
     it, its a+b accuracy table) are its inputs; its registry entry, device and batch size
     (:func:`model_job_params`) and ``params`` its rerun triggers; it claims a GPU slot."""
-    inputs = {"card": "results/{model}/model.json", "weights": model_weights}
+    inputs = {"card": outputs.CARD, "weights": model_weights}
     if accuracy:
-        inputs["accuracy"] = "results/{model}/accuracy/add.csv"
+        inputs["accuracy"] = outputs.ADD_ACCURACY
     staged_job(name, output, {**model_job_params(), **(params or {})}, {**inputs, **(input or {})}, threads, gpu=True)

@@ -8,15 +8,15 @@ COMPAT_MODES = ("corrected", "authors")
 rule compat_numbers:
     input:
         tab01=table("tab01_other_tasks")[0],
-        best=HELIX_SUMMARY["best"],
+        best=outputs.HELIX_SUMMARY["best"],
         peaks=table("fourier_peaks")[0],
-        head_topk=HEADS_SUMMARY["topk"],
-        mlp_topk=MLPS_SUMMARY["mlp_topk"],
-        mixed=HEADS_SUMMARY["mixed"],
+        head_topk=outputs.HEADS_SUMMARY["topk"],
+        mlp_topk=outputs.MLPS_SUMMARY["mlp_topk"],
+        mixed=outputs.HEADS_SUMMARY["mixed"],
         categories=table("tabD1_head_categories")[0],
-        last_token=LAST_TOKEN_SUMMARY["fits"],
+        last_token=outputs.LAST_TOKEN_SUMMARY["fits"],
     output:
-        f"results/{{model}}/compat/{config['compat']}.json",
+        outputs.compat(config["compat"]),
     log:
         "logs/{model}/compat_numbers.log",
     localrule: True
@@ -31,7 +31,7 @@ rule compat_numbers:
 
 rule compat_effects:
     input:
-        f"results/{{model}}/compat/{config['compat']}.json",
+        outputs.compat(config["compat"]),
     output:
         table("compat_effects", stage="report"),
     log:
@@ -40,7 +40,7 @@ rule compat_effects:
     conda:
         ENV
     params:
-        modes=lambda w: [f"results/{w.model}/compat/{m}.json" for m in COMPAT_MODES],
+        modes=lambda w: [outputs.compat(m, w.model) for m in COMPAT_MODES],
     script:
         "../../scripts/compat_effects.py"
 

@@ -1,17 +1,12 @@
 # Stage 7 - attention heads (paper section 5.2, appendix D.1): head effects, top-k, helix fits
 # of head outputs, categories, mixed heads, properties and paths.  helixclock.stages.heads
 
-HEADS = "results/{model}/heads"
-HEADS_RAW = {
-    k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories", "attention")
-}
-HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
 HEADS_FIGURES = "helixclock.stages.heads.figures"
 
 
 model_job(
     "head_patching",
-    output=HEADS_RAW,
+    output=outputs.HEADS_RAW,
     params=dict(
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
@@ -25,9 +20,9 @@ model_job(
 
 rule head_summary:
     input:
-        **HEADS_RAW,
+        **outputs.HEADS_RAW,
     output:
-        **HEADS_SUMMARY,
+        **outputs.HEADS_SUMMARY,
         table=table("tabD1_head_categories", stage="heads")[0],
         table_md=table("tabD1_head_categories")[1],
     log:
@@ -45,19 +40,37 @@ rule head_summary:
 
 
 figure_rule(
-    "fig_head_patching", "figD2_head_patching", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:figD2_head_patching", "heads"
+    "fig_head_patching",
+    "figD2_head_patching",
+    [outputs.HEADS_SUMMARY["effects"]],
+    f"{HEADS_FIGURES}:figD2_head_patching",
+    "heads",
 )
-figure_rule("fig_head_topk", "figD3_head_topk", [HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:figD3_head_topk", "heads")
 figure_rule(
-    "fig_head_helix_fit", "figD4_head_helix_fit", [HEADS_SUMMARY["effects"]], f"{HEADS_FIGURES}:figD4_head_helix_fit", "heads"
+    "fig_head_topk", "figD3_head_topk", [outputs.HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:figD3_head_topk", "heads"
 )
-figure_rule("fig_mixed_heads", "figD5_mixed_heads", [HEADS_SUMMARY["mixed"]], f"{HEADS_FIGURES}:figD5_mixed_heads", "heads")
+figure_rule(
+    "fig_head_helix_fit",
+    "figD4_head_helix_fit",
+    [outputs.HEADS_SUMMARY["effects"]],
+    f"{HEADS_FIGURES}:figD4_head_helix_fit",
+    "heads",
+)
+figure_rule(
+    "fig_mixed_heads",
+    "figD5_mixed_heads",
+    [outputs.HEADS_SUMMARY["mixed"]],
+    f"{HEADS_FIGURES}:figD5_mixed_heads",
+    "heads",
+)
 figure_rule(
     "fig_head_categories",
     "figD6_head_categories",
-    [HEADS_SUMMARY["properties"]],
+    [outputs.HEADS_SUMMARY["properties"]],
     f"{HEADS_FIGURES}:figD6_head_categories",
     "heads",
 )
-figure_rule("fig_head_paths", "figD7_head_paths", [HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:figD7_head_paths", "heads")
+figure_rule(
+    "fig_head_paths", "figD7_head_paths", [outputs.HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:figD7_head_paths", "heads"
+)
 register(*table("tabD1_head_categories"), scope="heads")

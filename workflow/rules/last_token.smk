@@ -1,16 +1,13 @@
 # Stage 6 - the Clock algorithm at the last token (paper section 5.1, appendix D): last-token
 # helix fits (Fig. 5) and the TE and DE of every layer (Fig. 6).  helixclock.stages.last_token
 
-LAST_TOKEN = "results/{model}/last_token"
-LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects")}
-LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects")}
 LAST_TOKEN_FIGURES = "helixclock.stages.last_token.figures"
 
 
 model_job(
     "last_token_patching",
-    input={"cache": "results/{model}/cache/residuals.h5"},
-    output=LAST_TOKEN_RAW,
+    input={"cache": outputs.CACHE},
+    output=outputs.LAST_TOKEN_RAW,
     params=dict(
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
@@ -21,9 +18,9 @@ model_job(
 
 rule last_token_summary:
     input:
-        **LAST_TOKEN_RAW,
+        **outputs.LAST_TOKEN_RAW,
     output:
-        **LAST_TOKEN_SUMMARY,
+        **outputs.LAST_TOKEN_SUMMARY,
     log:
         "logs/{model}/last_token_summary.log",
     benchmark:
@@ -40,14 +37,14 @@ rule last_token_summary:
 figure_rule(
     "fig_last_token_helix",
     "fig05_last_token_helix",
-    [LAST_TOKEN_SUMMARY["fits"]],
+    [outputs.LAST_TOKEN_SUMMARY["fits"]],
     f"{LAST_TOKEN_FIGURES}:fig05_last_token_helix",
     "last_token",
 )
 figure_rule(
     "fig_layer_patching",
     "fig06_layer_patching",
-    [LAST_TOKEN_SUMMARY["layer_effects"]],
+    [outputs.LAST_TOKEN_SUMMARY["layer_effects"]],
     f"{LAST_TOKEN_FIGURES}:fig06_layer_patching",
     "last_token",
 )

@@ -3,16 +3,13 @@
 # (config key clock.mlp_threshold), so a new threshold reruns no model job.
 # helixclock.stages.mlps
 
-MLPS = "results/{model}/mlps"
-MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("topk", "fits")}
-MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages")}
 MLPS_FIGURES = "helixclock.stages.mlps.figures"
 
 
 model_job(
     "mlp_patching",
-    input={"layer_effects": LAST_TOKEN_RAW["layer_effects"]},
-    output=MLPS_RAW,
+    input={"layer_effects": outputs.LAST_TOKEN_RAW["layer_effects"]},
+    output=outputs.MLPS_RAW,
     params=dict(
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
@@ -24,10 +21,10 @@ model_job(
 
 rule mlp_summary:
     input:
-        **MLPS_RAW,
-        layer_effects=LAST_TOKEN_SUMMARY["layer_effects"],
+        **outputs.MLPS_RAW,
+        layer_effects=outputs.LAST_TOKEN_SUMMARY["layer_effects"],
     output:
-        **MLPS_SUMMARY,
+        **outputs.MLPS_SUMMARY,
     log:
         "logs/{model}/mlp_summary.log",
     benchmark:
@@ -42,5 +39,13 @@ rule mlp_summary:
         "../../scripts/mlp_summary.py"
 
 
-figure_rule("fig_mlp_topk", "figD8_mlp_topk", [MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:figD8_mlp_topk", "mlps")
-figure_rule("fig_mlp_stages", "fig07_mlp_stages", [MLPS_SUMMARY["mlp_stages"]], f"{MLPS_FIGURES}:fig07_mlp_stages", "mlps")
+figure_rule(
+    "fig_mlp_topk", "figD8_mlp_topk", [outputs.MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:figD8_mlp_topk", "mlps"
+)
+figure_rule(
+    "fig_mlp_stages",
+    "fig07_mlp_stages",
+    [outputs.MLPS_SUMMARY["mlp_stages"]],
+    f"{MLPS_FIGURES}:fig07_mlp_stages",
+    "mlps",
+)

@@ -5,7 +5,7 @@
 staged_job(
     "train_toy",
     input={"committed": committed_toy},
-    output={"record": "resources/models/{model}/training.json"},
+    output={"record": outputs.TOY},
     params=dict(
         spec=spec,
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
@@ -20,7 +20,7 @@ staged_job(
 
 rule install_gguf:
     output:
-        record="resources/models/{model}/source.json",
+        record=outputs.GGUF,
     log:
         "logs/{model}/install_gguf.log",
     localrule: True
@@ -35,8 +35,8 @@ rule install_gguf:
 staged_job(
     "model_card",
     input={"weights": model_weights},
-    output={"card": "results/{model}/model.json"},
+    output={"card": outputs.CARD},
     params=dict(spec=spec, tasks=TASKS),
 )
 
-register("results/{model}/model.json")
+register(outputs.CARD)

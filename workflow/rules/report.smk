@@ -1,26 +1,24 @@
 # The paper beside the run: Fig. 1 drawn from the model's own fits, every published number
-# next to the run's (results/all/tables/paper_comparison), and the cross-model figures.
-# helixclock.stages.report
+# next to the run's (results/all/tables/paper_comparison), the cross-model figures, and what
+# the run ran on (results/all/provenance.json).
+# helixclock.stages.report, helixclock.provenance
+from snakemake.logging import logger
+
+from helixclock.provenance import RECORD, changed_records, fingerprint, lock_digests
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
-PAPER_VALUES = str(Path(workflow.basedir) / "config" / "paper_values.yaml")
-PER_MODEL_TABLES = [  # (table, the scope of the stage that makes it)
-    ("results/{model}/model.json", None),
-    ("results/{model}/tables/tabC1_other_tasks_accuracy.csv", None),
-    ("results/{model}/tables/tab01_other_tasks.csv", None),
-    (HEADS_SUMMARY["topk"], "heads"),
-    (HEADS_SUMMARY["mixed"], "heads"),
-    (HEADS_SUMMARY["categories"], "heads"),
-    (MLPS_SUMMARY["mlp_topk"], "mlps"),
-    (MLPS_SUMMARY["mlp_stages"], "mlps"),
-    (NEURONS_SUMMARY["neurons"], "neurons"),
-    (NEURONS_SUMMARY["ablation"], "neurons"),
-    (NEURONS_SUMMARY["fit_eval"], "neurons"),
-    (f"{ERRORS}/linear_addition.csv", None),
-    (ERRORS_F["error_summary"], None),
-    (ERRORS_F["carry_test"], None),
-    (ERRORS_F["logit_line_fourier"], None),
-]
+PAPER_VALUES = outputs.PAPER_VALUES
+# What the provenance record depends on (installed versions, Python, helixclock's commit, the lock
+# files' contents; no torch import): its params, so it is rewritten when they change, and only
+# then.  The lock files are read by the job from helixclock's checkout, not as inputs: Snakemake
+# records input paths, and these, in the repository rather than the project folder, would be
+# absolute (README, "Outputs")
+RUN_ENVIRONMENT = {**fingerprint(workflow.basedir), "lock": lock_digests(workflow.basedir)}
+for _line in changed_records({m: outputs.CARD.format(model=m) for m in MODELS}):
+    logger.warning(
+        f"helixclock: recorded versions differ from the installed ones, {_line}; jobs that run now use "
+        'the installed ones (README, "Provenance of a run")'
+    )
 
 
 rule not_run:
@@ -37,18 +35,28 @@ rule not_run:
         "../../scripts/not_run.py"
 
 
-staged_job(
-    "clock_coordinates",
-    input={"cache": "results/{model}/cache/residuals.h5", "last_token": LAST_TOKEN_SUMMARY["fits"]},
-    output={"clock": "results/{model}/report/clock_sum.csv"},
-    params=dict(periods=config["helix"]["periods"]),
-)
+rule clock_coordinates:
+    input:
+        cache=outputs.CACHE,
+        last_token=outputs.LAST_TOKEN_SUMMARY["fits"],
+    output:
+        clock=outputs.CLOCK_SUM,
+    log:
+        "logs/{model}/clock_coordinates.log",
+    benchmark:
+        "logs/{model}/clock_coordinates.benchmark.tsv"
+    conda:
+        ENV
+    params:
+        periods=config["helix"]["periods"],
+    script:
+        "../../scripts/clock_coordinates.py"
 
 
 figure_rule(
     "fig_clock",
     "fig01_clock",
-    [HELIX_TABLES["projection"], "results/{model}/report/clock_sum.csv"],
+    [outputs.HELIX_TABLES["projection"], outputs.CLOCK_SUM],
     f"{REPORT_FIGURES}:fig01_clock",
     "report",
     a=config["report"]["clock_a"],
@@ -56,14 +64,57 @@ figure_rule(
 )
 
 
+rule paper_values:
+    output:
+        PAPER_VALUES,
+    log:
+        "logs/all/paper_values.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        # the file's text, not its path: Snakemake records input paths, and this one, in the
+        # repository rather than the project folder, would be absolute (README, "Outputs")
+        text=(Path(workflow.basedir) / "config" / "paper_values.yaml").read_text(),
+    script:
+        "../../scripts/paper_values.py"
+
+
+rule provenance:
+    input:
+        cards=expand(outputs.CARD, model=MODELS),
+    output:
+        RECORD,
+        *table("provenance", model="all", stage="report"),
+    log:
+        "logs/all/provenance.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        environment=settled(RUN_ENVIRONMENT),
+        device=config["device"],
+        models=MODELS,
+    script:
+        "../../scripts/provenance.py"
+
+
 rule paper_comparison:
     input:
         values=PAPER_VALUES,
+        provenance=RECORD,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        # the tables of the stages each model runs
-        tables=lambda w: [path.format(model=m) for m in MODELS for path, scope in PER_MODEL_TABLES if runs(m, scope)],
+        # the tables of the stages each model runs, and the record of those it does not
+        tables=lambda w: [
+            path.format(model=m)
+            for m in MODELS
+            for path, scope in outputs.COMPARED_TABLES.values()
+            if "{model}" in path and runs(m, scope)
+        ],
+        not_run=[table("not_run", model=m)[0] for m in MODELS if several_tokens(REGISTRY[m])],
     output:
         table("paper_comparison", model="all", stage="report"),
+        table("paper_comparison_status", model="all", stage="report"),
     log:
         "logs/all/paper_comparison.log",
     localrule: True
@@ -79,8 +130,9 @@ rule cross_model_figures:
     input:
         values=PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        other_tasks=expand("results/{model}/tables/tabC1_other_tasks_accuracy.csv", model=MODELS),
-        tab01=expand("results/{model}/tables/tab01_other_tasks.csv", model=MODELS),
+        other_tasks=[table("tabC1_other_tasks_accuracy", model=m)[0] for m in MODELS],
+        tab01=[table("tab01_other_tasks", model=m)[0] for m in MODELS],
+        left_out=[outputs.OTHER_TASKS_LEFT_OUT.format(model=m) for m in MODELS],
     output:
         accuracy=report(
             figure("figAll_accuracy", model="all")[1],
@@ -107,9 +159,12 @@ rule cross_model_figures:
         "../../scripts/cross_model_figures.py"
 
 
-register("results/{model}/report/clock_sum.csv")
+register(outputs.CLOCK_SUM)
 register(
+    RECORD,
+    *table("provenance", model="all"),
     *table("paper_comparison", model="all"),
+    *table("paper_comparison_status", model="all"),
     *figure("figAll_accuracy", model="all"),
     *figure("figAll_ld_ratios", model="all"),
     all_models=True,

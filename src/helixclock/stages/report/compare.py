@@ -6,8 +6,8 @@ section, per-model values, approximate or a bound).  :data:`~.quantities.REGISTR
 (:data:`~.quantities.TABLE_FILES`, paths with ``{model}``) and the function that extracts
 the run's value from them.  :func:`run_values` reads a results folder,
 :func:`paper_comparison` sets the two side by side per model (a model the paper does not
-report is compared with GPT-J's value, marked as such), :func:`comparison_markdown` writes
-``paper_comparison.md``.
+report is compared with GPT-J's value, marked as such), each row with its status and reason
+(:mod:`.status`), :func:`comparison_markdown` writes ``paper_comparison.md``.
 
 Imports no torch.
 """
@@ -24,6 +24,7 @@ import pandas as pd
 from ...io import markdown_table
 from ...tasks import TASKS
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
+from .status import DIFFERS, MISSING, OK, STATUSES, status_text, value_status
 
 REFERENCE_MODEL = "gptj"
 PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
@@ -123,8 +124,8 @@ def run_values(
     files: Mapping[str, str] = TABLE_FILES,
 ) -> pd.DataFrame:
     """The run's value of every registered quantity for every model: model, id, value, file,
-    status ("ok", or "missing: <path>" where an input table does not exist).  Each table is
-    read once per model."""
+    status and reason (:func:`value_status`).  Each table is read once per model; the model
+    card (number_tokens) and ``tables/not_run.csv`` are read where they exist."""
     root = Path(root)
     rows = []
     for model in models:
@@ -138,41 +139,24 @@ def run_values(
                 cache[key] = read_table(path) if path.exists() else None
             return cache[key]
 
+        card = table("card") if "card" in files else None
+        several = isinstance(card, dict) and card.get("number_tokens", "one") == "several"
+        not_run = table("not_run") if "not_run" in files else None
+        parts = dict(zip(not_run["part"], not_run["reason"])) if not_run is not None else {}
         for qid, q in registry.items():
             paths = [files[k].format(model=model) for k in q.tables]
-            tables = {k: table(k) for k in q.tables}
-            missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
-            undefined = [p for k, p in zip(q.tables, paths) if _not_defined(tables[k])]
-            if undefined and not missing:  # a stage's record in place of its table (several tokens)
-                status = "not defined: " + ", ".join(undefined)
-                rows.append({"model": model, "id": qid, "value": np.nan, "file": ", ".join(paths), "status": status})
-                continue
-            if missing:
-                rows.append(
-                    {
-                        "model": model,
-                        "id": qid,
-                        "value": np.nan,
-                        "file": ", ".join(paths),
-                        "status": "missing: " + ", ".join(missing),
-                    }
-                )
-                continue
+            value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, parts, several)
             rows.append(
                 {
                     "model": model,
                     "id": qid,
-                    "value": float(q.extract(tables, model)),
+                    "value": value,
                     "file": ", ".join(paths),
-                    "status": "ok",
+                    "status": status,
+                    "reason": reason,
                 }
             )
-    return pd.DataFrame(rows, columns=["model", "id", "value", "file", "status"])
-
-
-def _not_defined(table) -> bool:
-    """Whether a table is a record saying its quantity is not defined for the model."""
-    return isinstance(table, pd.DataFrame) and "not_defined" in table.columns
+    return pd.DataFrame(rows, columns=["model", "id", "value", "file", "status", "reason"])
 
 
 # ---------------------------------------------------------------- the comparison
@@ -190,21 +174,31 @@ COMPARISON_COLUMNS = [
     "relation",
     "defined_by",
     "ratio",
+    "run_to_full",
+    "paper_to_full",
     "bound_holds",
     "status",
+    "reason",
     "file",
 ]
 HOLDS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal}
+RELATION_WORDS = {"<": "below", ">": "above", "<=": "at most", ">=": "at least"}
 
 
-def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
+def paper_comparison(
+    paper: pd.DataFrame, run: pd.DataFrame, registry: Mapping[str, Quantity] = REGISTRY
+) -> pd.DataFrame:
     """One row per (run model, paper quantity): the run's value beside the paper's for the
     same model, or GPT-J's where the paper gives none for it (same_model False).
 
-    paper: :func:`load_paper_values`; run: model, id, value (and optionally file, status).
-    ratio = run / paper; bound_holds says, for a bound ("<", ">", "<=", ">="), whether the
-    run's value satisfies it (NaN for "=" quantities and missing values); defined_by says
-    whose definition the run's value follows.
+    paper: :func:`load_paper_values`; run: :func:`run_values` (model, id, value, and
+    optionally file, status, reason).  ratio = run / paper where the status is "ok" or
+    "differs"; bound_holds says, for a bound ("<", ">", "<=", ">="), whether the run's value
+    satisfies it (NaN for "=" quantities and rows without a comparable value), and a bound
+    that fails makes the status "differs"; run_to_full and paper_to_full are a Table 1 LD over
+    its task's Full (``registry``'s ``full``), the one comparison of a row marked "different
+    metric"; defined_by says whose definition the run's value follows.  Every row has one
+    status of :data:`STATUSES`.
     """
     paper = paper if "defined_by" in paper.columns else paper.assign(defined_by="paper")
     quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation", "defined_by"]]
@@ -219,13 +213,15 @@ def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
             pv = float(by_key.loc[(q.id, paper_model)])
             if (model, q.id) in run.index:
                 r = run.loc[(model, q.id)]
-                rv, status, file = float(r["value"]), r.get("status", "ok"), r.get("file", "")
+                rv, status = float(r["value"]), r.get("status", OK)
+                reason, file = _text(r.get("reason", "")), r.get("file", "")
             else:
-                rv, status, file = np.nan, "no extractor", ""
-            ratio = rv / pv if pv != 0 and np.isfinite(rv) else np.nan
-            holds = np.nan
-            if q.relation != "=" and np.isfinite(rv):
-                holds = bool(HOLDS[q.relation](rv, pv))
+                rv, status, reason, file = np.nan, MISSING, "no extractor in the registry", ""
+            comparable = status == OK and np.isfinite(rv)
+            holds = bool(HOLDS[q.relation](rv, pv)) if comparable and q.relation != "=" else np.nan
+            if holds is False:
+                status, reason = DIFFERS, f"the run's {_fmt(rv)} is not {RELATION_WORDS[q.relation]} {_fmt(pv)}"
+            full = registry[q.id].full if q.id in registry else None
             rows.append(
                 {
                     "model": model,
@@ -239,13 +235,24 @@ def paper_comparison(paper: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
                     "approx": bool(q.approx),
                     "relation": q.relation,
                     "defined_by": q.defined_by,
-                    "ratio": ratio,
+                    "ratio": rv / pv if comparable and pv != 0 else np.nan,
+                    "run_to_full": _over(rv, run["value"].get((model, full), np.nan)) if full else np.nan,
+                    "paper_to_full": _over(pv, by_key.get((full, paper_model), np.nan)) if full else np.nan,
                     "bound_holds": holds,
                     "status": status,
+                    "reason": reason,
                     "file": file,
                 }
             )
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def _over(value: float, reference: float) -> float:
+    return value / reference if np.isfinite(value) and np.isfinite(reference) and reference != 0 else np.nan
+
+
+def _text(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
 def _fmt(v: float) -> str:
@@ -264,16 +271,22 @@ def paper_cell(row) -> str:
 
 
 def comparison_markdown(df: pd.DataFrame) -> str:
-    """paper_comparison.md: one section per model with quantity, where, paper, run, ratio."""
+    """paper_comparison.md: one section per model with quantity, where, paper, run, ratio,
+    the ratios to Full of Table 1's rows, bound, definition and status."""
     lines = [
         "# The paper's numbers beside this run's",
         "",
         'Paper values: `~` approximate ("roughly", "almost"), `<`/`>`/`≤`/`≥` a bound the paper states; '
         "a model name in brackets marks GPT-J's value shown for a model the paper does not report. "
         "ratio = run / paper; for a bound, the column `bound` says whether the run satisfies it. "
+        "`to Full`: a Table 1 LD over its task's Full, the run's beside the paper's. "
         "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
         "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
-        "says which).",
+        "says which). `status`: `ok` (a run value, its bound holds or its ratio is shown), `differs` (the "
+        "bound fails), `not run` (a stage, task or test that did not run on this model, with why), "
+        "`not defined` (no such value for this model, with why), `different metric` (an LD of a model whose "
+        "numbers take several tokens: compare only `to Full`), `missing` (an output table absent, no reason "
+        "recorded).",
         "",
     ]
     for model, part in df.groupby("model", sort=False):
@@ -283,23 +296,38 @@ def comparison_markdown(df: pd.DataFrame) -> str:
                 "what": part["description"],
                 "where": part["section"],
                 "paper": [paper_cell(r) for _, r in part.iterrows()],
-                "run": [_fmt(v) if s == "ok" else "missing" for v, s in zip(part["run_value"], part["status"])],
+                "run": [_fmt(v) for v in part["run_value"]],
                 "ratio": [_fmt(v) for v in part["ratio"]],
+                "to Full (run, paper)": [
+                    "" if pd.isna(p) else f"{_fmt(r)}, {_fmt(p)}"
+                    for r, p in zip(part["run_to_full"], part["paper_to_full"])
+                ],
                 "bound": ["" if pd.isna(h) else ("holds" if h else "fails") for h in part["bound_holds"]],
                 "definition": part["defined_by"] if "defined_by" in part else "paper",
+                "status": [status_text(s, _text(r)) for s, r in zip(part["status"], part["reason"])],
             }
         )
-        found = int((part["status"] == "ok").sum())
-        lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured.", "", markdown_table(table), ""]
+        counts = part["status"].value_counts()
+        found = int(part["run_value"].notna().sum())
+        by_status = ", ".join(f"{s} {counts[s]}" for s in STATUSES if s in counts)
+        lines += [f"## {model}", "", f"{found} of {len(part)} quantities measured ({by_status}).", ""]
+        lines += [markdown_table(table), ""]
     return "\n".join(lines)
 
 
 def paper_comparison_report(
-    root: str | Path, models: Sequence[str], paper_path: str | Path = "config/paper_values.yaml"
+    root: str | Path,
+    models: Sequence[str],
+    paper_path: str | Path = "config/paper_values.yaml",
+    provenance: str | None = None,
 ) -> tuple[pd.DataFrame, str]:
-    """paper_comparison for ``models`` from the results under ``root``: (table, markdown)."""
+    """paper_comparison for ``models`` from the results under ``root``: (table, markdown); with
+    ``provenance`` (the run's record, README "Provenance of a run"), a column and a line name it."""
     table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
-    return table, comparison_markdown(table)
+    if provenance is None:
+        return table, comparison_markdown(table)
+    md = comparison_markdown(table).replace("\n\n", f"\n\nWhat the run ran on: `{provenance}`.\n\n", 1)
+    return table.assign(provenance=provenance), md
 
 
 def not_run_table(model: str, reasons: Mapping[str, str]) -> pd.DataFrame:

@@ -125,10 +125,63 @@ def _accuracy_long(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame]) -> pd
     return pd.concat(rows, ignore_index=True)
 
 
-def figAll_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+LeftOut = Mapping[str, pd.DataFrame]
+"""Per model, the tasks left out of Table 1 (``helix/other_tasks_left_out.csv``:
+:func:`helixclock.preconditions.left_out`; columns label, correct, prompts, ...)."""
+
+
+def not_run_marks(models: Sequence[str], tasks: Sequence[str], has: Mapping[str, set], left_out: LeftOut | None):
+    """(model, task label) -> the mark of a bar that is not there because the task did not run
+    for the model: "not run (1 of 77 correct)" for a task left out of Table 1 (its count of
+    correct prompts), "not run" for one with no row for another reason.  ``has``: per model,
+    the task labels it has a value for."""
+    marks = {}
+    for m in models:
+        left = left_out.get(m) if left_out else None
+        counts = {} if left is None else {r.label: (r.correct, r.prompts) for r in left.itertuples()}
+        for task in tasks:
+            if task not in has.get(m, set()):
+                c = counts.get(task)
+                marks[(m, task)] = "not run" + (f" ({c[0]} of {c[1]} correct)" if c else "")
+    return marks
+
+
+def _mark_bars(ax, tasks: Sequence[str], hues: Sequence[str], marks: Mapping[tuple[str, str], str], palette, y=None):
+    """Write each mark upright where its bar would stand (seaborn's dodged bars: the default
+    width 0.8 shared by the hues), from the foot of the axes or from ``y[(model, task)]``."""
+    from matplotlib.transforms import blended_transform_factory
+
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    width = 0.8 / len(hues)
+    for (model, task), text in marks.items():
+        if task not in tasks or model not in hues:
+            continue
+        x = tasks.index(task) - 0.4 + (hues.index(model) + 0.5) * width
+        at = (y or {}).get((model, task))
+        ax.text(
+            x,
+            0.02 if at is None else at + 0.02,
+            text,
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=palette[model],
+            transform=where if at is None else ax.transData,
+        )
+
+
+def figAll_accuracy(
+    tabA1: pd.DataFrame,
+    tabC1: Mapping[str, pd.DataFrame],
+    paper: pd.DataFrame | None = None,
+    left_out: LeftOut | None = None,
+):
     """figAll_accuracy: every model's accuracy on the six tasks (a+b from tabA1, the others
     from each model's tabC1), beside the paper's values (``paper``: model, task, accuracy,
-    e.g. :func:`..compare.paper_accuracy`)."""
+    e.g. :func:`..compare.paper_accuracy`).  A task a model has no accuracy for is marked "not
+    run"; a task left out of its Table 1 (``left_out``) has its count of correct prompts above
+    its bar ("1 of 77 correct: no Table 1")."""
     long = _accuracy_long(tabA1, tabC1)
     models = list(dict.fromkeys(long["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
@@ -139,6 +192,16 @@ def figAll_accuracy(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame], pape
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(tasks) + 0.4 * len(palette)), 4.2))
     sns.barplot(long, x="task", y="accuracy", hue="model", order=tasks, hue_order=list(palette), palette=palette, ax=ax)
+    has = {m: set(long.loc[long["model"] == m, "task"]) for m in models}
+    _mark_bars(ax, tasks, list(palette), not_run_marks(models, tasks, has, None), palette)
+    value = long.set_index(["model", "task"])["accuracy"]
+    table1 = {
+        (m, r.label): f"{r.correct} of {r.prompts} correct: no Table 1"
+        for m, left in (left_out or {}).items()
+        for r in left.itertuples()
+        if (m, r.label) in value.index
+    }
+    _mark_bars(ax, tasks, list(palette), table1, palette, y={k: float(value[k]) for k in table1})
     ax.set_xlabel("task")
     ax.set_ylabel("accuracy (top token = answer)")
     ax.set_ylim(0, 1.05)
@@ -160,10 +223,14 @@ def ld_ratios_long(tab01: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["model", "task", "ratio", "value"])
 
 
-def figAll_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None):
+def figAll_ld_ratios(
+    tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | None = None, left_out: LeftOut | None = None
+):
     """figAll_ld_ratios: per task, tab01's Helix/Full, PCA/Full and Poly/Full (max-over-layers
     LD of the fit patched at the a token over that of the layer patch), side by side per model;
-    ``paper``: the paper's tab01 for GPT-J in the same format (task, Full, PCA, ...)."""
+    ``paper``: the paper's tab01 for GPT-J in the same format (task, Full, PCA, ...).  A task
+    with no row in a model's tab01 is marked "not run" where its bars would be, with its count
+    of correct prompts where ``left_out`` has it ("not run (1 of 77 correct)")."""
     long = ld_ratios_long(tab01)
     models = list(dict.fromkeys(long["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models))))
@@ -171,6 +238,7 @@ def figAll_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | No
         long = pd.concat([long, ld_ratios_long({"paper: gptj": paper})], ignore_index=True)
         palette["paper: gptj"] = PAPER_GREYS[0]
     tasks = [t for t in TASK_ORDER if t in set(long["task"])]
+    marks = not_run_marks(models, tasks, {m: set(df["task"]) for m, df in tab01.items()}, left_out)
     fig, axes = plt.subplots(1, len(RATIOS), figsize=(5.2 * len(RATIOS), 4.2), sharey=True, squeeze=False)
     for ax, (_, name) in zip(axes[0], RATIOS):
         sns.barplot(
@@ -184,6 +252,7 @@ def figAll_ld_ratios(tab01: Mapping[str, pd.DataFrame], paper: pd.DataFrame | No
             ax=ax,
             legend=ax is axes[0, -1],
         )
+        _mark_bars(ax, tasks, list(palette), marks, palette)
         ax.axhline(1.0, color="k", lw=0.6, ls="--")
         ax.set_title(f"{name}")
         ax.set_xlabel("task")

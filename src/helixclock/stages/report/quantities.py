@@ -16,42 +16,38 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...outputs import COMPARED_TABLES, table
 from ...statistics import share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
+from ..mistakes.wrong_answers import MIN_ERRORS
 
-# Where each table lives (relative to the project root).  Tables marked "neuron stage" are
-# those of the neuron stage, under the names and columns this module assumes (see the
-# extractors below); the lead maps them to the stage's real outputs.
-TABLE_FILES = {
-    "card": "results/{model}/model.json",
-    "tabA1": "results/all/tables/tabA1_prompts_accuracy.csv",
-    "tabC1": "results/{model}/tables/tabC1_other_tasks_accuracy.csv",
-    "tab01": "results/{model}/tables/tab01_other_tasks.csv",
-    "heads_topk": "results/{model}/heads/topk.csv",
-    "heads_mixed": "results/{model}/heads/mixed.csv",
-    "heads_categories": "results/{model}/heads/categories.csv",
-    "mlp_topk": "results/{model}/mlps/mlp_topk.csv",
-    "mlp_stages": "results/{model}/mlps/mlp_stages.csv",
-    "neurons": "results/{model}/neurons/neurons.csv",
-    "neuron_ablation": "results/{model}/neurons/ablation.csv",
-    "neuron_fit_eval": "results/{model}/neurons/fit_eval.csv",
-    "linear_addition": "results/{model}/errors/linear_addition.csv",
-    "error_summary": "results/{model}/errors/error_summary.csv",
-    "carry_test": "results/{model}/errors/carry_test.csv",
-    "logit_line_fourier": "results/{model}/errors/logit_line_fourier.csv",
-}
+# Where each table lives (relative to the project folder; one place for every output path:
+# helixclock.outputs), and the not_run table a model with numbers of several tokens writes (read
+# where it exists)
+TABLE_FILES = {key: path for key, (path, _) in COMPARED_TABLES.items()} | {"not_run": table("not_run")[0]}
 
 Tables = Mapping[str, "pd.DataFrame | dict"]
+Gap = tuple[str, str]
+"""Why the run has no value: (status, reason), status "not run" (a stage or test that did not
+run on this model, with the count found and the minimum) or "not defined" (the quantity has no
+value for this model, e.g. k = 20 top heads of a model with 8)."""
+
+NOT_RUN, NOT_DEFINED = "not run", "not defined"
 
 
 @dataclass(frozen=True)
 class Quantity:
     """How the run's value of one quantity is found: the tables it needs (keys of
-    :data:`TABLE_FILES`) and ``extract(tables, model) -> float`` (NaN where the run has no
-    such value, e.g. k = 20 for a model with fewer heads)."""
+    :data:`TABLE_FILES`), ``extract(tables, model) -> float`` (NaN where the run has no such
+    value) and ``gap(tables, model) -> Gap``, why it has none (without one, "not defined").
+    ``full``: for a logit difference of Table 1, the id of its task's Full (the layer patch),
+    the only reference its value is compared through where the model's LD is not the paper's
+    one-token logit difference (numbers of several tokens)."""
 
     tables: tuple[str, ...]
     extract: Callable[[Tables, str], float]
+    gap: Callable[[Tables, str], Gap] | None = None
+    full: str | None = None
 
 
 # ---------------------------------------------------------------- small readers
@@ -160,6 +156,84 @@ def _logit_top_period(t: Tables, model: str) -> float:
     return float(N_ANSWERS / k.min()) if len(k) else np.nan
 
 
+# ---------------------------------------------------------------- why a value is missing
+
+
+def _k20_gap(t: Tables, model: str) -> Gap:
+    k = t["heads_topk"]["k"]
+    return NOT_DEFINED, f"k = 20 is beyond the top-k curve, which ends at k = {int(k.max()) if len(k) else 0} heads"
+
+
+def _m_gap(m: int) -> Callable[[Tables, str], Gap]:
+    def gap(t: Tables, model: str) -> Gap:
+        ms = t["heads_mixed"]["m"]
+        return (
+            NOT_DEFINED,
+            f"m = {m} is beyond the mixed-head sweep, which ends at m = {int(ms.max()) if len(ms) else 0}",
+        )
+
+    return gap
+
+
+def _category_gap(category: str) -> Callable[[Tables, str], Gap]:
+    def gap(t: Tables, model: str) -> Gap:
+        n = len(t["heads_categories"])
+        return NOT_DEFINED, f"no {category} heads among the {n} top heads categorised (heads/categories.csv)"
+
+    return gap
+
+
+def _carry_gap(split: str) -> Callable[[Tables, str], Gap]:
+    def gap(t: Tables, model: str) -> Gap:
+        row = t["carry_test"].loc[t["carry_test"]["split"] == split]
+        if not len(row):
+            return NOT_DEFINED, f"no split {split!r} in errors/carry_test.csv"
+        row = row.iloc[0]
+        status = NOT_RUN if int(row["n"]) < MIN_ERRORS else NOT_DEFINED
+        return status, f"carry test (App. F): {row['note']}"
+
+    return gap
+
+
+def _task_gap(task: str) -> Callable[[Tables, str], Gap]:
+    """A task with no row in its table: left out of Table 1 by other_tasks_patching (the
+    shortfall it logged, helix/other_tasks_left_out.csv), or not among the run's tasks."""
+
+    def gap(t: Tables, model: str) -> Gap:
+        left = t.get("tab01_left_out")
+        if left is not None and (left["task"] == task).any():
+            row = left.loc[left["task"] == task].iloc[0]
+            return (
+                NOT_RUN,
+                f"{row['label']} left out of Table 1 ({row['correct']} of {row['prompts']} correct): {row['reason']}",
+            )
+        return NOT_RUN, f"{TASKS[task].label} is not among the run's tasks (config key accuracy.tasks)"
+
+    return gap
+
+
+def _circuit_gap(t: Tables, model: str) -> Gap:
+    if not len(t["mlp_stages"]):
+        return NOT_DEFINED, "no circuit MLPs: mlps/mlp_stages.csv is empty"
+    return NOT_DEFINED, "no top neuron in the 80% DE set or no stage boundary"
+
+
+def _errors_gap(t: Tables, model: str) -> Gap:
+    row = t["error_summary"].iloc[0] if len(t["error_summary"]) else {}
+    wrong, numeric = int(row.get("n_wrong", 0)), int(row.get("n_numeric", 0))
+    return NOT_DEFINED, f"too few wrong answers to take the share of: {wrong} wrong, {numeric} of them numeric"
+
+
+def _fraction_gap(t: Tables, model: str) -> Gap:
+    kept = t["neuron_ablation"]["fraction_kept"]
+    span = f"{kept.min():g}..{kept.max():g}" if len(kept) else "none"
+    return NOT_DEFINED, f"1% of the neurons lies outside the fractions kept ({span}) or the reading is not in the table"
+
+
+def _recovery_gap(t: Tables, model: str) -> Gap:
+    return NOT_DEFINED, "the actual accuracy is 0 at every k of neurons/fit_eval.csv: no ratio fitted / actual"
+
+
 # ---------------------------------------------------------------- the registry
 
 TAB01_COLUMNS = {"full": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
@@ -170,22 +244,32 @@ def _registry() -> dict[str, Quantity]:
         "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
         "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
         "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: _k_for(t["heads_topk"], 0.8)),
-        "heads_fraction_k20": Quantity(("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max")),
-        "mixed_fraction_m4": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction")),
-        "mixed_fraction_m0": Quantity(("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction")),
+        "heads_fraction_k20": Quantity(
+            ("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max"), _k20_gap
+        ),
+        "mixed_fraction_m4": Quantity(
+            ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction"), _m_gap(4)
+        ),
+        "mixed_fraction_m0": Quantity(
+            ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction"), _m_gap(0)
+        ),
         "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(t["mlp_topk"], 0.95)),
-        "mlp_circuit_first_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min())),
-        "mlp_circuit_last_layer": Quantity(("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max())),
-        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"])),
+        "mlp_circuit_first_layer": Quantity(
+            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min()), _circuit_gap
+        ),
+        "mlp_circuit_last_layer": Quantity(
+            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max()), _circuit_gap
+        ),
+        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"]), _circuit_gap),
         "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
-        "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction),
+        "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction, _fraction_gap),
         "neuron_accuracy_at_1pct_live": Quantity(
-            ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live")
+            ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live"), _fraction_gap
         ),
         "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
         "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
-        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share),
-        "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery),
+        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share, _circuit_gap),
+        "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery, _recovery_gap),
         "model_accuracy_alpha100": Quantity(
             ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)
         ),
@@ -197,30 +281,37 @@ def _registry() -> dict[str, Quantity]:
             ("linear_addition",), lambda t, m, r=reading: _line(t, r, "linear_accuracy", 100)
         )
     reg |= {
-        "carry_test_p": Quantity(("carry_test",), lambda t, m: _at(t["carry_test"], "split", ">= 10 (carry)", "p")),
-        "carry_test_p_authors": Quantity(
-            ("carry_test",), lambda t, m: _at(t["carry_test"], "split", "> 10 (authors' code)", "p")
-        ),
+        **{
+            qid: Quantity(
+                ("carry_test",), lambda t, m, s=split: _at(t["carry_test"], "split", s, "p"), _carry_gap(split)
+            )
+            for qid, split in (("carry_test_p", ">= 10 (carry)"), ("carry_test_p_authors", "> 10 (authors' code)"))
+        },
         "logit_top_period": Quantity(("logit_line_fourier",), _logit_top_period),
         "logit_slope_negative_share": Quantity(
             ("logit_line_fourier",), lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean())
         ),
     }
     for col in ("wrong_share", "numeric_share_of_wrong", "minus10_share", "plus10_share", "top2_cumulative_share"):
-        reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c))
+        reg[col] = Quantity(("error_summary",), lambda t, m, c=col: _first(t["error_summary"], c), _errors_gap)
     for name, task in TASKS.items():
         if name != "add":
             reg[f"{name}_accuracy"] = Quantity(
-                ("tabC1",), lambda t, m, lb=task.label: _at(t["tabC1"], "task", lb, "accuracy")
+                ("tabC1",), lambda t, m, lb=task.label: _at(t["tabC1"], "task", lb, "accuracy"), _task_gap(name)
             )
         for key, col in TAB01_COLUMNS.items():
             reg[f"tab01_{name}_{key}"] = Quantity(
-                ("tab01",), lambda t, m, lb=task.label, c=col: _at(t["tab01"], "task", lb, c)
+                ("tab01", "tab01_left_out"),
+                lambda t, m, lb=task.label, c=col: _at(t["tab01"], "task", lb, c),
+                _task_gap(name),
+                full=f"tab01_{name}_full",
             )
     for cat, key in (("a,b", "ab"), ("a+b", "sum"), ("mixed", "mixed")):
         reg[f"n_{key}_heads"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "count"))
-        reg[f"{key}_heads_layer_min"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "min"))
-        reg[f"{key}_heads_layer_max"] = Quantity(("heads_categories",), lambda t, m, c=cat: _category(t, c, "max"))
+        for end in ("min", "max"):
+            reg[f"{key}_heads_layer_{end}"] = Quantity(
+                ("heads_categories",), lambda t, m, c=cat, e=end: _category(t, c, e), _category_gap(cat)
+            )
     return reg
 
 

@@ -3,29 +3,34 @@
 # accuracy sweep), the neurons' logit lens (from the neuron stage).  No model job.
 # helixclock.stages.mistakes
 
-ERRORS = "results/{model}/errors"
-ERRORS_F = {
-    k: f"{ERRORS}/{k}.csv"
-    for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
-}
 ERROR_FIGURES = "helixclock.stages.mistakes.figures"
 
 
-staged_job(
-    "linear_addition",
-    input={"cache": "results/{model}/cache/residuals.h5", "accuracy": "results/{model}/accuracy/add.csv"},
-    output={"accuracy": f"{ERRORS}/linear_addition.csv", "line": f"{ERRORS}/linear_addition_line.csv"},
-    params=dict(layer=config["structure"]["layer"]),
-)
+rule linear_addition:
+    input:
+        cache=outputs.CACHE,
+        accuracy=outputs.ADD_ACCURACY,
+    output:
+        **outputs.LINEAR_ADDITION,
+    log:
+        "logs/{model}/linear_addition.log",
+    benchmark:
+        "logs/{model}/linear_addition.benchmark.tsv"
+    conda:
+        ENV
+    params:
+        layer=config["structure"]["layer"],
+    script:
+        "../../scripts/linear_addition.py"
 
 
 rule model_errors:
     input:
-        accuracy="results/{model}/accuracy/add.csv",
-        logits="results/{model}/accuracy/add_logits.h5",
+        accuracy=outputs.ADD_ACCURACY,
+        logits=outputs.ADD_LOGITS,
     output:
-        **ERRORS_F,
-        table=table("tabF2_carry_test", stage="errors")[0],
+        **outputs.ERRORS_F,
+        table=table("tabF2_carry_test", stage="mistakes")[0],
         table_md=table("tabF2_carry_test")[1],
     log:
         "logs/{model}/model_errors.log",
@@ -42,11 +47,10 @@ rule model_errors:
 
 rule neuron_logit_lens:
     input:
-        neurons=NEURONS_SUMMARY["neurons"],
-        grids=f"{NEURONS}/grids.h5",
+        neurons=outputs.NEURONS_SUMMARY["neurons"],
+        grids=outputs.NEURON_GRIDS,
     output:
-        lens=f"{ERRORS}/logit_lens.csv",
-        periods=f"{ERRORS}/logit_lens_periods.csv",
+        **outputs.LOGIT_LENS,
     log:
         "logs/{model}/neuron_logit_lens.log",
     benchmark:
@@ -64,54 +68,54 @@ rule neuron_logit_lens:
 figure_rule(
     "fig_linear_addition",
     "figE1_linear_addition",
-    [f"{ERRORS}/linear_addition.csv", f"{ERRORS}/linear_addition_line.csv"],
+    [outputs.LINEAR_ADDITION["accuracy"], outputs.LINEAR_ADDITION["line"]],
     f"{ERROR_FIGURES}:figE1_linear_addition",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_error_distribution",
     "figF1_error_distribution",
-    [ERRORS_F["errors"], ERRORS_F["error_summary"]],
+    [outputs.ERRORS_F["errors"], outputs.ERRORS_F["error_summary"]],
     f"{ERROR_FIGURES}:figF1_error_distribution",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_carry_test",
     "figF2_carry_test",
-    [ERRORS_F["errors"], ERRORS_F["carry_test"]],
+    [outputs.ERRORS_F["errors"], outputs.ERRORS_F["carry_test"]],
     f"{ERROR_FIGURES}:figF2_carry_test",
-    "errors",
+    "mistakes",
 )
 figure_rule(
     "fig_neuron_logit_lens",
     "figF3_neuron_logit_lens",
-    [f"{ERRORS}/logit_lens.csv"],
+    [outputs.LOGIT_LENS["lens"]],
     f"{ERROR_FIGURES}:figF3_neuron_logit_lens",
-    "errors",
+    "mistakes",
     scope="neurons",
 )
 figure_rule(
     "fig_logit_lens_periods",
     "figF4_logit_lens_periods",
-    [f"{ERRORS}/logit_lens_periods.csv"],
+    [outputs.LOGIT_LENS["periods"]],
     f"{ERROR_FIGURES}:figF4_logit_lens_periods",
-    "errors",
+    "mistakes",
     scope="neurons",
 )
 figure_rule(
     "fig_logit_examples",
     "figF5_logit_examples",
-    [ERRORS_F["logit_examples"]],
+    [outputs.ERRORS_F["logit_examples"]],
     f"{ERROR_FIGURES}:figF5_logit_examples",
-    "errors",
+    "mistakes",
     scope="answer_logits",
 )
 figure_rule(
     "fig_logit_slope_fourier",
     "figF6_logit_slope_fourier",
-    [ERRORS_F["logit_line_fourier"]],
+    [outputs.ERRORS_F["logit_line_fourier"]],
     f"{ERROR_FIGURES}:figF6_logit_slope_fourier",
-    "errors",
+    "mistakes",
     scope="answer_logits",
 )
 register(*table("tabF2_carry_test"))

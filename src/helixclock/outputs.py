@@ -1,0 +1,133 @@
+"""Where every output of the pipeline lives: one path pattern per output, relative to the project
+folder (Snakemake's working directory), ``{model}`` standing for the model.
+
+The rule files (through ``workflow/rules/common.smk``) and the paper comparison
+(:mod:`helixclock.stages.report.quantities`) read their paths here, so no rule file depends on
+another's constants and no path is written twice.  Relative paths are also what keeps a finished
+project movable: Snakemake records the paths of each job's inputs, and a recorded absolute path
+would make a copy of the project in another folder plan its jobs again (README, "Outputs").
+
+Imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+MODEL = "results/{model}"
+ALL = "results/all"  # cross-model outputs
+
+
+def figure(fig_id: str, model: str = "{model}") -> list[str]:
+    """The PDF and PNG of one figure."""
+    return [f"results/{model}/figures/{fig_id}.pdf", f"results/{model}/figures/{fig_id}.png"]
+
+
+def table(tab_id: str, model: str = "{model}") -> list[str]:
+    """The CSV and Markdown of one table."""
+    return [f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"]
+
+
+# -- models (workflow/rules/models.smk): a toy's training record beside its weights and tokenizer,
+# the record of a GGUF installed from a Python package, every model's card
+TOY = "resources/models/{model}/training.json"
+GGUF = "resources/models/{model}/source.json"
+CARD = f"{MODEL}/model.json"
+
+
+# -- accuracy (accuracy.smk): every prompt of a task; the a+b final logits over the answers
+def accuracy(task: str, model: str = "{model}") -> str:
+    """Every prompt of ``task``: prediction, correct, answer logit and rank."""
+    return f"results/{model}/accuracy/{task}.csv"
+
+
+ADD_ACCURACY = accuracy("add")
+ADD_LOGITS = f"{MODEL}/accuracy/add_logits.h5"
+
+# -- residual cache (cache.smk)
+CACHE = f"{MODEL}/cache/residuals.h5"
+
+# -- structure of numbers (structure.smk; its peaks are table "fourier_peaks")
+STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "similarity", "delta_n", "peaks_by_layer")}
+
+# -- the helix (helix.smk): fits, figure tables, raw per-pair tables and their summaries
+HELIX = f"{MODEL}/helix"
+HELIX_FITS = {"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"}
+HELIX_TABLES = {k: f"{HELIX}/{k}.csv" for k in ("projection", "magnitudes", "cosine", "continuity")}
+HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation")}
+HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation")}
+OTHER_TASKS_RAW = f"{HELIX}/raw/other_tasks.csv"
+OTHER_TASKS = f"{HELIX}/other_tasks.csv"  # Fig. C7's curves (Table 1 is table "tab01_other_tasks")
+OTHER_TASKS_LEFT_OUT = f"{HELIX}/other_tasks_left_out.csv"  # the tasks Table 1 leaves out, and why
+
+# -- the last token (last_token.smk)
+LAST_TOKEN = f"{MODEL}/last_token"
+LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects")}
+LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects")}
+
+# -- attention heads (heads.smk)
+HEADS = f"{MODEL}/heads"
+HEADS_RAW = {
+    k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories", "attention")
+}
+HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
+
+# -- MLPs (mlps.smk)
+MLPS = f"{MODEL}/mlps"
+MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("topk", "fits")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages")}
+
+# -- neurons (neurons.smk)
+NEURONS = f"{MODEL}/neurons"
+NEURONS_RAW = {k: f"{NEURONS}/raw/{k}.csv" for k in ("attribution", "direct_effects", "ablation")}
+NEURON_MEANS = f"{NEURONS}/mean_post.npy"
+NEURON_GRIDS = f"{NEURONS}/grids.h5"
+NEURON_FITS = {
+    "fits": f"{NEURONS}/fits.h5",
+    "table": f"{NEURONS}/fits.csv",
+    "terms": f"{NEURONS}/terms.csv",
+    "fig08": f"{NEURONS}/fig08_grids.csv",
+}
+NEURON_FIT_EVAL_RAW = f"{NEURONS}/raw/fit_eval.csv"
+NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}
+
+# -- why a helix, and the model's errors (mistakes.smk; the tables stay under errors/)
+ERRORS = f"{MODEL}/errors"
+LINEAR_ADDITION = {"accuracy": f"{ERRORS}/linear_addition.csv", "line": f"{ERRORS}/linear_addition_line.csv"}
+ERRORS_F = {  # App. F: the model's errors and final logits
+    k: f"{ERRORS}/{k}.csv"
+    for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
+}
+LOGIT_LENS = {"lens": f"{ERRORS}/logit_lens.csv", "periods": f"{ERRORS}/logit_lens_periods.csv"}
+
+
+# -- what compat changes (compat.smk): one record per mode run
+def compat(mode: str, model: str = "{model}") -> str:
+    """The numbers config key compat changes, under ``mode``."""
+    return f"results/{model}/compat/{mode}.json"
+
+
+# -- the paper beside the run (report.smk)
+CLOCK_SUM = f"{MODEL}/report/clock_sum.csv"
+PAPER_VALUES = f"{ALL}/paper_values.yaml"  # the copy of config/paper_values.yaml the comparison read
+
+# The tables the paper comparison reads (helixclock.stages.report.quantities.TABLE_FILES), by key,
+# each with the part of the paper that makes it where a model may not run that part (a key of
+# helixclock.config.NOT_RUN_FOR_SEVERAL; None: every model makes it).
+COMPARED_TABLES = {
+    "card": (CARD, None),
+    "tabA1": (table("tabA1_prompts_accuracy", "all")[0], None),
+    "tabC1": (table("tabC1_other_tasks_accuracy")[0], None),
+    "tab01": (table("tab01_other_tasks")[0], None),
+    "tab01_left_out": (OTHER_TASKS_LEFT_OUT, None),
+    "heads_topk": (HEADS_SUMMARY["topk"], "heads"),
+    "heads_mixed": (HEADS_SUMMARY["mixed"], "heads"),
+    "heads_categories": (HEADS_SUMMARY["categories"], "heads"),
+    "mlp_topk": (MLPS_SUMMARY["mlp_topk"], "mlps"),
+    "mlp_stages": (MLPS_SUMMARY["mlp_stages"], "mlps"),
+    "neurons": (NEURONS_SUMMARY["neurons"], "neurons"),
+    "neuron_ablation": (NEURONS_SUMMARY["ablation"], "neurons"),
+    "neuron_fit_eval": (NEURONS_SUMMARY["fit_eval"], "neurons"),
+    "linear_addition": (LINEAR_ADDITION["accuracy"], None),
+    "error_summary": (ERRORS_F["error_summary"], None),
+    "carry_test": (ERRORS_F["carry_test"], None),
+    "logit_line_fourier": (ERRORS_F["logit_line_fourier"], None),
+}

@@ -1,0 +1,73 @@
+"""Output paths in one place (helixclock.outputs) and the README's Outputs table true to the code:
+every rule it names exists and every function it names is importable."""
+
+import importlib
+import re
+
+from helpers.dag import REPO, snakemake
+
+from helixclock import outputs
+from helixclock.config import NOT_RUN_FOR_SEVERAL
+from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES
+
+
+def outputs_table() -> list[list[str]]:
+    """The rows of the README's Outputs table, as cells."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Outputs") : text.index("## When a run fails")]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert header[3:] == ["rules", "code (`helixclock.`…)"], header
+    return [[c.strip() for c in row.strip("|").split(" | ")] for row in rows[1:]]
+
+
+def test_every_rule_the_readme_names_exists(tmp_path):
+    listed = snakemake(tmp_path, "--list-rules").stdout.split()
+    named = {name for row in outputs_table() for name in re.findall(r"`(\w+)`", row[3])}
+    assert len(named) > 40
+    assert named <= set(listed), sorted(named - set(listed))
+
+
+def test_every_function_the_readme_names_is_importable():
+    """A name with dots is a module path under helixclock and an attribute of it; a bare name
+    after it is another attribute of the same module."""
+    found = 0
+    for row in outputs_table():
+        module = None
+        for name in re.findall(r"`([\w.]+)`", row[4]):
+            if "." in name:
+                module, name = name.rsplit(".", 1)
+            assert module is not None, row
+            assert hasattr(importlib.import_module(f"helixclock.{module}"), name), (module, name)
+            found += 1
+    assert found > 60
+
+
+def test_paths_are_relative_to_the_project_folder():
+    """Snakemake records the paths of a job's inputs: an absolute one would pin a finished
+    project to its folder (README, "Outputs")."""
+    constants = [v for k, v in vars(outputs).items() if k.isupper()]
+    paths = [v for v in constants if isinstance(v, str)]
+    paths += [p for v in constants if isinstance(v, dict) for p in v.values() if isinstance(p, str)]
+    paths += [p for p, _ in outputs.COMPARED_TABLES.values()]
+    paths += outputs.figure("fig04_helix_patching") + outputs.table("tab01_other_tasks", "all")
+    assert len(paths) > 60
+    assert all(re.fullmatch(r"(results|resources/models)/[\w{}./-]+", p) for p in paths), paths
+
+
+def test_the_comparison_reads_the_registered_paths():
+    """The paper comparison's tables are those of helixclock.outputs; each quantity reads
+    registered ones, and each scope is a part of the paper that some models do not run."""
+    # and the not_run table of a model with numbers of several tokens, read where it exists
+    assert TABLE_FILES == {k: p for k, (p, _) in outputs.COMPARED_TABLES.items()} | {"not_run": outputs.table("not_run")[0]}
+    assert TABLE_FILES["neurons"] == "results/{model}/neurons/neurons.csv"
+    assert {k for q in REGISTRY.values() for k in q.tables} <= set(TABLE_FILES)
+    assert {s for _, s in outputs.COMPARED_TABLES.values()} <= {None, *NOT_RUN_FOR_SEVERAL}
+
+
+def test_no_rule_file_writes_an_output_path():
+    """Rule files take every path from helixclock.outputs (through common.smk), so none depends
+    on another's constants and the include order does not matter."""
+    for path in (REPO / "workflow" / "rules").glob("*.smk"):
+        code = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
+        assert not [line for line in code if re.search(r"[\"'](results|resources/models)/", line)], path.name

@@ -1,0 +1,132 @@
+"""What a run ran on (README, "Provenance of a run"): the record, its table, the rule's rerun
+trigger and the warnings when recorded and installed versions differ."""
+
+import json
+import logging
+import platform
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+import helixclock
+from helixclock.lock import LOCK, read_lock
+from helixclock.provenance import (
+    PACKAGES,
+    changed_records,
+    differences,
+    environment,
+    fingerprint,
+    package_versions,
+    provenance_table,
+    source,
+    warn_if_changed,
+    write_provenance,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _installed():
+    return {"python": platform.python_version(), "packages": package_versions()}
+
+
+def test_the_fingerprint_reads_installed_versions_and_the_commit():
+    fp = fingerprint(REPO)
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert fp["helixclock"]["commit"] == head.strip() and len(head.strip()) == 40
+    assert fp["packages"]["numpy"] == np.__version__ and fp["packages"]["torch"] == version("torch")
+    assert list(fp["packages"]) == list(PACKAGES) and fp["python"] == platform.python_version()
+    assert fingerprint(REPO) == fp  # nothing changed: the same params, no rerun
+    assert package_versions(["no-such-package-helixclock"]) == {"no-such-package-helixclock": None}
+    assert source(Path("/")) == {"version": helixclock.__version__, "commit": None, "dirty": None}
+
+
+def test_a_card_records_what_its_jobs_run_on():
+    env = environment()
+    assert env["torch_cuda"] == torch.version.cuda and env["packages"]["transformers"] == version("transformers")
+    assert differences(env, _installed()) == []
+
+
+def test_differences_name_each_package_and_python():
+    recorded = {"python": "3.10.1", "packages": {"numpy": "1.26.0", "torch": version("torch")}}
+    assert differences(recorded, _installed()) == [
+        f"python 3.10.1 (recorded) vs {platform.python_version()} (installed)",
+        f"numpy 1.26.0 (recorded) vs {np.__version__} (installed)",
+    ]
+
+
+def test_a_model_job_warns_when_its_card_recorded_other_versions(caplog):
+    card = {"environment": {**_installed(), "packages": {**package_versions(), "transformers": "4.0.0"}}}
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        changed = warn_if_changed(card, "accuracy of toy-gptj")
+    assert changed == [f"transformers 4.0.0 (recorded) vs {version('transformers')} (installed)"]
+    assert "accuracy of toy-gptj: this job runs on other versions than its model card recorded" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        assert warn_if_changed({"environment": environment()}, "x") == []
+        assert warn_if_changed({"model": "a card made before cards recorded versions"}, "x") == []
+    assert caplog.text == ""
+
+
+def test_a_run_warns_about_each_record_that_differs(tmp_path):
+    record, same, old = tmp_path / "provenance.json", tmp_path / "same.json", tmp_path / "model.json"
+    record.write_text(json.dumps({**_installed(), "packages": {**package_versions(), "nnsight": "0.7.0"}}))
+    same.write_text(json.dumps({"environment": _installed()}))
+    old.write_text(json.dumps({"environment": {**_installed(), "packages": {"snakemake": "8.0.0"}}}))
+    lines = changed_records({"a": same, "b": old, "c": tmp_path / "absent.json"}, record)
+    assert lines == [
+        f"{record}: nnsight 0.7.0 (recorded) vs {version('nnsight')} (installed)",
+        f"{old}: snakemake 8.0.0 (recorded) vs {version('snakemake')} (installed)",
+    ]
+    assert changed_records({}, tmp_path / "none.json") == []
+
+
+def test_the_record_and_its_table(tmp_path):
+    cards = {"toy-gptj": tmp_path / "a.json", "toy-old": tmp_path / "b.json"}
+    cards["toy-gptj"].write_text(json.dumps({"model": "toy-gptj", "environment": environment()}))
+    cards["toy-old"].write_text(json.dumps({"model": "toy-old"}))
+    outputs = [tmp_path / "provenance.json", tmp_path / "provenance.csv", tmp_path / "provenance.md"]
+    record = write_provenance("auto", REPO, cards, outputs)
+    assert json.loads(outputs[0].read_text()) == record
+    assert record["helixclock"] == source(REPO) and record["packages"] == package_versions()
+    assert record["torch_cuda"] == torch.version.cuda and record["python"] == platform.python_version()
+    assert record["device"] == {
+        "setting": "auto",
+        "resolved": "cuda" if torch.cuda.is_available() else "cpu",
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())],
+    }
+    assert record["lock"]["matches"] == (record["lock"]["differences"] == [])
+    assert record["models"] == {"toy-gptj": environment(), "toy-old": None}
+    table = pd.read_csv(outputs[1], keep_default_na=False).set_index("item")
+    assert list(table.columns) == ["run", "lock", "toy-gptj", "toy-old"]
+    locked = read_lock(REPO / LOCK)
+    for name in ("torch", "transformers", "nnsight", "snakemake", "numpy"):
+        assert table.loc[name, "run"] == table.loc[name, "toy-gptj"] == version(name)
+        assert table.loc[name, "lock"] == locked[name].version and table.loc[name, "toy-old"] == "not recorded"
+    assert table.loc["torch CUDA", "run"] == (torch.version.cuda or "none (CPU build)")
+    assert table.loc["commit", "run"].startswith(record["helixclock"]["commit"])
+    assert table.loc["environment is the lock", "run"].startswith("yes" if record["lock"]["matches"] else "no: ")
+    assert "| environment is the lock |" in outputs[2].read_text()
+
+
+def test_the_table_lists_the_first_differences_from_the_lock():
+    env = {**environment(), "python": "3.11.7"}
+    found = [f"p{i}==1 is installed but not locked" for i in range(7)]
+    record = {
+        "helixclock": {"version": "0.1.0", "commit": "abc", "dirty": True},
+        **env,
+        "device": {"setting": "cuda", "resolved": "cuda", "gpus": ["H100", "H100"]},
+        "lock": {"file": "requirements/lock.txt", "matches": False, "differences": found},
+        "models": {},
+    }
+    table = provenance_table(record, {"numpy": "2.4.6"}).set_index("item")
+    assert table.loc["commit", "run"] == "abc (with uncommitted changes)"
+    assert table.loc["device", "run"] == "cuda (H100, H100) (config key device: cuda)"
+    assert table.loc["numpy", "lock"] == "2.4.6" and table.loc["gguf", "lock"] == ""
+    matches = table.loc["environment is the lock", "run"]
+    assert matches.startswith("no: p0==1") and "p4==1" in matches and "p5==1" not in matches
+    assert matches.endswith("and 2 more (results/all/provenance.json)")
