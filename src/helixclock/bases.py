@@ -10,6 +10,13 @@ column).  Baselines (section 4.3): a *circle* drops the linear term, a *polynomi
 ``helix(a, b, a+b) = helix(a) + helix(b) + helix(a+b)`` (one constant column, section 5.1).
 :mod:`helixclock.fits` solves them against residuals; :mod:`helixclock.preconditions` counts
 their columns before any model is loaded.
+
+Two more kinds serve the question of what a number's last token encodes when the tokenizer
+splits numbers into digits (README, "Numbers of several tokens"; helixclock's, not the
+paper's): *digits*, the per-digit circles of Levy & Geva (NAACL 2025) - cos/sin 2 pi d / 10 of
+the tens, hundreds ... digit d of n - and *classes*, the linear term with one indicator per
+digit-count class (a digit tokenizer's token count).  :class:`Combined` joins bases into one
+design; :func:`number_bases` names the competing sets.  Neither changes the paper's kinds.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 PERIODS = (2, 5, 10, 100)
+KINDS = ("helix", "circle", "poly", "digits", "classes")
+PLACES = ("units", "tens", "hundreds", "thousands")
 
 
 SCALES = {"a": 99.0, "b": 99.0, "a+b": 198.0}
@@ -44,11 +53,17 @@ class FitSettings:
 class Basis:
     """A basis of functions of one or more variables (a, b, a+b).
 
-    kind: "helix" (linear + Fourier), "circle" (Fourier only) or "poly" (powers 1..degree).
-    A constant column is always last.  ``scaled=False`` (``compat: authors``) makes a
-    polynomial of raw powers a^1..a^degree, solved as the authors did with scikit-learn's
-    LinearRegression: with powers up to 99^9 the basis' condition number is ~1e18 and least
-    squares keeps only a few of its directions.
+    kind: "helix" (linear + Fourier), "circle" (Fourier only), "poly" (powers 1..degree),
+    "digits" (cos/sin 2 pi d_p / T of the digit d_p = floor(n / 10^p) mod 10 at each place p
+    of ``places``, 0 units, 1 tens, 2 hundreds, for each T of ``periods``: Levy & Geva's digit
+    circles with ``periods=(10,)``, 2 parameters a place) or "classes" (the linear term, then
+    the indicator of "n has p + 1 digits", 10^p <= n < 10^(p+1), for each p of ``places``:
+    1 + len(places) parameters; with p = 1, 2 the constants of the two- and three-digit classes
+    beside the one-digit class, a digit tokenizer's token counts).  "digits" and "classes"
+    read non-negative integers.  A constant column is always last.  ``scaled=False``
+    (``compat: authors``) makes a polynomial of raw powers a^1..a^degree, solved as the
+    authors did with scikit-learn's LinearRegression: with powers up to 99^9 the basis'
+    condition number is ~1e18 and least squares keeps only a few of its directions.
     """
 
     kind: str
@@ -56,16 +71,27 @@ class Basis:
     degree: int = 0
     variables: tuple[str, ...] = ("a",)
     scaled: bool = True
+    places: tuple[int, ...] = ()
 
     def __post_init__(self):
-        if self.kind not in ("helix", "circle", "poly"):
-            raise ValueError(f"basis kind {self.kind!r}; allowed: helix, circle, poly")
+        if self.kind not in KINDS:
+            raise ValueError(f"basis kind {self.kind!r}; allowed: {', '.join(KINDS)}")
         if self.kind == "poly" and self.degree < 1:
             raise ValueError("a polynomial basis needs degree >= 1")
-        if self.kind != "poly" and not self.periods:
+        if self.kind in ("helix", "circle", "digits") and not self.periods:
             raise ValueError(f"a {self.kind} basis needs at least one period")
         if not self.scaled and self.kind != "poly":
             raise ValueError("only a polynomial basis can be unscaled (compat: authors)")
+        if self.kind in ("digits", "classes"):
+            if not self.places:
+                raise ValueError(f"a {self.kind} basis needs at least one digit place (0 units, 1 tens, ...)")
+            lowest = 1 if self.kind == "classes" else 0
+            if min(self.places) < lowest or len(set(self.places)) < len(self.places):
+                raise ValueError(f"{self.kind} basis places {self.places}: distinct integers >= {lowest} allowed")
+            if self.kind == "classes" and self.periods:
+                raise ValueError("a classes basis takes no periods")
+        elif self.places:
+            raise ValueError(f"a {self.kind} basis takes no digit places (only digits and classes do)")
 
     @property
     def k(self) -> int:
@@ -77,6 +103,11 @@ class Basis:
         var = ",".join(self.variables)
         if self.kind == "poly":
             return f"poly{self.degree}({var})"
+        if self.kind == "digits":
+            what = ",".join(place_name(p) for p in self.places)
+            return f"digits({var})[{what}; T={','.join(map(str, self.periods))}]"
+        if self.kind == "classes":
+            return f"classes({var})[{','.join(str(p + 1) for p in self.places)} digits]"
         return f"{self.kind}({var})[{','.join(str(t) for t in self.periods)}]"
 
     def columns(self) -> list[str]:
@@ -85,8 +116,16 @@ class Basis:
             if self.kind == "poly":
                 cols += [f"{v}^{j}" for j in range(1, self.degree + 1)]
                 continue
-            if self.kind == "helix":
+            if self.kind == "digits":
+                cols += [
+                    f"{c} {v} {place_name(p)} T={T}" for p in self.places for T in self.periods for c in ("cos", "sin")
+                ]
+                continue
+            if self.kind in ("helix", "classes"):
                 cols.append(v)
+            if self.kind == "classes":
+                cols += [f"{v} has {p + 1} digits" for p in self.places]
+                continue
             for T in self.periods:
                 cols += [f"cos {v} T={T}", f"sin {v} T={T}"]
         return cols + ["const"]
@@ -107,12 +146,139 @@ class Basis:
             if self.kind == "poly":
                 cols += [s**j for j in range(1, self.degree + 1)]
                 continue
-            if self.kind == "helix":
+            if self.kind == "digits":
+                for p in self.places:
+                    d = digit(x, p, v)
+                    for T in self.periods:
+                        cols += [np.cos(2 * np.pi * d / T), np.sin(2 * np.pi * d / T)]
+                continue
+            if self.kind in ("helix", "classes"):
                 cols.append(s)
+            if self.kind == "classes":
+                n_digits = digit_count(x, v)
+                cols += [(n_digits == p + 1).astype(np.float64) for p in self.places]
+                continue
             for T in self.periods:
                 cols += [np.cos(2 * np.pi * x / T), np.sin(2 * np.pi * x / T)]
         cols.append(np.ones(n))
         return np.stack(cols, 1)
+
+
+def place_name(p: int) -> str:
+    """units, tens, hundreds, thousands, then "10^p"."""
+    return PLACES[p] if p < len(PLACES) else f"10^{p}"
+
+
+def _integers(x: np.ndarray, variable: str) -> np.ndarray:
+    if np.any(x < 0) or np.any(x != np.round(x)):
+        bad = x[(x < 0) | (x != np.round(x))][0]
+        raise ValueError(f"digit bases read non-negative integers; variable {variable!r} holds {bad}")
+    return x
+
+
+def digit(x: np.ndarray, place: int, variable: str = "n") -> np.ndarray:
+    """The digit of each number at ``place`` (0 units, 1 tens, ...): floor(x / 10^place) mod 10
+    (0 above a number's leading digit, as a number written with leading zeros)."""
+    return np.floor(_integers(x, variable) / 10**place) % 10
+
+
+def digit_count(x: np.ndarray, variable: str = "n") -> np.ndarray:
+    """How many digits each number has (0 has one): its token count under a digit tokenizer."""
+    x = _integers(x, variable)
+    count = np.ones(x.shape, dtype=np.int64)
+    p = 1
+    while np.any(x >= 10**p):
+        count += x >= 10**p
+        p += 1
+    return count
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Several bases joined into one design: the columns of each part in order, a column
+    whose name an earlier part has already given left out (the same name is the same function
+    of the same variable: helix's and classes' linear term, helix's and a circle's cos/sin
+    of one period), one constant column last.  ``name`` is the name tables use."""
+
+    name: str
+    parts: tuple[Basis, ...]
+
+    def __post_init__(self):
+        if not self.parts:
+            raise ValueError(f"combined basis {self.name!r} needs at least one part")
+
+    def _keep(self) -> list[tuple[int, int, str]]:
+        seen, keep = set(), []
+        for i, part in enumerate(self.parts):
+            for j, c in enumerate(part.columns()[:-1]):
+                if c not in seen:
+                    seen.add(c)
+                    keep.append((i, j, c))
+        return keep
+
+    def columns(self) -> list[str]:
+        return [c for _, _, c in self._keep()] + ["const"]
+
+    @property
+    def n_params(self) -> int:
+        """Columns without the constant."""
+        return len(self.columns()) - 1
+
+    def __call__(self, values: Mapping[str, np.ndarray] | np.ndarray) -> np.ndarray:
+        mats = [part(values) for part in self.parts]
+        cols = [mats[i][:, j] for i, j, _ in self._keep()]
+        return np.stack(cols + [mats[0][:, -1]], 1)
+
+
+def number_bases(periods: Sequence[int] = PERIODS, n_digits: int = 3, variable: str = "n") -> list[Combined]:
+    """The competing bases of a number n of up to ``n_digits`` digits, all functions of n alone.
+
+    On integers every period T dividing 10 is a function of the units digit alone
+    (sin 2 pi n / 2 = 0), so the paper's helix splits into a units part U, the circles of those
+    periods, and the rest R, the linear term and the other periods' circles.  Each set shares U
+    and varies the rest (column counts without the constant, for the default periods 2, 5, 10,
+    100 and three digits; on integers sin n T=2 vanishes, one column fewer in effect):
+
+    ========================================  =====================================  =======
+    name                                      columns                                 count
+    ========================================  =====================================  =======
+    units digit                               U = cos/sin n T=2, 5, 10                6 (5)
+    helix                                     U + n + cos/sin n T=100 (the paper's)   9 (8)
+    digit circles                             U + cos/sin of the tens, hundreds       10 (9)
+                                              digit, T=10 (Levy & Geva)
+    digit-count classes                       U + n + [2 digits] + [3 digits]         9 (8)
+    helix + digit circles                     helix + tens, hundreds circles          13 (12)
+    helix + classes                           helix + [2 digits] + [3 digits]         11 (10)
+    digit circles + classes                   U + digit circles + n + indicators      13 (12)
+    helix + digit circles + classes           all of them                             15 (14)
+    ========================================  =====================================  =======
+
+    The rests are matched as closely as they can be: 3 parameters for the helix and the classes,
+    4 for the digit circles (a circle per digit).  With fewer digits the higher places go
+    (two digits: the tens circle, the two-digit class).  ``periods`` must hold at least one
+    period dividing 10."""
+    T = tuple(int(t) for t in periods)
+    units = tuple(t for t in T if 10 % t == 0)
+    if not units:
+        raise ValueError(f"helix periods {list(T)} hold none that divides 10: the shared units-digit part needs one")
+    if n_digits < 2:
+        raise ValueError(f"n_digits {n_digits}: the digit circles and classes need numbers of 2 digits or more")
+    v = (variable,)
+    U = Basis("circle", units, variables=v)
+    H = Basis("helix", T, variables=v)
+    places = tuple(range(1, n_digits))
+    D = Basis("digits", (10,), variables=v, places=places)
+    C = Basis("classes", variables=v, places=places)
+    return [
+        Combined("units digit", (U,)),
+        Combined("helix", (H,)),
+        Combined("digit circles", (U, D)),
+        Combined("digit-count classes", (U, C)),
+        Combined("helix + digit circles", (H, D)),
+        Combined("helix + classes", (H, C)),
+        Combined("digit circles + classes", (U, D, C)),
+        Combined("helix + digit circles + classes", (H, D, C)),
+    ]
 
 
 def period_subsets(periods: Sequence[int] = PERIODS, k: int | None = None) -> list[tuple[int, ...]]:
