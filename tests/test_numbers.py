@@ -291,15 +291,20 @@ def test_pair_counts_know_the_token_counts(digits):
     assert pairs_available(across, ("a",), shape=prompt_shapes(digits, ADD, across)) == 0
 
 
-def test_a_tensor_value_cannot_fill_a_padded_span(digit_llama, digits):
+def test_a_tensor_value_on_a_padded_span_gives_each_repeat_its_first_value(digit_llama, digits):
+    """A span narrower than its class repeats its first position: a tensor that fills the repeats
+    with the first position's value is the clean patch itself; one that gives a repeat another
+    value is refused (the patch would not be defined)."""
     correct = correct_table([(a, b) for a in (3, 7, 12, 45) for b in (5, 21)])
     pairs = draw_pairs(correct, 8, 0, digits, ADD, ("a",), several=True)
     engine = PatchingEngine(digit_llama, progress=False)
     point = Point("resid_pre", 1, ("a_span",))
     clean = engine.run(pairs, [[Patch(point)]]).metric[0]  # "clean" fills the padding consistently
-    assert torch.isfinite(clean).all()
+    values = engine.clean_values(pairs, [point])[point]  # [pairs, 2, d]: a one-digit a repeats its token
+    assert any(g.layout.resolve("a_span")[0] == g.layout.resolve("a_span")[1] for g in pairs.groups)
+    torch.testing.assert_close(engine.run(pairs, [[Patch(point, values)]]).metric[0], clean)
     with pytest.raises(ValueError, match="padded span"):
-        engine.run(pairs, [[Patch(point, torch.zeros(digit_llama.adapter.d_model))]])
+        engine.run(pairs, [[Patch(point, values + torch.randn_like(values))]])
 
 
 def test_only_the_digits_0_to_9_continue_an_answer():

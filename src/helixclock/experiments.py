@@ -19,8 +19,22 @@ from torch import Tensor
 
 from .bases import Basis
 from .fits import PCA, Fits
-from .patching import Pairs, Patch, PatchingEngine, Point, direct_effects
+from .patching import Pairs, Patch, PatchingEngine, Point, RunResult, direct_effects
+from .patching.metrics import TERMS, ld_terms
 from .statistics import raw_table
+
+
+def ld_table(result: RunResult, pairs: Pairs, labels: list[dict], **extra) -> pd.DataFrame:
+    """The raw table of an LD run (:meth:`PatchingEngine.run` with the default metric): one row
+    per variant (``labels``) and a column per pair.  Pairs scored by log-probability (answers of
+    several tokens) get a row per term of :func:`~helixclock.patching.metrics.ld_terms`, the
+    column ``term`` saying which (``ld``, the metric, first): the raw-logit LD and the answer
+    tokens' terms by place value beside it.  Pairs of the paper's LD keep one row per variant."""
+    if pairs.scoring != "logprob":
+        return raw_table(result.metric, labels, **extra)
+    terms = ld_terms(result.positions, result.positions_raw, pairs)
+    terms["ld"] = result.metric
+    return pd.concat([raw_table(terms[t], labels, term=t, **extra) for t in TERMS], ignore_index=True)
 
 
 def pca_patch(pca: PCA, layer: int, n: int) -> Callable[[Tensor, Tensor], Tensor]:
@@ -44,10 +58,13 @@ def fit_variants(
     pca_ks: Sequence[int] = (1, 2, 3, 4),
     layer_patch: bool = True,
     pca_ns: Sequence[int] = (),
+    span_patch: bool = False,
 ) -> tuple[list[list[Patch]], list[dict]]:
     """One variant per (layer, method): the layer patch, PCA with 2k+1 components for each
     k in ``pca_ks`` (and n components for each n in ``pca_ns``), and each basis evaluated at
-    the clean values of the pairs."""
+    the clean values of the pairs; with ``span_patch`` (numbers of several tokens) also the
+    layer patch of every token of a (``layer_span``, role "a_span": what a's last token alone
+    leaves out)."""
     bases = list(bases if bases is not None else fits.bases)
     device = fits.C.device
     variants: list[list[Patch]] = []
@@ -58,6 +75,9 @@ def fit_variants(
         if layer_patch:
             variants.append([Patch(point, "clean")])
             labels.append({"layer": layer, "method": "layer", "periods": "", "k": np.nan, "n_params": np.nan})
+        if span_patch:
+            variants.append([Patch(Point("resid_pre", layer, ("a_span",)), "clean")])
+            labels.append({"layer": layer, "method": "layer_span", "periods": "", "k": np.nan, "n_params": np.nan})
         for k, n in [(k, 2 * k + 1) for k in pca_ks] + [(np.nan, n) for n in pca_ns]:
             variants.append([Patch(point, pca_patch(fits.pca, layer, n))])
             labels.append({"layer": layer, "method": "pca", "periods": "", "k": k, "n_params": n})
@@ -88,11 +108,35 @@ def patch_sweep(
     desc: str = "helix patching",
     layer_patch: bool = True,
     pca_ns: Sequence[int] = (),
+    references: bool = False,
     **extra,
 ) -> pd.DataFrame:
-    """Every fit of every layer patched in at ``position``: the raw LD table."""
-    variants, labels = fit_variants(fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns)
-    return raw_table(engine.run(pairs, variants, desc=desc).metric, labels, **extra)
+    """Every fit of every layer patched in at ``position``: the raw LD table.  With
+    ``references`` (numbers of several tokens) also the ceilings beside them: the layer patch
+    of all of a's tokens (``layer_span``) and the clean run's own LD (``clean``, the most any
+    patch restores, one row per layer so that it draws as a line)."""
+    variants, labels = fit_variants(
+        fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns, span_patch=references
+    )
+    table = ld_table(engine.run(pairs, variants, desc=desc), pairs, labels, **extra)
+    if not references:
+        return table
+    clean = [{"layer": layer, "method": "clean", "periods": "", "k": np.nan, "n_params": np.nan} for layer in layers]
+    return pd.concat([table, clean_table(engine, pairs, clean, **extra)], ignore_index=True)
+
+
+def clean_table(engine: PatchingEngine, pairs: Pairs, labels: list[dict], **extra) -> pd.DataFrame:
+    """The clean run's own LD (score of the clean answer in the clean run minus the corrupted
+    run's), as the raw table of :func:`ld_table` with one identical row per label."""
+    ld = engine.clean_ld(pairs)
+    if pairs.scoring != "logprob":
+        return raw_table(ld[None].expand(len(labels), -1), labels, **extra)
+    run = pairs.clean_run
+    terms = ld_terms(
+        run.positions[None].expand(len(labels), -1, -1), run.positions_raw[None].expand(len(labels), -1, -1), pairs
+    )
+    terms["ld"] = ld[None].expand(len(labels), -1)
+    return pd.concat([raw_table(terms[t], labels, term=t, **extra) for t in TERMS], ignore_index=True)
 
 
 COMPONENT = {"attn_out": "attention", "mlp_out": "MLP", "head_out": "head"}
@@ -107,13 +151,17 @@ def total_and_direct(
 ) -> pd.DataFrame:
     """TE (activation patching) and DE (path patching to the logits) of each point: a raw table
     with columns layer, component, head, effect (te or de) and the pairs."""
-    te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc).metric
+    te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
     de = direct_effects(engine, pairs, points)
     labels = [
         {"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
         for p in points
     ]
-    return pd.concat([raw_table(te, labels, effect="te"), raw_table(de, labels, effect="de")], ignore_index=True)
+    # a DE has no terms of its own: it is the LD of the component's direct path (term "ld")
+    de_extra = {"term": "ld"} if pairs.scoring == "logprob" else {}
+    return pd.concat(
+        [ld_table(te, pairs, labels, effect="te"), raw_table(de, labels, effect="de", **de_extra)], ignore_index=True
+    )
 
 
 def topk_sweep(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 
 from .io import read_json
@@ -51,8 +52,8 @@ def open_model(snakemake, **kwargs) -> tuple[LoadedModel, PatchingEngine]:
 class ClockJob:
     """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
     correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted (token
-    ids and their a, b; None for a job that fits none) and the card's token positions of a+b
-    (one-token numbers only)."""
+    ids and their a, b; None for a job that fits none), the card's token positions of a+b
+    (one-token numbers only), and the correct a+b prompts and their template."""
 
     log: logging.Logger
     engine: PatchingEngine
@@ -61,6 +62,8 @@ class ClockJob:
     fit_a: np.ndarray | None
     fit_b: np.ndarray | None
     positions: dict | None
+    correct: pd.DataFrame
+    template: str
 
 
 def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None) -> ClockJob:
@@ -93,4 +96,4 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
     ids, a, b = (None, None, None)
     if fit_prompts is not None:
         ids, a, b = prompt_sample(model.tokenizer, correct, template, fit_prompts, pairs_settings["seed"])
-    return ClockJob(job_log, engine, pairs, ids, a, b, positions)
+    return ClockJob(job_log, engine, pairs, ids, a, b, positions, correct, template)

@@ -192,6 +192,18 @@ def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, sever
     return torch.tensor(ids, device=device), groups, order
 
 
+def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
+    """Token ids of the prompts of ``rows`` (columns a, b, answer) followed by their own answers'
+    tokens, as pairs run them (teacher forcing, with the registry's ``answer_end``), for
+    collecting values at role "answer": (ids [n, seq], groups, order, answer token counts), the
+    rows being ``rows.iloc[order]``, ordered by token layout."""
+    tokens = _task_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
+    order, groups, _ = ordered(tokens, teacher_forced=True)
+    seqs = tokens.sequences(teacher_forced=True)
+    ids = padded([seqs[i] for i in order], int(tokens.ids[0][0]))
+    return torch.tensor(ids, device=model.device), groups, order, tokens.answer_lengths()[order]
+
+
 def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed: int):
     """A seeded sample of at most n correct prompts: (token ids, a, b)."""
     rows = seeded_rows(correct, n, seed)

@@ -24,7 +24,7 @@ from . import preconditions as pre
 from .gpus import claim_gpu
 from .io import save_figure, start_log
 from .preconditions import Minimum, Need, PreconditionError, check
-from .statistics import Resampling
+from .statistics import Resampling, primary
 
 
 def start(snakemake) -> logging.Logger:
@@ -114,5 +114,5 @@ def plot_job(snakemake) -> None:
     start(snakemake)
     module, name = snakemake.params.function.split(":")
     fn = getattr(importlib.import_module(module), name)
-    frames = [pd.read_csv(p) for p in snakemake.input]
+    frames = [primary(pd.read_csv(p)) for p in snakemake.input]  # LD itself where a table has its terms
     save_figure(fn(*frames, snakemake.wildcards.model, **snakemake.params.kwargs), snakemake.output)

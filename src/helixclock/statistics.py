@@ -80,10 +80,11 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
 def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: str = "ld") -> pd.DataFrame:
     """Labels with ``{prefix}_mean``, ``{prefix}_low``, ``{prefix}_high`` and ``n_pairs``.
 
-    Rows may come from runs with different numbers of pairs (missing pairs are empty): each
-    row is summarised over its own pairs, and ``n_pairs`` says how many; a row of one pair
-    has no interval (NaN low and high)."""
-    values = pair_values(raw)
+    Rows may come from runs with different numbers of pairs (missing pairs are empty), or have
+    no value for some pairs (a term of an answer's hundreds digit where the answer has two
+    digits): each row is summarised over its own pairs, and ``n_pairs`` says how many; a row of
+    one pair has no interval (NaN low and high)."""
+    values = _present_first(pair_values(raw))
     df = labels_of(raw).reset_index(drop=True)
     out = {f"{prefix}_{col}": np.full(len(df), np.nan, dtype=np.float32) for col in ("mean", "low", "high")}
     counts = (~np.isnan(values)).sum(1)
@@ -98,6 +99,26 @@ def summarise(raw: pd.DataFrame, resampling: Resampling = Resampling(), prefix: 
         df[col] = x
     df["n_pairs"] = counts
     return df
+
+
+def _present_first(values: np.ndarray) -> np.ndarray:
+    """Each row's values with its missing (NaN) ones moved to the end, order kept (a row whose
+    missing values are already last is unchanged)."""
+    order = np.argsort(np.isnan(values), axis=1, kind="stable")
+    return np.take_along_axis(values, order, axis=1)
+
+
+TERM = "term"  # the label of an LD table's rows by term (answers of several tokens)
+
+
+def primary(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the paper's quantity: a table whose rows come by term (answers of several
+    tokens: ``ld``, the log-likelihood ratio, beside its raw-logit form and its terms by place
+    value, :data:`helixclock.patching.metrics.TERMS`) cut to the ``ld`` rows, without the
+    column; any other table as it is."""
+    if TERM not in table:
+        return table
+    return table[table[TERM] == "ld"].drop(columns=TERM).reset_index(drop=True)
 
 
 def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction", default=None):
@@ -140,8 +161,9 @@ def fraction_table(raw: pd.DataFrame, key: str, resampling: Resampling = Resampl
 
 def te_de_table(raw: pd.DataFrame, resampling: Resampling = Resampling()) -> pd.DataFrame:
     """TE and DE side by side (te, te_low, te_high, de, de_low, de_high) from a raw table with an
-    ``effect`` column (te or de), one row per component."""
-    summary = summarise(raw, resampling)
+    ``effect`` column (te or de), one row per component (of LD itself where the raw table has
+    its terms, :func:`primary`)."""
+    summary = summarise(primary(raw), resampling)
     keys = [c for c in summary.columns if c not in ("effect", "ld_mean", "ld_low", "ld_high", "n_pairs")]
     te = summary[summary["effect"] == "te"].reset_index(drop=True)
     de = summary[summary["effect"] == "de"].reset_index(drop=True)

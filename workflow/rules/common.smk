@@ -111,7 +111,18 @@ def final_outputs():
 
 
 # what loading and training read
-MODEL_KEYS = ("source", "family", "dtype", "max_number", "prompts", "toy", "number_tokens", "number_prompt", "sha256")
+MODEL_KEYS = (
+    "source",
+    "family",
+    "dtype",
+    "max_number",
+    "prompts",
+    "toy",
+    "number_tokens",
+    "number_prompt",
+    "answer_end",
+    "sha256",
+)
 
 
 def spec(wildcards):

@@ -290,6 +290,17 @@ class PatchingEngine:
         return sweep.result()
 
 
+def _check_repeats(new: Tensor, repeats: list[tuple[int, int]], point: Point) -> None:
+    """A tensor value on a padded span: each repeated position must get its first's value."""
+    slots, firsts = [i for i, _ in repeats], [j for _, j in repeats]
+    if not torch.equal(new[:, slots], new[:, firsts]):
+        raise ValueError(
+            f"patch at {point}: a tensor value on the padded span {point.positions} gives a repeated "
+            "position another value than its first; fill the padding with the first position's value, "
+            "or patch with 'clean' or a function of (clean, corrupted)"
+        )
+
+
 class _Sweep:
     """The state of one :meth:`PatchingEngine.run`: which rows get which patches, and what
     they produce."""
@@ -370,13 +381,11 @@ class _Sweep:
     def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, layout: Layout):
         engine, point = self.engine, patch.point
         pos = engine.positions(point, self.prefix[0], layout)
-        if isinstance(patch.value, Tensor) and len(set(pos)) < len(pos):
-            # a span narrower than its class repeats its first position (Layout.resolve): one
-            # value per position is only well defined for "clean" or a function of the values
-            raise ValueError(
-                f"patch at {point}: a tensor value cannot fill the padded span {point.positions} "
-                f"(positions {pos} repeat); patch with 'clean' or a function of (clean, corrupted)"
-            )
+        # a span narrower than its class repeats its first position (Layout.resolve): a tensor
+        # value must then give each repeat the value of the first, or the patch is not defined
+        repeats = [(i, pos.index(p)) for i, p in enumerate(pos) if pos.index(p) != i]
+        if repeats and isinstance(patch.value, Tensor) and patch.add:
+            raise ValueError(f"patch at {point}: a value cannot be added on the padded span {point.positions}")
 
         def fn(x: Tensor) -> Tensor:
             y = x.clone()
@@ -384,6 +393,8 @@ class _Sweep:
             target = sub[:, pos] if point.index is None else sub[:, pos, point.index]
             new = self._value(patch, target, pair_idx)
             new = (target + new) if patch.add else new.expand_as(target)
+            if repeats and isinstance(patch.value, Tensor):
+                _check_repeats(new, repeats, point)
             if patch.where is not None:
                 new = torch.where(self.masks[id(patch)], new.to(target.dtype), target)
             if point.index is None:

@@ -103,12 +103,20 @@ def figC3_continuity(cont: pd.DataFrame, model: str):
     return fig
 
 
+def _references(ax, table: pd.DataFrame) -> None:
+    """The ceilings a run of numbers of several tokens has beside its fits: the layer patch of
+    all of a's tokens and the clean run's own LD (absent from the paper's models' tables)."""
+    band(ax, table[table["method"] == "layer_span"], "layer patch, all of a's tokens", "0.45")
+    band(ax, table[table["method"] == "clean"], "clean LD (the ceiling)", "0.7")
+
+
 def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
     """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial."""
     ks = sorted(int(k) for k in best["k"].unique())
     fig, axes = plt.subplots(1, len(ks), figsize=(4.0 * len(ks), 3.8), sharey=True)
     for ax, k in zip(np.atleast_1d(axes), ks):
         band(ax, sweep[sweep["method"] == "layer"], "layer patch", "k")
+        _references(ax, sweep)
         band(ax, sweep[(sweep["method"] == "pca") & (sweep["k"] == k)], f"PCA ({2 * k + 1} comps)", "C0")
         for kind in ("helix", "circle"):
             row = best[(best["method"] == kind) & (best["k"] == k)]
@@ -166,6 +174,7 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, model: str):
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     for ax, task in zip(axes.ravel(), tasks):
         part = curves[curves["task"] == task]
+        _references(ax, part)
         for method in ("layer", "pca", "helix", "circle", "poly"):
             label, color = METHOD_STYLE[method]
             band(ax, part[part["method"] == method], label, color)

@@ -21,14 +21,13 @@ from torch import Tensor
 
 from ...bases import Basis, FitSettings, full_bases
 from ...cache import ResidualCache
-from ...experiments import patch_sweep, stack_points
+from ...experiments import ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
 from ...pairs import model_pairs, prompt_rows, prompt_shapes
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
-from ...statistics import raw_table
 from ...tasks import check_task_tokens, get_task
 
 log = logging.getLogger("helixclock")
@@ -58,7 +57,7 @@ def helix_ablation(
             {"layer": layer, "method": "helix subspace", "basis": basis.name},
             {"layer": layer, "method": "entire h_a", "basis": basis.name},
         ]
-    return raw_table(engine.run(pairs, variants, desc="ablation").metric, labels)
+    return ld_table(engine.run(pairs, variants, desc="ablation"), pairs, labels)
 
 
 def _control_has_pairs(
@@ -207,7 +206,7 @@ def helix_patching(
         prompt_shapes(model.tokenizer, template, correct) if several else None,
     )
     pairs = c.draw(("a",))
-    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"])
+    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"], references=several)
     bases = full_bases(settings.periods, compat=settings.compat)
     split = train_test_control(c, bases, test_fraction)
     shuffled = shuffled_control(c, pairs, bases[0], sweep)
@@ -263,6 +262,7 @@ def other_tasks_patching(
                 bases,
                 pca_ks=(k,),
                 desc=f"patching {task}",
+                references=several,
                 task=task,
             )
         )

@@ -8,10 +8,13 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from ...statistics import Resampling, summarise
+from ...statistics import Resampling, primary, summarise
 from ...tasks import TASKS
 
 FIT_NAMES = {"layer": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
+# numbers of several tokens: the ceilings beside them, the layer patch of all of a's tokens and the
+# clean run's own LD (helixclock.experiments.patch_sweep's references)
+REFERENCE_NAMES = {"layer_span": "Full (a span)", "clean": "Clean"}
 
 
 def best_subsets(mean_ld: Mapping[tuple[str, tuple[int, ...]], float]) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -68,14 +71,15 @@ def helix_summary(
 ) -> dict[str, pd.DataFrame]:
     """sweep, best, controls and ablation of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
-    out["best"] = best_subset_table(out["sweep"], compat)
+    out["best"] = best_subset_table(primary(out["sweep"]), compat)
     return out
 
 
 def other_tasks_fit_table(curves: pd.DataFrame) -> pd.DataFrame:
     """tab01: max over layers of mean LD, per task (the paper's order and names) and method."""
     best = curves.groupby(["task", "method"])["ld_mean"].max().unstack("method")
-    best = best.rename(columns=FIT_NAMES)[list(FIT_NAMES.values())]
+    names = {**FIT_NAMES, **{k: v for k, v in REFERENCE_NAMES.items() if k in best.columns}}
+    best = best.rename(columns=names)[list(names.values())]
     best = best.loc[[t for t in TASKS if t in best.index]]
     best.index = [TASKS[t].label for t in best.index]
     return best.reset_index(names="task")
@@ -85,4 +89,4 @@ def tab_other_tasks(raw: pd.DataFrame, resampling: Resampling) -> dict[str, pd.D
     """Rule tab_other_tasks: Fig. C7's curves (means with bootstrap intervals per task, fit and
     layer) and Table 1 (their maximum over layers, :func:`other_tasks_fit_table`)."""
     curves = summarise(raw, resampling)
-    return {"curves": curves, "table": other_tasks_fit_table(curves)}
+    return {"curves": curves, "table": other_tasks_fit_table(primary(curves))}

@@ -11,26 +11,49 @@ from ...style import band, ld_axes
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
 
 
+def _by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The table's readings (answers of several tokens: at the last token and at every position
+    that predicts an answer token), or the one reading of the paper's models."""
+    if "reading" not in table:
+        return [("last token", table)]
+    return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
+
+
 def fig05_last_token_helix(curves: pd.DataFrame, model: str):
-    """Fig. 5: last-token fits patched at the output of every block (the paper's layers)."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    curves = curves[curves["block_output"] >= 0]
-    pca_colors = iter(("C0", "C9", "C4"))
-    for fit in dict.fromkeys(curves["fit"]):
-        n = curves.loc[curves["fit"] == fit, "n_params"].iloc[0]
-        label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
-        color = FIT_COLOR.get(fit) or next(pca_colors)
-        band(ax, curves[curves["fit"] == fit], label, color, x="block_output")
-    ld_axes(
-        ax, f"{model}: fits of the last-token residual (clean a+b, corrupted a'+b')", convention="output", pairs=curves
-    )
-    ax.legend(fontsize=8)
+    """Fig. 5: last-token fits patched at the output of every block (the paper's layers); for
+    answers of several tokens beside the same fits at every position that predicts an answer
+    token, patched together."""
+    readings = _by_reading(curves[curves["block_output"] >= 0])
+    fig, axes = plt.subplots(1, len(readings), figsize=(7.5 * len(readings), 4.2), sharey=True, squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        pca_colors = iter(("C0", "C9", "C4"))
+        for fit in dict.fromkeys(part["fit"]):
+            n = part.loc[part["fit"] == fit, "n_params"].iloc[0]
+            label = fit if fit == "layer patch" or fit.startswith("PCA") else f"{fit} ({int(n)} params)"
+            color = FIT_COLOR.get(fit) or next(pca_colors)
+            band(ax, part[part["fit"] == fit], label, color, x="block_output")
+        where = "the last-token residual" if reading == "last token" else "the residuals at the answer positions"
+        ld_axes(ax, f"{model}: fits of {where} (clean a+b, corrupted a'+b')", convention="output", pairs=part)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig
 
 
 def fig06_layer_patching(effects: pd.DataFrame, model: str):
-    """Fig. 6: TE and DE of each attention and MLP layer at the last token."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    """Fig. 6: TE and DE of each attention and MLP layer at the last token (answers of several
+    tokens: a second row at every position that predicts an answer token, TE and DE on the
+    same positions)."""
+    readings = _by_reading(effects)
+    fig, grid = plt.subplots(len(readings), 2, figsize=(11, 3.8 * len(readings)), sharey=True, squeeze=False)
+    for axes, (reading, table) in zip(grid, readings):
+        _effect_panels(axes, table, reading)
+    fig.suptitle(f"{model}: which layers compute a+b")
+    fig.tight_layout()
+    return fig
+
+
+def _effect_panels(axes, effects: pd.DataFrame, reading: str) -> None:
+    """Fig. 6's MLP and attention panels of one reading."""
     for ax, comp in zip(axes, ("MLP", "attention")):
         part = effects[effects["component"] == comp].sort_values("layer")
         long = pd.concat(
@@ -59,8 +82,6 @@ def fig06_layer_patching(effects: pd.DataFrame, model: str):
                 elinewidth=0.8,
                 capsize=2,
             )
-        ld_axes(ax, f"{comp} outputs at the last token", convention="block", pairs=part)
+        where = "the last token" if reading == "last token" else "the answer positions"
+        ld_axes(ax, f"{comp} outputs at {where}", convention="block", pairs=part)
         ax.legend(fontsize=8, title=None)
-    fig.suptitle(f"{model}: which layers compute a+b")
-    fig.tight_layout()
-    return fig

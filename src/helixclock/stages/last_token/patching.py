@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import torch
+from torch import Tensor
 
 from ...bases import PERIODS, FitSettings, clock_bases, sum_values
-from ...experiments import component_points, patch_sweep, total_and_direct
+from ...experiments import component_points, ld_table, patch_sweep, total_and_direct
 from ...fits import fit_token
-from ...patching import Pairs, PatchingEngine
+from ...pairs import forced_rows
+from ...patching import Pairs, Patch, PatchingEngine, Point
 
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)
 
@@ -52,17 +55,132 @@ def _fit_label(row: dict) -> str:
     return row["basis"].split("[")[0]
 
 
-def layer_effects(engine: PatchingEngine, pairs: Pairs) -> pd.DataFrame:
+def layer_effects(engine: PatchingEngine, pairs: Pairs, position: int | str | None = None) -> pd.DataFrame:
     """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table); the
-    last prompt token of each pair's layout where the pairs have several ("last")."""
-    last = pairs.corrupted.shape[1] - 1 if len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1 else "last"
-    return total_and_direct(engine, pairs, component_points(engine.adapter, last), desc="layer effects")
+    last prompt token of each pair's layout where the pairs have several ("last"), or at
+    ``position`` (role "answer": every position that predicts an answer token, patched
+    together, the DE summed over them)."""
+    if position is None:
+        one = len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1
+        position = pairs.corrupted.shape[1] - 1 if one else "last"
+    return total_and_direct(engine, pairs, component_points(engine.adapter, position), desc="layer effects")
 
 
-def last_token_patching(engine: PatchingEngine, pairs: Pairs, cache, fit: FitSettings) -> dict[str, pd.DataFrame]:
+READINGS = {"last": "last token", "answer": "answer positions"}  # Figs. 5, 6 for answers of several tokens
+
+
+def answer_position_curves(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    residuals: Sequence[Tensor],
+    ab: np.ndarray,
+    answer_tokens: np.ndarray,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 500,
+) -> pd.DataFrame:
+    """Fig. 5 at every position that predicts an answer token (role "answer"), patched together:
+    the layer patch, and per answer position j the fits of Fig. 5 and the PCA baselines fitted to
+    the residuals at position j of the prompts whose answers reach it.  ``residuals``: per layer
+    (resid_pre[0..L]) [n, K, d] at those positions of the fitted (teacher-forced) prompts, of
+    answers (a, b) = ``ab`` and ``answer_tokens`` tokens.  Raw table as :func:`last_token_curves`.
+
+    A pair whose answer has fewer tokens than K fills the padding with its first position's
+    value (the role repeats that position)."""
+    L1 = len(residuals)
+    H = torch.stack(residuals)  # [L+1, n, K, d]
+    K = H.shape[2]
+    bases = clock_bases(periods)
+    clean_ab = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    points = [Point("resid_pre", layer, ("answer",)) for layer in range(L1)]
+    clean = engine.clean_values(pairs, points)  # [n_pairs, K, d] each
+    k_pairs = pairs.answer_tokens().cpu().numpy()
+    pca_ns = list(PCA_BASELINES)
+    preds = {b.name: torch.empty(L1, len(pairs), K, H.shape[-1]) for b in bases}
+    pcas = {n: torch.empty(L1, len(pairs), K, H.shape[-1]) for n in pca_ns}
+    for j in range(K):
+        rows = np.flatnonzero(answer_tokens > j)
+        fits = fit_token(H[:, rows, j].float(), sum_values(ab[rows, 0], ab[rows, 1]), bases, n_components, dedupe=False)
+        for b in bases:
+            pred = fits.predict(b, clean_ab)  # [L+1, n_pairs, d]
+            preds[b.name][:, :, j] = pred.float().cpu()
+        for n in pca_ns:
+            m = min(n, fits.pca.components.shape[1])
+            for layer in range(L1):
+                x = clean[points[layer]][:, j].float().cpu() - fits.pca.mean[layer].float().cpu()
+                comps = fits.pca.components[layer, :m].float().cpu()
+                pcas[n][layer, :, j] = fits.pca.mean[layer].float().cpu() + (x @ comps.T) @ comps
+    for table in (*preds.values(), *pcas.values()):  # padding: the first position's value
+        for j in range(1, K):
+            pad = torch.as_tensor(k_pairs <= j)
+            table[:, pad, j] = table[:, pad, 0]
+    device = pairs.clean.device
+    variants, labels = [], []
+    for layer, point in enumerate(points):
+        base = {"layer": layer, "periods": "", "k": np.nan}
+        variants.append([Patch(point, "clean")])
+        labels.append({**base, "method": "layer", "n_params": np.nan, "fit": "layer patch"})
+        for n in pca_ns:
+            variants.append([Patch(point, pcas[n][layer].to(device))])
+            labels.append({**base, "method": "pca", "n_params": n, "fit": f"PCA ({n} comps)"})
+        for b in bases:
+            variants.append([Patch(point, preds[b.name][layer].to(device))])
+            fit = b.name.split("[")[0]
+            labels.append(
+                {
+                    **base,
+                    "method": b.kind,
+                    "periods": ",".join(map(str, b.periods)),
+                    "k": b.k,
+                    "n_params": b.n_params,
+                    "basis": b.name,
+                    "fit": fit,
+                }
+            )
+    df = ld_table(engine.run(pairs, variants, desc="answer-position fits"), pairs, labels)
+    df.insert(2, "block_output", df["layer"] - 1)
+    return df
+
+
+def answer_residuals(engine: PatchingEngine, correct: pd.DataFrame, template: str) -> tuple:
+    """The residuals at every position that predicts an answer token, teacher-forced, of the
+    correct prompts ``correct`` at every layer (resid_pre[0..L], each [n, K, d]), with their
+    (a, b) and answer token counts: what :func:`answer_position_curves` fits."""
+    ids, groups, order, k = forced_rows(engine.model, correct, template)
+    points = [Point("resid_pre", layer, ("answer",)) for layer in range(engine.adapter.n_layers + 1)]
+    values, _ = engine.collect(ids, points, logits=False, desc="answer-position residuals", groups=groups)
+    ab = correct[["a", "b"]].to_numpy()[order]
+    return [values[p].cpu() for p in points], ab, k
+
+
+def last_token_patching(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    cache,
+    fit: FitSettings,
+    correct: pd.DataFrame | None = None,
+    template: str | None = None,
+) -> dict[str, pd.DataFrame]:
     """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
-    dimensions) and Fig. 6's layer effects, raw tables."""
+    dimensions) and Fig. 6's layer effects, raw tables.  For answers of several tokens (pairs
+    scored by log-probability) both figures are read twice, column ``reading``: at the last
+    prompt token (the paper's reading) and at every position that predicts an answer token,
+    patched together (Fig. 5's fits there fitted to the ``correct`` prompts of ``template``,
+    teacher-forced: :func:`answer_residuals`)."""
+    fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components)
+    effects = layer_effects(engine, pairs)
+    if pairs.scoring != "logprob":
+        return {"fits": fits, "layer_effects": effects}
+    fitted = answer_residuals(engine, correct, template)
+    answer_fits = answer_position_curves(engine, pairs, *fitted, fit.periods, fit.pca_components)
+    answer_effects = layer_effects(engine, pairs, "answer")
     return {
-        "fits": last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components),
-        "layer_effects": layer_effects(engine, pairs),
+        "fits": _readings(fits, answer_fits),
+        "layer_effects": _readings(effects, answer_effects),
     }
+
+
+def _readings(last: pd.DataFrame, answer: pd.DataFrame) -> pd.DataFrame:
+    last, answer = last.copy(), answer.copy()
+    last.insert(0, "reading", READINGS["last"])
+    answer.insert(0, "reading", READINGS["answer"])
+    return pd.concat([last, answer[[c for c in last.columns if c in answer]]], ignore_index=True)

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...bases import PERIODS, SUM, Basis
+from ...statistics import primary
 
 
 def sum_basis(s: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarray, list[str]]:
@@ -68,6 +69,7 @@ def fit_sum_helix(H: np.ndarray, s: np.ndarray, periods: Sequence[int] = PERIODS
 def best_sum_layer(last_token: pd.DataFrame, fit: str = "helix(a+b)") -> int:
     """The layer where ``fit`` patches best (largest mean LD) in Fig. 5's table
     ``clock/last_token.csv`` (columns layer, fit, ld_mean)."""
+    last_token = primary(last_token)
     part = last_token[last_token["fit"] == fit]
     if part.empty:
         raise KeyError(f"no rows with fit == {fit!r} in the last-token table; fits: {sorted(set(last_token['fit']))}")
