@@ -118,7 +118,9 @@ def primary(table: pd.DataFrame) -> pd.DataFrame:
     column; any other table as it is."""
     if TERM not in table:
         return table
-    return table[table[TERM] == "ld"].drop(columns=TERM).reset_index(drop=True)
+    out = table[table[TERM] == "ld"].drop(columns=TERM).reset_index(drop=True)
+    out.attrs["ld"] = "log-likelihood ratio"  # what LD is here (figures name it on their axes)
+    return out
 
 
 def smallest_k(curve: pd.DataFrame, threshold: float, x: str = "k", by: str = "fraction", default=None):

@@ -110,7 +110,8 @@ def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | Non
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel(LAYER_AXIS[convention])
-    ax.set_ylabel("logit difference")
+    several = pairs is not None and pairs.attrs.get("ld") == "log-likelihood ratio"
+    ax.set_ylabel("LD (log-likelihood ratio)" if several else "logit difference")
     ax.set_title(title, fontsize=10)
 
 
