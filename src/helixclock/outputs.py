@@ -48,6 +48,11 @@ CACHE = f"{MODEL}/cache/residuals.h5"
 # -- structure of numbers (structure.smk; its peaks are table "fourier_peaks")
 STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "similarity", "delta_n", "peaks_by_layer")}
 
+# -- which basis explains a number's last token (structure.smk, README "Numbers of several tokens"):
+# the held-out R^2 of the competing bases at every layer, their paired differences, the winner per
+# layer, and the spectrum with the digit-count classes' step taken out
+NUMBER_BASES = {k: f"{MODEL}/structure/number_bases_{k}.csv" for k in ("r2", "pairs", "winner", "peaks")}
+
 # -- the helix (helix.smk): fits, figure tables, raw per-pair tables and their summaries
 HELIX = f"{MODEL}/helix"
 HELIX_FITS = {"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"}

@@ -26,6 +26,33 @@ rule number_structure:
         "../../scripts/number_structure.py"
 
 
+rule number_bases:
+    input:
+        cache=outputs.CACHE,
+    output:
+        **outputs.NUMBER_BASES,
+    log:
+        "logs/{model}/number_bases.log",
+    benchmark:
+        "logs/{model}/number_bases.benchmark.tsv"
+    conda:
+        ENV
+    params:
+        periods=config["helix"]["periods"],
+        n_fourier=config["cache"]["max_number"],
+        bootstrap=config["helix"]["bootstrap"],
+        seed=config["seed"],
+    script:
+        "../../scripts/number_bases.py"
+
+
+figure_rule(
+    "fig_number_bases",
+    "figN1_number_bases",
+    [outputs.NUMBER_BASES["r2"], outputs.NUMBER_BASES["winner"], outputs.NUMBER_BASES["peaks"]],
+    f"{STRUCTURE_FIGURES}:figN1_number_bases",
+    "structure",
+)
 figure_rule(
     "fig_fourier_pc1",
     "fig02_fourier_pc1",
@@ -66,3 +93,4 @@ figure_rule(
     layer=config["structure"]["layer"],
 )
 register(*table("fourier_peaks"))
+register(*outputs.NUMBER_BASES.values())

@@ -152,7 +152,7 @@ def number_structure(numbers: np.ndarray, layer: int, n_fourier: int, compat: st
     }
 
 
-def peaks_by_layer(numbers: np.ndarray, n_fourier: int = 360, n_peaks: int = 5, compat: str = "corrected"):
+def peaks_by_layer(numbers: np.ndarray, n_fourier: int = 360, n_peaks: int = 10, compat: str = "corrected"):
     """The strongest periods of the spectrum of numbers 0..n_fourier-1 at every cached layer
     (Fig. 2's estimator, one layer at a time): where the circles of T = 10, 100 ... appear and
     fade along the depth.  One row per (layer, rank), with ``layer`` = resid_pre[layer]."""

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from ...style import heatmap, layer_name
 
@@ -116,4 +117,50 @@ def figB4_pc1_360(pc1: pd.DataFrame, model: str, layer: int = 1):
     ax.set_ylabel("PC1")
     ax.set_title(f"{model}: PC1 of the {layer_name(layer)}, a in [0, {int(part['a'].max())}]")
     ax.legend()
+    return fig
+
+
+BASIS_COLOR = {"units digit": "0.5", "helix": "C3", "digit circles": "C0", "digit-count classes": "C2"}
+
+
+def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFrame, model: str):
+    """helixclock's test of what a number's last token encodes (README, "Numbers of several
+    tokens"): the held-out R^2 of the competing bases at every layer with 95% bootstrap bands
+    (left), each basis's paired difference from the helix (middle), and the strongest period of
+    the spectrum with the digit-count classes' step taken out (right); the layers where one basis
+    wins are named under the panels."""
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
+    cands = [b for b in BASIS_COLOR if b in set(r2["basis"])]
+    for basis in cands:
+        part = r2[r2["basis"] == basis].sort_values("layer")
+        axes[0].plot(part["layer"], part["r2"], marker="o", ms=3, color=BASIS_COLOR[basis], label=basis)
+        axes[0].fill_between(part["layer"], part["r2_low"], part["r2_high"], color=BASIS_COLOR[basis], alpha=0.15)
+        if basis != "helix":
+            axes[1].plot(part["layer"], part["diff_helix"], marker="o", ms=3, color=BASIS_COLOR[basis], label=basis)
+            axes[1].fill_between(
+                part["layer"], part["diff_helix_low"], part["diff_helix_high"], color=BASIS_COLOR[basis], alpha=0.15
+            )
+    axes[0].set_ylabel("held-out R² (numbers 0..N-1, 5 folds)")
+    axes[0].set_title("which basis explains a number's last token")
+    axes[1].axhline(0, color="grey", lw=0.6)
+    axes[1].set_ylabel("held-out R² minus the helix's (95% CI)")
+    axes[1].set_title("each basis against the helix T = [2, 5, 10, 100]")
+    top = peaks[(peaks["rank"] == 1)]
+    for variant, marker in zip(dict.fromkeys(top["variant"]), ("o", "s", "^")):
+        part = top[top["variant"] == variant].sort_values("layer")
+        axes[2].plot(part["layer"], part["period"], marker=marker, ls="", label=variant)
+    axes[2].set_yscale("log")
+    axes[2].set_ylabel("strongest period T")
+    axes[2].set_title("spectrum: raw, classes' step removed, 10..99 alone")
+    for ax in axes:
+        ax.set_xlabel("layer l (resid_pre[l])")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7)
+    wins = winner[winner["winner"] != "not distinguished"]
+    text = "; ".join(f"{w}: layers {', '.join(map(str, g['layer']))}" for w, g in wins.groupby("winner")) or "none"
+    fig.suptitle(
+        f"{model}: a T = 100 helix, digit circles or the digit count? Winner (CI of every difference > 0): {text}",
+        fontsize=10,
+    )
+    fig.tight_layout()
     return fig
