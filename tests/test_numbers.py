@@ -291,6 +291,26 @@ def test_pair_counts_know_the_token_counts(digits):
     assert pairs_available(across, ("a",), shape=prompt_shapes(digits, ADD, across)) == 0
 
 
+def test_minimum_pairs_is_checked_against_the_pairs_of_one_shape(digits):
+    """``minimum.pairs`` counts what the job will draw: before the tokenizer is loaded the count
+    is an upper bound (4 here) and the job goes on; with the prompts' shapes it is 2, and a
+    minimum of 3 stops the job with the line that names the shaped count."""
+    from helixclock.pairs import prompt_shapes
+    from helixclock.preconditions import Minimum, PreconditionError, check, clock_needs, helix_patching_needs
+
+    acc = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
+    shape = prompt_shapes(digits, ADD, acc)
+    at_least = Minimum(pairs=3)
+    first = clock_needs("last_token_patching", acc, [2], 50, ("a", "b"), at_least)[0]
+    shaped = clock_needs("last_token_patching", acc, [2], 50, ("a", "b"), at_least, shape=shape)[0]
+    assert (first.found, first.met) == (4, True)
+    assert (shaped.found, shaped.met, shaped.minimum) == (2, False, 3)
+    with pytest.raises(PreconditionError, match=r"needs at least 3 clean/corrupted pairs .*of one token shape.*found 2"):
+        check("toy", "last_token_patching", [shaped])
+    helix = helix_patching_needs(acc, [2], 50, 0.2, 0, at_least, shape)[0]
+    assert helix.found == 2 and "of one token shape" in helix.what
+
+
 def test_a_tensor_value_on_a_padded_span_gives_each_repeat_its_first_value(digit_llama, digits):
     """A span narrower than its class repeats its first position: a tensor that fills the repeats
     with the first position's value is the clean patch itself; one that gives a repeat another

@@ -17,8 +17,8 @@ import pandas as pd
 import torch
 
 from .io import read_json
-from .models import LoadedModel, load_model
-from .pairs import model_pairs, prompt_sample
+from .models import LoadedModel, load_model, several_tokens
+from .pairs import model_pairs, prompt_sample, prompt_shapes
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start
 from .preconditions import clock_needs
@@ -48,6 +48,14 @@ def open_model(snakemake, **kwargs) -> tuple[LoadedModel, PatchingEngine]:
     return model, PatchingEngine(model, batch_size=snakemake.params.batch_size)
 
 
+def token_shapes(model: LoadedModel, template: str, correct: pd.DataFrame) -> list[tuple] | None:
+    """Numbers of several tokens: each correct prompt's token shape, with which a job checks
+    ``minimum.pairs`` again once its tokenizer is loaded, against the pairs it will really draw
+    (partners share a shape; the check before loading counts an upper bound); None for
+    one-token numbers, whose first count is exact."""
+    return prompt_shapes(model.tokenizer, template, correct) if several_tokens(model) else None
+
+
 @dataclass
 class ClockJob:
     """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
@@ -74,9 +82,10 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
     p = snakemake.params
     acc = accuracy(snakemake)
     pairs_settings = p.pairs
-    require(
-        snakemake,
-        clock_needs(
+    template = p.spec["prompts"]["add"]
+
+    def needs(shape=None):
+        return clock_needs(
             snakemake.rule,
             acc,
             periods,
@@ -85,12 +94,16 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
             minimum(snakemake),
             fit_prompts,
             pairs_settings["seed"],
-        ),
-    )
+            shape=shape,
+        )
+
+    require(snakemake, needs())
     correct = acc[acc["correct"]]
     positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
     model, engine = open_model(snakemake)
-    template = p.spec["prompts"]["add"]
+    shape = token_shapes(model, template, correct)
+    if shape is not None:
+        require(snakemake, needs(shape))
     n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
     pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
     ids, a, b = (None, None, None)

@@ -111,17 +111,27 @@ def n_columns(kind: str, periods: Sequence[int], variables: Sequence[str] = ("a"
 
 
 def _pairs_need(
-    accuracy: pd.DataFrame, vary: Sequence[str], n_pairs: int, minimum: Minimum, key: str, task: str = "add"
+    accuracy: pd.DataFrame,
+    vary: Sequence[str],
+    n_pairs: int,
+    minimum: Minimum,
+    key: str,
+    task: str = "add",
+    shape: Sequence | None = None,
 ) -> Need:
     """Pairs drawn from the correct rows of ``accuracy``.  A task with fewer prompts than
-    ``n_pairs`` (a-23 has 77) asks for as many pairs as it has prompts."""
+    ``n_pairs`` (a-23 has 77) asks for as many pairs as it has prompts.  Numbers of several
+    tokens: with the correct prompts' token ``shape`` (:func:`helixclock.pairs.prompt_shapes`,
+    known once the tokenizer is loaded) the count is the one the job will draw, partners of one
+    shape; without it an upper bound."""
     correct = correct_rows(accuracy)
     asked = min(n_pairs, len(accuracy))
     corrupted = "+".join(f"{v}'" if v in vary else v for v in ("a", "b")) if task == "add" else "a'"
     cap = f", capped at the task's {len(accuracy)} prompts" if asked < n_pairs else ""
+    shaped = ", of one token shape" if shape is not None else ""
     return Need(
-        f"clean/corrupted pairs with different answers ({corrupted} from the {len(correct)} correct {task} prompts)",
-        pairs_available(correct, vary),
+        f"clean/corrupted pairs with different answers{shaped} ({corrupted} from the {len(correct)} correct {task} prompts)",
+        pairs_available(correct, vary, shape=shape),
         minimum.fewest_pairs(asked),
         f"config {key}={n_pairs}{cap}, minimum.pairs={minimum.pairs}",
     )
@@ -181,15 +191,21 @@ def helix_fit_needs(a: np.ndarray, periods: Sequence[int], minimum: Minimum) -> 
 
 
 def helix_patching_needs(
-    accuracy: pd.DataFrame, periods: Sequence[int], n_pairs: int, test_fraction: float, seed: int, minimum: Minimum
+    accuracy: pd.DataFrame,
+    periods: Sequence[int],
+    n_pairs: int,
+    test_fraction: float,
+    seed: int,
+    minimum: Minimum,
+    shape: Sequence | None = None,
 ) -> list[Need]:
-    """helix_patching: pairs a'+b -> a+b; the train/test control's fits on the train share of
-    a; the b-token control's fits of helix(b)."""
+    """helix_patching: pairs a'+b -> a+b (``shape``: see :func:`_pairs_need`); the train/test
+    control's fits on the train share of a; the b-token control's fits of helix(b)."""
     correct = correct_rows(accuracy)
     train = split_values(correct["a"].to_numpy(), test_fraction, seed)[0] if len(correct) else []
     columns = n_columns("helix", periods)
     return [
-        _pairs_need(accuracy, ("a",), n_pairs, minimum, "helix.n_pairs"),
+        _pairs_need(accuracy, ("a",), n_pairs, minimum, "helix.n_pairs", shape=shape),
         _rows_need(
             len(train),
             f"distinct a in the train split (1 - helix.test_fraction={test_fraction:g})",
@@ -267,12 +283,13 @@ def clock_needs(
     minimum: Minimum,
     fit_prompts: int | None = None,
     seed: int = 0,
+    shape: Sequence | None = None,
 ) -> list[Need]:
     """The last-token stages: pairs of ``vary``, and rows for their fits: last_token_patching
     fits helix(a, b, a+b) to every correct prompt, head_patching to the seeded sample of
     ``fit_prompts``, mlp_patching fits helix(a+b) to that sample."""
     correct = correct_rows(accuracy)
-    needs = [_pairs_need(accuracy, vary, n_pairs, minimum, "clock.n_pairs")]
+    needs = [_pairs_need(accuracy, vary, n_pairs, minimum, "clock.n_pairs", shape=shape)]
     T = list(periods)
     if stage == "last_token_patching":
         needs.append(
