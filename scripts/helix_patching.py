@@ -23,7 +23,17 @@ fits = to_device(load_helix_fits(snakemake.input.fits), model.device)
 cache = read_residual_cache(snakemake.input.cache)
 fit = settings(snakemake, "fit", FitSettings)
 out = helix_patching(
-    engine, acc[acc["correct"]], cache, fits, p.spec["prompts"]["add"], fit, p.n_pairs, p.seed, p.test_fraction
+    engine,
+    acc[acc["correct"]],
+    cache,
+    fits,
+    p.spec["prompts"]["add"],
+    fit,
+    p.n_pairs,
+    p.seed,
+    p.test_fraction,
+    p.layer_step,
+    p.period_subsets,
 )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

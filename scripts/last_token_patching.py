@@ -9,5 +9,6 @@ from helixclock.stages.last_token.patching import last_token_patching
 fit = settings(snakemake, "fit", FitSettings)
 job = clock_job(snakemake, fit.periods)
 cache = read_residual_cache(snakemake.input.cache, datasets=("last", "ab"))
-for name, df in last_token_patching(job.engine, job.pairs, cache, fit, job.correct, job.template).items():
+step = snakemake.params.layer_step
+for name, df in last_token_patching(job.engine, job.pairs, cache, fit, job.correct, job.template, step).items():
     df.to_csv(snakemake.output[name], index=False)

@@ -12,5 +12,5 @@ p = snakemake.params
 frames = usable_tasks(snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)})
 _, engine = open_model(snakemake)
 fit = settings(snakemake, "fit", FitSettings)
-raw = other_tasks_patching(engine, frames, p.spec["prompts"], fit, n_pairs=p.n_pairs, seed=p.seed)
+raw = other_tasks_patching(engine, frames, p.spec["prompts"], fit, p.n_pairs, p.seed, p.layer_step)
 raw.to_csv(snakemake.output[0], index=False)

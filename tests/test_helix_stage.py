@@ -85,3 +85,24 @@ def test_stage_is_deterministic_and_complete(tiny_gptj, stage_inputs):
     assert set(a["ablation"]["method"]) == {"helix subspace", "entire h_a"}
     assert (a["sweep"]["ld_low"] <= a["sweep"]["ld_mean"] + 1e-6).all()
     assert not a["sweep"]["ld_mean"].equals(run(tiny_gptj, stage_inputs, seed=4)["sweep"]["ld_mean"])
+
+
+def test_without_period_subsets_the_sweep_patches_what_fig4_plots(tiny_gptj, stage_inputs):
+    """Registry key ``period_subsets: false``: per layer the layer patch, the PCA of 2|T| + 1 = 9
+    components and helix (9 parameters with the constant), circle (8) and polynomial (9) with
+    every period, each the same numbers as in the sweep over every subset."""
+    cache, correct, fits = stage_inputs
+    args = (PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"])
+    kwargs = dict(settings=FitSettings(pca_components=20), n_pairs=24, seed=3, test_fraction=0.2)
+    every = hp.helix_patching(*args, **kwargs)["sweep"]
+    plotted = hp.helix_patching(*args, **kwargs, period_subsets=False)["sweep"]
+    L = tiny_gptj.adapter.n_layers
+    assert len(plotted) == L * 5
+    per_layer = plotted.fillna({"n_params": 0}).groupby(["method", "n_params"]).size()
+    assert per_layer.to_dict() == {("circle", 8): L, ("helix", 9): L, ("layer", 0): L, ("pca", 9): L, ("poly", 9): L}
+    assert set(plotted.loc[plotted["method"].isin(["helix", "circle"]), "periods"]) == {"2,5,10,100"}
+    keys = ["layer", "method", "periods", "n_params"]
+    same = plotted.merge(every, on=keys, suffixes=("", "_every"))
+    assert len(same) == len(plotted)
+    pairs = [c for c in plotted if c.startswith("pair_")]
+    np.testing.assert_allclose(same[pairs].to_numpy(), same[[f"{c}_every" for c in pairs]].to_numpy(), rtol=1e-5)

@@ -340,3 +340,33 @@ def test_only_the_digits_0_to_9_continue_an_answer():
         tokenizer_object=Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, "<unk>"))
     )
     assert digit_tokens(tok, len(words)).tolist() == [False, True, True, False, False, False, False, False]
+
+
+def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
+    """Registry key ``layer_step``: Fig. 6's TE and DE and Fig. 5's answer-position fits patch
+    blocks 0, 2 and 3 of a 4-block model (and resid_pre 0, 2, 4), and each kept layer's numbers
+    are those of the every-layer sweep (a grid selects layers, it does not change them)."""
+    from helixclock.experiments import layer_grid
+    from helixclock.stages.last_token.patching import answer_position_curves, answer_residuals, layer_effects
+
+    assert layer_grid(30, 3) == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29] and layer_grid(5, 1) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="layer_step"):
+        layer_grid(4, 0)
+    model = wrap_model(tiny_hf_model("llama", len(digits), layers=4, seed=2), digits, name="d4", number_tokens="several")
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34)])
+    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True)
+    engine = PatchingEngine(model, progress=False)
+    every, coarse = layer_effects(engine, pairs, "answer"), layer_effects(engine, pairs, "answer", layer_step=2)
+    assert sorted(coarse["layer"].unique()) == [0, 2, 3] and sorted(every["layer"].unique()) == [0, 1, 2, 3]
+    kept = every[every["layer"].isin([0, 2, 3])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, coarse.reset_index(drop=True), rtol=1e-4, atol=1e-6)  # batches differ
+    fitted = answer_residuals(engine, correct, ADD, [0, 2, 4])
+    assert len(fitted[0]) == 3
+    curves = answer_position_curves(engine, pairs, *fitted, periods=(2, 10), n_components=8, layers=[0, 2, 4])
+    assert sorted(curves["layer"].unique()) == [0, 2, 4]
+    full = answer_position_curves(engine, pairs, *answer_residuals(engine, correct, ADD), periods=(2, 10), n_components=8)
+    cols = [c for c in curves if c.startswith("pair_")]
+    layer = "method == 'layer' and term == 'ld'"
+    np.testing.assert_allclose(
+        curves.query(layer)[cols].to_numpy(), full.query(layer + " and layer in [0, 2, 4]")[cols].to_numpy(), rtol=1e-4
+    )

@@ -142,8 +142,18 @@ def clean_table(engine: PatchingEngine, pairs: Pairs, labels: list[dict], **extr
 COMPONENT = {"attn_out": "attention", "mlp_out": "MLP", "head_out": "head"}
 
 
-def component_points(adapter, last: int, kinds=("attn_out", "mlp_out")) -> list[Point]:
-    return [Point(k, layer, (last,)) for layer in range(adapter.n_layers) for k in kinds]
+def layer_grid(n: int, step: int = 1) -> list[int]:
+    """The layers 0..n-1 a sweep patches: every ``step``-th one and the last (registry key
+    ``layer_step``, a coarser grid for a model whose every-layer sweep is too slow on its
+    machine; 1, every layer, is the paper's)."""
+    if step < 1:
+        raise ValueError(f"registry key 'layer_step': value {step!r}; allowed: an integer >= 1")
+    return sorted({*range(0, n, step), n - 1})
+
+
+def component_points(adapter, last: int, kinds=("attn_out", "mlp_out"), layers: Sequence[int] | None = None) -> list[Point]:
+    layers = range(adapter.n_layers) if layers is None else layers
+    return [Point(k, layer, (last,)) for layer in layers for k in kinds]
 
 
 def total_and_direct(

@@ -181,6 +181,18 @@ def per_model(section, key):
     return lambda w: REGISTRY[w.model].get(section, {}).get(key, config[section][key])
 
 
+def layer_step():
+    """Registry key layer_step of a model (1, every layer, where absent): the layer grid of its
+    patching sweeps (helixclock.experiments.layer_grid)."""
+    return lambda w: REGISTRY[w.model].get("layer_step", 1)
+
+
+def period_subsets():
+    """Registry key period_subsets of a model (true where absent): whether helix_patching sweeps
+    every subset of the periods or only the fits Fig. 4 and Table 1 plot."""
+    return lambda w: REGISTRY[w.model].get("period_subsets", True)
+
+
 def clock_pairs():
     """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock; the
     registry's clock.n_pairs overrides the pairs per model)."""

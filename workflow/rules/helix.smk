@@ -43,6 +43,8 @@ model_job(
         n_pairs=per_model("helix", "n_pairs"),
         test_fraction=config["helix"]["test_fraction"],
         seed=config["seed"],
+        layer_step=layer_step(),
+        period_subsets=period_subsets(),
     ),
 )
 
@@ -76,6 +78,7 @@ model_job(
         n_pairs=per_model("helix", "n_pairs"),
         seed=config["seed"],
         tasks=TASKS,
+        layer_step=layer_step(),
     ),
 )
 

@@ -12,6 +12,7 @@ model_job(
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit=settled({"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]}),
+        layer_step=layer_step(),
     ),
 )
 

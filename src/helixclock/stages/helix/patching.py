@@ -21,7 +21,7 @@ from torch import Tensor
 
 from ...bases import Basis, FitSettings, full_bases
 from ...cache import ResidualCache
-from ...experiments import ld_table, patch_sweep, stack_points
+from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
 from ...pairs import model_pairs, prompt_rows, prompt_shapes
@@ -177,11 +177,16 @@ def helix_patching(
     n_pairs: int = 100,
     seed: int = 0,
     test_fraction: float = 0.2,
+    layer_step: int = 1,
+    period_subsets: bool = True,
 ) -> dict[str, pd.DataFrame]:
     """Rule helix_patching: everything of section 4.4 and appendix C that runs the model, for
-    a+b (raw tables).
+    a+b (raw tables).  Without ``period_subsets`` (registry key, a lever for slow models) the
+    sweep patches what Fig. 4 and Table 1 plot, the fits with every period and the PCA of as
+    many parameters, rather than every subset of the periods (Fig. C4 then has k = all only).
 
-    sweep: every fit of every layer patched at the a token (Fig. 4 picks from it)
+    sweep: every fit of every layer patched at the a token (Fig. 4 picks from it; every
+    ``layer_step``-th layer and the last: :func:`helixclock.experiments.layer_grid`)
     controls: (1) one seeded split of a values, fitted on 80% and patched with the held-out
     20%; (2) a helix fitted to shuffled a, beside the layer patch and the helix; (3) helix(b)
     at the b token with pairs a+b' -> a+b
@@ -198,7 +203,7 @@ def helix_patching(
         template,
         torch.from_numpy(cache.a).transpose(0, 1).to(model.device),
         cache.ab[:, 0],
-        list(range(int(cache.attrs["n_layers"]))),
+        layer_grid(int(cache.attrs["n_layers"]), layer_step),
         positions,
         settings,
         n_pairs,
@@ -206,7 +211,10 @@ def helix_patching(
         prompt_shapes(model.tokenizer, template, correct) if several else None,
     )
     pairs = c.draw(("a",))
-    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"], references=several)
+    plotted = {} if period_subsets else {"bases": full_bases(settings.periods, compat=settings.compat)}
+    if not period_subsets:
+        plotted["pca_ks"] = (len(settings.periods),)
+    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"], references=several, **plotted)
     bases = full_bases(settings.periods, compat=settings.compat)
     split = train_test_control(c, bases, test_fraction)
     shuffled = shuffled_control(c, pairs, bases[0], sweep)
@@ -224,12 +232,15 @@ def other_tasks_patching(
     settings: FitSettings | None = None,
     n_pairs: int = 100,
     seed: int = 0,
+    layer_step: int = 1,
 ) -> pd.DataFrame:
     """Rule other_tasks_patching, Table 1: full helix, circle, polynomial and PCA fits patched
-    at the a token, per task (raw table with a ``task`` column)."""
+    at the a token, per task (raw table with a ``task`` column), at every ``layer_step``-th
+    layer and the last (fitted at every layer)."""
     settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))
+    patched = layer_grid(model.adapter.n_layers, layer_step)
     k = len(settings.periods)
     out = []
     for task, acc in frames.items():
@@ -256,7 +267,7 @@ def other_tasks_patching(
                 engine,
                 pairs,
                 fits,
-                layers,
+                patched,
                 pos,
                 pairs.meta["clean_a"],
                 bases,

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from ...bases import PERIODS, FitSettings, clock_bases, sum_values
-from ...experiments import component_points, ld_table, patch_sweep, total_and_direct
+from ...experiments import component_points, layer_grid, ld_table, patch_sweep, total_and_direct
 from ...fits import fit_token
 from ...pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point
@@ -26,7 +26,12 @@ PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and h
 
 
 def last_token_curves(
-    engine: PatchingEngine, pairs: Pairs, cache, periods: Sequence[int] = PERIODS, n_components: int = 500
+    engine: PatchingEngine,
+    pairs: Pairs,
+    cache,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 500,
+    layer_step: int = 1,
 ) -> pd.DataFrame:
     """Fig. 5: fits of the last-token residual (solved in ``n_components`` PCA dimensions, the
     authors' 500) patched at every layer, beside PCA baselines of 9 and 27 dimensions; raw
@@ -40,7 +45,7 @@ def last_token_curves(
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     pca_ns = sorted({min(n, fits.pca.components.shape[1]) for n in PCA_BASELINES})
     df = patch_sweep(
-        engine, pairs, fits, list(range(L + 1)), last, clean, bases, pca_ks=(), pca_ns=pca_ns, desc="last-token fits"
+        engine, pairs, fits, layer_grid(L + 1, layer_step), last, clean, bases, pca_ks=(), pca_ns=pca_ns, desc="last-token fits"
     )
     df.insert(0, "fit", [_fit_label(r) for r in df.to_dict("records")])
     df.insert(2, "block_output", df["layer"] - 1)
@@ -55,15 +60,18 @@ def _fit_label(row: dict) -> str:
     return row["basis"].split("[")[0]
 
 
-def layer_effects(engine: PatchingEngine, pairs: Pairs, position: int | str | None = None) -> pd.DataFrame:
+def layer_effects(
+    engine: PatchingEngine, pairs: Pairs, position: int | str | None = None, layer_step: int = 1
+) -> pd.DataFrame:
     """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table); the
     last prompt token of each pair's layout where the pairs have several ("last"), or at
     ``position`` (role "answer": every position that predicts an answer token, patched
-    together, the DE summed over them)."""
+    together, the DE summed over them).  Every ``layer_step``-th block and the last."""
     if position is None:
         one = len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1
         position = pairs.corrupted.shape[1] - 1 if one else "last"
-    return total_and_direct(engine, pairs, component_points(engine.adapter, position), desc="layer effects")
+    layers = layer_grid(engine.adapter.n_layers, layer_step)
+    return total_and_direct(engine, pairs, component_points(engine.adapter, position, layers=layers), desc="layer effects")
 
 
 READINGS = {"last": "last token", "answer": "answer positions"}  # Figs. 5, 6 for answers of several tokens
@@ -77,11 +85,12 @@ def answer_position_curves(
     answer_tokens: np.ndarray,
     periods: Sequence[int] = PERIODS,
     n_components: int = 500,
+    layers: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Fig. 5 at every position that predicts an answer token (role "answer"), patched together:
     the layer patch, and per answer position j the fits of Fig. 5 and the PCA baselines fitted to
     the residuals at position j of the prompts whose answers reach it.  ``residuals``: per layer
-    (resid_pre[0..L]) [n, K, d] at those positions of the fitted (teacher-forced) prompts, of
+    (resid_pre[l] for l in ``layers``, default 0..L) [n, K, d] at those positions of the fitted (teacher-forced) prompts, of
     answers (a, b) = ``ab`` and ``answer_tokens`` tokens.  Raw table as :func:`last_token_curves`.
 
     A pair whose answer has fewer tokens than K fills the padding with its first position's
@@ -91,7 +100,8 @@ def answer_position_curves(
     K = H.shape[2]
     bases = clock_bases(periods)
     clean_ab = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
-    points = [Point("resid_pre", layer, ("answer",)) for layer in range(L1)]
+    layers = list(range(L1)) if layers is None else list(layers)
+    points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
     clean = engine.clean_values(pairs, points)  # [n_pairs, K, d] each
     k_pairs = pairs.answer_tokens().cpu().numpy()
     pca_ns = list(PCA_BASELINES)
@@ -105,7 +115,7 @@ def answer_position_curves(
             preds[b.name][:, :, j] = pred.float().cpu()
         for n in pca_ns:
             m = min(n, fits.pca.components.shape[1])
-            for layer in range(L1):
+            for layer in range(L1):  # index into ``layers``
                 x = clean[points[layer]][:, j].float().cpu() - fits.pca.mean[layer].float().cpu()
                 comps = fits.pca.components[layer, :m].float().cpu()
                 pcas[n][layer, :, j] = fits.pca.mean[layer].float().cpu() + (x @ comps.T) @ comps
@@ -115,15 +125,16 @@ def answer_position_curves(
             table[:, pad, j] = table[:, pad, 0]
     device = pairs.clean.device
     variants, labels = [], []
-    for layer, point in enumerate(points):
+    for i, point in enumerate(points):
+        layer = point.layer
         base = {"layer": layer, "periods": "", "k": np.nan}
         variants.append([Patch(point, "clean")])
         labels.append({**base, "method": "layer", "n_params": np.nan, "fit": "layer patch"})
         for n in pca_ns:
-            variants.append([Patch(point, pcas[n][layer].to(device))])
+            variants.append([Patch(point, pcas[n][i].to(device))])
             labels.append({**base, "method": "pca", "n_params": n, "fit": f"PCA ({n} comps)"})
         for b in bases:
-            variants.append([Patch(point, preds[b.name][layer].to(device))])
+            variants.append([Patch(point, preds[b.name][i].to(device))])
             fit = b.name.split("[")[0]
             labels.append(
                 {
@@ -141,12 +152,15 @@ def answer_position_curves(
     return df
 
 
-def answer_residuals(engine: PatchingEngine, correct: pd.DataFrame, template: str) -> tuple:
+def answer_residuals(
+    engine: PatchingEngine, correct: pd.DataFrame, template: str, layers: Sequence[int] | None = None
+) -> tuple:
     """The residuals at every position that predicts an answer token, teacher-forced, of the
-    correct prompts ``correct`` at every layer (resid_pre[0..L], each [n, K, d]), with their
-    (a, b) and answer token counts: what :func:`answer_position_curves` fits."""
+    correct prompts ``correct`` at each of ``layers`` (resid_pre, default 0..L, each [n, K, d]),
+    with their (a, b) and answer token counts: what :func:`answer_position_curves` fits."""
     ids, groups, order, k = forced_rows(engine.model, correct, template)
-    points = [Point("resid_pre", layer, ("answer",)) for layer in range(engine.adapter.n_layers + 1)]
+    layers = range(engine.adapter.n_layers + 1) if layers is None else layers
+    points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
     values, _ = engine.collect(ids, points, logits=False, desc="answer-position residuals", groups=groups)
     ab = correct[["a", "b"]].to_numpy()[order]
     return [values[p].cpu() for p in points], ab, k
@@ -159,20 +173,23 @@ def last_token_patching(
     fit: FitSettings,
     correct: pd.DataFrame | None = None,
     template: str | None = None,
+    layer_step: int = 1,
 ) -> dict[str, pd.DataFrame]:
     """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
     dimensions) and Fig. 6's layer effects, raw tables.  For answers of several tokens (pairs
     scored by log-probability) both figures are read twice, column ``reading``: at the last
     prompt token (the paper's reading) and at every position that predicts an answer token,
     patched together (Fig. 5's fits there fitted to the ``correct`` prompts of ``template``,
-    teacher-forced: :func:`answer_residuals`)."""
-    fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components)
-    effects = layer_effects(engine, pairs)
+    teacher-forced: :func:`answer_residuals`).  Both read every ``layer_step``-th layer and the
+    last (:func:`helixclock.experiments.layer_grid`)."""
+    fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components, layer_step)
+    effects = layer_effects(engine, pairs, layer_step=layer_step)
     if pairs.scoring != "logprob":
         return {"fits": fits, "layer_effects": effects}
-    fitted = answer_residuals(engine, correct, template)
-    answer_fits = answer_position_curves(engine, pairs, *fitted, fit.periods, fit.pca_components)
-    answer_effects = layer_effects(engine, pairs, "answer")
+    layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
+    fitted = answer_residuals(engine, correct, template, layers)
+    answer_fits = answer_position_curves(engine, pairs, *fitted, fit.periods, fit.pca_components, layers)
+    answer_effects = layer_effects(engine, pairs, "answer", layer_step)
     return {
         "fits": _readings(fits, answer_fits),
         "layer_effects": _readings(effects, answer_effects),
