@@ -305,7 +305,9 @@ def test_minimum_pairs_is_checked_against_the_pairs_of_one_shape(digits):
     shaped = clock_needs("last_token_patching", acc, [2], 50, ("a", "b"), at_least, shape=shape)[0]
     assert (first.found, first.met) == (4, True)
     assert (shaped.found, shaped.met, shaped.minimum) == (2, False, 3)
-    with pytest.raises(PreconditionError, match=r"needs at least 3 clean/corrupted pairs .*of one token shape.*found 2"):
+    with pytest.raises(
+        PreconditionError, match=r"needs at least 3 clean/corrupted pairs .*of one token shape.*found 2"
+    ):
         check("toy", "last_token_patching", [shaped])
     helix = helix_patching_needs(acc, [2], 50, 0.2, 0, at_least, shape)[0]
     assert helix.found == 2 and "of one token shape" in helix.what
@@ -352,7 +354,9 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     assert layer_grid(30, 3) == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29] and layer_grid(5, 1) == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="layer_step"):
         layer_grid(4, 0)
-    model = wrap_model(tiny_hf_model("llama", len(digits), layers=4, seed=2), digits, name="d4", number_tokens="several")
+    model = wrap_model(
+        tiny_hf_model("llama", len(digits), layers=4, seed=2), digits, name="d4", number_tokens="several"
+    )
     correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34)])
     pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True)
     engine = PatchingEngine(model, progress=False)
@@ -364,7 +368,9 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     assert len(fitted[0]) == 3
     curves = answer_position_curves(engine, pairs, *fitted, periods=(2, 10), n_components=8, layers=[0, 2, 4])
     assert sorted(curves["layer"].unique()) == [0, 2, 4]
-    full = answer_position_curves(engine, pairs, *answer_residuals(engine, correct, ADD), periods=(2, 10), n_components=8)
+    full = answer_position_curves(
+        engine, pairs, *answer_residuals(engine, correct, ADD), periods=(2, 10), n_components=8
+    )
     cols = [c for c in curves if c.startswith("pair_")]
     layer = "method == 'layer' and term == 'ld'"
     np.testing.assert_allclose(

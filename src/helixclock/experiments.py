@@ -151,7 +151,9 @@ def layer_grid(n: int, step: int = 1) -> list[int]:
     return sorted({*range(0, n, step), n - 1})
 
 
-def component_points(adapter, last: int, kinds=("attn_out", "mlp_out"), layers: Sequence[int] | None = None) -> list[Point]:
+def component_points(
+    adapter, last: int, kinds=("attn_out", "mlp_out"), layers: Sequence[int] | None = None
+) -> list[Point]:
     layers = range(adapter.n_layers) if layers is None else layers
     return [Point(k, layer, (last,)) for layer in layers for k in kinds]
 

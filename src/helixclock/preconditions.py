@@ -129,8 +129,9 @@ def _pairs_need(
     corrupted = "+".join(f"{v}'" if v in vary else v for v in ("a", "b")) if task == "add" else "a'"
     cap = f", capped at the task's {len(accuracy)} prompts" if asked < n_pairs else ""
     shaped = ", of one token shape" if shape is not None else ""
+    source = f"{corrupted} from the {len(correct)} correct {task} prompts"
     return Need(
-        f"clean/corrupted pairs with different answers{shaped} ({corrupted} from the {len(correct)} correct {task} prompts)",
+        f"clean/corrupted pairs with different answers{shaped} ({source})",
         pairs_available(correct, vary, shape=shape),
         minimum.fewest_pairs(asked),
         f"config {key}={n_pairs}{cap}, minimum.pairs={minimum.pairs}",

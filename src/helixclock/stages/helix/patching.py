@@ -214,7 +214,9 @@ def helix_patching(
     plotted = {} if period_subsets else {"bases": full_bases(settings.periods, compat=settings.compat)}
     if not period_subsets:
         plotted["pca_ks"] = (len(settings.periods),)
-    sweep = patch_sweep(engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"], references=several, **plotted)
+    sweep = patch_sweep(
+        engine, pairs, fits, c.layers, positions[0], pairs.meta["clean_a"], references=several, **plotted
+    )
     bases = full_bases(settings.periods, compat=settings.compat)
     split = train_test_control(c, bases, test_fraction)
     shuffled = shuffled_control(c, pairs, bases[0], sweep)

@@ -45,7 +45,16 @@ def last_token_curves(
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     pca_ns = sorted({min(n, fits.pca.components.shape[1]) for n in PCA_BASELINES})
     df = patch_sweep(
-        engine, pairs, fits, layer_grid(L + 1, layer_step), last, clean, bases, pca_ks=(), pca_ns=pca_ns, desc="last-token fits"
+        engine,
+        pairs,
+        fits,
+        layer_grid(L + 1, layer_step),
+        last,
+        clean,
+        bases,
+        pca_ks=(),
+        pca_ns=pca_ns,
+        desc="last-token fits",
     )
     df.insert(0, "fit", [_fit_label(r) for r in df.to_dict("records")])
     df.insert(2, "block_output", df["layer"] - 1)
@@ -71,7 +80,9 @@ def layer_effects(
         one = len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1
         position = pairs.corrupted.shape[1] - 1 if one else "last"
     layers = layer_grid(engine.adapter.n_layers, layer_step)
-    return total_and_direct(engine, pairs, component_points(engine.adapter, position, layers=layers), desc="layer effects")
+    return total_and_direct(
+        engine, pairs, component_points(engine.adapter, position, layers=layers), desc="layer effects"
+    )
 
 
 READINGS = {"last": "last token", "answer": "answer positions"}  # Figs. 5, 6 for answers of several tokens
@@ -90,8 +101,9 @@ def answer_position_curves(
     """Fig. 5 at every position that predicts an answer token (role "answer"), patched together:
     the layer patch, and per answer position j the fits of Fig. 5 and the PCA baselines fitted to
     the residuals at position j of the prompts whose answers reach it.  ``residuals``: per layer
-    (resid_pre[l] for l in ``layers``, default 0..L) [n, K, d] at those positions of the fitted (teacher-forced) prompts, of
-    answers (a, b) = ``ab`` and ``answer_tokens`` tokens.  Raw table as :func:`last_token_curves`.
+    (resid_pre[l] for l in ``layers``, default 0..L) [n, K, d] at those positions of the fitted
+    (teacher-forced) prompts, of answers (a, b) = ``ab`` and ``answer_tokens`` tokens.  Raw
+    table as :func:`last_token_curves`.
 
     A pair whose answer has fewer tokens than K fills the padding with its first position's
     value (the role repeats that position)."""
