@@ -79,7 +79,9 @@ def test_accuracy_cache_and_one_helix_patch(smollm2):
         with torch.no_grad():
             hidden = model.hf(ids, output_hidden_states=True).hidden_states
         for layer in (0, 2, 29):  # resid_pre[l] is hidden_states[l] (the last one has the final norm)
-            torch.testing.assert_close(torch.from_numpy(cache.a[i, layer]), hidden[layer][0, a_last], atol=2e-3, rtol=1e-3)
+            torch.testing.assert_close(
+                torch.from_numpy(cache.a[i, layer]), hidden[layer][0, a_last], atol=2e-3, rtol=1e-3
+            )
 
     bases = full_bases((2, 5, 10, 100))[:1]  # the full helix
     fits = fit_token(torch.from_numpy(cache.a).transpose(0, 1), cache.ab[:, 0], bases, 20)
@@ -95,9 +97,10 @@ def test_accuracy_cache_and_one_helix_patch(smollm2):
     ld = raw.filter(like="pair_").to_numpy()
     layer, helix = ld[raw["method"] == "layer"][0], ld[raw["method"] == "helix"][0]
     clean = engine.clean_ld(pairs).cpu().numpy()
-    print("clean", clean.mean(), (clean > 0).mean(), "layer", layer.mean(), "helix", helix.mean())
     # log-likelihood ratio: the clean run gives its own answer more probability (one of 24 pairs
     # does not: a corrupted prompt may favour the clean answer's later digits)
     assert clean.mean() > 2 and (clean > 0).mean() > 0.9
     assert 0 < layer.mean() < clean.mean()  # a's last token carries part of the answer
-    assert 0 < helix.mean() <= layer.mean() + 0.5  # the helix restores part of what the layer patch does
+    # measured: clean 7.30, layer 4.02, helix 3.71 (24 pairs): the 9-parameter helix of a's last
+    # token restores most of what the layer patch does at resid_pre[2]
+    assert 0.5 * layer.mean() < helix.mean() <= layer.mean() + 0.5
