@@ -129,16 +129,29 @@ def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path)
     assert not set(boot) & MODEL_RULES
 
 
-# what a project folder holds beside its results: the workflow (the tiny run's config included)
-WORKFLOW = ("Snakefile", "workflow", "config", "scripts", "src", "envs", "profiles", "tests/configs")
+# what a project folder holds beside its results: the checkout (the tiny run's config included;
+# its git metadata and lock files are what the run's provenance record names)
+WORKFLOW = (
+    "Snakefile",
+    "workflow",
+    "config",
+    "scripts",
+    "src",
+    "envs",
+    "profiles",
+    "tests/configs",
+    "requirements",
+    ".git",
+)
 
 
 def test_a_finished_project_copied_to_another_folder_plans_nothing(tiny_run, tmp_path):
     """Every path Snakemake records is relative to the project folder (README, "Outputs"), so a
     finished project copied elsewhere, .snakemake/ included and timestamps kept, plans no job.
     The copy holds the workflow too and runs as a user runs it: from its own folder, with its
-    own Snakefile and a relative --configfile; the workflow and the results both move.  (The
-    run made no use of committed toys, resources/toys, so the copy holds none either.)"""
+    own Snakefile and a relative --configfile; the workflow and the results both move, and with
+    the checkout its commit and lock files, so rule provenance's record stands.  (The run made
+    no use of committed toys, resources/toys, so the copy holds none either.)"""
     work, _ = tiny_run
     project = tmp_path / "elsewhere" / "project"
     shutil.copytree(work, project, symlinks=True)
