@@ -129,6 +129,24 @@ def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path)
     assert not set(boot) & MODEL_RULES
 
 
+def test_a_models_own_layer_reruns_only_its_readers_of_that_layer(tiny_run, tmp_path):
+    """Registry keys structure.layer and helix.figure_layer override the config's for one model:
+    its jobs that read the layer (Figs. 2, B1-B4, App. E, Figs. 3, C1-C3) plan again, for that
+    model alone, and no job that loads a model."""
+    work, _ = tiny_run
+    registry = yaml.safe_load((TINY.parent / "models.yaml").read_text())
+    registry["toy-llama"]["structure"] = {"layer": 2}
+    registry["toy-llama"]["helix"] = {"figure_layer": 2}
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
+    config = yaml.safe_load(TINY.read_text()) | {"registry": str(tmp_path / "models.yaml")}
+    (tmp_path / "own_layer.yaml").write_text(yaml.safe_dump(config))
+    planned = planned_jobs(work, configfile=tmp_path / "own_layer.yaml")
+    print("toy-llama at layer 2 plans", planned)
+    assert planned["number_structure"] == planned["linear_addition"] == planned["helix_figure_tables"] == 1
+    assert planned["fig_distance_similarity"] == 1
+    assert not set(planned) & MODEL_RULES
+
+
 # what a project folder holds beside its results: the checkout (the tiny run's config included;
 # its git metadata and lock files are what the run's provenance record names)
 WORKFLOW = (

@@ -232,10 +232,9 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
             f"{arch['n_heads']}; allowed: a divisor of n_heads"
         )
     top = arch["n_layers"]
-    for cfg_key, value in (
-        ("structure.layer", config["structure"]["layer"]),
-        ("helix.figure_layer", config["helix"]["figure_layer"]),
-    ):
+    for section, key in (("structure", "layer"), ("helix", "figure_layer")):
+        value = spec.get(section, {}).get(key, config[section][key])  # the registry's overrides the config's
+        cfg_key = f"{section}.{key}"
         if value > top:
             raise ConfigError(
                 f"config key '{cfg_key}': value {value} is past the residual stream of model "

@@ -238,7 +238,7 @@ def figure_rule(name, fig_id, inputs, function, stage, scope=None, **kwargs):
             ENV
         params:
             function=function,
-            kwargs=kwargs,
+            kwargs=lambda w: {k: v(w) if callable(v) else v for k, v in kwargs.items()},  # per_model values
         script:
             "../../scripts/figure.py"
 

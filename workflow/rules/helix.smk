@@ -28,7 +28,7 @@ rule helix_figure_tables:
         ENV
     params:
         periods=config["helix"]["periods"],
-        figure_layer=config["helix"]["figure_layer"],
+        figure_layer=per_model("helix", "figure_layer"),
     script:
         "../../scripts/helix_figure_tables.py"
 

@@ -19,7 +19,7 @@ rule linear_addition:
     conda:
         ENV
     params:
-        layer=config["structure"]["layer"],
+        layer=per_model("structure", "layer"),
     script:
         "../../scripts/linear_addition.py"
 

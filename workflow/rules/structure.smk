@@ -19,7 +19,7 @@ rule number_structure:
     conda:
         ENV
     params:
-        layer=config["structure"]["layer"],
+        layer=per_model("structure", "layer"),
         n_fourier=config["cache"]["max_number"],
         compat=config["compat"],
     script:
@@ -74,7 +74,7 @@ figure_rule(
     [outputs.STRUCTURE["similarity"]],
     f"{STRUCTURE_FIGURES}:figB2_distance_similarity",
     "structure",
-    layer=config["structure"]["layer"],
+    layer=per_model("structure", "layer"),
 )
 figure_rule(
     "fig_delta_n_distance",
@@ -82,7 +82,7 @@ figure_rule(
     [outputs.STRUCTURE["delta_n"]],
     f"{STRUCTURE_FIGURES}:figB3_delta_n_distance",
     "structure",
-    layer=config["structure"]["layer"],
+    layer=per_model("structure", "layer"),
 )
 figure_rule(
     "fig_pc1_360",
@@ -90,7 +90,7 @@ figure_rule(
     [outputs.STRUCTURE["pc1"]],
     f"{STRUCTURE_FIGURES}:figB4_pc1_360",
     "structure",
-    layer=config["structure"]["layer"],
+    layer=per_model("structure", "layer"),
 )
 register(*table("fourier_peaks"))
 register(*outputs.NUMBER_BASES.values())
