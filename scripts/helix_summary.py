@@ -1,4 +1,4 @@
-"""Rule helix_summary: means with bootstrap intervals and the best period subsets (Fig. 4, C5, C6)."""
+"""Rule helix_summary: means with bootstrap intervals, the best period subsets and the strata of the pairs (Fig. 4, C5, C6)."""
 
 import pandas as pd
 
@@ -6,6 +6,6 @@ from helixclock.pipeline import resampling, start
 from helixclock.stages.helix.tables import helix_summary
 
 log = start(snakemake)
-raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation")}
+raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation", "pairs")}
 for name, df in helix_summary(raw, resampling(snakemake), snakemake.params.compat).items():
     df.to_csv(snakemake.output[name], index=False)

@@ -201,6 +201,12 @@ def test_toy_architecture_is_checked_before_training(tmp_path, arch, message):
     assert message in str(err.value)
 
 
+def test_a_coarser_layer_grid_is_refused_for_a_one_token_model(tmp_path):
+    """The MLP stage chooses circuit MLPs from Fig. 6's layers: a one-token model keeps them all."""
+    with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.layer_step': value 2 thins Fig. 6's layers"):
+        check_config({"registry": registry_with(tmp_path, **{"toy-gptj__layer_step": 2})})
+
+
 def test_snakemake_refuses_a_prompt_without_b_before_any_job(tmp_path):
     registry = registry_with(tmp_path, **{"toy-gptj__prompts__add": "{a}+="})
     proc = subprocess.run(

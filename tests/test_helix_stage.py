@@ -83,6 +83,8 @@ def test_stage_is_deterministic_and_complete(tiny_gptj, stage_inputs):
     assert set(a["best"]["k"]) == {1, 2, 3, 4} and set(a["best"]["method"]) == {"helix", "circle"}
     assert set(a["controls"]["control"]) == {"train/test split", "shuffled a", "b token"}
     assert set(a["ablation"]["method"]) == {"helix subspace", "entire h_a"}
+    strata = a["strata"][a["strata"]["method"] == "layer"]  # every pair in one stratum, per row
+    assert (strata.groupby(["layer"])["n_pairs"].sum() == 24).all()
     assert (a["sweep"]["ld_low"] <= a["sweep"]["ld_mean"] + 1e-6).all()
     assert not a["sweep"]["ld_mean"].equals(run(tiny_gptj, stage_inputs, seed=4)["sweep"]["ld_mean"])
 
@@ -106,3 +108,25 @@ def test_without_period_subsets_the_sweep_patches_what_fig4_plots(tiny_gptj, sta
     assert len(same) == len(plotted)
     pairs = [c for c in plotted if c.startswith("pair_")]
     np.testing.assert_allclose(same[pairs].to_numpy(), same[[f"{c}_every" for c in pairs]].to_numpy(), rtol=1e-5)
+
+
+def test_strata_summarise_each_group_of_pairs_apart():
+    """helix/strata.csv: a sweep row whose pairs score 1 where only a's units digit changes and
+    3 where its tens do has stratum means 1 and 3, each over its own pairs; the strata come
+    from the clean and corrupted a (helixclock.numbers.changed_places)."""
+    from helixclock.numbers import changed_places
+    from helixclock.stages.helix.tables import strata_table
+
+    clean, corrupted = [23, 23, 41, 57, 7, 120], [27, 63, 81, 50, 3, 310]
+    strata = changed_places(clean, corrupted)
+    assert strata == ["units", "tens", "tens", "units", "units", "hundreds+tens"]
+    assert changed_places([5], [5]) == ["none"]
+    pairs = pd.DataFrame({"pair": [f"pair_{i}" for i in range(6)], "stratum": strata})
+    values = {"units": 1.0, "tens": 3.0, "hundreds+tens": 5.0}
+    sweep = pd.DataFrame({"layer": [0, 1], "method": ["helix", "layer"]})
+    for i, s in enumerate(strata):
+        sweep[f"pair_{i}"] = [values[s], 2 * values[s]]
+    out = strata_table(sweep, pairs, Resampling(bootstrap=20, seed=0)).set_index(["stratum", "layer"])
+    assert out.loc[("units", 0), "ld_mean"] == 1.0 and out.loc[("units", 1), "ld_mean"] == 2.0
+    assert out.loc[("tens", 0), "ld_mean"] == 3.0 and out.loc[("hundreds+tens", 1), "ld_mean"] == 10.0
+    assert out.xs(0, level="layer")["n_pairs"].to_dict() == {"hundreds+tens": 1, "tens": 2, "units": 3}

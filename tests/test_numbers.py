@@ -242,9 +242,10 @@ def plain_greedy(hf, ids: list[int], steps: int, digit_ids: set[int]):
 @pytest.mark.parametrize("family", ["llama", "gemma2"])  # gemma2: a final logit soft-cap, applied once
 @pytest.mark.parametrize("boost", [1.0, 3.0])  # digits' unembedding scaled: 3 writes digits to the bound
 def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
-    """Batched greedy decoding (layouts grouped, shared prefix cached, key/value cache, one token
+    """Batched greedy decoding (layouts grouped, shared prefix cached, key/value cache, two tokens
     past the answer's own count at most) writes what a plain per-prompt loop writes, and reads
-    the answer's logit as the model outputs it."""
+    the answer's logit as the model outputs it; exactly the rows that reach the bound are
+    marked truncated."""
     from helixclock.stages.accuracy.greedy import greedy_accuracy
     from helixclock.tasks import Task
 
@@ -258,14 +259,15 @@ def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
     digit_ids = {digits.convert_tokens_to_ids(str(i)) for i in range(10)}
     for row in acc.itertuples():
         ids = digits(render(ADD, row.a, row.b))["input_ids"]
-        written, first = plain_greedy(hf, ids, row.answer_tokens + 1, digit_ids)
+        written, first = plain_greedy(hf, ids, row.answer_tokens + 2, digit_ids)
         text = digits.decode(written).replace(" ", "") or digits.decode([int(first.argmax())]).strip()
         assert row.pred == text and row.correct == (text == str(row.answer))
         assert row.pred_token == int(first.argmax()) and row.rank == int((first > first[row.answer_token]).sum())
         torch.testing.assert_close(torch.tensor(row.answer_logit), first[row.answer_token])
     lengths = acc["pred"].str.len()
-    at_bound = acc["pred"].str.isdigit() & (lengths == acc["answer_tokens"] + 1)  # each row its own bound
+    at_bound = acc["pred"].str.isdigit() & (lengths == acc["answer_tokens"] + 2)  # each row its own bound
     assert at_bound.all() if boost > 1 else not at_bound.all()  # boost 1: some rows stop at a non-digit
+    assert (acc["truncated"] == at_bound).all()
 
 
 def test_pair_counts_know_the_token_counts(digits):

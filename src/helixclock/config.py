@@ -296,6 +296,12 @@ def check_settings(config: dict, registry: dict) -> None:
         for task in tasks:
             check_prompt(name, task, spec["prompts"][task])
         check_prompt(name, "number", spec.get("number_prompt", "{a}"), key=f"registry key '{name}.number_prompt'")
+        if spec.get("layer_step", 1) > 1 and not several_tokens(spec):
+            raise ConfigError(
+                f"registry key '{name}.layer_step': value {spec['layer_step']} thins Fig. 6's layers, from "
+                "which the MLP stage of a one-token model chooses its circuit MLPs; allowed: 1, or a model "
+                "with number_tokens: several (whose MLP stage is not run)"
+            )
         if source_kind(spec["source"]) == "package":
             package_source(name, spec["source"])
         if spec["source"] == TOY_SOURCE:

@@ -242,3 +242,22 @@ def digit_tokens(tokenizer, vocab_size: int) -> np.ndarray:
             text = tokenizer.convert_tokens_to_string([token]).strip()
             flags[i] = bool(text) and text.isascii() and text.isdigit()
     return flags
+
+
+PLACE_NAMES = ("units", "tens", "hundreds", "thousands")
+
+
+def changed_places(clean: Sequence[int], corrupted: Sequence[int]) -> list[str]:
+    """Which decimal digits a corruption changes, per pair: the places whose digit differs,
+    highest first, joined by "+" ("units", "tens", "tens+units", "hundreds+units", ...).  The
+    strata of Table 1 and Fig. 4 for numbers of several tokens: in the "units" stratum a's
+    last token, its units digit, is all that changes, so a patch of it restores a's tens only
+    if that token has gathered them."""
+    clean, corrupted = np.asarray(clean, dtype=np.int64), np.asarray(corrupted, dtype=np.int64)
+    out = []
+    for x, y in zip(clean, corrupted):
+        places = [p for p in range(len(PLACE_NAMES)) if (x // 10**p) % 10 != (y // 10**p) % 10]
+        if max(x, y) >= 10 ** len(PLACE_NAMES):
+            raise ValueError(f"numbers {x}, {y}: more than {len(PLACE_NAMES)} digits")
+        out.append("+".join(PLACE_NAMES[p] for p in reversed(places)) or "none")
+    return out

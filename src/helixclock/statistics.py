@@ -172,7 +172,10 @@ def te_de_table(raw: pd.DataFrame, resampling: Resampling = Resampling()) -> pd.
     out = te[keys + ["n_pairs"]].copy()
     for name, part in (("te", te), ("de", de)):
         out[name], out[f"{name}_low"], out[f"{name}_high"] = part["ld_mean"], part["ld_low"], part["ld_high"]
-    return out[keys + ["te", "te_low", "te_high", "n_pairs", "de", "de_low", "de_high"]]
+    out = out[keys + ["te", "te_low", "te_high", "n_pairs", "de", "de_low", "de_high"]]
+    if TERM in raw:  # say which term it is, so that a figure reading it names LD as the table does
+        out.insert(0, TERM, "ld")
+    return out
 
 
 def cumulative_shares(values) -> tuple[np.ndarray, np.ndarray]:

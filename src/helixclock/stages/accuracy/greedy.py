@@ -3,8 +3,9 @@ section 3; README, "Numbers of several tokens").
 
 With the paper's models an answer is one token and the top token at the last position decides
 (:mod:`.sweep`).  When a tokenizer splits numbers, the model writes the answer digit by digit:
-each prompt is decoded greedily until the first token that is not a digit (at most one token
-past the answer's own count), and the digits are compared with the true value.  The logits are
+each prompt is decoded greedily until the first token that is not a digit (at most two tokens
+past the answer's own count, so that an answer one digit too long, 95 for 9 + 86, is read as
+written), and the digits are compared with the true value.  The logits are
 the model's own output (a family with a final soft-cap, Gemma-2, applies it in its forward).  The shared
 prompt prefix is run once; prompts of one token layout are decoded together, each step one
 forward pass of one token per row with the key/value cache, reading only the last logits.
@@ -45,7 +46,7 @@ def _forward(engine, ids, cache):
 class _Rows:
     """The prompts of a task in decoding order (grouped by token layout, :func:`...numbers.ordered`):
     ``order`` the task's row of each, ``ids`` [n, seq] padded, ``first`` [n] the answer's first
-    token, ``bound`` [n] the tokens each row may write (the answer's count + 1)."""
+    token, ``bound`` [n] the tokens each row may write (the answer's count + 2)."""
 
     order: np.ndarray
     groups: list
@@ -85,7 +86,7 @@ def _decoding_rows(tokens, device) -> _Rows:
     order, groups, _ = ordered(tokens)
     ids = torch.from_numpy(padded([tokens.ids[i] for i in order])).to(device)
     first = torch.tensor([tokens.answers[i][0] for i in order], device=device)
-    bound = torch.as_tensor(tokens.answer_lengths()[order] + 1, device=device)  # tokens per row
+    bound = torch.as_tensor(tokens.answer_lengths()[order] + 2, device=device)  # tokens per row
     return _Rows(order, groups, ids, first, bound)
 
 
@@ -161,11 +162,12 @@ def _accuracy_table(
 ) -> pd.DataFrame:
     """The accuracy table (:data:`.sweep.COLUMNS`), rows back in the task's order: ``pred`` the
     digits written, or the first decoded token's text where no digit was written; ``truncated``
-    marks the rows cut at the bound (their answer's token count + 1, every one a digit): what
+    marks the rows cut at the bound (their answer's token count + 2, every one a digit): what
     they would have written is not known, so they are no numeric prediction (App. F's error
-    offsets leave them out)."""
+    offsets leave them out); an answer one digit longer than the true one that stops there (105
+    for 95) is a numeric prediction, the +10 errors App. F counts."""
     texts = [tokenizer.decode(w).replace(" ", "") for w in decoded.written]
-    cut = np.array([len(w) for w in decoded.written]) == answer_tokens[rows.order] + 1
+    cut = np.array([len(w) for w in decoded.written]) == answer_tokens[rows.order] + 2
     first_text = [tokenizer.decode([int(t)]).strip() for t in to_numpy(decoded.pred_token)]
     back = np.argsort(rows.order)  # rows back in the task's order
     pred = np.array([t if t else f for t, f in zip(texts, first_text)], dtype=object)[back]

@@ -24,10 +24,12 @@ from ...cache import ResidualCache
 from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
+from ...numbers import changed_places
 from ...pairs import model_pairs, prompt_rows, prompt_shapes
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
+from ...statistics import PAIR
 from ...tasks import check_task_tokens, get_task
 
 log = logging.getLogger("helixclock")
@@ -224,7 +226,25 @@ def helix_patching(
     b_token = b_token_control(c, H_b, cache.ab[:, 1])
     ablation = helix_ablation(engine, pairs.same(), fits, bases[0], c.layers, positions[0])
     controls = pd.concat([split, shuffled, b_token], ignore_index=True)
-    return {"sweep": sweep, "controls": controls, "ablation": ablation}
+    return {"sweep": sweep, "controls": controls, "ablation": ablation, "pairs": pair_table(pairs)}
+
+
+def pair_table(pairs: Pairs) -> pd.DataFrame:
+    """The sweep's pairs, one row per pair column (``pair``): clean and corrupted a and b, and
+    which digits of a the corruption changes (:func:`helixclock.numbers.changed_places`, the
+    strata of :func:`helixclock.stages.helix.tables.strata_table`)."""
+    m = pairs.meta
+    return pd.DataFrame(
+        {
+            "pair": [f"{PAIR}{i}" for i in range(len(pairs))],
+            "clean_a": m["clean_a"],
+            "corrupted_a": m["corrupted_a"],
+            "clean_b": m["clean_b"],
+            "corrupted_b": m["corrupted_b"],
+            "answer_tokens": pairs.answer_tokens().cpu().numpy(),
+            "stratum": changed_places(m["clean_a"], m["corrupted_a"]),
+        }
+    )
 
 
 def other_tasks_patching(

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from ...statistics import Resampling, primary, summarise
+from ...statistics import Resampling, labels_of, primary, summarise
 from ...tasks import TASKS
 
 FIT_NAMES = {"layer": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
@@ -69,10 +69,25 @@ def best_subset_table(sweep: pd.DataFrame, compat: str = "corrected") -> pd.Data
 def helix_summary(
     raw: Mapping[str, pd.DataFrame], resampling: Resampling, compat: str = "corrected"
 ) -> dict[str, pd.DataFrame]:
-    """sweep, best, controls and ablation of the helix stage, from its raw tables."""
+    """sweep, best, controls, ablation and strata of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
     out["best"] = best_subset_table(primary(out["sweep"]), compat)
+    out["strata"] = strata_table(raw["sweep"], raw["pairs"], resampling)
     return out
+
+
+def strata_table(sweep: pd.DataFrame, pairs: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """Fig. 4's sweep summarised within each stratum of its pairs (which digits of a the
+    corruption changes: ``pairs.stratum``), with intervals and ``n_pairs``: rows of the sweep
+    per stratum, column ``stratum`` first (README, "Numbers of several tokens")."""
+    labels = labels_of(sweep)
+    out = []
+    for stratum, group in pairs.groupby("stratum", sort=True):
+        part = pd.concat([labels, sweep[list(group["pair"])]], axis=1)
+        table = summarise(part, resampling)
+        table.insert(0, "stratum", stratum)
+        out.append(table)
+    return pd.concat(out, ignore_index=True)
 
 
 def other_tasks_fit_table(curves: pd.DataFrame) -> pd.DataFrame:
