@@ -378,3 +378,39 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     np.testing.assert_allclose(
         curves.query(layer)[cols].to_numpy(), full.query(layer + " and layer in [0, 2, 4]")[cols].to_numpy(), rtol=1e-4
     )
+
+
+def test_the_engines_answer_correct_agrees_with_greedy_decoding(digits):
+    """``answer_correct`` (the ablation's accuracy) says what greedy decoding says: a random model
+    is given as "answers" what it writes itself where it stops within the bound (greedy: correct,
+    so answer_correct 1) and those answers cut by their last digit (greedy writes on: 0)."""
+    from helixclock.patching.metrics import answer_correct
+    from helixclock.stages.accuracy.greedy import greedy_accuracy
+    from helixclock.tasks import Task
+
+    hf = tiny_hf_model("llama", len(digits), d=64, seed=1)  # writes 14 different numbers here
+    with torch.no_grad():
+        hf.lm_head.weight[2:12] *= 1.3
+    model = wrap_model(hf, digits, name="digit-llama", number_tokens="several", answer_end=".")
+    problems = [(a, b) for a in range(10, 100, 7) for b in range(10, 90, 9)]
+    task = Task("add", "a+b", ("a", "b"), "a few", lambda: problems, lambda a, b: a + b)
+    acc = greedy_accuracy(model, task, ADD, PatchingEngine(model, batch_size=16, progress=False))
+    stops = acc[acc["pred"].str.isdigit() & ~acc["truncated"] & (acc["pred"].str.len() >= 2)]
+    assert len(stops) >= 8, acc["pred"].tolist()
+    own = stops.assign(answer=stops["pred"].astype(int), expected=1.0)
+    cut = stops.assign(answer=stops["pred"].str[:-1].astype(int), expected=0.0)
+    engine = PatchingEngine(model, progress=False)
+    for table in (own, cut):
+        table = table[table["answer"] >= 10].reset_index(drop=True)  # answers of two tokens or more
+        pairs = model_pairs_of(model, table)
+        got = engine.run(pairs.same(), [[]], metric=answer_correct).metric[0].cpu().numpy()
+        key = dict(zip(zip(table["a"], table["b"]), table["expected"]))
+        want = [key[(a, b)] for a, b in zip(pairs.meta["clean_a"], pairs.meta["clean_b"])]
+        assert len(pairs) >= 4 and got.tolist() == want
+
+
+def model_pairs_of(model, table):
+    """Pairs whose clean prompts are ``table``'s rows (a, b, answer), with the model's end token."""
+    from helixclock.pairs import model_pairs
+
+    return model_pairs(model, table.assign(correct=True, answer_token=0), len(table), 0, ADD, ("a", "b"))
