@@ -1,4 +1,4 @@
-"""Rule helix_summary: means with bootstrap intervals, the best period subsets and the strata of the pairs (Fig. 4, C5, C6)."""
+"""Rule helix_summary: means with bootstrap intervals, the best period subsets, the pairs' strata (Figs. 4, C5, C6)."""
 
 import pandas as pd
 
