@@ -71,6 +71,7 @@ figure_rule(
     [outputs.LINEAR_ADDITION["accuracy"], outputs.LINEAR_ADDITION["line"]],
     f"{ERROR_FIGURES}:figE1_linear_addition",
     "mistakes",
+    layer=per_model("structure", "layer"),
 )
 figure_rule(
     "fig_error_distribution",

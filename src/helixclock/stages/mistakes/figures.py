@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from ...fourier import dominant_periods
-from ...style import PALETTE, paper_note, percent_axis
+from ...style import PALETTE, layer_name, paper_note, percent_axis
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
 from .wrong_answers import (
@@ -30,7 +30,9 @@ def _period_label(p: float) -> str:
 READING_COLORS = {"points": PALETTE["linear addition"], "regression": "#ff7f0e", "regression_heldout": "#9467bd"}
 
 
-def figE1_linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alpha_mark: int = 100):
+def figE1_linear_addition(
+    accuracy: pd.DataFrame, line: pd.DataFrame, model: str, alpha_mark: int = 100, layer: int = 1
+):
     """Fig. E1: accuracy of addition along a line fitted to the numbers vs the model's, over
     the problems with a1 + a2 < alpha, for each reading of "the line" (``reading``: the line
     through the points; a regressed on the PCA dims, in-sample and held out), each with its
@@ -92,7 +94,7 @@ def figE1_linear_addition(accuracy: pd.DataFrame, line: pd.DataFrame, model: str
     ax2.set_ylabel("t(a) − a (position on the line − a)")
     ax2.set_title("each number's position on the line", fontsize=10)
     ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
-    fig.suptitle(f"{model}: why not linear addition? (numbers 0-99, layer-0 output, first 50 PCA dims)")
+    fig.suptitle(f"{model}: why not linear addition? (numbers 0-99, {layer_name(layer)}, first 50 PCA dims)")
     fig.tight_layout()
     return fig
 
