@@ -6,8 +6,8 @@ import os
 import time
 
 import pytest
-from helpers.dag import REPO
 from helpers.families import ALL, tiny_hf_model
+from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -3,24 +3,22 @@
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from helpers.families import ALL, DIGIT_SPLITTING, GEMMA2_SOFTCAP, tiny_hf_model
 from helpers.hooks import capture, patched_logits
-from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids, digit_splitting_tokenizer, make_pairs
+from helpers.paths import REPO
+from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, digit_splitting_tokenizer, make_pairs
 
 from helixclock import adapters
 from helixclock.models import HOOK_KINDS, UnsupportedFamilyError, make_adapter, wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects
 from helixclock.tasks import TASKS, TokenisationError, check_task_tokens
 
-REPO = Path(__file__).resolve().parents[1]
 PAIRS = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80)]
 POS = (5, 6, 7, 8)  # a, "+", b, "="
-LAST = 8
 POST_NORMED = ("olmo2", "gemma2", "gemma3")
 
 

@@ -12,7 +12,8 @@ import h5py
 import pandas as pd
 import pytest
 import yaml
-from helpers.dag import MODEL_RULES, REPO, TINY, job_counts, planned_jobs, snakemake
+from helpers.dag import MODEL_RULES, TINY, job_counts, planned_jobs, snakemake
+from helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 

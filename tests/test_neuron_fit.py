@@ -246,7 +246,7 @@ def test_the_constant_and_the_scaled_linear_terms_of_eq5():
     assert rmse_paper > 5 * fits.rmse[0]  # the offset of -2 leaks into slopes it cannot match
 
 
-def test_leading_terms_text():
+def test_leading_terms_print_the_largest_terms_of_a_planted_fit():
     A, d = np.zeros((1, 3, NT)), np.zeros((1, 3, NT))
     A[0, 2, 2], d[0, 2, 2] = 1.23, 3.4
     A[0, 0, 0], d[0, 0, 0] = 0.8, 1.0

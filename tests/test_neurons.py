@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers.families import tiny_hf_model
 from helpers.hooks import capture, replace_io
-from helpers.prompts import GPTJ_PROMPTS, make_pairs
+from helpers.prompts import GPTJ_PROMPTS, LAST, make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.pairs import same_prompt_pairs
@@ -31,7 +31,6 @@ from helixclock.stages.neurons.patching import (
 )
 from helixclock.statistics import pair_values
 
-LAST = 8
 TEMPLATE = GPTJ_PROMPTS["add"]
 
 

@@ -4,7 +4,8 @@ every rule it names exists and every function it names is importable."""
 import importlib
 import re
 
-from helpers.dag import REPO, snakemake
+from helpers.dag import snakemake
+from helpers.paths import REPO
 
 from helixclock import outputs
 from helixclock.config import NOT_RUN_FOR_SEVERAL
@@ -59,7 +60,9 @@ def test_the_comparison_reads_the_registered_paths():
     """The paper comparison's tables are those of helixclock.outputs; each quantity reads
     registered ones, and each scope is a part of the paper that some models do not run."""
     # and the not_run table of a model with numbers of several tokens, read where it exists
-    assert TABLE_FILES == {k: p for k, (p, _) in outputs.COMPARED_TABLES.items()} | {"not_run": outputs.table("not_run")[0]}
+    assert TABLE_FILES == {k: p for k, (p, _) in outputs.COMPARED_TABLES.items()} | {
+        "not_run": outputs.table("not_run")[0]
+    }
     assert TABLE_FILES["neurons"] == "results/{model}/neurons/neurons.csv"
     assert {k for q in REGISTRY.values() for k in q.tables} <= set(TABLE_FILES)
     assert {s for _, s in outputs.COMPARED_TABLES.values()} <= {None, *NOT_RUN_FOR_SEVERAL}

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from helpers.paths import REPO
 
 import helixclock
 from helixclock.lock import LOCK, read_lock
@@ -26,8 +27,6 @@ from helixclock.provenance import (
     warn_if_changed,
     write_provenance,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _installed():

@@ -22,11 +22,12 @@ from helpers.gpt2_tokenizer import (
     save_tiny_gptj,
     sha256,
 )
+from helpers.paths import REPO
 
 from helixclock.model_card import model_card
 from helixclock.tasks import TASK_NAMES, Problems, TokenisationError, check_task_tokens, get_task
 
-REGISTRY = yaml.safe_load((GPT2_DIR.parents[2] / "config" / "models.yaml").read_text())
+REGISTRY = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
 GPTJ_PROMPTS = REGISTRY["gptj"]["prompts"]  # the authors' GPT-J prompts: a newline before {a}
 PYTHIA_PROMPTS = REGISTRY["pythia"]["prompts"]  # a space before {a}: " 12" is the operand token
 PREFIX = ["Output", " ONLY", " a", " number", "."]  # "Output ONLY a number." in GPT-2 tokens

@@ -2,16 +2,15 @@
 
 import json
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 from helpers.dag import snakemake
+from helpers.paths import REPO
 from helpers.slurm_cluster import LocalSlurm, ensure_installed
 from safetensors.torch import load_file
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 

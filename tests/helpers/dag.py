@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from helpers.paths import REPO
+
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
 
 
@@ -27,19 +29,23 @@ def snakemake(
     return proc
 
 
-MODEL_RULES = {
-    "train_toy",
-    "accuracy",
-    "residual_cache",
-    "helix_patching",
-    "other_tasks_patching",
-    "last_token_patching",
-    "head_patching",
-    "mlp_patching",
-    "neuron_attribution",
-    "neuron_grids",
-    "neuron_fit_eval",
-}  # the jobs that load a model
+RULES = REPO / "workflow" / "rules"
+
+
+def model_rules() -> set[str]:
+    """The rules whose jobs load a model, read from the rule files: each ``model_job`` and each
+    ``staged_job`` that claims a GPU slot (``gpu=True``: the toy's training)."""
+    names = set()
+    for path in RULES.glob("*.smk"):
+        text = path.read_text()
+        # a top-level call, formatted by snakefmt: its name on the next line, its ")" at column 0
+        calls = re.findall(r'^(model_job|staged_job)\(\n\s+"(\w+)",\n(.*?)^\)', text, re.M | re.S)
+        assert len(calls) == len(re.findall(r"^(?:model_job|staged_job)\(", text, re.M)), path.name
+        names |= {name for kind, name, body in calls if kind == "model_job" or "gpu=True" in body}
+    return names
+
+
+MODEL_RULES = model_rules()  # the jobs that load a model
 
 
 def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
