@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import yaml
 
 from helpers.paths import REPO
 
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
+
+
+def changed_config(directory: Path, name: str = "changed.yaml", **settings) -> Path:
+    """The tiny config with ``settings`` merged in (a mapping merges into its section), written
+    to ``directory/name``; its registry is the tiny one, wherever Snakemake runs."""
+    config = yaml.safe_load(TINY.read_text())
+    for key, value in settings.items():
+        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
+    config["registry"] = str(TINY.parent / "models.yaml")
+    path = directory / name
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def snakemake_command(workdir: Path, *args: str, configfile: Path = TINY) -> list[str]:
@@ -27,6 +44,40 @@ def snakemake(
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
     return proc
+
+
+class BackgroundRun:
+    """A Snakemake run of this repository's workflow in ``workdir``, started now in the
+    background (its own process group) with its console written beside ``workdir``."""
+
+    def __init__(self, workdir: Path, *args: str, configfile: Path = TINY, env: dict | None = None):
+        self.workdir = workdir
+        self.console = workdir.with_name(workdir.name + "-console.log")
+        self.started = time.time()
+        self.seconds: float | None = None
+        with open(self.console, "w") as console:
+            self.proc = subprocess.Popen(
+                snakemake_command(workdir, *args, configfile=configfile),
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+
+    def finish(self, timeout: float = 1800) -> float:
+        """Wait for the run; the seconds it took from its start, or an error with its console."""
+        if self.seconds is None:
+            self.proc.wait(timeout=timeout)
+            if self.proc.returncode != 0:
+                raise AssertionError(f"snakemake failed ({self.proc.returncode}):\n{self.console.read_text()[-8000:]}")
+            self.seconds = time.time() - self.started
+        return self.seconds
+
+    def stop(self) -> None:
+        """End the run and its jobs if it is still going (a session that ends early)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=60)
 
 
 RULES = REPO / "workflow" / "rules"
@@ -48,8 +99,41 @@ def model_rules() -> set[str]:
 MODEL_RULES = model_rules()  # the jobs that load a model
 
 
+# what of the workflow profile Snakemake's command line reads by default (profiles/default) decides
+# a plan: a job whose output a killed run left incomplete is planned again, not refused
+PROFILE = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+
+
 def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
-    """Jobs a dry run would schedule, by rule name."""
+    """Jobs ``snakemake -n`` would schedule in ``workdir``, by rule name.  The dry run goes
+    through Snakemake's API in this process: a fifth of a new interpreter's cost (which
+    :func:`planned_jobs_cli` pays, and the DAG tests check that both agree)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    cwd, path = os.getcwd(), list(sys.path)  # the API enters the work directory, the Snakefile adds src/
+    try:
+        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(configfiles=[Path(configfile)]),
+                snakefile=REPO / "Snakefile",
+                workdir=Path(workdir),
+            )
+            dag = workflow.dag(
+                DAGSettings(targets=frozenset(targets), force_incomplete=PROFILE.get("rerun-incomplete", False))
+            )
+            dag.execute_workflow(executor="dryrun")
+            _, counts = dag.workflow_api._workflow.dag.stats()
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+    return {rule: n for rule, n in counts.items() if rule != "total"}
+
+
+def planned_jobs_cli(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
+    """Jobs a dry run on Snakemake's command line would schedule, by rule name."""
     proc = snakemake(workdir, *targets, "-n", "--quiet", "rules", configfile=configfile)
     return job_counts(proc.stdout + proc.stderr)
 
