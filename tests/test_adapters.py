@@ -108,7 +108,7 @@ def test_every_hook_point_has_its_shape(family_model):
     assert set(expected) | {"logits"} == set(HOOK_KINDS)
 
 
-def test_block_identity_and_final_logits(family_model):
+def test_blocks_add_their_branches_and_the_final_residual_gives_the_logits(family_model):
     """resid_pre[l+1] = resid_pre[l] + attn_out[l] + mlp_out[l] (post-normed families: the
     norms' outputs are attn_out and mlp_out); logits (soft-capped where the family caps
     them) match a plain forward, and so do the logits of the final residual."""
@@ -226,7 +226,7 @@ def test_neox_sequential_residual_follows_its_config(tokenizer):
     assert ad.site("resid_mid", 0).path == "gpt_neox.layers.0.post_attention_layernorm"
 
 
-def test_sites_of_post_normed_and_unnormed_families(tokenizer):
+def test_post_normed_and_unnormed_families_read_their_own_modules(tokenizer):
     gemma = make_adapter(tiny_hf_model("gemma3", len(tokenizer)))
     assert gemma.site("attn_out", 1).path == "model.layers.1.post_attention_layernorm"
     assert gemma.site("mlp_out", 1).path == "model.layers.1.post_feedforward_layernorm"
@@ -282,7 +282,7 @@ def test_a_config_that_disagrees_with_the_weights_is_refused(tokenizer):
         make_adapter(hf)
 
 
-def test_hook_point_out_of_range(tiny_gptj, tokenizer):
+def test_hook_points_out_of_range_or_absent_are_refused(tiny_gptj, tokenizer):
     ad = tiny_gptj.adapter
     assert ad.site("resid_pre", ad.n_layers).path.endswith("ln_f")
     with pytest.raises(IndexError, match="out of range"):

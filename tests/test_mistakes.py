@@ -213,7 +213,7 @@ def yates(table) -> tuple[float, float]:
     return chi2, math.erfc(math.sqrt(chi2 / 2))  # 1 dof: P(X > chi2) = erfc(sqrt(chi2 / 2))
 
 
-def test_error_table_distribution_and_summary(tmp_path):
+def test_error_table_distribution_and_summary_count_the_hand_made_errors(tmp_path):
     acc = hand_made()
     # pandas reads a column of numbers back as int (as float with an empty prediction among
     # them): the error table must not change
@@ -282,7 +282,7 @@ def planted_logits(n: int = 300, seed: int = 0):
     return Y, slope, T
 
 
-def test_line_and_period_of_planted_logits():
+def test_line_fits_and_dominant_periods_find_the_planted_logits():
     Y, slope, T = planted_logits()
     got_slope, intercept, line = line_fits(Y)
     # the planted slope, up to the cosines' own tilt over 199 tokens (largest for T = 100)
@@ -299,7 +299,7 @@ def test_line_and_period_of_planted_logits():
     assert (dominant_periods(Y[steep])["frequency"][T[steep] != 100] <= 2).mean() > 0.5
 
 
-def test_logit_line_fourier_and_examples(tmp_path):
+def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
     Y, slope, T = planted_logits(n=10_000, seed=3)
     acc = add_table(np.ones(10_000, bool))
     per = logit_line_fourier(Y, acc)
@@ -404,7 +404,7 @@ def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
     assert match_shares(per2) == {"n": 2, "strict": 0.0, "harmonic": 1.0}
 
 
-def test_neuron_logit_lens_and_periods():
+def test_the_neuron_logit_lens_finds_the_planted_periods():
     neurons, lens = planted_neurons()
     table = logit_lens_table(neurons, lens, rows=[0, 3])
     assert list(dict.fromkeys(table["label"])) == [

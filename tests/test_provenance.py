@@ -84,7 +84,7 @@ def test_a_run_warns_about_each_record_that_differs(tmp_path):
     assert changed_records({}, tmp_path / "none.json") == []
 
 
-def test_the_record_and_its_table(tmp_path):
+def test_the_record_and_its_table_hold_what_the_run_ran_on(tmp_path):
     cards = {"toy-gptj": tmp_path / "a.json", "toy-old": tmp_path / "b.json"}
     cards["toy-gptj"].write_text(json.dumps({"model": "toy-gptj", "environment": environment()}))
     cards["toy-old"].write_text(json.dumps({"model": "toy-old"}))

@@ -100,7 +100,7 @@ def test_sum_helix_fit_agrees_with_the_helix_library():
     assert np.isclose(fit_sum_helix(X, s).r2, float(fits.r2[0, 0]))
 
 
-def test_best_layer_and_clock_angles():
+def test_the_best_layer_and_the_clock_angles_are_the_planted_ones():
     last_token = pd.DataFrame(
         {
             "layer": [0, 1, 2, 3] * 2,
@@ -336,7 +336,7 @@ def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
     assert set(map(tuple, table[["model", "id"]].to_numpy())) == {(m, i) for m in models for i in ids}
 
 
-def test_paper_comparison_ratios_models_and_bounds(tmp_path):
+def test_the_paper_comparison_gives_ratios_paper_models_and_bounds(tmp_path):
     paper = load_paper_values(PAPER)
     for m in ("gptj", "pythia", "toy-gptj"):
         synthetic_results(tmp_path, m)
@@ -494,7 +494,7 @@ def test_cross_model_figures_mark_what_did_not_run(tmp_path):
     save(fig, tmp_path, "figAll_accuracy_not_run")
 
 
-def test_paper_values_file_errors(tmp_path):
+def test_a_bad_paper_values_file_is_refused(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}, relation: '~'}\n")
     with pytest.raises(ValueError, match="relation '~'"):
@@ -507,7 +507,7 @@ def test_paper_values_file_errors(tmp_path):
         load_paper_values(bad)
 
 
-def test_paper_tables_and_stage_boundary():
+def test_paper_tables_and_the_stage_boundary_read_known_values():
     paper = load_paper_values(PAPER)
     tab = paper_tab01(paper).set_index("task")
     assert tab.loc["a+b"].tolist() == [8.34, 6.13, 7.21, 6.83, 3.09]
