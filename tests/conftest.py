@@ -77,8 +77,9 @@ def digits_run_start(tmp_path_factory) -> BackgroundRun:
 
 
 # The whole-DAG runs start in the background as the session's first test starts, and the tests
-# that read them run last (in their own order): the runs' jobs, each a new interpreter, overlap
-# the unit tests, which keep one core busy, instead of following them.
+# that read them run last (in their own order): the runs' jobs, each a new interpreter, take at a
+# low priority the core that the unit tests (most of them single-threaded) leave idle, instead
+# of following them.
 DAG_RUNS = {"tiny_run": tiny_run_start, "digits_run": digits_run_start}
 
 

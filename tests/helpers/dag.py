@@ -46,9 +46,14 @@ def snakemake(
     return proc
 
 
+NICE = 10  # a background run's CPU weight is a tenth of a test's
+
+
 class BackgroundRun:
     """A Snakemake run of this repository's workflow in ``workdir``, started now in the
-    background (its own process group) with its console written beside ``workdir``."""
+    background with its console written beside ``workdir``.  The run is its own process group,
+    at a low CPU priority (niceness :data:`NICE`) while the tests go on, so that its jobs take
+    the cores the tests leave idle; once a test waits for it, at the usual priority again."""
 
     def __init__(self, workdir: Path, *args: str, configfile: Path = TINY, env: dict | None = None):
         self.workdir = workdir
@@ -57,7 +62,7 @@ class BackgroundRun:
         self.seconds: float | None = None
         with open(self.console, "w") as console:
             self.proc = subprocess.Popen(
-                snakemake_command(workdir, *args, configfile=configfile),
+                ["nice", "-n", str(NICE), *snakemake_command(workdir, *args, configfile=configfile)],
                 stdout=console,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -67,6 +72,10 @@ class BackgroundRun:
     def finish(self, timeout: float = 1800) -> float:
         """Wait for the run; the seconds it took from its start, or an error with its console."""
         if self.seconds is None:
+            try:  # only root may raise a priority: elsewhere the run stays at NICE
+                os.setpriority(os.PRIO_PGRP, self.proc.pid, 0)
+            except (PermissionError, ProcessLookupError):
+                pass
             self.proc.wait(timeout=timeout)
             if self.proc.returncode != 0:
                 raise AssertionError(f"snakemake failed ({self.proc.returncode}):\n{self.console.read_text()[-8000:]}")
