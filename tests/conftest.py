@@ -1,13 +1,14 @@
-"""Shared fixtures: tiny random-weight models of every supported family (no network)."""
+"""Shared fixtures: tiny random-weight models of every supported family (no network), and the
+whole-DAG runs (the tiny run, the run on toy-digits), started in the background."""
 
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
-from helpers.dag import REPO
+from helpers.dag import BackgroundRun, changed_config
 from helpers.families import ALL, tiny_hf_model
+from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -61,13 +62,51 @@ def tiny_gptj(tokenizer):
     return wrap_model(tiny_hf_model("gptj", len(tokenizer)), tokenizer, name="tiny-gptj")
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory):
+def tiny_run_start(tmp_path_factory) -> BackgroundRun:
     """The tiny DAG on the CPU with two simulated GPU slots, so model jobs run two at a time."""
     work = tmp_path_factory.mktemp("dag")
     env = {**os.environ, "HELIXCLOCK_GPUS": "2", "HELIXCLOCK_GPU_LOCKS": str(work / "gpu-locks")}
-    t0 = time.time()
-    from helpers.dag import snakemake
+    return BackgroundRun(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
 
-    snakemake(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
-    return work, time.time() - t0
+
+def digits_run_start(tmp_path_factory) -> BackgroundRun:
+    """The whole DAG on toy-digits alone, a model whose numbers take several tokens."""
+    work = tmp_path_factory.mktemp("digits")
+    config = changed_config(work, "digits.yaml", models=["toy-digits"])
+    return BackgroundRun(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", configfile=config)
+
+
+# The whole-DAG runs start in the background as the session's first test starts, and the tests
+# that read them run last (in their own order): the runs' jobs, each a new interpreter, take at a
+# low priority the core that the unit tests (most of them single-threaded) leave idle, instead
+# of following them.
+DAG_RUNS = {"tiny_run": tiny_run_start, "digits_run": digits_run_start}
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: bool(DAG_RUNS.keys() & set(item.fixturenames)))  # stable: order kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dag_runs(request, tmp_path_factory):
+    """The whole-DAG runs some test of the session reads, started now."""
+    wanted = {name for item in request.session.items for name in item.fixturenames} & DAG_RUNS.keys()
+    runs = {name: DAG_RUNS[name](tmp_path_factory) for name in sorted(wanted)}
+    yield runs
+    for run in runs.values():
+        run.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny_run(dag_runs):
+    """The finished tiny run (tiny_run_start): its folder and the seconds it took."""
+    run = dag_runs["tiny_run"]
+    return run.workdir, run.finish()
+
+
+@pytest.fixture(scope="session")
+def digits_run(dag_runs):
+    """The finished run on toy-digits (digits_run_start): its folder and its config file."""
+    run = dag_runs["digits_run"]
+    run.finish()
+    return run.workdir, run.workdir / "digits.yaml"

@@ -3,24 +3,22 @@
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from helpers.families import ALL, DIGIT_SPLITTING, GEMMA2_SOFTCAP, tiny_hf_model
 from helpers.hooks import capture, patched_logits
-from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids, digit_splitting_tokenizer, make_pairs
+from helpers.paths import REPO
+from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, digit_splitting_tokenizer, make_pairs
 
 from helixclock import adapters
 from helixclock.models import HOOK_KINDS, UnsupportedFamilyError, make_adapter, wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects
 from helixclock.tasks import TASKS, TokenisationError, check_task_tokens
 
-REPO = Path(__file__).resolve().parents[1]
 PAIRS = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80)]
 POS = (5, 6, 7, 8)  # a, "+", b, "="
-LAST = 8
 POST_NORMED = ("olmo2", "gemma2", "gemma3")
 
 
@@ -110,7 +108,7 @@ def test_every_hook_point_has_its_shape(family_model):
     assert set(expected) | {"logits"} == set(HOOK_KINDS)
 
 
-def test_block_identity_and_final_logits(family_model):
+def test_blocks_add_their_branches_and_the_final_residual_gives_the_logits(family_model):
     """resid_pre[l+1] = resid_pre[l] + attn_out[l] + mlp_out[l] (post-normed families: the
     norms' outputs are attn_out and mlp_out); logits (soft-capped where the family caps
     them) match a plain forward, and so do the logits of the final residual."""
@@ -228,7 +226,7 @@ def test_neox_sequential_residual_follows_its_config(tokenizer):
     assert ad.site("resid_mid", 0).path == "gpt_neox.layers.0.post_attention_layernorm"
 
 
-def test_sites_of_post_normed_and_unnormed_families(tokenizer):
+def test_post_normed_and_unnormed_families_read_their_own_modules(tokenizer):
     gemma = make_adapter(tiny_hf_model("gemma3", len(tokenizer)))
     assert gemma.site("attn_out", 1).path == "model.layers.1.post_attention_layernorm"
     assert gemma.site("mlp_out", 1).path == "model.layers.1.post_feedforward_layernorm"
@@ -284,7 +282,7 @@ def test_a_config_that_disagrees_with_the_weights_is_refused(tokenizer):
         make_adapter(hf)
 
 
-def test_hook_point_out_of_range(tiny_gptj, tokenizer):
+def test_hook_points_out_of_range_or_absent_are_refused(tiny_gptj, tokenizer):
     ad = tiny_gptj.adapter
     assert ad.site("resid_pre", ad.n_layers).path.endswith("ln_f")
     with pytest.raises(IndexError, match="out of range"):

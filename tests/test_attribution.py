@@ -4,12 +4,10 @@ import pytest
 import torch
 from helpers.families import tiny_hf_model
 from helpers.hooks import replace_io
-from helpers.prompts import make_pairs
+from helpers.prompts import LAST, make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, attribute
-
-LAST = 8
 
 
 def neuron_points(adapter):

@@ -37,7 +37,7 @@ def test_round_trip_matches_a_plain_forward(tiny_gptj, tmp_path):
         assert f["numbers"].attrs["values"][-1] == 30
 
 
-def test_float16_cache(tiny_gptj, tmp_path):
+def test_a_float16_cache_stores_float16_and_says_so(tiny_gptj, tmp_path):
     path = tmp_path / "r16.h5"
     write_residual_cache(
         tiny_gptj, GPTJ_PROMPTS["add"], np.array([1, 2]), np.array([3, 4]), path, dtype="float16", max_number=5

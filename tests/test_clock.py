@@ -4,13 +4,11 @@ import pandas as pd
 import pytest
 import torch
 from helpers.hooks import capture, logit_difference, replace_io
-from helpers.prompts import make_pairs
+from helpers.prompts import LAST, make_pairs
 
 from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects, path_patch
 from helixclock.patching.paths import receiver_input
 from helixclock.stages.heads.tables import categorise, with_mixed
-
-LAST = 8
 
 
 def test_last_layer_mlp_direct_effect_equals_total_effect(tiny_model):
@@ -132,7 +130,7 @@ def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
     assert de_heads.shape == (ad.n_heads, len(pairs)) and de_attn.shape == (1, len(pairs))
 
 
-def test_categorisation_formulas():
+def test_head_categories_follow_the_papers_formulas_and_clip_noisy_ratios():
     heads = pd.DataFrame(
         {
             "name": ["ab", "sum", "weak_ab", "weak_sum"],

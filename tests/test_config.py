@@ -3,14 +3,12 @@
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
+from helpers.paths import REPO
 
 from helixclock.config import ConfigError, check_config, load_yaml
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_default_config_is_valid():
@@ -49,7 +47,7 @@ def test_config_errors_name_key_and_value(config, message):
     assert message in str(err.value)
 
 
-def test_registry_errors(tmp_path):
+def test_registry_errors_name_the_key_the_value_and_what_is_allowed(tmp_path):
     reg = load_yaml(REPO / "config/models.yaml")
     reg["toy-gptj"]["family"] = "bert"
     path = tmp_path / "models.yaml"

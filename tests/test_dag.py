@@ -6,13 +6,12 @@ import shutil
 import subprocess
 import sys
 from datetime import datetime
-from pathlib import Path
 
 import h5py
 import pandas as pd
 import pytest
-import yaml
-from helpers.dag import MODEL_RULES, REPO, TINY, job_counts, planned_jobs, snakemake
+from helpers.dag import MODEL_RULES, changed_config, job_counts, planned_jobs, planned_jobs_cli, snakemake
+from helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -98,18 +97,12 @@ def test_concurrent_model_jobs_get_different_gpu_slots(tiny_run):
     work, _ = tiny_run
     spans = _job_spans(work)
     assert {s[2] for s in spans} == {"0", "1"}
+    # the jobs that claimed a slot are those of the rules that load a model (helpers.dag.MODEL_RULES)
+    for model in MODELS:
+        assert {s[0].rsplit("-", 1)[0] for s in spans if s[1] == model} == MODEL_RULES, model
     overlapping = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1 :] if a[3] < b[4] and b[3] < a[4]]
     assert overlapping, "no two model jobs ran at the same time"
     assert all(a[2] != b[2] for a, b in overlapping), overlapping
-
-
-def _changed_config(tmp_path, section: str, key: str, value) -> "Path":
-    config = yaml.safe_load(TINY.read_text())
-    config.setdefault(section, {})[key] = value
-    config["registry"] = str(TINY.parent / "models.yaml")
-    path = tmp_path / "changed.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path):
@@ -118,12 +111,14 @@ def test_a_changed_setting_reruns_only_the_jobs_that_read_it(tiny_run, tmp_path)
     loads a model."""
     work, _ = tiny_run
     assert planned_jobs(work) == {}
-    mlp = planned_jobs(work, configfile=_changed_config(tmp_path, "clock", "mlp_threshold", 0.5))
+    mlp_config = changed_config(tmp_path, clock={"mlp_threshold": 0.5})
+    mlp = planned_jobs(work, configfile=mlp_config)
+    assert mlp == planned_jobs_cli(work, configfile=mlp_config)  # the API's dry run is the command line's
     print("\nclock.mlp_threshold=0.5 plans", mlp)
     assert {"mlp_summary", "fig_mlp_topk", "fig_mlp_stages"} <= set(mlp)
     assert not set(mlp) & MODEL_RULES
     assert not {"helix_summary", "head_summary", "last_token_summary"} & set(mlp)
-    boot = planned_jobs(work, configfile=_changed_config(tmp_path, "helix", "bootstrap", 123))
+    boot = planned_jobs(work, configfile=changed_config(tmp_path, helix={"bootstrap": 123}))
     print("helix.bootstrap=123 plans", boot)
     assert {"helix_summary", "head_summary", "mlp_summary", "last_token_summary"} <= set(boot)
     assert not set(boot) & MODEL_RULES

@@ -9,8 +9,7 @@ import json
 import h5py
 import pandas as pd
 import pytest
-import yaml
-from helpers.dag import TINY, planned_jobs, snakemake
+from helpers.dag import planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -30,18 +29,6 @@ RUNS = (
     "tables/tab01_other_tasks.csv",
 )
 NOT_RUN = ("heads", "mlps", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF5_logit_examples.png")
-
-
-@pytest.fixture(scope="module")
-def digits_run(tmp_path_factory):
-    config = yaml.safe_load(TINY.read_text())
-    config["models"] = [MODEL]
-    config["registry"] = str(TINY.parent / "models.yaml")
-    work = tmp_path_factory.mktemp("digits")
-    path = work / "digits.yaml"
-    path.write_text(yaml.safe_dump(config))
-    snakemake(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", configfile=path)
-    return work, path
 
 
 def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):

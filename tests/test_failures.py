@@ -13,8 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-import yaml
-from helpers.dag import TINY, planned_jobs, snakemake, snakemake_command
+from helpers.dag import changed_config, planned_jobs, snakemake, snakemake_command
 
 pytestmark = pytest.mark.slow
 
@@ -37,17 +36,6 @@ def outputs(work: Path) -> dict[str, float]:
         for p in (work / top).rglob("*")
         if p.is_file()
     }
-
-
-def changed_config(tmp_path: Path, **settings) -> Path:
-    """The tiny config with ``settings`` merged in (a mapping into its section)."""
-    config = yaml.safe_load(TINY.read_text())
-    for key, value in settings.items():
-        config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
-    config["registry"] = str(TINY.parent / "models.yaml")
-    path = tmp_path / "changed.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def assert_nothing_lost(work: Path, before: dict[str, float]) -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.prompts import make_pairs
+from helpers.prompts import LAST, make_pairs
 
 from helixclock.bases import Basis, standard_bases
 from helixclock.fits import fit_bases
@@ -13,8 +13,6 @@ from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.stages.heads.patching import ab_head_patches
 from helixclock.stages.helix.tables import authors_subsets, best_subset_table
 from helixclock.stages.structure.analysis import pca_first_component
-
-LAST = 8
 
 
 def test_authors_polynomial_loses_rank_as_their_least_squares_did():

@@ -51,7 +51,7 @@ def test_fourier_360_has_period_2_but_361_smears_it():
     assert not np.isclose(p361, 2.0).any()  # 361 numbers have no frequency at exactly T = 2
 
 
-def test_pca_line_and_distances():
+def test_points_on_a_line_give_one_component_and_distances_linear_in_n():
     a = np.arange(100)
     X = np.outer(a, np.ones(5)) + 0.01 * np.random.default_rng(0).normal(size=(100, 5))
     pc1, ratio = pca_first_component(X)
@@ -122,7 +122,7 @@ def test_best_subsets_compares_every_candidate():
     assert best == {("helix", 1): (5,), ("circle", 2): (2, 10)}
 
 
-def test_bases_and_parameter_counts():
+def test_bases_have_the_papers_parameter_counts():
     assert len(period_subsets()) == 15
     h = Basis("helix", (2, 5, 10, 100))
     assert h.n_params == 9 and h.columns()[0] == "a" and h.columns()[-1] == "const"

@@ -8,8 +8,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers.paths import REPO
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "helixclock"
+PACKAGE = REPO / "src" / "helixclock"
 DEFERRED = "# deferred:"  # the comment a function-level import of the package's own modules needs
 
 

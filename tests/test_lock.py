@@ -3,10 +3,10 @@ every pin carries its hashes, and the files that follow from the lock are what `
 writes. No network: only the repository's files are read."""
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
+from helpers.paths import REPO
 
 from helixclock.lock import (
     CONDA_ENV,
@@ -23,8 +23,6 @@ from helixclock.lock import (
     public_version,
     read_lock,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 PYPROJECT = """[project]
 name = "helixclock"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.figures import save
 
 from helixclock.stages.mistakes import figures as F
 from helixclock.stages.mistakes.linear_addition import (
@@ -43,18 +42,6 @@ from helixclock.stages.mistakes.wrong_answers import (
 from helixclock.statistics import share_set
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
-
-
-def save(fig, tmp_path: Path, name: str) -> Path:
-    """Save a test figure (also under $HELIXCLOCK_TEST_FIGURES when set, to look at)."""
-    from helixclock.io import save_figure
-
-    paths = [tmp_path / f"{name}.png"]
-    if os.environ.get("HELIXCLOCK_TEST_FIGURES"):
-        paths.append(Path(os.environ["HELIXCLOCK_TEST_FIGURES"]) / f"{name}.png")
-    save_figure(fig, paths)
-    assert paths[0].stat().st_size > 10_000
-    return paths[0]
 
 
 def add_table(correct, pred=None) -> pd.DataFrame:
@@ -226,7 +213,7 @@ def yates(table) -> tuple[float, float]:
     return chi2, math.erfc(math.sqrt(chi2 / 2))  # 1 dof: P(X > chi2) = erfc(sqrt(chi2 / 2))
 
 
-def test_error_table_distribution_and_summary(tmp_path):
+def test_error_table_distribution_and_summary_count_the_hand_made_errors(tmp_path):
     acc = hand_made()
     # pandas reads a column of numbers back as int (as float with an empty prediction among
     # them): the error table must not change
@@ -295,7 +282,7 @@ def planted_logits(n: int = 300, seed: int = 0):
     return Y, slope, T
 
 
-def test_line_and_period_of_planted_logits():
+def test_line_fits_and_dominant_periods_find_the_planted_logits():
     Y, slope, T = planted_logits()
     got_slope, intercept, line = line_fits(Y)
     # the planted slope, up to the cosines' own tilt over 199 tokens (largest for T = 100)
@@ -312,7 +299,7 @@ def test_line_and_period_of_planted_logits():
     assert (dominant_periods(Y[steep])["frequency"][T[steep] != 100] <= 2).mean() > 0.5
 
 
-def test_logit_line_fourier_and_examples(tmp_path):
+def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
     Y, slope, T = planted_logits(n=10_000, seed=3)
     acc = add_table(np.ones(10_000, bool))
     per = logit_line_fourier(Y, acc)
@@ -388,7 +375,7 @@ def test_the_80_percent_de_set_by_hand():
     assert share_set(np.array([-1.0, -2.0]), 0.8).all()  # no positive total: all of them
 
 
-def test_harmonic_matches():
+def test_a_lens_period_near_t_over_k_is_a_harmonic_match():
     """A lens period T/k (k <= 4) is a harmonic match of the fitted period T; 199/k periods on
     the 199 answer tokens are within 5% of T/k."""
     lens = np.array([199 / 40, 199 / 80, 199 / 20, 199 / 60, 199 / 1, 199 / 4, 199 / 8, 199 / 99, 199 / 30])
@@ -417,7 +404,7 @@ def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
     assert match_shares(per2) == {"n": 2, "strict": 0.0, "harmonic": 1.0}
 
 
-def test_neuron_logit_lens_and_periods():
+def test_the_neuron_logit_lens_finds_the_planted_periods():
     neurons, lens = planted_neurons()
     table = logit_lens_table(neurons, lens, rows=[0, 3])
     assert list(dict.fromkeys(table["label"])) == [
@@ -445,7 +432,7 @@ def test_neuron_logit_lens_and_periods():
 # ---------------------------------------------------------------- figures
 
 
-def test_figures_of_appendix_e_and_f(tmp_path):
+def test_figures_of_appendix_e_and_f_label_what_the_tables_hold(tmp_path):
     rng = np.random.default_rng(0)
     v = rng.normal(size=32)
     X = np.outer(np.arange(100) + 0.6 * rng.normal(size=100), v)

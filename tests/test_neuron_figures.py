@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers.figures import save
 
 from helixclock.stages.neurons.basis import PERIODS, planted_grids
 from helixclock.stages.neurons.fit import fit_neurons
@@ -53,20 +54,13 @@ def fitted():
     return grids, fits, table
 
 
-def _save(fig, tmp_path, name):
-    path = tmp_path / f"{name}.png"
-    fig.savefig(path, dpi=90)
-    assert path.stat().st_size > 10_000
-    return path
-
-
 def test_figures_module_imports_no_torch():
     code = "import sys, helixclock.stages.neurons.figures; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
-def test_fig08(fitted, tmp_path):
+def test_fig08_draws_each_neurons_grid_beside_its_fit_with_its_nrmse(fitted, tmp_path):
     grids, fits, table = fitted
     pick = [119, 100, 80, 60]
     fig = neuron_preacts_panel(grids[pick], fits.predict(pick), table.iloc[pick], "synthetic")
@@ -77,12 +71,12 @@ def test_fig08(fitted, tmp_path):
     assert np.allclose(images[0], grids[119]) and np.allclose(images[1], fits.predict(119)[0])
     axis = fig.subfigs[0].axes[0]
     assert axis.get_xlabel() == "b" and axis.get_ylabel() == "a"
-    _save(fig, tmp_path, "fig08_neuron_preacts")
+    save(fig, tmp_path, "fig08_neuron_preacts")
     with pytest.raises(ValueError, match="must agree"):
         neuron_preacts_panel(grids[pick], fits.predict(pick[:3]), table.iloc[pick], "synthetic")
 
 
-def test_figD12(fitted, tmp_path):
+def test_figD12_legend_gives_the_share_of_each_dominant_a_plus_b_period(fitted, tmp_path):
     _, _, table = fitted
     fig = figD12_neuron_fourier(table, "synthetic")
     ab = table["dominant_period_ab"].to_numpy()
@@ -92,12 +86,12 @@ def test_figD12(fitted, tmp_path):
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == [f"T = {T}: {expected[T]:.1%}" for T in PERIODS]
     assert fig.axes[0].get_xscale() == "log" and "a+b" in fig.axes[0].get_xlabel()
-    _save(fig, tmp_path, "figD12_neuron_fourier")
+    save(fig, tmp_path, "figD12_neuron_fourier")
     with pytest.raises(ValueError, match="dominant_period_ab"):
         figD12_neuron_fourier(table.drop(columns="dominant_period_ab"), "x")
 
 
-def test_figD13(fitted, tmp_path):
+def test_figD13_title_gives_the_rank_correlation_and_leaves_out_nonpositive_te(fitted, tmp_path):
     from scipy.stats import spearmanr
 
     _, _, table = fitted
@@ -109,10 +103,10 @@ def test_figD13(fitted, tmp_path):
     assert f"ρ = {rho:.2f}" in title and "1 with TE ≤ 0 not shown" in title
     assert fig.axes[0].get_xscale() == "log"
     assert len(fig.axes[0].collections[0].get_offsets()) == len(table) - 1
-    _save(fig, tmp_path, "figD13_neuron_nrmse")
+    save(fig, tmp_path, "figD13_neuron_nrmse")
 
 
-def test_fig10(fitted, tmp_path):
+def test_fig10_trends_are_layer_means_and_the_line_gives_its_r2(fitted, tmp_path):
     _, _, table = fitted
     circuit = [14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 26]
     trends = layer_trends(table, circuit)
@@ -130,12 +124,12 @@ def test_fig10(fitted, tmp_path):
     r2 = np.corrcoef(x, y)[0, 1] ** 2  # R^2 of a least-squares line = squared correlation
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [f"least squares, R² = {r2:.2f}"]
     assert len(fig.axes[0].collections[0].get_offsets()) == len(trends)
-    _save(fig, tmp_path, "fig10_neuron_trends")
+    save(fig, tmp_path, "fig10_neuron_trends")
     with pytest.raises(ValueError, match=r"\['de'\]"):
         layer_trends(table.drop(columns="de"), circuit)
 
 
-def test_period_shares_edges():
+def test_period_shares_count_periods_within_five_percent_and_nan_without_neurons():
     shares = period_shares(np.array([2.01, 4.9, 9.95, 99.5, 105.1, 50.0]))
     assert shares == pytest.approx({2: 1 / 6, 5: 1 / 6, 10: 1 / 6, 100: 1 / 6})
     assert np.isnan(period_shares(np.array([]))[2])
@@ -156,7 +150,7 @@ def test_fig10_with_few_layers_draws_no_line_and_shows_empty_circuit_mlps(fitted
     assert "no line (fewer than 3)" in title and "no top neurons: MLP3" in title
     assert [t.get_text() for t in right.get_xticklabels()] == ["MLP3", "MLP14", "MLP20"]
     assert "circuit MLP without top neurons" in [t.get_text() for t in right.get_legend().get_texts()]
-    _save(fig, tmp_path, "fig10_two_layers")
+    save(fig, tmp_path, "fig10_two_layers")
 
 
 def test_figD13_plots_the_ranked_effect_size(fitted, tmp_path):
@@ -168,7 +162,7 @@ def test_figD13_plots_the_ranked_effect_size(fitted, tmp_path):
     bar = fig.axes[1]
     ticks = bar.get_yticks()
     assert np.allclose(ticks, np.round(ticks))  # integer layer ticks
-    _save(fig, tmp_path, "figD13_effect")
+    save(fig, tmp_path, "figD13_effect")
 
 
 def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
@@ -206,11 +200,11 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
     ]
     assert "mean |attribution| over pairs" in fig.get_suptitle()
     assert len([line for line in fig.axes[0].lines if len(line.get_xdata()) == len(fractions)]) == 2
-    _save(fig, tmp_path, "figD9_readings")
+    save(fig, tmp_path, "figD9_readings")
     neurons = pd.DataFrame({"layer": [0, 1, 1, 2, 3, 3, 3]})
     fig = figD10_neuron_layers(neurons, pd.DataFrame({"layer": [2, 3]}), "synthetic")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
     handles = ax.get_legend().legend_handles
     assert handles[1].get_facecolor()[3] == 0 and "57% of top neurons" in ax.get_legend().get_texts()[1].get_text()
-    _save(fig, tmp_path, "figD10")
+    save(fig, tmp_path, "figD10")

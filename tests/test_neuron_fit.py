@@ -44,7 +44,7 @@ def circular(d1, d2, T):
     return (d1 - d2 + T / 2) % T - T / 2
 
 
-def test_design_columns_and_rank():
+def test_the_design_matrix_has_known_zero_and_collinear_columns():
     X = design()
     assert X.shape == (10_000, 6 * NT + 4) and len(columns()) == X.shape[1]
     sin2 = [columns().index(f"sin {v} T=2") for v in VARIABLES]
@@ -76,7 +76,7 @@ def test_planted_neurons_are_recovered_exactly():
     assert list(fits.layer) == list(np.arange(12) // 4) and fits.neuron[3] == 103
 
 
-def test_planted_neurons_with_noise():
+def test_noisy_planted_neurons_are_recovered_within_their_standard_error():
     sigma = 0.05
     A, d, lin, c, top = params(12, seed=1)
     fits = fit_neurons(planted_grids(A, d, lin, c, noise=sigma, seed=2))
@@ -246,7 +246,7 @@ def test_the_constant_and_the_scaled_linear_terms_of_eq5():
     assert rmse_paper > 5 * fits.rmse[0]  # the offset of -2 leaks into slopes it cannot match
 
 
-def test_leading_terms_text():
+def test_leading_terms_print_the_largest_terms_of_a_planted_fit():
     A, d = np.zeros((1, 3, NT)), np.zeros((1, 3, NT))
     A[0, 2, 2], d[0, 2, 2] = 1.23, 3.4
     A[0, 0, 0], d[0, 0, 0] = 0.8, 1.0
@@ -283,7 +283,7 @@ def test_tables_and_hdf5_round_trip(tmp_path):
     )
 
 
-def test_other_periods_and_errors():
+def test_other_periods_fit_and_bad_options_are_refused():
     A = np.zeros((2, 3, 2))
     A[:, 0, 1] = 1.0
     d = np.zeros((2, 3, 2))

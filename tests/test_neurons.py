@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers.families import tiny_hf_model
 from helpers.hooks import capture, replace_io
-from helpers.prompts import GPTJ_PROMPTS, make_pairs
+from helpers.prompts import GPTJ_PROMPTS, LAST, make_pairs
 
 from helixclock.models import wrap_model
 from helixclock.pairs import same_prompt_pairs
@@ -31,7 +31,6 @@ from helixclock.stages.neurons.patching import (
 )
 from helixclock.statistics import pair_values
 
-LAST = 8
 TEMPLATE = GPTJ_PROMPTS["add"]
 
 
@@ -130,7 +129,7 @@ def test_grids_are_the_neurons_preactivations(tiny_model):
         )
 
 
-def test_top_share_and_sweep_points():
+def test_top_share_counts_and_sweep_points_are_powers_of_two():
     assert n_top(458752, 0.01) == 4587  # GPT-J: 28 layers x 16,384 neurons
     assert n_top(1024, 0.001) == 1
     assert powers_of_two(20) == [1, 2, 4, 8, 16, 20] and powers_of_two(16) == [1, 2, 4, 8, 16]
@@ -225,7 +224,7 @@ def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
 
 
 @pytest.mark.parametrize("family", ["gptj", "llama"])
-def test_both_readings_against_plain_hooks(family, tokenizer):
+def test_both_readings_equal_plain_hooks(family, tokenizer):
     """figD9's readings with plain hooks: every last-token neuron not kept set to its mean, the
     kept ones either set to their values in the unablated run (frozen) or left alone (live,
     computed in the ablated run).  Keeping every neuron live is the model itself; keeping none
@@ -296,7 +295,7 @@ def tiny_llama(tokenizer):
     return wrap_model(tiny_hf_model("llama", len(tokenizer), initializer_range=0.2), tokenizer, name="tiny-llama")
 
 
-def test_preactivation_of_plain_and_gated_mlps(tiny_gptj, tiny_llama):
+def test_plain_and_gated_mlps_name_the_preactivations_they_fit(tiny_gptj, tiny_llama):
     for choice in GATED_PREACTIVATIONS:
         assert preactivation_kinds(tiny_gptj.adapter, choice) == ("neuron_pre",)
     assert preactivation_kinds(tiny_llama.adapter, "gate_and_up") == ("neuron_pre", "neuron_up")
@@ -313,7 +312,7 @@ def test_preactivation_of_plain_and_gated_mlps(tiny_gptj, tiny_llama):
         NeuronSettings(ranking="size")
 
 
-def test_gated_fit_evaluation_under_each_choice(tiny_llama):
+def test_gated_fit_evaluation_is_exact_under_each_choice_where_it_can_be(tiny_llama):
     """Give the top neurons of a gated MLP their exact values as "fits".  With the gate and the
     up projection both fitted (the model's act(gate)·up then combining them), or with
     act(gate)·up itself, the fitted variant is the actual one for every k.  With the gate

@@ -4,7 +4,8 @@ every rule it names exists and every function it names is importable."""
 import importlib
 import re
 
-from helpers.dag import REPO, snakemake
+from helpers.dag import snakemake
+from helpers.paths import REPO
 
 from helixclock import outputs
 from helixclock.config import NOT_RUN_FOR_SEVERAL

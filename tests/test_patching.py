@@ -3,7 +3,7 @@
 import pandas as pd
 import torch
 from helpers.hooks import capture, logit_difference, patched_logits
-from helpers.prompts import CLEAN, GPTJ_PROMPTS, POS_A, make_pairs
+from helpers.prompts import CLEAN, GPTJ_PROMPTS, LAST, POS_A, make_pairs
 
 from helixclock.pairs import draw_pairs
 from helixclock.patching import Patch, PatchingEngine, Point
@@ -38,7 +38,7 @@ def test_identity_patch_gives_zero(tiny_model):
     L = tiny_model.adapter.n_layers
     identity = lambda clean, corrupted: corrupted  # noqa: E731
     variants = [
-        [Patch(Point(k, l, (POS_A, 8)), identity)] for l in range(L) for k in ("resid_pre", "mlp_out", "head_out")
+        [Patch(Point(k, l, (POS_A, LAST)), identity)] for l in range(L) for k in ("resid_pre", "mlp_out", "head_out")
     ]
     res = engine.run(pairs, variants)
     assert res.metric.abs().max() < 1e-5
@@ -95,7 +95,7 @@ def test_agrees_with_plain_pytorch_hooks(tiny_model):
 def test_batch_size_does_not_change_results(tiny_gptj):
     pairs = make_pairs(tiny_gptj)
     variants = [[Patch(Point("resid_pre", l, (POS_A,)))] for l in range(2)] + [
-        [Patch(Point("head_out", 1, (8,), index=h))] for h in range(4)
+        [Patch(Point("head_out", 1, (LAST,), index=h))] for h in range(4)
     ]
     a = PatchingEngine(tiny_gptj, batch_size=1000).run(pairs, variants).metric
     b = PatchingEngine(tiny_gptj, batch_size=3).run(pairs, variants).metric
@@ -126,7 +126,7 @@ def test_record_reads_patched_values(tiny_gptj):
     torch.testing.assert_close(rec[1], corr, atol=1e-5, rtol=1e-5)
 
 
-def test_bootstrap_interval():
+def test_bootstrap_interval_brackets_the_mean_and_is_seeded():
     x = torch.tensor([[1.0, 2, 3, 4, 5, 6, 7, 8, 9, 10]] * 2)
     mean, lo, hi = bootstrap_ci(x, n_boot=2000, seed=0)
     assert torch.allclose(mean, torch.tensor(5.5))
@@ -134,7 +134,7 @@ def test_bootstrap_interval():
     assert torch.equal(bootstrap_ci(x, seed=1)[1], bootstrap_ci(x, seed=1)[1])
 
 
-def test_draw_pairs(tokenizer):
+def test_drawn_pairs_corrupt_only_the_chosen_operand_and_are_seeded(tokenizer):
     rows = [(a, b, a + b, tokenizer.convert_tokens_to_ids(str(a + b))) for a in range(30) for b in range(30)]
     correct = pd.DataFrame(rows, columns=["a", "b", "answer", "answer_token"])
     p1 = draw_pairs(correct, 50, 7, tokenizer, GPTJ_PROMPTS["add"], ("a",))

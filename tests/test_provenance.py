@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from helpers.paths import REPO
 
 import helixclock
 from helixclock.lock import LOCK, read_lock
@@ -26,8 +27,6 @@ from helixclock.provenance import (
     warn_if_changed,
     write_provenance,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _installed():
@@ -85,7 +84,7 @@ def test_a_run_warns_about_each_record_that_differs(tmp_path):
     assert changed_records({}, tmp_path / "none.json") == []
 
 
-def test_the_record_and_its_table(tmp_path):
+def test_the_record_and_its_table_hold_what_the_run_ran_on(tmp_path):
     cards = {"toy-gptj": tmp_path / "a.json", "toy-old": tmp_path / "b.json"}
     cards["toy-gptj"].write_text(json.dumps({"model": "toy-gptj", "environment": environment()}))
     cards["toy-old"].write_text(json.dumps({"model": "toy-old"}))

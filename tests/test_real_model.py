@@ -46,7 +46,7 @@ def test_the_card_records_digit_spans(smollm2):
     assert card["number_token_counts"] == {"1": 10, "2": 90, "3": 261}  # the bare numbers 0..360
 
 
-def test_accuracy_cache_and_one_helix_patch(smollm2):
+def test_accuracy_cache_and_one_helix_patch_run_on_the_real_model(smollm2):
     spec, resources, _ = smollm2
     torch.manual_seed(0)
     model = load_model("smollm2-135m", spec, device="cpu", resources=resources)

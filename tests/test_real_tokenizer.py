@@ -22,11 +22,12 @@ from helpers.gpt2_tokenizer import (
     save_tiny_gptj,
     sha256,
 )
+from helpers.paths import REPO
 
 from helixclock.model_card import model_card
 from helixclock.tasks import TASK_NAMES, Problems, TokenisationError, check_task_tokens, get_task
 
-REGISTRY = yaml.safe_load((GPT2_DIR.parents[2] / "config" / "models.yaml").read_text())
+REGISTRY = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
 GPTJ_PROMPTS = REGISTRY["gptj"]["prompts"]  # the authors' GPT-J prompts: a newline before {a}
 PYTHIA_PROMPTS = REGISTRY["pythia"]["prompts"]  # a space before {a}: " 12" is the operand token
 PREFIX = ["Output", " ONLY", " a", " number", "."]  # "Output ONLY a number." in GPT-2 tokens
@@ -64,7 +65,7 @@ def test_vendored_files_are_gpt2s_own(tok):
     assert len(tok) == 50257 and tok.eos_token_id == tok.bos_token_id == EOS_ID
 
 
-def test_known_gpt2_token_ids(tok):
+def test_the_tokenizer_gives_gpt2s_known_token_ids(tok):
     assert tok("Hello world")["input_ids"] == [15496, 995]
     assert tok(" Hello world")["input_ids"] == [18435, 995]
     assert tok(" 12")["input_ids"] == [1105] and tok("12")["input_ids"] == [1065]
@@ -81,7 +82,7 @@ def test_single_token_numbers_end_at_520_bare_and_361_spaced(tok):
     assert len(tok("522")["input_ids"]) == 1 and len(tok("527")["input_ids"]) == 2
 
 
-def test_model_card_with_the_authors_gptj_prompts(model_path, tok):
+def test_the_model_card_finds_the_positions_in_the_authors_gptj_prompts(model_path, tok):
     card = model_card("gptj", gptj_spec(model_path), TASK_NAMES)
     assert card["family"] == "gptj" and card["path"] == str(model_path)
     assert (card["n_layers"], card["n_heads"], card["d_model"]) == (2, 4, 32)
@@ -120,7 +121,7 @@ def test_model_card_numbers_up_to_the_real_limit_and_not_past_it(model_path):
     assert model_card("gptj", spec, ["sub23"])["max_number"] == BARE_LIMIT
 
 
-def test_model_card_with_space_prefixed_prompts(model_path, tok):
+def test_the_model_card_reads_a_space_prefixed_operand_as_the_number(model_path, tok):
     """Pythia's prompts put a space before a: the check takes " 46" as the number 46.
     (a+b with these prompts, answers included, is checked in the next test.)"""
     others = [t for t in TASK_NAMES if t != "add"]
@@ -134,7 +135,7 @@ def test_model_card_with_space_prefixed_prompts(model_path, tok):
 
 
 @pytest.mark.parametrize("prompts,a_token,length", [(GPTJ_PROMPTS, "{}", 10), (PYTHIA_PROMPTS, " {}", 9)])
-def test_accuracy_tokenisation_of_add(tok, prompts, a_token, length):
+def test_add_prompts_tokenise_into_operand_and_answer_tokens(tok, prompts, a_token, length):
     """The accuracy sweep's path: every a+b prompt, answers appended; answer ids spell a+b.
     GPT-J's prompt has a newline token before a; Pythia's has " a" as one token."""
     task = get_task("add")
@@ -159,7 +160,7 @@ def test_accuracy_tokenisation_of_add(tok, prompts, a_token, length):
     assert [tok.decode([i]) for i in found.input_ids[0, :5]] == PREFIX
 
 
-def test_engine_forward_on_the_saved_model(model_path, tok):
+def test_the_engine_on_the_saved_model_equals_a_plain_forward(model_path, tok):
     """load_model reads the local directory like a hub id; the engine's logits and residuals
     equal a plain transformers forward of the same prompts."""
     from transformers import AutoModelForCausalLM

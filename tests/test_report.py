@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.figures import save
+from helpers.paths import REPO
 
 from helixclock import preconditions as pre
 from helixclock.config import NOT_RUN_FOR_SEVERAL
@@ -32,20 +34,8 @@ from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES, stage_bou
 from helixclock.stages.report.status import STATUSES, status_counts
 from helixclock.tasks import TASKS
 
-ROOT = Path(__file__).resolve().parents[1]
-PAPER = ROOT / "config" / "paper_values.yaml"
-SRC = ROOT / "src"
-
-
-def save(fig, tmp_path: Path, name: str) -> Path:
-    from helixclock.io import save_figure
-
-    paths = [tmp_path / f"{name}.png"]
-    if os.environ.get("HELIXCLOCK_TEST_FIGURES"):
-        paths.append(Path(os.environ["HELIXCLOCK_TEST_FIGURES"]) / f"{name}.png")
-    save_figure(fig, paths)
-    assert paths[0].stat().st_size > 10_000
-    return paths[0]
+PAPER = REPO / "config" / "paper_values.yaml"
+SRC = REPO / "src"
 
 
 # ---------------------------------------------------------------- Fig. 1
@@ -110,7 +100,7 @@ def test_sum_helix_fit_agrees_with_the_helix_library():
     assert np.isclose(fit_sum_helix(X, s).r2, float(fits.r2[0, 0]))
 
 
-def test_best_layer_and_clock_angles():
+def test_the_best_layer_and_the_clock_angles_are_the_planted_ones():
     last_token = pd.DataFrame(
         {
             "layer": [0, 1, 2, 3] * 2,
@@ -143,7 +133,7 @@ def ideal_projection(noise: float = 0.03, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def test_fig01_clock(tmp_path):
+def test_fig01_clock_names_the_helices_the_operands_and_the_axes(tmp_path):
     H, ab = planted_last(noise=0.2)
     fig = R.fig01_clock(ideal_projection(0.08), sum_helix_coordinates(H, ab, layer=2), "toy", a=37, b=45)
     titles = [ax.get_title() for ax in fig.axes]
@@ -346,7 +336,7 @@ def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
     assert set(map(tuple, table[["model", "id"]].to_numpy())) == {(m, i) for m in models for i in ids}
 
 
-def test_paper_comparison_ratios_models_and_bounds(tmp_path):
+def test_the_paper_comparison_gives_ratios_paper_models_and_bounds(tmp_path):
     paper = load_paper_values(PAPER)
     for m in ("gptj", "pythia", "toy-gptj"):
         synthetic_results(tmp_path, m)
@@ -504,7 +494,7 @@ def test_cross_model_figures_mark_what_did_not_run(tmp_path):
     save(fig, tmp_path, "figAll_accuracy_not_run")
 
 
-def test_paper_values_file_errors(tmp_path):
+def test_a_bad_paper_values_file_is_refused(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("quantities:\n  - {id: x, description: d, section: s, values: {gptj: 1}, relation: '~'}\n")
     with pytest.raises(ValueError, match="relation '~'"):
@@ -517,7 +507,7 @@ def test_paper_values_file_errors(tmp_path):
         load_paper_values(bad)
 
 
-def test_paper_tables_and_stage_boundary():
+def test_paper_tables_and_the_stage_boundary_read_known_values():
     paper = load_paper_values(PAPER)
     tab = paper_tab01(paper).set_index("task")
     assert tab.loc["a+b"].tolist() == [8.34, 6.13, 7.21, 6.83, 3.09]
@@ -533,7 +523,7 @@ def test_paper_tables_and_stage_boundary():
 # ---------------------------------------------------------------- cross-model figures
 
 
-def test_cross_model_figures(tmp_path):
+def test_cross_model_figures_draw_each_run_beside_the_papers_values(tmp_path):
     paper = load_paper_values(PAPER)
     tabA1 = pd.DataFrame(
         {"model": ["gptj", "toy-gptj"], "task": "a+b", "prompt": "", "n": 10_000, "accuracy": [0.79, 0.99]}

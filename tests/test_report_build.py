@@ -8,7 +8,8 @@ from importlib.metadata import version
 import pandas as pd
 import pytest
 import yaml
-from helpers.dag import REPO, snakemake
+from helpers.dag import snakemake
+from helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -1,17 +1,20 @@
 """The tiny DAG sent to a real (single-node, localhost) Slurm through profiles/slurm."""
 
 import json
+import re
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 from helpers.dag import snakemake
+from helpers.paths import REPO
 from helpers.slurm_cluster import LocalSlurm, ensure_installed
 from safetensors.torch import load_file
 
-REPO = Path(__file__).resolve().parents[1]
+from helixclock import outputs
+from helixclock.tasks import TASKS
+
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
@@ -28,23 +31,14 @@ def cluster(tmp_path_factory):
         slurm.stop()
 
 
-# every model job of the DAG and the tables behind the figures (the plotting jobs, all local
-# rules, are left to the local run)
-TARGETS = [
-    f"results/toy-gptj/{rel}"
-    for rel in (
-        "tables/fourier_peaks.csv",
-        "helix/projection.csv",
-        "helix/sweep.csv",
-        "tables/tab01_other_tasks.csv",
-        "last_token/fits.csv",
-        "tables/tabD1_head_categories.csv",
-        "mlps/mlp_stages.csv",
-        "tables/tabD2_top_neurons.csv",
-        "errors/carry_test.csv",
-        "errors/linear_addition.csv",
-    )
-]
+# Two model jobs prove the executor path: the toy's training and its accuracy job, which reads
+# the weights the first one published, both through sbatch, each taking its GPU from Slurm; the
+# model card between them goes through sbatch too, the table after them (a local rule) does not.
+# (Every model job of the DAG runs in the local run; the executor does not look inside a job.)
+MODEL = "toy-gptj"
+TARGET = outputs.table("tabC1_other_tasks_accuracy", MODEL)[0]
+SUBMITTED = {"train_toy", "model_card", "accuracy"}  # the jobs of TARGET that are not local rules
+TABLES = sorted([outputs.accuracy(t, MODEL) for t in TASKS] + [TARGET])  # every table they make
 
 
 def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path):
@@ -54,7 +48,7 @@ def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path
     t0 = time.time()
     proc = snakemake(
         tmp_path,
-        *TARGETS,
+        TARGET,
         "--workflow-profile",
         str(REPO / "profiles" / "slurm"),
         "--slurm-no-account",
@@ -67,24 +61,25 @@ def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path
         "--max-threads",
         "1",
         "--config",
-        'models=["toy-gptj"]',
+        f'models=["{MODEL}"]',
         env=slurm.env,
         timeout=1200,
     )
     seconds = time.time() - t0
     out = proc.stdout + proc.stderr
     submitted = out.count("has been submitted with SLURM jobid")
-    # every job that runs a model went through sbatch; plots and tables are local rules
-    assert submitted >= 10 and slurm.submissions() - before == submitted
-    gpu_logs = [p for p in (tmp_path / "logs" / "toy-gptj").glob("*.log") if "Slurm job" in p.read_text()]
-    assert len(gpu_logs) >= 10  # model jobs got their GPU from Slurm
-    m = "toy-gptj"
-    tables = sorted(p.relative_to(tmp_path) for p in (tmp_path / "results" / m).rglob("*.csv"))
-    assert len(tables) >= 40
+    # every job that is not a local rule went through sbatch; the publish jobs and the table did not
+    assert submitted == len(SUBMITTED) and slurm.submissions() - before == submitted
+    assert set(re.findall(r"^rule (\w+):", out, re.M)) == SUBMITTED  # local rules print as "localrule"
+    gpu_logs = [p for p in (tmp_path / "logs" / MODEL).glob("*.log") if "Slurm job" in p.read_text()]
+    assert sorted(p.name.rsplit("-", 1)[0] for p in gpu_logs) == ["accuracy", "train_toy"]  # GPUs from Slurm
+    tables = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "results" / MODEL).rglob("*.csv"))
+    assert tables == TABLES
     for rel in tables:
         pd.testing.assert_frame_equal(
             pd.read_csv(tmp_path / rel), pd.read_csv(local / rel), check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel)
         )
+    m = MODEL
     a = load_file(local / f"resources/models/{m}/model.safetensors")
     b = load_file(tmp_path / f"resources/models/{m}/model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)

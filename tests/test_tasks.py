@@ -54,7 +54,7 @@ def test_missing_placeholder_is_refused(tokenizer):
         check_task_tokens(tokenizer, "toy", TASKS["add"], "Output ONLY a number.\n{a}+=")
 
 
-def test_bare_numbers(tokenizer):
+def test_bare_numbers_must_each_be_one_token(tokenizer):
     ids = number_token_ids(tokenizer, "toy", range(361))
     assert len(ids) == 361 and all(len(x) == 1 for x in ids)
     with pytest.raises(TokenisationError, match="number 400 is not a single token"):

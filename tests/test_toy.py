@@ -68,7 +68,7 @@ def test_reduced_budget_learns(tmp_path):
     assert saved["accuracy"] == acc and (tmp_path / "tokenizer.json").exists()
 
 
-def test_same_seed_same_weights(tmp_path):
+def test_the_same_seed_gives_the_same_weights_on_any_thread_count(tmp_path):
     """Also when the job was given another number of threads: training pins its own."""
     kw = dict(steps=15, batch_size=64, warmup=5, progress=False)
     before = torch.get_num_threads()

@@ -11,7 +11,9 @@ import hashlib
 import json
 from pathlib import Path
 
-GPT2_DIR = Path(__file__).resolve().parents[1] / "data" / "gpt2"
+from helpers.paths import REPO
+
+GPT2_DIR = REPO / "tests" / "data" / "gpt2"
 ENCODER = GPT2_DIR / "encoder.json"
 MERGES = GPT2_DIR / "vocab.bpe"
 # SHA-256 of OpenAI's published files (the fingerprints tiktoken pins for its "gpt2" encoding)

@@ -18,7 +18,9 @@ GPTJ_PROMPTS = {
 
 CLEAN = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80), (60, 39), (25, 25)]
 CORRUPT = [(5, 4), (70, 57), (1, 0), (8, 41), (33, 80), (2, 39), (90, 25)]
-POS_A = 5
+# positions in an a+b prompt of the word-level toy tokenizer: Output ONLY a number . {a} + {b} =
+POS_A = 5  # a
+LAST = 8  # "=", the last token, where the answer is read
 
 
 def add_prompt_ids(tokenizer, pairs, template=GPTJ_PROMPTS["add"]):
