@@ -10,7 +10,8 @@ from datetime import datetime
 import h5py
 import pandas as pd
 import pytest
-from helpers.dag import MODEL_RULES, changed_config, job_counts, planned_jobs, planned_jobs_cli, snakemake
+import yaml
+from helpers.dag import MODEL_RULES, TINY, changed_config, job_counts, planned_jobs, planned_jobs_cli, snakemake
 from helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
