@@ -20,8 +20,14 @@ def test_report_names_every_output_of_the_run(tiny_run):
     html = (work / "report.html").read_text(errors="replace")
     figures = {p.stem for p in (work / "results").glob("*/figures/*.png")}
     tables = {p.stem for p in (work / "results").glob("*/tables/*.csv")}
-    assert len(figures) == 42  # 40 per model and two across models
-    assert {"fig01_clock", "fig08_neuron_preacts", "figF6_logit_slope_fourier", "figAll_ld_ratios"} <= figures
+    assert len(figures) == 43  # 41 per model (Fig. N1, helixclock's basis comparison, included) and two across models
+    assert {
+        "fig01_clock",
+        "fig08_neuron_preacts",
+        "figF6_logit_slope_fourier",
+        "figN1_number_bases",
+        "figAll_ld_ratios",
+    } <= figures
     assert {"paper_comparison", "provenance", "tab01_other_tasks", "tabD2_top_neurons", "tabF2_carry_test"} <= tables
     missing = sorted(x for x in figures | tables if x not in html)
     assert not missing, f"not in the report: {missing}"
