@@ -108,34 +108,33 @@ def answer_position_curves(
     A pair whose answer has fewer tokens than K fills the padding with its first position's
     value (the role repeats that position)."""
     L1 = len(residuals)
-    H = torch.stack(residuals)  # [L+1, n, K, d]
+    device = pairs.clean.device
+    H = torch.stack(residuals).to(device)  # [L+1, n, K, d]
     K = H.shape[2]
     bases = clock_bases(periods)
     clean_ab = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     layers = list(range(L1)) if layers is None else list(layers)
     points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
     clean = engine.clean_values(pairs, points)  # [n_pairs, K, d] each
-    k_pairs = pairs.answer_tokens().cpu().numpy()
+    X = torch.stack([clean[p] for p in points]).float()  # [L+1, n_pairs, K, d]
+    k_pairs = pairs.answer_tokens()
     pca_ns = list(PCA_BASELINES)
-    preds = {b.name: torch.empty(L1, len(pairs), K, H.shape[-1]) for b in bases}
-    pcas = {n: torch.empty(L1, len(pairs), K, H.shape[-1]) for n in pca_ns}
+    preds = {b.name: torch.empty_like(X) for b in bases}
+    pcas = {n: torch.empty_like(X) for n in pca_ns}
     for j in range(K):
         rows = np.flatnonzero(answer_tokens > j)
         fits = fit_token(H[:, rows, j].float(), sum_values(ab[rows, 0], ab[rows, 1]), bases, n_components, dedupe=False)
         for b in bases:
-            pred = fits.predict(b, clean_ab)  # [L+1, n_pairs, d]
-            preds[b.name][:, :, j] = pred.float().cpu()
+            preds[b.name][:, :, j] = fits.predict(b, clean_ab).to(device)  # [L+1, n_pairs, d]
+        mean = fits.pca.mean.float().to(device)[:, None]  # [L+1, 1, d]
         for n in pca_ns:
-            m = min(n, fits.pca.components.shape[1])
-            for layer in range(L1):  # index into ``layers``
-                x = clean[points[layer]][:, j].float().cpu() - fits.pca.mean[layer].float().cpu()
-                comps = fits.pca.components[layer, :m].float().cpu()
-                pcas[n][layer, :, j] = fits.pca.mean[layer].float().cpu() + (x @ comps.T) @ comps
+            comps = fits.pca.components[:, : min(n, fits.pca.components.shape[1])].float().to(device)  # [L+1, m, d]
+            coords = torch.einsum("lnd,lmd->lnm", X[:, :, j] - mean, comps)
+            pcas[n][:, :, j] = mean + torch.einsum("lnm,lmd->lnd", coords, comps)
     for table in (*preds.values(), *pcas.values()):  # padding: the first position's value
         for j in range(1, K):
-            pad = torch.as_tensor(k_pairs <= j)
+            pad = k_pairs <= j
             table[:, pad, j] = table[:, pad, 0]
-    device = pairs.clean.device
     variants, labels = [], []
     for i, point in enumerate(points):
         layer = point.layer
@@ -143,10 +142,10 @@ def answer_position_curves(
         variants.append([Patch(point, "clean")])
         labels.append({**base, "method": "layer", "n_params": np.nan, "fit": "layer patch"})
         for n in pca_ns:
-            variants.append([Patch(point, pcas[n][i].to(device))])
+            variants.append([Patch(point, pcas[n][i])])
             labels.append({**base, "method": "pca", "n_params": n, "fit": f"PCA ({n} comps)"})
         for b in bases:
-            variants.append([Patch(point, preds[b.name][i].to(device))])
+            variants.append([Patch(point, preds[b.name][i])])
             fit = b.name.split("[")[0]
             labels.append(
                 {
