@@ -2,11 +2,17 @@
 
 import pandas as pd
 
+from helixclock.model_card import load_tokenizer
+from helixclock.numbers import task_shapes
 from helixclock.pipeline import minimum, start
 from helixclock.preconditions import left_out, other_tasks_needs
 
 start(snakemake)
 p = snakemake.params
+model = snakemake.wildcards.model
 frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
-needs = other_tasks_needs(frames, p.periods, p.n_pairs, minimum(snakemake))
-left_out(needs, frames, snakemake.wildcards.model, "other_tasks_patching").to_csv(snakemake.output[0], index=False)
+shapes = None
+if p.spec.get("number_tokens", "one") == "several":  # pairs of one token shape: the tokenizer counts them
+    shapes = task_shapes(load_tokenizer(model, p.spec), p.spec["prompts"], frames)
+needs = other_tasks_needs(frames, p.periods, p.n_pairs, minimum(snakemake), shapes)
+left_out(needs, frames, model, "other_tasks_patching").to_csv(snakemake.output[0], index=False)

@@ -275,7 +275,7 @@ def test_pair_counts_know_the_token_counts(digits):
     of its operands and of its answer: b = 95's only other prompt has a of another length, so no
     pair exists, and the count says so; 95 + 4 = 99 and 96 + 4 = 100 have answers of 2 and 3
     tokens, so they are not partners either ("is it 100 or more" is not what a pair changes)."""
-    from helixclock.pairs import prompt_shapes
+    from helixclock.numbers import prompt_shapes
     from helixclock.sampling import pair_indices, pairs_available
 
     correct = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
@@ -297,7 +297,7 @@ def test_minimum_pairs_is_checked_against_the_pairs_of_one_shape(digits):
     """``minimum.pairs`` counts what the job will draw: before the tokenizer is loaded the count
     is an upper bound (4 here) and the job goes on; with the prompts' shapes it is 2, and a
     minimum of 3 stops the job with the line that names the shaped count."""
-    from helixclock.pairs import prompt_shapes
+    from helixclock.numbers import prompt_shapes
     from helixclock.preconditions import Minimum, PreconditionError, check, clock_needs, helix_patching_needs
 
     acc = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
@@ -313,6 +313,33 @@ def test_minimum_pairs_is_checked_against_the_pairs_of_one_shape(digits):
         check("toy", "last_token_patching", [shaped])
     helix = helix_patching_needs(acc, [2], 50, 0.2, 0, at_least, shape)[0]
     assert helix.found == 2 and "of one token shape" in helix.what
+
+
+def test_table_1_leaves_out_a_task_whose_pairs_of_one_shape_fall_short(digits):
+    """Table 1's other tasks count their pairs as the job draws them.  a-23 with five correct
+    prompts has 5 pairs by the count that ignores tokens (a minimum of 5 met), but partners
+    share a token shape: 30-23 = 7 is the only one-digit answer, so 4 pairs remain and the
+    task is left out, with the shaped count in its reason; a+b, whose prompts share one
+    shape, keeps its count and runs."""
+    from helixclock.numbers import task_shapes
+    from helixclock.preconditions import Minimum, left_out, other_tasks_needs
+
+    sub = correct_table([(30, -1), (40, -1), (50, -1), (60, -1), (70, -1)]).assign(answer=lambda d: d["a"] - 23)
+    add = correct_table([(a, 11) for a in range(10, 16)])
+    frames = {"add": add, "sub23": sub}
+    prompts = {"add": ADD, "sub23": "Output ONLY a number.\n{a}-23="}
+    shapes = task_shapes(digits, prompts, frames)
+    assert shapes["sub23"] == [(2, 1)] + [(2, 2)] * 4  # a's and the answer's tokens
+    at_least = Minimum(pairs=5)
+    bound = other_tasks_needs(frames, [2], 50, at_least)
+    shaped = other_tasks_needs(frames, [2], 50, at_least, shapes)
+    assert (bound["sub23"][0].found, bound["sub23"][0].met) == (5, True)
+    assert (shaped["sub23"][0].found, shaped["sub23"][0].met, shaped["sub23"][0].minimum) == (4, False, 5)
+    assert shaped["add"][0].found == bound["add"][0].found == 6 and shaped["add"][0].met
+    table = left_out(shaped, frames, "digit", "other_tasks_patching")
+    assert table["task"].tolist() == ["sub23"] and "of one token shape" in table["what"].iloc[0]
+    assert table[["found", "minimum"]].iloc[0].tolist() == [4, 5]
+    assert left_out(bound, frames, "digit", "other_tasks_patching").empty
 
 
 def test_a_tensor_value_on_a_padded_span_gives_each_repeat_its_first_value(digit_llama, digits):

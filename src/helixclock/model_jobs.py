@@ -18,7 +18,8 @@ import torch
 
 from .io import read_json
 from .models import LoadedModel, load_model, several_tokens
-from .pairs import model_pairs, prompt_sample, prompt_shapes
+from .numbers import prompt_shapes
+from .pairs import model_pairs, prompt_sample
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start
 from .preconditions import clock_needs

@@ -193,6 +193,38 @@ def padded(rows: Sequence[Sequence[int]], pad: int = 0) -> np.ndarray:
     return out
 
 
+def rows_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True, end: str | None = None):
+    """:class:`PromptTokens` of the prompts of ``rows`` (columns a, b, answer; b = -1 for
+    one-operand tasks), with the answer-ending token ``end``."""
+    ops = ("a", "b") if (rows["b"] >= 0).any() else ("a",)
+    task = Task("rows", "rows", ops, "", lambda: [], lambda *x: 0)
+    problems = Problems(task, rows["a"].to_numpy(), rows["b"].to_numpy(), rows["answer"].to_numpy())
+    return several_task_tokens(tokenizer, "model", task, template, problems, answers, answer_end=end)
+
+
+def token_shapes(tokens: PromptTokens) -> list[tuple]:
+    """Each prompt's shape: the token counts of its operands, then of its answer (pairs share
+    one)."""
+    counts = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
+    return [c + (int(k),) for c, k in zip(counts, tokens.answer_lengths())]
+
+
+def prompt_shapes(tokenizer, template: str, rows: pd.DataFrame) -> list[tuple]:
+    """Each prompt's shape with numbers of several tokens (the token counts of its operands and
+    of its answer): the ``shape`` that pair counting (:mod:`helixclock.sampling`) groups
+    partners by.  Needs a tokenizer only, not the model, so a light job can count pairs."""
+    return token_shapes(rows_tokens(tokenizer, template, rows))
+
+
+def task_shapes(tokenizer, prompts: dict[str, str], accuracy: dict[str, pd.DataFrame]) -> dict[str, list[tuple]]:
+    """Per task (name -> accuracy table), the token shape of each correctly answered prompt
+    (:func:`prompt_shapes`): what counts a task's pairs exactly before its model is loaded."""
+    return {
+        task: prompt_shapes(tokenizer, prompts[task], acc[acc["correct"].astype(bool)])
+        for task, acc in accuracy.items()
+    }
+
+
 def number_prompt_tokens(tokenizer, model: str, template: str, numbers: Sequence[int]) -> PromptTokens:
     """Bare numbers in the registry's ``number_prompt`` (``{a}`` alone by default, or after a
     prefix), each number's span found as for an operand."""

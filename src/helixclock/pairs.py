@@ -15,10 +15,10 @@ import torch
 
 from .layout import groups_of, layout_order
 from .models import LoadedModel, several_tokens
-from .numbers import digit_tokens, ordered, padded, several_task_tokens
+from .numbers import digit_tokens, ordered, padded, rows_tokens, token_shapes
 from .patching import Pairs
 from .sampling import pair_indices, seeded_rows
-from .tasks import Problems, Task, render
+from .tasks import render
 
 log = logging.getLogger("helixclock")
 
@@ -52,8 +52,8 @@ def draw_pairs(
     the paper's logit where every pair reads one position: one-token answers and no end token),
     ordered by token layout, and the log says how many pairs each length class gave.
     """
-    tokens = _task_tokens(tokenizer, template, correct, end=end) if several else None
-    shape = _shapes(tokens) if several else None
+    tokens = rows_tokens(tokenizer, template, correct, end=end) if several else None
+    shape = token_shapes(tokens) if several else None
     clean_idx, corrupt_idx = pair_indices(correct, n_pairs, seed, vary, clean_a, shape)
     if not clean_idx:
         raise ValueError(
@@ -110,28 +110,6 @@ def model_pairs(
     )
 
 
-def _task_tokens(tokenizer, template: str, rows: pd.DataFrame, answers: bool = True, end: str | None = None):
-    """:class:`helixclock.numbers.PromptTokens` of the prompts of ``rows`` (columns a, b,
-    answer; b = -1 for one-operand tasks), with the answer-ending token ``end``."""
-    ops = ("a", "b") if (rows["b"] >= 0).any() else ("a",)
-    task = Task("rows", "rows", ops, "", lambda: [], lambda *x: 0)
-    problems = Problems(task, rows["a"].to_numpy(), rows["b"].to_numpy(), rows["answer"].to_numpy())
-    return several_task_tokens(tokenizer, "model", task, template, problems, answers, answer_end=end)
-
-
-def prompt_shapes(tokenizer, template: str, rows: pd.DataFrame) -> list[tuple]:
-    """Each prompt's shape with numbers of several tokens (the token counts of its operands and
-    of its answer): the ``shape`` that pair counting and :func:`pair_indices` group partners by."""
-    return _shapes(_task_tokens(tokenizer, template, rows))
-
-
-def _shapes(tokens) -> list[tuple]:
-    """Each prompt's shape: the token counts of its operands, then of its answer (pairs share
-    one)."""
-    counts = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
-    return [c + (int(k),) for c, k in zip(counts, tokens.answer_lengths())]
-
-
 def _several_pairs(
     tokens, clean_idx: list[int], corrupt_idx: list[int], meta: dict, device, digits: torch.Tensor
 ) -> Pairs:
@@ -139,7 +117,7 @@ def _several_pairs(
     scored by log-probability and ordered by token layout (see :func:`draw_pairs`)."""
     forced = tokens.layouts(teacher_forced=True)
     spans = [lay.spans for lay in tokens.layouts()]
-    shapes = _shapes(tokens)
+    shapes = token_shapes(tokens)
     for i, j in zip(clean_idx, corrupt_idx):
         if spans[i] != spans[j] or len(tokens.ids[i]) != len(tokens.ids[j]):
             raise ValueError(
@@ -186,7 +164,7 @@ def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, sever
     token layout (ids right-padded)."""
     if not several:
         return prompt_ids(tokenizer, template, rows, device), None, np.arange(len(rows))
-    tokens = _task_tokens(tokenizer, template, rows, answers=False)
+    tokens = rows_tokens(tokenizer, template, rows, answers=False)
     order, groups, _ = ordered(tokens)
     ids = padded([tokens.ids[i] for i in order], int(tokens.ids[0][0]))
     return torch.tensor(ids, device=device), groups, order
@@ -197,7 +175,7 @@ def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
     tokens, as pairs run them (teacher forcing, with the registry's ``answer_end``), for
     collecting values at role "answer": (ids [n, seq], groups, order, answer token counts), the
     rows being ``rows.iloc[order]``, ordered by token layout."""
-    tokens = _task_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
+    tokens = rows_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
     order, groups, _ = ordered(tokens, teacher_forced=True)
     seqs = tokens.sequences(teacher_forced=True)
     ids = padded([seqs[i] for i in order], int(tokens.ids[0][0]))

@@ -75,11 +75,14 @@ def accuracy(snakemake):
     return pd.read_csv(snakemake.input.accuracy)
 
 
-def usable_tasks(snakemake, frames: dict) -> dict:
+def usable_tasks(snakemake, frames: dict, shapes: dict | None = None) -> dict:
     """other_tasks_patching's tasks (name -> accuracy table) that have what their fits and pairs
     need: the job stops (:class:`PreconditionError`) when a+b lacks it, and leaves out, with a
-    warning, any other task that does (Table 1 and Fig. C7 then have no row for it)."""
-    needs = pre.other_tasks_needs(frames, snakemake.params.fit["periods"], snakemake.params.n_pairs, minimum(snakemake))
+    warning, any other task that does (Table 1 and Fig. C7 then have no row for it).  Numbers of
+    several tokens: with ``shapes`` (task -> correct prompts' token shapes) the pairs counted are
+    those the job will draw, partners of one shape."""
+    p = snakemake.params
+    needs = pre.other_tasks_needs(frames, p.fit["periods"], p.n_pairs, minimum(snakemake), shapes)
     rule, model = snakemake.rule, snakemake.wildcards.model
     log = logging.getLogger("helixclock")
     if "add" in needs:

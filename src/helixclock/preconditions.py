@@ -121,7 +121,7 @@ def _pairs_need(
 ) -> Need:
     """Pairs drawn from the correct rows of ``accuracy``.  A task with fewer prompts than
     ``n_pairs`` (a-23 has 77) asks for as many pairs as it has prompts.  Numbers of several
-    tokens: with the correct prompts' token ``shape`` (:func:`helixclock.pairs.prompt_shapes`,
+    tokens: with the correct prompts' token ``shape`` (:func:`helixclock.numbers.prompt_shapes`,
     known once the tokenizer is loaded) the count is the one the job will draw, partners of one
     shape; without it an upper bound."""
     correct = correct_rows(accuracy)
@@ -225,16 +225,24 @@ def helix_patching_needs(
 
 
 def other_tasks_needs(
-    accuracy: Mapping[str, pd.DataFrame], periods: Sequence[int], n_pairs: int, minimum: Minimum
+    accuracy: Mapping[str, pd.DataFrame],
+    periods: Sequence[int],
+    n_pairs: int,
+    minimum: Minimum,
+    shapes: Mapping[str, Sequence] | None = None,
 ) -> dict[str, list[Need]]:
     """other_tasks_patching, per task: pairs varying a and more distinct a than the helix has
-    columns.  The job stops when a+b lacks them and leaves out any other task that does."""
+    columns.  The job stops when a+b lacks them and leaves out any other task that does.
+    Numbers of several tokens: ``shapes`` (task -> each correct prompt's token shape,
+    :func:`helixclock.numbers.prompt_shapes`) counts the pairs the job will draw, partners of
+    one shape (without it, an upper bound)."""
     columns = n_columns("helix", periods)
     needs = {}
     for task, acc in accuracy.items():
         correct = correct_rows(acc)
+        shape = None if shapes is None else shapes[task]
         needs[task] = [
-            _pairs_need(acc, ("a",), n_pairs, minimum, "helix.n_pairs", task=task),
+            _pairs_need(acc, ("a",), n_pairs, minimum, "helix.n_pairs", task=task, shape=shape),
             _rows_need(
                 int(correct["a"].nunique()),
                 f"distinct a among the correct {task} prompts",

@@ -24,7 +24,7 @@ def kept_operands(rows: pd.DataFrame, vary: Sequence[str]) -> list[str]:
 def partner_keys(rows: pd.DataFrame, vary: Sequence[str], shape: Sequence | None = None) -> tuple[pd.DataFrame, list]:
     """``rows`` (index reset) and the columns a corrupted partner shares with its clean
     prompt: the kept operands, and with ``shape`` (one key per row,
-    :func:`helixclock.pairs.prompt_shapes`: numbers of several tokens) the shape, column
+    :func:`helixclock.numbers.prompt_shapes`: numbers of several tokens) the shape, column
     ``_shape``."""
     rows = rows.reset_index(drop=True)
     keep = kept_operands(rows, vary)

@@ -103,11 +103,13 @@ rule tab_other_tasks:
         "../../scripts/tab_other_tasks.py"
 
 
-# what other_tasks_patching decides before it loads the model, from the same tables and params:
-# the tasks it leaves out of Table 1 (too few correct prompts for pairs or a fit), for the report
+# what other_tasks_patching decides, from the same tables and params (and, where numbers take
+# several tokens, the tokenizer that sorts prompts by token shape; no forward pass): the tasks it
+# leaves out of Table 1 (too few correct prompts for pairs or a fit), for the report
 rule other_tasks_left_out:
     input:
         accuracy=[outputs.accuracy(task) for task in TASKS],
+        weights=model_weights,
     output:
         outputs.OTHER_TASKS_LEFT_OUT,
     log:
@@ -120,6 +122,7 @@ rule other_tasks_left_out:
         periods=config["helix"]["periods"],
         n_pairs=per_model("helix", "n_pairs"),
         tasks=TASKS,
+        spec=spec,
     script:
         "../../scripts/other_tasks_left_out.py"
 

@@ -24,8 +24,8 @@ from ...cache import ResidualCache
 from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...models import several_tokens
-from ...numbers import changed_places
-from ...pairs import model_pairs, prompt_rows, prompt_shapes
+from ...numbers import changed_places, prompt_shapes
+from ...pairs import model_pairs, prompt_rows
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
