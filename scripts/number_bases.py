@@ -9,6 +9,7 @@ log = start(snakemake)
 p = snakemake.params
 cache = read_residual_cache(snakemake.input.cache, datasets=("numbers",))
 tables = number_bases_tables(cache.numbers, n_boot=p.bootstrap, seed=p.seed, periods=p.periods, n_fourier=p.n_fourier)
-for name in ("r2", "pairs", "winner", "peaks"):
+for name in ("r2", "pairs", "winner", "layer", "peaks"):
     tables[name].to_csv(snakemake.output[name], index=False)
 log.info("winner by layer:\n%s", tables["winner"].to_string())
+log.info("where the helix levels off:\n%s", tables["layer"].to_string())

@@ -13,6 +13,7 @@ from helixclock.stages.structure.number_bases import (
     compare_number_bases,
     design,
     kfold,
+    levelled_layer,
     number_bases_tables,
     winner,
 )
@@ -272,3 +273,35 @@ def test_the_paper_bases_are_untouched():
     assert h == Basis("helix", (2, 5, 10, 100), places=()) and hash(h) == hash(Basis("helix", (2, 5, 10, 100)))
     helix_n = next(b for b in number_bases() if b.name == "helix")
     assert np.array_equal(helix_n(a), h(a))  # the comparison's helix is the paper's, in n
+
+
+def test_the_layer_rule_finds_where_the_whole_number_is_gathered():
+    """A digit model's last token starts as its units digit and gathers the whole number layer
+    by layer: planted as the units circle plus a helix(T = 2, 5, 10, 100) of weight 0, 0.1,
+    0.35, 1, 1 over five layers.  The helix's own R^2 is high from the embedding on (its T = 10
+    circle is the units digit's), so the rule reads its gain over the units digit alone: it
+    rises and levels off, and the rule (the first layer within 95% of the largest gain) names
+    layer 3, not the embedding's layer 0 nor resid_pre[1], where the paper reads Figs. 2, 3."""
+
+    def gathered(weight):
+        def layer(n, rng, d):
+            same = np.random.default_rng(1)  # the same directions at every layer: only the weight moves
+            units = np.stack([np.cos(2 * np.pi * n / 10), np.sin(2 * np.pi * n / 10)], 1) @ directions(same, 2, d)
+            return units + weight * helix100(n, same, d)
+
+        return layer
+
+    X = planted([gathered(w) for w in (0.0, 0.1, 0.35, 1.0, 1.0)])
+    r2 = compare_number_bases(X, n_boot=200)["r2"]
+    helix = r2[r2["basis"] == "helix"].set_index("layer")["r2"]
+    assert helix[0] > 0.9  # the units circle alone: the helix's R^2 cannot tell
+    found = levelled_layer(r2).iloc[0]
+    assert found["layer"] == 3 and found["max_layer"] in (3, 4)
+    assert 0 < found["gain_low"] <= found["gain"] <= found["gain_high"] and found["r2"] == helix[3]
+    gains = -r2[r2["basis"] == "units digit"].set_index("layer")["diff_helix"]
+    assert abs(gains[0]) < 0.01 and gains[1] < gains[2] < 0.95 * gains.max() <= gains[3]
+    assert levelled_layer(r2, share=0.3).iloc[0]["layer"] < 3  # a looser share stops earlier
+    with pytest.raises(ValueError, match="share"):
+        levelled_layer(r2, share=1.5)
+    units_only = compare_number_bases(planted([gathered(0.0)] * 2), n_boot=50)["r2"]
+    assert np.isnan(levelled_layer(units_only).iloc[0]["layer"])  # nothing gathered: no layer named

@@ -50,8 +50,9 @@ STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "simil
 
 # -- which basis explains a number's last token (structure.smk, README "Numbers of several tokens"):
 # the held-out R^2 of the competing bases at every layer, their paired differences, the winner per
-# layer, and the spectrum with the digit-count classes' step taken out
-NUMBER_BASES = {k: f"{MODEL}/structure/number_bases_{k}.csv" for k in ("r2", "pairs", "winner", "peaks")}
+# layer, the layer where the helix's R^2 levels off (the rule for a several-token model's layers), and
+# the spectrum with the digit-count classes' step taken out
+NUMBER_BASES = {k: f"{MODEL}/structure/number_bases_{k}.csv" for k in ("r2", "pairs", "winner", "layer", "peaks")}
 
 # -- the helix (helix.smk): fits, figure tables, raw per-pair tables and their summaries
 HELIX = f"{MODEL}/helix"

@@ -268,6 +268,47 @@ def winner(pairs: pd.DataFrame, among: Sequence[str] = CANDIDATES) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+LEVEL_SHARE = 0.95  # the share of its largest gain at which the whole number has been gathered
+UNITS = "units digit"
+
+
+def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame:
+    """The layer at which a number's last token has gathered the whole number: the first layer
+    whose *gain* - the held-out R^2 of the paper's helix minus that of the units digit alone
+    (what the last token's own digit explains) - reaches ``share`` of its largest over layers.
+    The helix's R^2 alone will not do: its T = 10 circle is the units digit's, so it is high at
+    the embedding already.  The rule helixclock states for choosing ``structure.layer`` and
+    ``helix.figure_layer`` of a model whose numbers take several tokens (README, "Numbers of
+    several tokens"): at resid_pre[1] such a model's last token is still its units digit.
+    One row (``layer`` empty where the gain is nowhere above 0): ``share``, ``layer``, ``gain`` (with ``gain_low``, ``gain_high``: the interval of
+    the paired difference), ``r2`` (the helix's there), ``max_gain``, ``max_layer``."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share {share!r}: allowed 0 < share <= 1")
+    missing = sorted({REFERENCE, UNITS} - set(r2["basis"]))
+    if missing:
+        raise ValueError(f"bases {missing} are not in the table; it has {sorted(set(r2['basis']))}")
+    helix = r2[r2["basis"] == REFERENCE].set_index("layer").sort_index()
+    units = r2[r2["basis"] == UNITS].set_index("layer").loc[helix.index]
+    gain = -units["diff_helix"]  # r2(helix) - r2(units digit), interval [-high, -low]
+    if gain.max() <= 0:  # the helix explains no more than the units digit anywhere: no layer to name
+        empty = dict.fromkeys(("layer", "gain", "gain_low", "gain_high", "r2"), np.nan)
+        return pd.DataFrame([{"share": share, **empty, "max_gain": float(gain.max()), "max_layer": int(gain.idxmax())}])
+    first = int(gain.index[gain >= share * gain.max()][0])
+    return pd.DataFrame(
+        [
+            {
+                "share": share,
+                "layer": first,
+                "gain": float(gain[first]),
+                "gain_low": float(-units.loc[first, "diff_helix_high"]),
+                "gain_high": float(-units.loc[first, "diff_helix_low"]),
+                "r2": float(helix.loc[first, "r2"]),
+                "max_gain": float(gain.max()),
+                "max_layer": int(gain.idxmax()),
+            }
+        ]
+    )
+
 def class_spectra(numbers, n_fourier: int = 360, n_peaks: int = 10) -> dict[str, pd.DataFrame]:
     """Fig. 2's spectrum at every layer, with the digit-count class step taken out.
 
@@ -314,9 +355,7 @@ def number_bases_tables(
     n_fourier: int = 360,
     n_peaks: int = 10,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of the test: ``r2``, ``pairs``, ``winner`` (:func:`compare_number_bases`) and
-    ``spectrum``, ``peaks`` (:func:`class_spectra`)."""
-    return {
-        **compare_number_bases(numbers, folds, seed, n_boot, level, periods),
-        **class_spectra(numbers, n_fourier, n_peaks),
-    }
+    """Every table of the test: ``r2``, ``pairs``, ``winner`` (:func:`compare_number_bases`),
+    ``layer`` (:func:`levelled_layer`) and ``spectrum``, ``peaks`` (:func:`class_spectra`)."""
+    compared = compare_number_bases(numbers, folds, seed, n_boot, level, periods)
+    return {**compared, "layer": levelled_layer(compared["r2"]), **class_spectra(numbers, n_fourier, n_peaks)}
