@@ -239,8 +239,12 @@ def plain_greedy(hf, ids: list[int], steps: int, digit_ids: set[int]):
     return written, first
 
 
-@pytest.mark.parametrize("family", ["llama", "gemma2"])  # gemma2: a final logit soft-cap, applied once
-@pytest.mark.parametrize("boost", [1.0, 3.0])  # digits' unembedding scaled: 3 writes digits to the bound
+# digits' unembedding scaled by boost: 3 writes digits to the bound; gemma2: a final logit soft-cap,
+# applied once; gemma3 (Gemma-3-270M's family in make real): sliding and full attention layers under the
+# key/value cache, at the bound (the most cached steps)
+@pytest.mark.parametrize(
+    ("boost", "family"), [(1.0, "llama"), (3.0, "llama"), (1.0, "gemma2"), (3.0, "gemma2"), (3.0, "gemma3")]
+)
 def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
     """Batched greedy decoding (layouts grouped, shared prefix cached, key/value cache, two tokens
     past the answer's own count at most) writes what a plain per-prompt loop writes, and reads
