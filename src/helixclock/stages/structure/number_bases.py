@@ -280,8 +280,9 @@ def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame
     the embedding already.  The rule helixclock states for choosing ``structure.layer`` and
     ``helix.figure_layer`` of a model whose numbers take several tokens (README, "Numbers of
     several tokens"): at resid_pre[1] such a model's last token is still its units digit.
-    One row (``layer`` empty where the gain is nowhere above 0): ``share``, ``layer``, ``gain`` (with ``gain_low``, ``gain_high``: the interval of
-    the paired difference), ``r2`` (the helix's there), ``max_gain``, ``max_layer``."""
+    One row (``layer`` empty where the gain is nowhere above 0): ``share``, ``layer``, ``gain``
+    (with ``gain_low``, ``gain_high``: the interval of the paired difference), ``r2`` (the
+    helix's there), ``max_gain``, ``max_layer``."""
     if not 0 < share <= 1:
         raise ValueError(f"share {share!r}: allowed 0 < share <= 1")
     missing = sorted({REFERENCE, UNITS} - set(r2["basis"]))
