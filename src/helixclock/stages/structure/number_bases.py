@@ -268,16 +268,20 @@ def winner(pairs: pd.DataFrame, among: Sequence[str] = CANDIDATES) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-LEVEL_SHARE = 0.95  # the share of its largest gain at which the whole number has been gathered
+LEVEL_SHARE = 0.5  # the share of its largest gain at which the whole number has reached its last token
 UNITS = "units digit"
 
 
 def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame:
     """The layer at which a number's last token has gathered the whole number: the first layer
     whose *gain* - the held-out R^2 of the paper's helix minus that of the units digit alone
-    (what the last token's own digit explains) - reaches ``share`` of its largest over layers.
-    The helix's R^2 alone will not do: its T = 10 circle is the units digit's, so it is high at
-    the embedding already.  The rule helixclock states for choosing ``structure.layer`` and
+    (what the last token's own digit explains) - reaches ``share`` (half) of its largest over
+    layers.  The helix's R^2 alone will not do: its T = 10 circle is the units digit's, so it is
+    high at the embedding already.  Half, not "within 95%": the gain may rise in two steps, the
+    number arriving in the early blocks and a second rise near the output (on SmolLM2-135M the
+    gain is 0.17 at resid_pre[5], level to block 19, and 0.26 at block 27, where the digit-count
+    classes explain most); the rule names the first step, the paper's reading of a number's
+    representation, not the late one.  The rule helixclock states for choosing ``structure.layer`` and
     ``helix.figure_layer`` of a model whose numbers take several tokens (README, "Numbers of
     several tokens"): at resid_pre[1] such a model's last token is still its units digit.
     One row (``layer`` empty where the gain is nowhere above 0): ``share``, ``layer``, ``gain``
