@@ -314,6 +314,7 @@ def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame
         ]
     )
 
+
 def class_spectra(numbers, n_fourier: int = 360, n_peaks: int = 10) -> dict[str, pd.DataFrame]:
     """Fig. 2's spectrum at every layer, with the digit-count class step taken out.
 
