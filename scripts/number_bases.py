@@ -12,4 +12,4 @@ tables = number_bases_tables(cache.numbers, n_boot=p.bootstrap, seed=p.seed, per
 for name in ("r2", "pairs", "winner", "layer", "peaks"):
     tables[name].to_csv(snakemake.output[name], index=False)
 log.info("winner by layer:\n%s", tables["winner"].to_string())
-log.info("where the helix levels off:\n%s", tables["layer"].to_string())
+log.info("where the whole number reaches its last token (the layer rule):\n%s", tables["layer"].to_string())

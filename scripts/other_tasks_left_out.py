@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from helixclock.config import several_tokens
 from helixclock.model_card import load_tokenizer
 from helixclock.numbers import task_shapes
 from helixclock.pipeline import minimum, start
@@ -12,7 +13,7 @@ p = snakemake.params
 model = snakemake.wildcards.model
 frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
 shapes = None
-if p.spec.get("number_tokens", "one") == "several":  # pairs of one token shape: the tokenizer counts them
+if several_tokens(p.spec):  # pairs of one token shape: the tokenizer counts them
     shapes = task_shapes(load_tokenizer(model, p.spec), p.spec["prompts"], frames)
 needs = other_tasks_needs(frames, p.periods, p.n_pairs, minimum(snakemake), shapes)
 left_out(needs, frames, model, "other_tasks_patching").to_csv(snakemake.output[0], index=False)
