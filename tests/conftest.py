@@ -6,10 +6,17 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 from helpers.dag import BackgroundRun, changed_config
 from helpers.families import ALL, tiny_hf_model
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
+
+# One thread for torch in the test process: the whole-DAG runs (below) take the other core from
+# the session's start, and an op split over two threads then waits for a core a run holds
+# (measured on 2 cores beside the runs: 300 epochs of the paper's SGD fit of 12 neurons took
+# 9-12 s with two threads and 0.2-0.35 s with one). Jobs the tests start set their own threads.
+torch.set_num_threads(1)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -77,14 +84,21 @@ def digits_run_start(tmp_path_factory) -> BackgroundRun:
 
 
 # The whole-DAG runs start in the background as the session's first test starts, and the tests
-# that read them run last (in their own order): the runs' jobs, each a new interpreter, take at a
-# low priority the core that the unit tests (most of them single-threaded) leave idle, instead
-# of following them.
+# that read them run last: the runs' jobs, each a new interpreter, take at a low priority (their
+# autogroup's too: helpers/dag.py) the core that the unit tests (on one torch thread) leave idle,
+# instead of following them.
 DAG_RUNS = {"tiny_run": tiny_run_start, "digits_run": digits_run_start}
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: bool(DAG_RUNS.keys() & set(item.fixturenames)))  # stable: order kept
+    """The tests that read a whole-DAG run go last, the Slurm test first among them: its own run
+    through sbatch needs no DAG run, so it goes on while the test waits for the local run."""
+
+    def key(item):
+        reads = bool(DAG_RUNS.keys() & set(item.fixturenames))
+        return reads, reads and item.get_closest_marker("slurm") is None
+
+    items.sort(key=key)  # stable: order kept otherwise
 
 
 @pytest.fixture(scope="session", autouse=True)

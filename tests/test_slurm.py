@@ -18,7 +18,7 @@ from helixclock.tasks import TASKS
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("slurm")
     with open(root / "install.log", "w") as log:
@@ -41,13 +41,18 @@ SUBMITTED = {"train_toy", "model_card", "accuracy"}  # the jobs of TARGET that a
 TABLES = sorted([outputs.accuracy(t, MODEL) for t in TASKS] + [TARGET])  # every table they make
 
 
-def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path):
+@pytest.fixture(scope="session")
+def slurm_run(cluster, tmp_path_factory):
+    """TARGET made through sbatch in a folder of its own: the folder, the console, the seconds,
+    the submissions it made.  Session-scoped, and asked for before ``tiny_run`` by the test, so
+    it runs while the local run is still going (conftest.py puts this test first among those
+    that read the whole-DAG runs)."""
     slurm, _ = cluster
-    local, _ = tiny_run
+    work = tmp_path_factory.mktemp("slurm-run")
     before = slurm.submissions()
     t0 = time.time()
     proc = snakemake(
-        tmp_path,
+        work,
         TARGET,
         "--workflow-profile",
         str(REPO / "profiles" / "slurm"),
@@ -65,11 +70,15 @@ def test_tiny_dag_through_slurm_equals_the_local_run(cluster, tiny_run, tmp_path
         env=slurm.env,
         timeout=1200,
     )
-    seconds = time.time() - t0
-    out = proc.stdout + proc.stderr
+    return work, proc.stdout + proc.stderr, time.time() - t0, slurm.submissions() - before
+
+
+def test_tiny_dag_through_slurm_equals_the_local_run(slurm_run, tiny_run):
+    tmp_path, out, seconds, submissions = slurm_run
+    local, _ = tiny_run
     submitted = out.count("has been submitted with SLURM jobid")
     # every job that is not a local rule went through sbatch; the publish jobs and the table did not
-    assert submitted == len(SUBMITTED) and slurm.submissions() - before == submitted
+    assert submitted == len(SUBMITTED) and submissions == submitted
     assert set(re.findall(r"^rule (\w+):", out, re.M)) == SUBMITTED  # local rules print as "localrule"
     gpu_logs = [p for p in (tmp_path / "logs" / MODEL).glob("*.log") if "Slurm job" in p.read_text()]
     assert sorted(p.name.rsplit("-", 1)[0] for p in gpu_logs) == ["accuracy", "train_toy"]  # GPUs from Slurm
