@@ -138,6 +138,25 @@ def test_blocks_add_their_branches_and_the_final_residual_gives_the_logits(famil
         )
 
 
+def test_the_unembedding_reads_the_kept_positions_contiguously_and_gives_the_same_logits(family_model):
+    """``logits_to_keep`` (greedy decoding; the answer positions of several-token numbers)
+    slices the hidden states; the loaded model hands the unembedding a contiguous copy (a
+    sliced input made ``linear`` multiply batch by batch: 4.5x slower for Gemma-3's
+    vocabulary), and its logits are those of the full run at those positions."""
+    hf = family_model.hf
+    ids = add_prompt_ids(family_model.tokenizer, PAIRS)
+    seen = []
+    handle = hf.get_output_embeddings().register_forward_hook(lambda m, args, out: seen.append(args[0]))
+    try:
+        with torch.no_grad():
+            full = hf(ids).logits
+            kept = hf(ids, logits_to_keep=3).logits
+    finally:
+        handle.remove()
+    assert [x.is_contiguous() for x in seen] == [True, True] and seen[1].shape[1] == 3
+    torch.testing.assert_close(kept, full[:, -3:], atol=1e-5, rtol=1e-5)
+
+
 def test_heads_through_output_projection_sum_to_its_output(family_model):
     """sum_h head_out[h] @ W_O[h] + bias is the output projection's output.  That output is
     attn_out, except in post-normed families (OLMo-2, Gemma-2/3), where attn_out is the
