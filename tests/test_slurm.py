@@ -74,24 +74,24 @@ def slurm_run(cluster, tmp_path_factory):
 
 
 def test_tiny_dag_through_slurm_equals_the_local_run(slurm_run, tiny_run):
-    tmp_path, out, seconds, submissions = slurm_run
+    work, out, seconds, submissions = slurm_run
     local, _ = tiny_run
     submitted = out.count("has been submitted with SLURM jobid")
     # every job that is not a local rule went through sbatch; the publish jobs and the table did not
     assert submitted == len(SUBMITTED) and submissions == submitted
     assert set(re.findall(r"^rule (\w+):", out, re.M)) == SUBMITTED  # local rules print as "localrule"
-    gpu_logs = [p for p in (tmp_path / "logs" / MODEL).glob("*.log") if "Slurm job" in p.read_text()]
+    gpu_logs = [p for p in (work / "logs" / MODEL).glob("*.log") if "Slurm job" in p.read_text()]
     assert sorted(p.name.rsplit("-", 1)[0] for p in gpu_logs) == ["accuracy", "train_toy"]  # GPUs from Slurm
-    tables = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "results" / MODEL).rglob("*.csv"))
+    tables = sorted(str(p.relative_to(work)) for p in (work / "results" / MODEL).rglob("*.csv"))
     assert tables == TABLES
     for rel in tables:
         pd.testing.assert_frame_equal(
-            pd.read_csv(tmp_path / rel), pd.read_csv(local / rel), check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel)
+            pd.read_csv(work / rel), pd.read_csv(local / rel), check_exact=False, rtol=1e-5, atol=1e-6, obj=str(rel)
         )
     m = MODEL
     a = load_file(local / f"resources/models/{m}/model.safetensors")
-    b = load_file(tmp_path / f"resources/models/{m}/model.safetensors")
+    b = load_file(work / f"resources/models/{m}/model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
     acc = lambda root: json.loads((root / f"resources/models/{m}/training.json").read_text())["accuracy"]  # noqa: E731
-    assert acc(local) == acc(tmp_path)
+    assert acc(local) == acc(work)
     print(f"\nSlurm: {submitted} jobs through sbatch, {seconds:.0f} s")

@@ -87,13 +87,6 @@ def _quiet():
     transformers.logging.set_verbosity_error()
 
 
-def _freeze(hf_model: torch.nn.Module) -> None:
-    """Inference only: no autograd graph over the weights (nnsight traces would build one)."""
-    hf_model.eval()
-    for p in hf_model.parameters():
-        p.requires_grad_(False)
-
-
 def _contiguous_unembedding(hf_model: torch.nn.Module) -> None:
     """Hand the unembedding a contiguous input.  With ``logits_to_keep`` (greedy decoding, and
     the answer positions of numbers of several tokens) the model slices the last positions out
@@ -106,6 +99,16 @@ def _contiguous_unembedding(hf_model: torch.nn.Module) -> None:
     head = hf_model.get_output_embeddings()
     if head is not None:
         head.register_forward_pre_hook(lambda module, args: (args[0].contiguous(), *args[1:]))
+
+
+def _for_inference(hf_model: torch.nn.Module) -> None:
+    """Inference only: no autograd graph over the weights (nnsight traces would build one),
+    and the unembedding handed a contiguous input (:func:`_contiguous_unembedding`: with weights
+    that need no grad, a sliced input is slow)."""
+    hf_model.eval()
+    for p in hf_model.parameters():
+        p.requires_grad_(False)
+    _contiguous_unembedding(hf_model)
 
 
 def wrap_model(
@@ -122,8 +125,7 @@ def wrap_model(
     from nnsight import TransformersModel
 
     _quiet()
-    _freeze(hf_model)
-    _contiguous_unembedding(hf_model)
+    _for_inference(hf_model)
     attention = set_attention(hf_model)
     adapter = make_adapter(hf_model, family)
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
@@ -171,8 +173,7 @@ def load_model(
     kwargs = {"device_map": str(dev)} if dev.type == "cuda" else {}  # load straight onto the GPU
     hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **files, **kwargs)
     hf_model.to(dev)
-    _freeze(hf_model)
-    _contiguous_unembedding(hf_model)
+    _for_inference(hf_model)
     attention = set_attention(hf_model, attn_implementation)
     adapter = make_adapter(hf_model, spec.get("family"))
     lm = TransformersModel(hf_model, task="text-generation", tokenizer=tokenizer)
