@@ -1,18 +1,23 @@
-"""Rule mlp_patching: Fig. D8 top-k MLPs and every MLP's helix(a+b) fit patched in (per pair)."""
+"""Rule mlp_patching: every MLP's TE and DE, Fig. D8 top-k MLPs and every MLP's helix(a+b) fit patched in (per pair)."""
 
 import pandas as pd
 
 from helixclock.bases import FitSettings
 from helixclock.model_jobs import clock_job
 from helixclock.pipeline import settings
-from helixclock.stages.mlps.patching import mlp_patching
+from helixclock.stages.mlps.patching import mlp_patching, mlp_patching_readings
 
 fit = settings(snakemake, "fit", FitSettings)
 job = clock_job(snakemake, fit.periods, snakemake.params.fit_prompts)
 effects = pd.read_csv(snakemake.input.layer_effects)
-last = job.positions["last"]
-out = mlp_patching(
-    job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, last, effects, fit.periods, fit.pca_components
-)
+if job.pairs.scoring == "logprob":  # answers of several tokens: two readings
+    out = mlp_patching_readings(
+        job.engine, job.pairs, job.fit_rows, job.template, effects, fit.periods, fit.pca_components
+    )
+else:
+    last = job.positions["last"]
+    out = mlp_patching(
+        job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, last, effects, fit.periods, fit.pca_components
+    )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

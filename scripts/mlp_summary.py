@@ -9,7 +9,7 @@ log = start(snakemake)
 out = mlp_summary(
     pd.read_csv(snakemake.input.topk),
     pd.read_csv(snakemake.input.fits),
-    pd.read_csv(snakemake.input.layer_effects),
+    pd.read_csv(snakemake.input.effects),
     snakemake.params.threshold,
     resampling(snakemake),
 )

@@ -1,7 +1,7 @@
 """The whole DAG on a model whose numbers take several tokens (README, "Numbers of several
 tokens"): toy-digits of tests/configs/models.yaml, a tiny Llama-architecture toy whose tokenizer
 splits every number into digits, trained in seconds.  Accuracy, the structure of numbers, the
-helix and its causal tests, the last token and App. E/F's error analysis run; the rest is listed
+helix and its causal tests, the last token, the MLPs and App. E/F's error analysis run; the rest is listed
 in not_run.csv with its reason, and nothing is left to plan."""
 
 import json
@@ -21,6 +21,8 @@ RUNS = (
     "figures/fig04_helix_patching.png",
     "figures/fig05_last_token_helix.png",
     "figures/fig06_layer_patching.png",
+    "figures/figD8_mlp_topk.png",
+    "figures/fig07_mlp_stages.png",
     "figures/figC5_helix_controls.png",
     "figures/figE1_linear_addition.png",
     "figures/figF1_error_distribution.png",
@@ -28,7 +30,7 @@ RUNS = (
     "tables/fourier_peaks.csv",
     "tables/tab01_other_tasks.csv",
 )
-NOT_RUN = ("heads", "mlps", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF5_logit_examples.png")
+NOT_RUN = ("heads", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF5_logit_examples.png")
 
 
 def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
@@ -39,7 +41,11 @@ def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
     for rel in NOT_RUN:
         assert not (results / rel).exists(), rel
     not_run = pd.read_csv(results / "tables/not_run.csv")
-    assert set(not_run["part"]) == {"heads", "mlps", "neurons", "compat", "answer_logits"}
+    assert set(not_run["part"]) == {"heads", "neurons", "compat", "answer_logits"}
+    stages = pd.read_csv(results / "mlps/mlp_stages.csv")  # the MLP stage at both readings (section 5.3)
+    assert set(stages["reading"]) <= {"last token", "answer positions"}
+    effects = pd.read_csv(results / "mlps/mlp_effects.csv")
+    assert effects.groupby("reading")["layer"].nunique().to_dict() == {"answer positions": 2, "last token": 2}
     assert (not_run["status"] == "not run").all() and not_run["reason"].str.len().min() > 50
     tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
     assert "a+b" in set(tab01["task"])

@@ -400,7 +400,7 @@ def weak_several_token_run(root: Path, model: str = "digits") -> dict:
     write(root, "card", model, {"n_layers": 2, "n_heads": 4, "number_tokens": "several"})
     tabA1 = pd.read_csv(root / TABLE_FILES["tabA1"])
     write(root, "tabA1", model, pd.concat([tabA1, tabA1.iloc[-1:].assign(model=model)], ignore_index=True))
-    for key in ("heads_topk", "heads_mixed", "heads_categories", "mlp_topk", "mlp_stages"):
+    for key in ("heads_topk", "heads_mixed", "heads_categories"):
         (root / TABLE_FILES[key].format(model=model)).unlink()
     for key in ("neurons", "neuron_ablation", "neuron_fit_eval"):
         (root / TABLE_FILES[key].format(model=model)).unlink()
@@ -441,7 +441,8 @@ def test_every_row_says_what_the_run_knows(tmp_path):
     heads = rows.loc["heads_fraction_k20"]
     assert heads["status"] == "not run" and heads["reason"].startswith("heads stage (tables/not_run.csv): not carried")
     assert rows.loc["n_top_neurons", "status"] == "not run" and "neurons stage" in rows.loc["n_top_neurons", "reason"]
-    assert rows.loc["top_neurons_in_circuit_share", "reason"].count("stage (tables/not_run.csv)") == 2
+    assert rows.loc["top_neurons_in_circuit_share", "reason"].count("stage (tables/not_run.csv)") == 1  # neurons
+    assert rows.loc["mlp_k_for_95pct", "status"] == "ok"  # the MLP stage runs on numbers of several tokens
     assert rows.loc["logit_top_period", "status"] == "not defined"
     carry = rows.loc["carry_test_p"]
     assert carry["status"] == "not run" and carry["reason"] == "carry test (App. F): " + (
@@ -462,7 +463,11 @@ def test_every_row_says_what_the_run_knows(tmp_path):
     assert counts.loc["gptj", ["ok", "differs", "total"]].tolist() == [n - 4, 4, n]
     # 24 head/MLP/neuron quantities (13, 4, 7), 5 of a-23's Table 1, 2 carry tests; 2 of the final logits;
     # Table 1's other 25 LDs
-    assert counts.loc["digits", ["not run", "not defined", "different metric"]].tolist() == [31, 2, 25]
+    assert counts.loc["digits", ["not run", "not defined", "different metric"]].tolist() == [
+        27,
+        2,
+        25,
+    ]  # the MLP stage's 4 quantities run
     md = comparison_markdown(table)
     assert "| not run: a-23 left out of Table 1 (1 of 77 correct): digits: other_tasks_patching" in md
     assert "| 0.875, 0.8645 |" in md  # to Full: run, paper

@@ -366,16 +366,12 @@ NOT_RUN_FOR_SEVERAL = {
         "and the last token at positions every prompt shares, and Fig. D6's attention to the a and b tokens has "
         "no single a or b token when a number is a span"
     ),
-    "mlps": (
-        "not carried over to numbers of several tokens yet: the MLP stage (Figs. D8, 7) reads the last token at a "
-        "position every prompt shares"
-    ),
     "neurons": (
         "not defined for numbers of several tokens as the paper defines it: the neurons are ranked by the answer "
         "token's logit, and Figs. 8-10, D9-D13, F3 and F4 read one answer token among the numbers 0..198; these "
         "answers are several digit tokens"
     ),
-    "compat": "its table reads the head and MLP stages' tables, which are not run for numbers of several tokens",
+    "compat": "its table reads the head stage's tables, which is not run for numbers of several tokens",
     "answer_logits": (
         "not defined for numbers of several tokens: Figs. F5 and F6 read the final logits over the answers "
         "0..198 as tokens, and this model's answers are not single tokens"

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
-from .bases import Basis
-from .fits import PCA, Fits
+from .bases import Basis, sum_values
+from .fits import PCA, Fits, fit_token
 from .patching import Pairs, Patch, PatchingEngine, Point, RunResult, direct_effects
 from .patching.metrics import TERMS, ld_terms
 from .statistics import raw_table
@@ -181,12 +182,41 @@ def topk_sweep(
 ) -> pd.DataFrame:
     """Patch the first k of ``ordered`` together, for each k (0..all by default), and all of
     them (k = -1, the reference): a raw table with columns k, added (the component the k-th
-    step adds) and the pairs."""
+    step adds) and the pairs (of answers of several tokens, a row per term of LD: :func:`ld_table`)."""
     ks = list(ks) if ks is not None else list(range(0, len(ordered) + 1))
     variants = [[Patch(p) for p in ordered[:k]] for k in ks] + [[Patch(p) for p in ordered]]
-    ld = engine.run(pairs, variants, desc=desc).metric
     labels = [{"k": k, "added": ordered[k - 1].name if k >= 1 else ""} for k in ks] + [{"k": -1, "added": "all"}]
-    return raw_table(ld, labels)
+    return ld_table(engine.run(pairs, variants, desc=desc), pairs, labels)
+
+
+def answer_position_fits(
+    H: Float[Tensor, "layer row pos d_model"],
+    ab: np.ndarray,
+    answer_tokens: np.ndarray,
+    bases: Sequence[Basis],
+    n_components: int,
+) -> list[Fits]:
+    """Fits of values at every position that predicts an answer token (role "answer"), one per
+    position j: ``bases`` of a+b fitted to H[:, rows, j] over the rows whose answers reach j
+    (``answer_tokens`` > j), of operands ``ab`` [rows, 2].  What Figs. 5 and 7 patch in at the
+    answer positions (answers of several tokens)."""
+    fits = []
+    for j in range(H.shape[2]):
+        rows = np.flatnonzero(answer_tokens > j)
+        if not len(rows):
+            raise ValueError(f"no fitted prompt's answer reaches answer position {j}: nothing to fit there")
+        fits.append(
+            fit_token(H[:, rows, j].float(), sum_values(ab[rows, 0], ab[rows, 1]), bases, n_components, dedupe=False)
+        )
+    return fits
+
+
+def pad_answer_positions(table: Float[Tensor, "layer pair pos d_model"], answer_tokens: Tensor) -> None:
+    """Fill, in place, the positions past each pair's answer (a role padded to the longest
+    answer repeats its first position) with the value at its first position."""
+    for j in range(1, table.shape[2]):
+        pad = answer_tokens <= j
+        table[:, pad, j] = table[:, pad, 0]
 
 
 def stack_points(values: dict[Point, Tensor], points: Sequence[Point]) -> Tensor:

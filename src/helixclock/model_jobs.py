@@ -19,11 +19,12 @@ import torch
 from .io import read_json
 from .models import LoadedModel, load_model, several_tokens
 from .numbers import prompt_shapes
-from .pairs import model_pairs, prompt_sample
+from .pairs import model_pairs, prompt_ids
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start
 from .preconditions import clock_needs
 from .provenance import warn_if_changed
+from .sampling import seeded_rows
 
 log = logging.getLogger("helixclock")
 
@@ -60,9 +61,10 @@ def token_shapes(model: LoadedModel, template: str, correct: pd.DataFrame) -> li
 @dataclass
 class ClockJob:
     """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
-    correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted (token
-    ids and their a, b; None for a job that fits none), the card's token positions of a+b
-    (one-token numbers only), and the correct a+b prompts and their template."""
+    correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted (its rows;
+    of one-token numbers also their token ids and a, b; None for a job that fits none), the
+    card's token positions of a+b (one-token numbers only), and the correct a+b prompts and
+    their template."""
 
     log: logging.Logger
     engine: PatchingEngine
@@ -73,6 +75,7 @@ class ClockJob:
     positions: dict | None
     correct: pd.DataFrame
     template: str
+    fit_rows: pd.DataFrame | None = None
 
 
 def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None) -> ClockJob:
@@ -107,7 +110,9 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
         require(snakemake, needs(shape))
     n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
     pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
-    ids, a, b = (None, None, None)
+    rows = ids = a = b = None
     if fit_prompts is not None:
-        ids, a, b = prompt_sample(model.tokenizer, correct, template, fit_prompts, pairs_settings["seed"])
-    return ClockJob(job_log, engine, pairs, ids, a, b, positions, correct, template)
+        rows = seeded_rows(correct, fit_prompts, seed)
+        if shape is None:  # one-token numbers: prompts of one length (several: pairs.forced_rows)
+            ids, a, b = prompt_ids(model.tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
+    return ClockJob(job_log, engine, pairs, ids, a, b, positions, correct, template, rows)

@@ -78,8 +78,8 @@ HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories"
 
 # -- MLPs (mlps.smk)
 MLPS = f"{MODEL}/mlps"
-MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("topk", "fits")}
-MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages")}
+MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("effects", "topk", "fits")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects")}
 
 # -- neurons (neurons.smk)
 NEURONS = f"{MODEL}/neurons"
@@ -127,8 +127,8 @@ COMPARED_TABLES = {
     "heads_topk": (HEADS_SUMMARY["topk"], "heads"),
     "heads_mixed": (HEADS_SUMMARY["mixed"], "heads"),
     "heads_categories": (HEADS_SUMMARY["categories"], "heads"),
-    "mlp_topk": (MLPS_SUMMARY["mlp_topk"], "mlps"),
-    "mlp_stages": (MLPS_SUMMARY["mlp_stages"], "mlps"),
+    "mlp_topk": (MLPS_SUMMARY["mlp_topk"], None),
+    "mlp_stages": (MLPS_SUMMARY["mlp_stages"], None),
     "neurons": (NEURONS_SUMMARY["neurons"], "neurons"),
     "neuron_ablation": (NEURONS_SUMMARY["ablation"], "neurons"),
     "neuron_fit_eval": (NEURONS_SUMMARY["fit_eval"], "neurons"),

@@ -17,7 +17,7 @@ from .layout import groups_of, layout_order
 from .models import LoadedModel, several_tokens
 from .numbers import digit_tokens, ordered, padded, rows_tokens, token_shapes
 from .patching import Pairs
-from .sampling import pair_indices, seeded_rows
+from .sampling import pair_indices
 from .tasks import render
 
 log = logging.getLogger("helixclock")
@@ -180,12 +180,6 @@ def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
     seqs = tokens.sequences(teacher_forced=True)
     ids = padded([seqs[i] for i in order], int(tokens.ids[0][0]))
     return torch.tensor(ids, device=model.device), groups, order, tokens.answer_lengths()[order]
-
-
-def prompt_sample(tokenizer, correct: pd.DataFrame, template: str, n: int, seed: int):
-    """A seeded sample of at most n correct prompts: (token ids, a, b)."""
-    rows = seeded_rows(correct, n, seed)
-    return prompt_ids(tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
 
 
 def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None) -> Pairs:

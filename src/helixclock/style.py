@@ -163,8 +163,15 @@ def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, lab
 
 def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = False):
     """A top-k curve (Figs. D3, D8): fraction of the all-components effect vs k."""
-    thr = float(topk["threshold"].iloc[0])
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    topk_panel(ax, topk, what, annotate)
+    ax.set_title(with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
+    return fig
+
+
+def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> None:
+    """One top-k curve on ``ax``, with the smallest k reaching its threshold marked."""
+    thr = float(topk["threshold"].iloc[0])
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
     k = int(topk["smallest_k"].iloc[0])
     ax.axvline(
@@ -178,8 +185,15 @@ def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = Fals
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
     ax.legend()
-    ax.set_title(with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
-    return fig
+
+
+def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """A table's readings (answers of several tokens: at the last token and at every position
+    that predicts an answer token, column ``reading``), or the one reading of the paper's
+    models ("last token")."""
+    if "reading" not in table:
+        return [("last token", table)]
+    return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 
 def empty(message: str):

@@ -1,6 +1,8 @@
 # Stage 8 - MLPs (paper section 5.3, appendix D.2): top-k MLPs and the circuit MLPs' stages.
-# The model job patches every MLP; which ones are the circuit is the table job's choice
-# (config key clock.mlp_threshold), so a new threshold reruns no model job.
+# The model job patches every MLP (its TE and DE from Fig. 6's raw table, those of the layers a
+# coarser layer grid skipped measured in the job); which ones are the circuit is the table job's
+# choice (config key clock.mlp_threshold), so a new threshold reruns no model job.  Answers of
+# several tokens: at the last prompt token and at every answer position (column reading).
 # helixclock.stages.mlps
 
 MLPS_FIGURES = "helixclock.stages.mlps.figures"
@@ -22,7 +24,6 @@ model_job(
 rule mlp_summary:
     input:
         **outputs.MLPS_RAW,
-        layer_effects=outputs.LAST_TOKEN_SUMMARY["layer_effects"],
     output:
         **outputs.MLPS_SUMMARY,
     log:

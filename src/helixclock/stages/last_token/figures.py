@@ -6,24 +6,16 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import band, ld_axes
+from ...style import band, by_reading, ld_axes
 
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
-
-
-def _by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The table's readings (answers of several tokens: at the last token and at every position
-    that predicts an answer token), or the one reading of the paper's models."""
-    if "reading" not in table:
-        return [("last token", table)]
-    return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 
 def fig05_last_token_helix(curves: pd.DataFrame, model: str):
     """Fig. 5: last-token fits patched at the output of every block (the paper's layers); for
     answers of several tokens beside the same fits at every position that predicts an answer
     token, patched together."""
-    readings = _by_reading(curves[curves["block_output"] >= 0])
+    readings = by_reading(curves[curves["block_output"] >= 0])
     fig, axes = plt.subplots(1, len(readings), figsize=(7.5 * len(readings), 4.2), sharey=True, squeeze=False)
     for ax, (reading, part) in zip(axes[0], readings):
         pca_colors = iter(("C0", "C9", "C4"))
@@ -43,7 +35,7 @@ def fig06_layer_patching(effects: pd.DataFrame, model: str):
     """Fig. 6: TE and DE of each attention and MLP layer at the last token (answers of several
     tokens: a second row at every position that predicts an answer token, TE and DE on the
     same positions)."""
-    readings = _by_reading(effects)
+    readings = by_reading(effects)
     fig, grid = plt.subplots(len(readings), 2, figsize=(11, 3.8 * len(readings)), sharey=True, squeeze=False)
     for axes, (reading, table) in zip(grid, readings):
         _effect_panels(axes, table, reading)

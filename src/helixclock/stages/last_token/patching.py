@@ -17,7 +17,15 @@ import torch
 from torch import Tensor
 
 from ...bases import PERIODS, FitSettings, clock_bases, sum_values
-from ...experiments import component_points, layer_grid, ld_table, patch_sweep, total_and_direct
+from ...experiments import (
+    answer_position_fits,
+    component_points,
+    layer_grid,
+    ld_table,
+    pad_answer_positions,
+    patch_sweep,
+    total_and_direct,
+)
 from ...fits import fit_token
 from ...pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point
@@ -110,7 +118,6 @@ def answer_position_curves(
     L1 = len(residuals)
     device = pairs.clean.device
     H = torch.stack(residuals).to(device)  # [L+1, n, K, d]
-    K = H.shape[2]
     bases = clock_bases(periods)
     clean_ab = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     layers = list(range(L1)) if layers is None else list(layers)
@@ -121,9 +128,7 @@ def answer_position_curves(
     pca_ns = list(PCA_BASELINES)
     preds = {b.name: torch.empty_like(X) for b in bases}
     pcas = {n: torch.empty_like(X) for n in pca_ns}
-    for j in range(K):
-        rows = np.flatnonzero(answer_tokens > j)
-        fits = fit_token(H[:, rows, j].float(), sum_values(ab[rows, 0], ab[rows, 1]), bases, n_components, dedupe=False)
+    for j, fits in enumerate(answer_position_fits(H, ab, answer_tokens, bases, n_components)):
         for b in bases:
             preds[b.name][:, :, j] = fits.predict(b, clean_ab).to(device)  # [L+1, n_pairs, d]
         mean = fits.pca.mean.float().to(device)[:, None]  # [L+1, 1, d]
@@ -131,10 +136,8 @@ def answer_position_curves(
             comps = fits.pca.components[:, : min(n, fits.pca.components.shape[1])].float().to(device)  # [L+1, m, d]
             coords = torch.einsum("lnd,lmd->lnm", X[:, :, j] - mean, comps)
             pcas[n][:, :, j] = mean + torch.einsum("lnm,lmd->lnd", coords, comps)
-    for table in (*preds.values(), *pcas.values()):  # padding: the first position's value
-        for j in range(1, K):
-            pad = k_pairs <= j
-            table[:, pad, j] = table[:, pad, 0]
+    for table in (*preds.values(), *pcas.values()):
+        pad_answer_positions(table, k_pairs)
     variants, labels = [], []
     for i, point in enumerate(points):
         layer = point.layer

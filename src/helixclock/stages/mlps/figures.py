@@ -1,4 +1,5 @@
-"""Fig. D8 (top-k MLPs) and Fig. 7 (circuit MLPs build or read out a+b)."""
+"""Fig. D8 (top-k MLPs) and Fig. 7 (circuit MLPs build or read out a+b); answers of several
+tokens: a panel per reading (the last prompt token, the answer positions)."""
 
 from __future__ import annotations
 
@@ -6,23 +7,49 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import topk_figure, with_pairs
+from ...style import by_reading, topk_figure, topk_panel, with_pairs
+
+WHERE = {"last token": "at the last token", "answer positions": "at the answer positions"}
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):
     """Fig. D8: top-k MLPs by TE patched together (each point names the MLP it adds)."""
-    return topk_figure(topk, model, "MLPs", annotate=True)
+    readings = by_reading(topk)
+    if len(readings) == 1:
+        return topk_figure(topk, model, "MLPs", annotate=True)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), sharey=True, squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        topk_panel(ax, part, "MLPs", annotate=True)
+        ax.set_title(f"{WHERE[reading]} ({len(part) - 1} MLPs)")
+    fig.suptitle(with_pairs(f"{model}: top-k MLPs", topk))
+    fig.tight_layout()
+    return fig
 
 
 def fig07_mlp_stages(stages: pd.DataFrame, model: str):
     """Fig. 7: per circuit MLP, helix(a+b)/TE and DE/TE."""
+    readings = by_reading(stages)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        _stages_panel(ax, part)
+        if len(readings) > 1:
+            ax.set_title(f"circuit MLPs {WHERE[reading]}")
+    title = with_pairs(f"{model}: circuit MLPs build (helix) or read out (DE) a+b", stages)
+    if len(readings) == 1:
+        axes[0, 0].set_title(title)
+    else:
+        fig.suptitle(title)
+        fig.tight_layout()
+    return fig
+
+
+def _stages_panel(ax, stages: pd.DataFrame) -> None:
     long = pd.concat(
         [
             pd.DataFrame({"MLP": [f"MLP{l}" for l in stages["layer"]], "fraction": stages[col], "measure": label})
             for col, label in (("helix_sum_over_te", "helix(a+b) / TE"), ("de_over_te", "DE / TE"))
         ]
     )
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
     sns.lineplot(
         data=long,
         x="MLP",
@@ -39,5 +66,3 @@ def fig07_mlp_stages(stages: pd.DataFrame, model: str):
     ax.set_ylabel("fraction of total effect")
     ax.axhline(0, color="grey", lw=0.6)
     ax.legend(title=None)
-    ax.set_title(with_pairs(f"{model}: circuit MLPs build (helix) or read out (DE) a+b", stages))
-    return fig

@@ -3,6 +3,13 @@
 MLPs sorted by TE (from the last-token stage's layer effects) are patched together for
 every k (Fig. D8); every MLP's output is fitted with helix(a+b) and the fit patched in, so
 that helix(a+b)/TE can be read for whichever MLPs the table job calls the circuit (Fig. 7).
+
+Answers of several tokens (pairs scored by log-probability) are read twice, as Figs. 5 and 6
+are (column ``reading``): at the last prompt token, the paper's reading, and at every position
+that predicts an answer token, patched together; TE, DE, the top-k curve and the helix(a+b)
+fits on the same positions and the same LD, so that DE/TE and helix(a+b)/TE mean what they
+mean in the paper.  There the fits are fitted per answer position (as Fig. 5's), and the raw
+tables keep LD's terms by place value (``term``).  A one-token answer keeps the paper's tables.
 """
 
 from __future__ import annotations
@@ -12,19 +19,55 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
 from ...bases import PERIODS, SUM, Basis, sum_values
-from ...experiments import stack_points, topk_sweep
+from ...experiments import (
+    answer_position_fits,
+    ld_table,
+    pad_answer_positions,
+    stack_points,
+    topk_sweep,
+    total_and_direct,
+)
 from ...fits import fit_token
 from ...io import to_numpy
+from ...pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point
-from ...statistics import pair_values, raw_table
+from ...statistics import pair_values, primary
+from ..last_token.patching import READINGS
 
 
-def mlp_te(layer_effects: pd.DataFrame) -> np.ndarray:
-    """Each MLP's mean TE at the last token, [n_layers] in layer order, from Fig. 6's raw table."""
-    mlp = layer_effects[(layer_effects["component"] == "MLP") & (layer_effects["effect"] == "te")]
+def mlp_te(effects: pd.DataFrame) -> np.ndarray:
+    """Each MLP's mean TE, [n_layers] in layer order, from a raw table of TE and DE (Fig. 6's
+    layer effects, or :func:`mlp_effects`; of LD itself where the table has its terms)."""
+    effects = primary(effects)
+    mlp = effects[(effects["component"] == "MLP") & (effects["effect"] == "te")]
     return pair_values(mlp.sort_values("layer")).mean(1)
+
+
+def mlp_effects(engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFrame, position) -> pd.DataFrame:
+    """TE and DE of every MLP at ``position`` (raw table): the MLP rows of Fig. 6's raw
+    ``layer_effects`` at that position (its ``reading`` where it has several), and those of
+    the MLPs its layer grid skipped (registry ``layer_step``) measured here on the same pairs."""
+    rows = layer_effects[layer_effects["component"] == "MLP"]
+    if "reading" in rows:
+        rows = rows[rows["reading"] == READINGS[position]].drop(columns="reading")
+    have = set(rows["layer"])
+    missing = [layer for layer in range(engine.adapter.n_layers) if layer not in have]
+    if missing:
+        points = [Point("mlp_out", layer, (position,)) for layer in missing]
+        rows = pd.concat([rows, total_and_direct(engine, pairs, points, desc="MLP effects")], ignore_index=True)
+    keys = ["effect", "term"] if "term" in rows else ["effect"]
+    return rows.sort_values([*keys, "layer"], kind="stable").reset_index(drop=True)
+
+
+def _topk(engine: PatchingEngine, pairs: Pairs, effects: pd.DataFrame, position) -> pd.DataFrame:
+    """Fig. D8: the MLPs at ``position``, by TE, patched together for every k."""
+    mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
+    ordered = [mlps[i] for i in np.argsort(-mlp_te(effects), kind="stable")]
+    return topk_sweep(engine, pairs, ordered, desc="top-k MLPs")
 
 
 def mlp_patching(
@@ -38,18 +81,81 @@ def mlp_patching(
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
 ) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching, raw tables: ``topk`` (the top k MLPs by their TE in Fig. 6's raw
-    ``layer_effects``, patched together, for every k, and all of them) and ``fits`` (each MLP's
-    output replaced by its helix(a+b) fit, with the fit's R²)."""
+    """Rule mlp_patching, raw tables: ``effects`` (TE and DE of every MLP, :func:`mlp_effects`),
+    ``topk`` (the top k MLPs by TE, patched together, for every k, and all of them) and
+    ``fits`` (each MLP's output replaced by its helix(a+b) fit, with the fit's R²)."""
+    effects = mlp_effects(engine, pairs, layer_effects, last)
     mlps = [Point("mlp_out", layer, (last,)) for layer in range(engine.adapter.n_layers)]
-    ordered = [mlps[i] for i in np.argsort(-mlp_te(layer_effects), kind="stable")]
-    topk = topk_sweep(engine, pairs, ordered, desc="top-k MLPs")
-
     basis = Basis("helix", tuple(periods), variables=(SUM,))
     values, _ = engine.collect(fit_ids, mlps, logits=False, desc="MLP outputs")
     fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components, dedupe=False)
     pred = fits.predict(basis, sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"]))  # [L, n, d]
-    ld = engine.run(pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(mlps)], desc="MLP fits").metric
+    ld = engine.run(pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(mlps)], desc="MLP fits")
     r2 = to_numpy(fits.r2[0])
-    fit_raw = raw_table(ld, [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)])
-    return {"topk": topk, "fits": fit_raw}
+    labels = [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)]
+    return {"effects": effects, "topk": _topk(engine, pairs, effects, last), "fits": ld_table(ld, pairs, labels)}
+
+
+def mlp_outputs(
+    engine: PatchingEngine, sample: pd.DataFrame, template: str
+) -> tuple[Float[Tensor, "layer row d_model"], Float[Tensor, "layer row pos d_model"], np.ndarray, np.ndarray]:
+    """Every MLP's output on the prompts of ``sample`` (correct a+b prompts), teacher-forced with
+    their own answers: at the last prompt token [L, n, d] and at every position that predicts an
+    answer token [L, n, K, d], with the rows' (a, b) and answer token counts."""
+    ids, groups, order, k = forced_rows(engine.model, sample, template)
+    layers = range(engine.adapter.n_layers)
+    last = [Point("mlp_out", layer, ("last",)) for layer in layers]
+    answer = [Point("mlp_out", layer, ("answer",)) for layer in layers]
+    values, _ = engine.collect(ids, last + answer, logits=False, desc="MLP outputs", groups=groups)
+    ab = sample[["a", "b"]].to_numpy()[order]
+    return stack_points(values, last).float(), torch.stack([values[p] for p in answer]).float(), ab, k
+
+
+def mlp_patching_readings(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    sample: pd.DataFrame,
+    template: str,
+    layer_effects: pd.DataFrame,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 100,
+) -> dict[str, pd.DataFrame]:
+    """Rule mlp_patching for answers of several tokens: the tables of :func:`mlp_patching` at
+    the last prompt token and at every position that predicts an answer token (patched
+    together), column ``reading``.  The helix(a+b) fits are fitted to the MLP outputs of the
+    correct prompts of ``sample`` (teacher-forced), at the last token and per answer position
+    (:func:`~helixclock.experiments.answer_position_fits`); ``r2_helix_sum`` is the fit's R²,
+    at the answer positions the mean over them."""
+    basis = Basis("helix", tuple(periods), variables=(SUM,))
+    H_last, H_answer, ab, k = mlp_outputs(engine, sample, template)
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    device = pairs.clean.device
+    last_fits = fit_token(H_last, sum_values(ab[:, 0], ab[:, 1]), [basis], n_components, dedupe=False)
+    K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
+    if H_answer.shape[2] < K:
+        raise ValueError(
+            f"the fitted prompts' answers have at most {H_answer.shape[2]} tokens and the pairs' {K}: no fit for "
+            "the pairs' last answer positions (config key clock.fit_prompts: a larger sample)"
+        )
+    answer_fits = answer_position_fits(H_answer[:, :, :K], ab, k, [basis], n_components)
+    pred_answer = torch.stack([f.predict(basis, clean).to(device) for f in answer_fits], 2)  # [L, n_pairs, K, d]
+    pad_answer_positions(pred_answer, pairs.answer_tokens())
+    fitted = {
+        "last": (last_fits.predict(basis, clean).to(device)[:, :, None], to_numpy(last_fits.r2[0])),
+        "answer": (pred_answer, np.mean([to_numpy(f.r2[0]) for f in answer_fits], 0)),
+    }
+    out: dict[str, list[pd.DataFrame]] = {"effects": [], "topk": [], "fits": []}
+    for position, reading in READINGS.items():
+        effects = mlp_effects(engine, pairs, layer_effects, position)
+        pred, r2 = fitted[position]
+        mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
+        ld = engine.run(pairs, [[Patch(p, pred[i])] for i, p in enumerate(mlps)], desc=f"MLP fits ({reading})")
+        labels = [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)]
+        tables = {
+            "effects": effects,
+            "topk": _topk(engine, pairs, effects, position),
+            "fits": ld_table(ld, pairs, labels),
+        }
+        for name, table in tables.items():
+            out[name].append(table.assign(reading=reading)[["reading", *table.columns]])
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}

@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...statistics import Resampling, summarise, topk_table
+from ...statistics import Resampling, primary, summarise, te_de_table, topk_table
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
 
-def mlp_summary(
-    raw_topk: pd.DataFrame,
-    raw_fits: pd.DataFrame,
-    layer_effects: pd.DataFrame,
-    threshold: float,
-    resampling: Resampling,
-) -> dict[str, pd.DataFrame]:
-    """mlp_topk (Fig. D8: the top-k curve, the smallest k reaching ``threshold``: the circuit
-    MLPs) and mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
-    least MIN_TE of the largest, by layer)."""
-    topk = topk_table(raw_topk, threshold, resampling)
+def _stages(topk: pd.DataFrame, raw_fits: pd.DataFrame, effects: pd.DataFrame, resampling: Resampling):
+    """Fig. 7's table of one reading: the circuit MLPs (the top-k curve's smallest k reaching its
+    threshold, whose TE is at least MIN_TE of the largest) with TE, DE and their helix(a+b) fit."""
     k = int(topk["smallest_k"].iloc[0])
     circuit = sorted(int(name[3:]) for name in topk.loc[(topk["k"] >= 1) & (topk["k"] <= k), "added"])
-    te = layer_effects[layer_effects["component"] == "MLP"].set_index("layer")["te"]
-    circuit = [layer for layer in circuit if te.loc[layer] >= MIN_TE * te.max()]
-    fits = summarise(raw_fits, resampling).set_index("layer")
-    mlp = layer_effects[layer_effects["component"] == "MLP"].set_index("layer")
+    mlp = effects[effects["component"] == "MLP"].set_index("layer")
+    circuit = [layer for layer in circuit if mlp.loc[layer, "te"] >= MIN_TE * mlp["te"].max()]
+    fits = summarise(primary(raw_fits), resampling).set_index("layer")
     stages = pd.DataFrame(
         {
             "layer": circuit,
@@ -38,4 +29,35 @@ def mlp_summary(
     )
     stages["helix_sum_over_te"] = stages["helix_sum"] / stages["te"]
     stages["de_over_te"] = stages["de"] / stages["te"]
-    return {"mlp_topk": topk, "mlp_stages": stages}
+    return stages
+
+
+def mlp_summary(
+    raw_topk: pd.DataFrame,
+    raw_fits: pd.DataFrame,
+    raw_effects: pd.DataFrame,
+    threshold: float,
+    resampling: Resampling,
+) -> dict[str, pd.DataFrame]:
+    """mlp_topk (Fig. D8: the top-k curve, the smallest k reaching ``threshold``: the circuit
+    MLPs), mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
+    least MIN_TE of the largest, by layer) and mlp_effects (TE and DE of every MLP with
+    intervals).  Raw tables with a ``reading`` (answers of several tokens) give each table a
+    part per reading, in their order, of LD itself (the log-likelihood ratio)."""
+    readings = list(dict.fromkeys(raw_topk["reading"])) if "reading" in raw_topk else [None]
+    out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": []}
+    for reading in readings:
+
+        def part(raw: pd.DataFrame, reading=reading) -> pd.DataFrame:
+            return raw if reading is None else raw[raw["reading"] == reading].drop(columns="reading")
+
+        topk = topk_table(primary(part(raw_topk)), threshold, resampling)
+        effects = te_de_table(part(raw_effects), resampling)
+        tables = {
+            "mlp_topk": topk,
+            "mlp_stages": _stages(topk, part(raw_fits), effects, resampling),
+            "mlp_effects": effects,
+        }
+        for name, table in tables.items():
+            out[name].append(table if reading is None else table.assign(reading=reading)[["reading", *table.columns]])
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}

@@ -73,6 +73,12 @@ def _k_for(topk: pd.DataFrame, threshold: float) -> float:
     return smallest_k(topk, threshold, by="fraction_of_max", default=np.nan)
 
 
+def last_token(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's reading of a table read at several positions (answers of several tokens,
+    column ``reading``: the last prompt token and the answer positions): the last token's rows."""
+    return table[table["reading"] == "last token"] if "reading" in table else table
+
+
 def stage_boundary(stages: pd.DataFrame) -> float:
     """The first read-out circuit MLP (Fig. 7): the layer b that best splits the circuit MLPs
     into builders before b (helix(a+b)/TE > DE/TE) and readers from b on (DE/TE >=
@@ -98,7 +104,7 @@ def _category(t: Tables, category: str, what: str) -> float:
 
 def _circuit_share(t: Tables, model: str) -> float:
     """Share of the top neurons (``neurons``: layer) in the circuit MLPs (mlp_stages' layers)."""
-    return float(t["neurons"]["layer"].isin(t["mlp_stages"]["layer"]).mean())
+    return float(t["neurons"]["layer"].isin(last_token(t["mlp_stages"])["layer"]).mean())
 
 
 def _de80(t: Tables) -> np.ndarray:
@@ -108,7 +114,7 @@ def _de80(t: Tables) -> np.ndarray:
 
 def _late_share(t: Tables, model: str) -> float:
     """Share of the 80% DE neurons (``neurons``: layer, de) in layers >= the run's stage boundary."""
-    b = stage_boundary(t["mlp_stages"])
+    b = stage_boundary(last_token(t["mlp_stages"]))
     layers = t["neurons"]["layer"].to_numpy()[_de80(t)]
     return float((layers >= b).mean()) if len(layers) and np.isfinite(b) else np.nan
 
@@ -213,7 +219,7 @@ def _task_gap(task: str) -> Callable[[Tables, str], Gap]:
 
 
 def _circuit_gap(t: Tables, model: str) -> Gap:
-    if not len(t["mlp_stages"]):
+    if not len(last_token(t["mlp_stages"])):
         return NOT_DEFINED, "no circuit MLPs: mlps/mlp_stages.csv is empty"
     return NOT_DEFINED, "no top neuron in the 80% DE set or no stage boundary"
 
@@ -253,14 +259,16 @@ def _registry() -> dict[str, Quantity]:
         "mixed_fraction_m0": Quantity(
             ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction"), _m_gap(0)
         ),
-        "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(t["mlp_topk"], 0.95)),
+        "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(last_token(t["mlp_topk"]), 0.95)),
         "mlp_circuit_first_layer": Quantity(
-            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].min()), _circuit_gap
+            ("mlp_stages",), lambda t, m: float(last_token(t["mlp_stages"])["layer"].min()), _circuit_gap
         ),
         "mlp_circuit_last_layer": Quantity(
-            ("mlp_stages",), lambda t, m: float(t["mlp_stages"]["layer"].max()), _circuit_gap
+            ("mlp_stages",), lambda t, m: float(last_token(t["mlp_stages"])["layer"].max()), _circuit_gap
         ),
-        "mlp_stage_boundary": Quantity(("mlp_stages",), lambda t, m: stage_boundary(t["mlp_stages"]), _circuit_gap),
+        "mlp_stage_boundary": Quantity(
+            ("mlp_stages",), lambda t, m: stage_boundary(last_token(t["mlp_stages"])), _circuit_gap
+        ),
         "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
         "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction, _fraction_gap),
         "neuron_accuracy_at_1pct_live": Quantity(

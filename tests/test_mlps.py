@@ -1,0 +1,128 @@
+"""The MLP stage (section 5.3, Figs. D8, 7): the paper's tables for one-token answers, and for
+answers of several tokens the same tables at the last token and at the answer positions, with
+TE and DE on one metric (README, "Numbers of several tokens")."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.families import tiny_hf_model
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+
+from helixclock.models import wrap_model
+from helixclock.pairs import draw_pairs
+from helixclock.patching import PatchingEngine
+from helixclock.patching.metrics import TERMS
+from helixclock.stages.last_token.patching import layer_effects
+from helixclock.stages.mlps.patching import mlp_effects, mlp_patching, mlp_patching_readings
+from helixclock.stages.mlps.tables import mlp_summary
+from helixclock.statistics import Resampling, pair_columns
+
+ADD = GPTJ_PROMPTS["add"]
+LAYERS = 4
+
+
+def correct_table(rows):
+    a, b = np.array(rows).T
+    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
+
+
+@pytest.fixture(scope="module")
+def several():
+    """A 4-block digit-tokenised Llama (gated MLPs), its engine, pairs of answers of several
+    tokens and the correct prompts its fits read."""
+    digits = digit_splitting_tokenizer()
+    hf = tiny_hf_model(
+        "llama", len(digits), layers=LAYERS, seed=3, initializer_range=0.2
+    )  # effects well above float noise
+    model = wrap_model(hf, digits, name="d4", number_tokens="several", answer_end=".")
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
+    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True, end=".")
+    engine = PatchingEngine(model, progress=False)
+    return engine, pairs, correct
+
+
+def _te_de(effects: pd.DataFrame, layer: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = effects[(effects["layer"] == layer) & (effects["component"] == "MLP")]
+    if "term" in rows:
+        rows = rows[rows["term"] == "ld"]
+    cols = pair_columns(effects)
+    return (rows.loc[rows["effect"] == e, cols].to_numpy()[0] for e in ("te", "de"))
+
+
+def test_one_token_answers_keep_the_papers_tables(tiny_gptj, tokenizer):
+    """One-token answers: the MLP effects are Fig. 6's rows as they are (no MLP measured again),
+    the raw tables have no reading or term, and the summary's circuit reads them."""
+    correct = correct_table([(a, b) for a in range(0, 60, 3) for b in range(0, 40, 5)])
+    pairs = draw_pairs(correct, 16, 0, tokenizer, GPTJ_PROMPTS["add"], ("a", "b"))
+    engine = PatchingEngine(tiny_gptj, progress=False)
+    last = pairs.clean.shape[1] - 1
+    effects = layer_effects(engine, pairs)
+    ids = pairs.clean[:12]
+    out = mlp_patching(engine, pairs, ids, pairs.meta["clean_a"][:12], pairs.meta["clean_b"][:12], last, effects,
+                       periods=(2, 10), n_components=8)  # fmt: skip
+    mlp_rows = effects[effects["component"] == "MLP"].sort_values(["effect", "layer"], kind="stable")
+    pd.testing.assert_frame_equal(out["effects"], mlp_rows.reset_index(drop=True))
+    assert not {"reading", "term"} & (set(out["topk"]) | set(out["fits"]))
+    topk = out["topk"].set_index("k")
+    assert np.allclose(topk.loc[0, pair_columns(out["topk"])].astype(float), 0, atol=1e-5)  # nothing patched
+    summary = mlp_summary(out["topk"], out["fits"], out["effects"], 0.9, Resampling(bootstrap=50))
+    assert "reading" not in summary["mlp_stages"] and len(summary["mlp_effects"]) == engine.adapter.n_layers
+
+
+def test_a_coarser_grid_measures_the_mlps_it_skipped(several):
+    """Fig. 6 on every other block leaves MLPs 1 out; the MLP stage measures them on the same
+    pairs, and every MLP's TE and DE equal those of the every-block sweep."""
+    engine, pairs, _ = several
+    every = layer_effects(engine, pairs, "answer")
+    coarse = layer_effects(engine, pairs, "answer", layer_step=2)
+    assert sorted(coarse["layer"].unique()) == [0, 2, 3]
+    got = mlp_effects(engine, pairs, coarse, "answer")
+    want = mlp_effects(engine, pairs, every, "answer")
+    assert sorted(got["layer"].unique()) == list(range(LAYERS))
+    pd.testing.assert_frame_equal(got, want, rtol=1e-4, atol=1e-5)  # batches differ
+
+
+def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several):
+    """TE and DE on one metric and positions: nothing reads the last block's MLP but the final
+    norm and unembedding, so patching it (TE) and adding its clean - corrupted write to the
+    final residual (DE) score the same positions the same way: TE = DE, pair by pair, at the
+    last prompt token and at the answer positions (whose TE's end term is then 0)."""
+    engine, pairs, correct = several
+    out = mlp_patching_readings(engine, pairs, correct, ADD, layer_effects(engine, pairs, "last"), (2, 10), 8)
+    effects = out["effects"]
+    assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions"]
+    for reading in ("last token", "answer positions"):
+        part = effects[effects["reading"] == reading]
+        assert sorted(part["layer"].unique()) == list(range(LAYERS))
+        te, de = _te_de(part, LAYERS - 1)
+        assert np.abs(te).max() > 1e-3  # the patch does something
+        np.testing.assert_allclose(te, de, rtol=1e-4, atol=1e-4)
+        te0, de0 = _te_de(part, 0)
+        assert np.abs(te0 - de0).max() > 1e-3  # an early MLP's effect also travels through later blocks
+    end = effects.query("reading == 'answer positions' and layer == @LAYERS - 1 and effect == 'te' and term == 'end'")
+    assert np.allclose(end[pair_columns(effects)].to_numpy(float), 0, atol=1e-5)
+    for name in ("topk", "fits"):
+        assert set(out[name]["term"]) == set(TERMS) and set(out[name]["reading"]) == {"last token", "answer positions"}
+    zero = out["topk"].query("k == 0")
+    assert np.allclose(zero[pair_columns(zero)].to_numpy(float)[zero["term"].isin(["ld", "ld_raw"])], 0, atol=1e-4)
+    r2 = out["fits"].query("term == 'ld'")["r2_helix_sum"]
+    assert ((r2 > 0) & (r2 <= 1)).all()
+
+
+def test_the_summary_reads_each_reading_apart(several):
+    """mlp_summary of two readings: each table in two parts, each the summary of its reading's
+    raw rows alone (the same numbers as a summary of that reading by itself)."""
+    engine, pairs, correct = several
+    out = mlp_patching_readings(engine, pairs, correct, ADD, layer_effects(engine, pairs, "last"), (2, 10), 8)
+    resampling = Resampling(bootstrap=50)
+    both = mlp_summary(out["topk"], out["fits"], out["effects"], 0.8, resampling)
+    for reading in ("last token", "answer positions"):
+        alone = mlp_summary(
+            *(out[n][out[n]["reading"] == reading].drop(columns="reading") for n in ("topk", "fits", "effects")),
+            0.8,
+            resampling,
+        )
+        for name, table in both.items():
+            part = table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
+            pd.testing.assert_frame_equal(part, alone[name])
+    assert len(both["mlp_effects"]) == 2 * LAYERS
