@@ -22,6 +22,8 @@ RUNS = (
     "figures/fig05_last_token_helix.png",
     "figures/fig06_layer_patching.png",
     "figures/figD8_mlp_topk.png",
+    "figures/figF5_logit_examples.png",
+    "figures/figF6_logit_slope_fourier.png",
     "figures/fig07_mlp_stages.png",
     "figures/figC5_helix_controls.png",
     "figures/figE1_linear_addition.png",
@@ -30,7 +32,7 @@ RUNS = (
     "tables/fourier_peaks.csv",
     "tables/tab01_other_tasks.csv",
 )
-NOT_RUN = ("heads", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF5_logit_examples.png")
+NOT_RUN = ("heads", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF3_neuron_logit_lens.png")
 
 
 def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
@@ -41,7 +43,7 @@ def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
     for rel in NOT_RUN:
         assert not (results / rel).exists(), rel
     not_run = pd.read_csv(results / "tables/not_run.csv")
-    assert set(not_run["part"]) == {"heads", "neurons", "compat", "answer_logits"}
+    assert set(not_run["part"]) == {"heads", "neurons", "compat"}
     stages = pd.read_csv(results / "mlps/mlp_stages.csv")  # the MLP stage at both readings (section 5.3)
     assert set(stages["reading"]) <= {"last token", "answer positions"}
     effects = pd.read_csv(results / "mlps/mlp_effects.csv")
@@ -49,8 +51,10 @@ def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
     assert (not_run["status"] == "not run").all() and not_run["reason"].str.len().min() > 50
     tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
     assert "a+b" in set(tab01["task"])
+    per_prompt = pd.read_csv(results / "errors/logit_line_fourier.csv")  # L(n) of the tiny config's 200 prompts
+    assert len(per_prompt) == 200 and {"control_top_period", "control_slope"} <= set(per_prompt)
     examples = pd.read_csv(results / "errors/logit_examples.csv")
-    assert list(examples.columns) == ["not_defined"]
+    assert examples.groupby("example")["token"].nunique().eq(199).all() and (examples["logit"] < 0).all()
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     mine = comparison[comparison["model"] == MODEL]
     assert mine["status"].str.startswith("not defined").any() and (mine["status"] == "ok").any()

@@ -372,10 +372,6 @@ NOT_RUN_FOR_SEVERAL = {
         "answers are several digit tokens"
     ),
     "compat": "its table reads the head stage's tables, which is not run for numbers of several tokens",
-    "answer_logits": (
-        "not defined for numbers of several tokens: Figs. F5 and F6 read the final logits over the answers "
-        "0..198 as tokens, and this model's answers are not single tokens"
-    ),
 }
 
 

@@ -103,6 +103,7 @@ ERRORS_F = {  # App. F: the model's errors and final logits
     for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
 }
 LOGIT_LENS = {"lens": f"{ERRORS}/logit_lens.csv", "periods": f"{ERRORS}/logit_lens_periods.csv"}
+ANSWER_SCORES = f"{ERRORS}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
 
 
 # -- what compat changes (compat.smk): one record per mode run

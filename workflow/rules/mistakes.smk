@@ -1,6 +1,7 @@
 # Stage 10 - why a helix, and the model's errors (appendices E and F): addition along a line
 # fitted to the numbers (from the cache), the error analysis and the final logits (from the
-# accuracy sweep), the neurons' logit lens (from the neuron stage).  No model job.
+# accuracy sweep; numbers of several tokens: the log-likelihoods of the answers 0..198, rule
+# answer_scores, the stage's one model job), the neurons' logit lens (from the neuron stage).
 # helixclock.stages.mistakes
 
 ERROR_FIGURES = "helixclock.stages.mistakes.figures"
@@ -24,10 +25,24 @@ rule linear_addition:
         "../../scripts/linear_addition.py"
 
 
+model_job(
+    "answer_scores",
+    output={"scores": outputs.ANSWER_SCORES},
+    params=dict(prompts=config["accuracy"]["logit_prompts"], seed=config["seed"]),
+)
+
+
+def final_scores(wildcards):
+    """What Figs. F5 and F6 read: the accuracy sweep's final logits of the answer tokens
+    0..198, or for numbers of several tokens the answers' log-likelihoods (answer_scores)."""
+    several = several_tokens(REGISTRY[wildcards.model])
+    return (outputs.ANSWER_SCORES if several else outputs.ADD_LOGITS).format(model=wildcards.model)
+
+
 rule model_errors:
     input:
         accuracy=outputs.ADD_ACCURACY,
-        logits=outputs.ADD_LOGITS,
+        logits=final_scores,
     output:
         **outputs.ERRORS_F,
         table=table("tabF2_carry_test", stage="mistakes")[0],
@@ -41,6 +56,7 @@ rule model_errors:
         ENV
     params:
         seed=config["seed"],
+        several=lambda w: several_tokens(REGISTRY[w.model]),
     script:
         "../../scripts/model_errors.py"
 
@@ -109,7 +125,6 @@ figure_rule(
     [outputs.ERRORS_F["logit_examples"]],
     f"{ERROR_FIGURES}:figF5_logit_examples",
     "mistakes",
-    scope="answer_logits",
 )
 figure_rule(
     "fig_logit_slope_fourier",
@@ -117,6 +132,5 @@ figure_rule(
     [outputs.ERRORS_F["logit_line_fourier"]],
     f"{ERROR_FIGURES}:figF6_logit_slope_fourier",
     "mistakes",
-    scope="answer_logits",
 )
 register(*table("tabF2_carry_test"))

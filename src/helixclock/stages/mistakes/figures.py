@@ -246,12 +246,19 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
 
 def figF5_logit_examples(examples: pd.DataFrame, model: str):
     """Fig. F5: final logits over the answer tokens 0..198 for a few prompts, their line fit
-    and answer."""
+    and answer; numbers of several tokens: the answers' log-likelihoods L(n), beside their
+    independent-digits control."""
+    several = "control" in examples
+    score = "log-likelihood L(n)" if several else "logits"
     ids = list(dict.fromkeys(examples["example"]))
     fig, axes = plt.subplots(1, len(ids), figsize=(5.0 * len(ids), 3.6), squeeze=False, sharey=False)
     for ax, i in zip(axes[0], ids):
         part = examples[examples["example"] == i]
-        sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"], label="logits")
+        sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"], label=score)
+        if several:
+            sns.lineplot(
+                part, x="token", y="control", ax=ax, lw=0.8, color=PALETTE["other"], label="independent digits"
+            )
         sns.lineplot(part, x="token", y="line", ax=ax, lw=1.0, ls="--", color="k", label="line fit")
         r = part.iloc[0]
         ax.axvline(r["answer"], color=PALETTE["highlight"], ls=":", lw=1.0, label=f"answer {int(r['answer'])}")
@@ -261,10 +268,15 @@ def figF5_logit_examples(examples: pd.DataFrame, model: str):
             f"top period of detrended {_period_label(r['top_period'])}",
             fontsize=10,
         )
-        ax.set_xlabel("answer token (0..198)")
-        ax.set_ylabel("final logit")
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-    fig.suptitle(f"{model}: final logits over the answer tokens for randomly drawn prompts")
+        ax.set_xlabel("answer n (0..198)" if several else "answer token (0..198)")
+        ax.set_ylabel(score if several else "final logit")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4 if several else 3)
+    what = (
+        "the answers' log-likelihoods (their digit tokens and the end)"
+        if several
+        else "final logits over the answer tokens"
+    )
+    fig.suptitle(f"{model}: {what} for randomly drawn prompts")
     fig.tight_layout()
     return fig
 
@@ -296,19 +308,39 @@ def figF6_logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 1
     for handle in leg.legend_handles:
         handle.set_alpha(1)
     counts = period_counts(per_prompt["top_period"], N_ANSWERS).head(top).sort_values("period")
-    labels = [_period_label(p) for p in counts["period"]]
-    colors = [PALETTE["highlight"] if near(p, 10) else PALETTE["other"] for p in counts["period"]]
-    sns.barplot(
-        x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)), ax=ax2, legend=False
-    )
     best = counts.sort_values("count").iloc[-1]
+    title = f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts; paper, GPT-J: 10)"
+    several = "control_top_period" in per_prompt
+    if several:  # numbers of several tokens: beside the independent-digits control
+        control = period_counts(per_prompt["control_top_period"], N_ANSWERS)
+        shown = pd.concat([counts, control.head(top)])["period"].drop_duplicates().sort_values()
+        long = pd.concat(
+            [
+                part[part["period"].isin(shown)][["period", "count"]].assign(scores=name)
+                for part, name in ((counts, "L(n)"), (control, "independent digits"))
+            ]
+        )
+        long["label"] = [_period_label(p) for p in long["period"]]
+        order = [_period_label(p) for p in shown]
+        palette = [PALETTE["model"], PALETTE["other"]]
+        sns.barplot(long, x="label", y="count", hue="scores", order=order, palette=palette, ax=ax2)
+        at10 = control.loc[near(control["period"], 10), "share"].sum()
+        title += f"; the control: {at10:.1%} at 10"
+    else:
+        labels = [_period_label(p) for p in counts["period"]]
+        colors = [PALETTE["highlight"] if near(p, 10) else PALETTE["other"] for p in counts["period"]]
+        sns.barplot(
+            x=labels, y=counts["count"].to_numpy(), hue=labels, palette=dict(zip(labels, colors)), ax=ax2, legend=False
+        )
+    scores = "L(n)" if several else "logits"
+    ax.set_ylabel("slope of the line through " + ("L(n)" if several else "the logits"))
     ax2.set_ylim(0, ax2.get_ylim()[1] * 1.15)
-    ax2.set_xlabel("top Fourier period of the detrended logits (199/k tokens)")
+    ax2.set_xlabel(f"top Fourier period of the detrended {scores} (199/k{'' if several else ' tokens'})")
     ax2.set_ylabel("prompts")
-    ax2.set_title(
-        f"most common top period {_period_label(best['period'])} ({best['share']:.1%} of prompts; paper, GPT-J: 10)",
-        fontsize=10,
+    ax2.set_title(title, fontsize=10)
+    what = (
+        "the answers' log-likelihoods L(n) over 0..198" if several else "the final logits over the answer tokens 0..198"
     )
-    fig.suptitle(f"{model}: the final logits over the answer tokens 0..198")
+    fig.suptitle(f"{model}: {what}")
     fig.tight_layout()
     return fig

@@ -256,17 +256,19 @@ def _check_rows(logits: np.ndarray, accuracy: pd.DataFrame) -> None:
         )
 
 
-def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame) -> pd.DataFrame:
+def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame, control: np.ndarray | None = None) -> pd.DataFrame:
     """Fig. F6: per prompt, the line through its logits over the tokens 0..198 and the top
     period of the detrended logits (logits - line; DC dropped).
 
     logits [n, 199] in ``accuracy``'s row order (a, b, answer, correct).  Columns: a, b,
-    answer, correct, slope, intercept, top_period, top_frequency, top_magnitude, top_share.
+    answer, correct, slope, intercept, top_period, top_frequency, top_magnitude, top_share;
+    with ``control`` (numbers of several tokens: the independent-digits control of L(n),
+    :mod:`.answer_scores`) also its control_slope, control_top_period and control_top_share.
     """
     _check_rows(logits, accuracy)
     slope, intercept, line = line_fits(logits)
     top = dominant_periods(np.asarray(logits, np.float64) - line)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "a": accuracy["a"].to_numpy(int),
             "b": accuracy["b"].to_numpy(int),
@@ -280,14 +282,24 @@ def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame) -> pd.DataFra
             "top_share": top["share"],
         }
     )
+    if control is not None:
+        _check_rows(control, accuracy)
+        c_slope, _, c_line = line_fits(control)
+        c_top = dominant_periods(np.asarray(control, np.float64) - c_line)
+        out["control_slope"] = c_slope
+        out["control_top_period"] = c_top["period"]
+        out["control_top_share"] = c_top["share"]
+    return out
 
 
-def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int = 3, seed: int = 0) -> pd.DataFrame:
+def logit_examples(
+    logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int = 3, seed: int = 0, control: np.ndarray | None = None
+) -> pd.DataFrame:
     """Fig. F5: the final logits over the tokens 0..198 of ``n_examples`` prompts drawn with
     ``seed``, with each prompt's line and the top period of its detrended logits.
 
     Long format, one row per (example, token): example, a, b, answer, pred, correct, token,
-    logit, line, slope, top_period.
+    logit, line, slope, top_period; with ``control`` (numbers of several tokens) its values too.
     """
     _check_rows(logits, accuracy)
     rng = np.random.default_rng(seed)
@@ -312,6 +324,8 @@ def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int =
             "top_period": np.repeat(top["period"], m),
         }
     )
+    if control is not None:
+        out["control"] = np.asarray(control, np.float64)[rows].ravel()
     return out
 
 
@@ -319,12 +333,19 @@ def logit_examples(logits: np.ndarray, accuracy: pd.DataFrame, n_examples: int =
 
 
 def model_errors(
-    accuracy: pd.DataFrame, logits: np.ndarray | None = None, n_examples: int = 3, seed: int = 0
+    accuracy: pd.DataFrame,
+    logits: np.ndarray | None = None,
+    n_examples: int = 3,
+    seed: int = 0,
+    rows: np.ndarray | None = None,
+    control: np.ndarray | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The App. F tables that need no neurons, from ``add.csv`` (and ``add_logits.h5``'s
     logits, [10000, 199] in the same row order): errors (F1, F2), error_distribution,
     error_summary (F1), carry_test (F2), and with logits logit_examples (F5) and
-    logit_line_fourier (F6)."""
+    logit_line_fourier (F6).  Numbers of several tokens: ``logits`` are the log-likelihoods
+    L(n) of the prompts of add.csv's ``rows`` (a sample), with their ``control``
+    (:mod:`.answer_scores`)."""
     errors = error_table(accuracy)
     out = {
         "errors": errors,
@@ -333,8 +354,9 @@ def model_errors(
         "carry_test": carry_test(errors),
     }
     if logits is not None:
-        out["logit_examples"] = logit_examples(logits, accuracy, n_examples, seed)
-        out["logit_line_fourier"] = logit_line_fourier(logits, accuracy)
+        prompts = accuracy if rows is None else accuracy.iloc[rows].reset_index(drop=True)
+        out["logit_examples"] = logit_examples(logits, prompts, n_examples, seed, control)
+        out["logit_line_fourier"] = logit_line_fourier(logits, prompts, control)
     else:  # numbers of several tokens: a record in place of each table that needs them
         record = pd.DataFrame({"not_defined": [NO_ANSWER_TOKENS]})
         out["logit_examples"] = out["logit_line_fourier"] = record
