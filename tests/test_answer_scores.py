@@ -99,3 +99,20 @@ def test_the_control_keeps_each_digits_distribution_and_drops_their_dependence()
     scores = NodeScores(alphabet, [root, dependent, np.repeat(after_units, 10, 1)])
     L, control = log_likelihoods(scores, trie, end), independent_digits(scores, trie, end)
     assert L[0, 13] > control[0, 13] and L[0, 12] < control[0, 12]  # the dependence is gone from the control
+
+
+def test_fig_f6_reads_the_two_digit_answers_apart_from_the_steps_of_token_count():
+    """A planted L(n): a step down at 10 and 100 (one more digit to write) and a period-10 ripple
+    over the two-digit answers.  Over 0..198 the steps decide the top period; over 10..99 alone
+    (one token count) the ripple does, and only in L(n): the control is the steps alone."""
+    from helixclock.stages.mistakes.wrong_answers import logit_line_fourier
+
+    n = np.arange(199)
+    steps = -8.0 * (n >= 10) - 8.0 * (n >= 100)
+    ripple = np.where((n >= 10) & (n < 100), 0.5 * np.cos(2 * np.pi * n / 10), 0.0)
+    L = np.stack([steps + ripple, steps + 1.3 * ripple])
+    prompts = pd.DataFrame({"a": [3, 4], "b": [5, 6], "answer": [8, 10], "correct": [True, True]})
+    table = logit_line_fourier(L, prompts, control=np.stack([steps, steps]))
+    assert not np.isclose(table["top_period"], 10).any()
+    assert np.allclose(table["two_digit_top_period"], 10)
+    assert not np.isclose(table["control_two_digit_top_period"], 10).any()

@@ -325,7 +325,9 @@ def figF6_logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 1
         palette = [PALETTE["model"], PALETTE["other"]]
         sns.barplot(long, x="label", y="count", hue="scores", order=order, palette=palette, ax=ax2)
         at10 = control.loc[near(control["period"], 10), "share"].sum()
-        title += f"; the control: {at10:.1%} at 10"
+        two = [float(near(per_prompt[c], 10).mean()) for c in ("two_digit_top_period", "control_two_digit_top_period")]
+        title += f"; the control: {at10:.1%} at 10\n"
+        title += f"over the answers 10..99 alone: {two[0]:.1%} at 10, the control {two[1]:.1%}"
     else:
         labels = [_period_label(p) for p in counts["period"]]
         colors = [PALETTE["highlight"] if near(p, 10) else PALETTE["other"] for p in counts["period"]]

@@ -263,7 +263,9 @@ def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame, control: np.n
     logits [n, 199] in ``accuracy``'s row order (a, b, answer, correct).  Columns: a, b,
     answer, correct, slope, intercept, top_period, top_frequency, top_magnitude, top_share;
     with ``control`` (numbers of several tokens: the independent-digits control of L(n),
-    :mod:`.answer_scores`) also its control_slope, control_top_period and control_top_share.
+    :mod:`.answer_scores`) also its control_slope, control_top_period and control_top_share,
+    and the top period over the two-digit answers 10..99 alone (one token count; 90/k) of
+    both, two_digit_top_period and control_two_digit_top_period.
     """
     _check_rows(logits, accuracy)
     slope, intercept, line = line_fits(logits)
@@ -289,7 +291,15 @@ def logit_line_fourier(logits: np.ndarray, accuracy: pd.DataFrame, control: np.n
         out["control_slope"] = c_slope
         out["control_top_period"] = c_top["period"]
         out["control_top_share"] = c_top["share"]
+        for name, scores in (("", logits), ("control_", control)):  # one token count: the answers 10..99
+            two = np.asarray(scores, np.float64)[:, TWO_DIGITS]
+            out[f"{name}two_digit_top_period"] = dominant_periods(two - line_fits(two)[2])["period"]
     return out
+
+
+# Numbers of several tokens: the answers of two digits, one token count for a digit tokenizer, so
+# that the steps of L(n) where the count changes (at 10 and 100) do not decide the top period
+TWO_DIGITS = slice(10, 100)
 
 
 def logit_examples(
