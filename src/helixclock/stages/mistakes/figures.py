@@ -270,7 +270,9 @@ def figF5_logit_examples(examples: pd.DataFrame, model: str):
         )
         ax.set_xlabel("answer n (0..198)" if several else "answer token (0..198)")
         ax.set_ylabel(score if several else "final logit")
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4 if several else 3)
+        ax.legend(
+            fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.27 if several else -0.2), ncol=2 if several else 3
+        )
     what = (
         "the answers' log-likelihoods (their digit tokens and the end)"
         if several
