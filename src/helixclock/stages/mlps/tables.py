@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ...statistics import Resampling, primary, summarise, te_de_table, topk_table
@@ -27,8 +28,9 @@ def _stages(topk: pd.DataFrame, raw_fits: pd.DataFrame, effects: pd.DataFrame, r
             "n_pairs": [int(fits.loc[layer, "n_pairs"]) for layer in circuit],
         }
     )
-    stages["helix_sum_over_te"] = stages["helix_sum"] / stages["te"]
-    stages["de_over_te"] = stages["de"] / stages["te"]
+    te = stages["te"].astype(np.float64)  # the ratios in float64, of the means as the tables hold them
+    stages["helix_sum_over_te"] = stages["helix_sum"].astype(np.float64) / te
+    stages["de_over_te"] = stages["de"].astype(np.float64) / te
     return stages
 
 
