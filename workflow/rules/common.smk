@@ -164,6 +164,13 @@ def model_weights(wildcards):
     return [source] if kind == "gguf" else []
 
 
+def final_scores(wildcards):
+    """What Figs. F5 and F6 read: the accuracy sweep's final logits of the answer tokens
+    0..198, or for numbers of several tokens the answers' log-likelihoods (answer_scores)."""
+    several = several_tokens(REGISTRY[wildcards.model])
+    return (outputs.ANSWER_SCORES if several else outputs.ADD_LOGITS).format(model=wildcards.model)
+
+
 def fit_settings(compat=False):
     """helixclock.bases.FitSettings from config key helix; with compat=True also config key
     compat, for the rules whose polynomial fits it changes."""

@@ -32,13 +32,6 @@ model_job(
 )
 
 
-def final_scores(wildcards):
-    """What Figs. F5 and F6 read: the accuracy sweep's final logits of the answer tokens
-    0..198, or for numbers of several tokens the answers' log-likelihoods (answer_scores)."""
-    several = several_tokens(REGISTRY[wildcards.model])
-    return (outputs.ANSWER_SCORES if several else outputs.ADD_LOGITS).format(model=wildcards.model)
-
-
 rule model_errors:
     input:
         accuracy=outputs.ADD_ACCURACY,
