@@ -41,7 +41,8 @@ def plain_scores(hf, prompt: list[int], candidates: list[list[int]], end: int | 
 def test_the_trie_walk_equals_a_run_of_every_candidate(family):
     """Every L(n), n = 0..198 with the answer-ending token, equals the sum of log-probabilities
     of a plain run of the prompt followed by n's digits and the end (Gemma-3: a cache with
-    sliding-window layers), for prompts of three token lengths batched apart."""
+    sliding-window layers), for prompts of three token lengths batched apart, several prompts a
+    pass (the rows of a depth are prompt-major: each reads its parent's row of its own prompt)."""
     tok = digit_splitting_tokenizer()
     hf = tiny_hf_model(family, len(tok), seed=4, initializer_range=0.2)
     candidates, end = answer_candidates(tok, ADD, PROMPTS, end=".")
@@ -50,9 +51,9 @@ def test_the_trie_walk_equals_a_run_of_every_candidate(family):
     assert [len(level) for level in trie.levels] == [10, 90, 99]  # one node per candidate: 199 tokens fed
     ids = [list(map(int, tok(f"Output ONLY a number.\n{a}+{b}=")["input_ids"])) for a, b in PROMPTS.to_numpy()]
     assert len({len(x) for x in ids}) == 3
-    scores = node_scores(hf, ids, trie, end, max_rows=128, progress=False)
+    scores = node_scores(hf, ids, trie, end, max_rows=512, progress=False)  # up to 5 prompts a pass
     got = log_likelihoods(scores, trie, end)
-    for i in (0, 2, 3):
+    for i in range(len(ids)):
         np.testing.assert_allclose(got[i], plain_scores(hf, ids[i], candidates, end), rtol=1e-5, atol=1e-4)
     assert np.ptp(got) > 1.0  # the scores differ
 
@@ -99,6 +100,14 @@ def test_the_control_keeps_each_digits_distribution_and_drops_their_dependence()
     scores = NodeScores(alphabet, [root, dependent, np.repeat(after_units, 10, 1)])
     L, control = log_likelihoods(scores, trie, end), independent_digits(scores, trie, end)
     assert L[0, 13] > control[0, 13] and L[0, 12] < control[0, 12]  # the dependence is gone from the control
+    # by hand: the units position's distribution is the depth-1 nodes' averaged with weights
+    # P("d") = exp(root[d]) over the first digits 0..9 (the candidates' prefixes), renormalised
+    w = np.exp(root[:, 0, :10]) / np.exp(root[:, 0, :10]).sum(1, keepdims=True)  # [prompts, nodes]
+    units_marginal = np.log(np.einsum("pn,pnt->pt", w, np.exp(scores.logp[1])))
+    want = root[:, 0, 1] + units_marginal[:, 3] + after_units[:, 0, end]
+    np.testing.assert_allclose(control[:, 13], want, rtol=1e-12)
+    want_one = root[:, 0, 7] + units_marginal[:, end]  # "7": the end's marginal after one digit
+    np.testing.assert_allclose(control[:, 7], want_one, rtol=1e-12)
 
 
 def test_fig_f6_reads_the_two_digit_answers_apart_from_the_steps_of_token_count():

@@ -76,10 +76,23 @@ def test_a_coarser_grid_measures_the_mlps_it_skipped(several):
     every = layer_effects(engine, pairs, "answer")
     coarse = layer_effects(engine, pairs, "answer", layer_step=2)
     assert sorted(coarse["layer"].unique()) == [0, 2, 3]
-    got = mlp_effects(engine, pairs, coarse, "answer")
-    want = mlp_effects(engine, pairs, every, "answer")
+    got = mlp_effects(engine, pairs, coarse.assign(reading="answer positions"), "answer")
+    want = mlp_effects(engine, pairs, every.assign(reading="answer positions"), "answer")
     assert sorted(got["layer"].unique()) == list(range(LAYERS))
     pd.testing.assert_frame_equal(got, want, rtol=1e-4, atol=1e-5)  # batches differ
+    with pytest.raises(ValueError, match="reading"):  # answer positions need the table's readings
+        mlp_effects(engine, pairs, layer_effects(engine, pairs), "answer")
+
+
+def both_readings(engine, pairs) -> pd.DataFrame:
+    """Fig. 6's raw table at both readings, as the last-token stage writes it."""
+    return pd.concat(
+        [
+            layer_effects(engine, pairs, pos).assign(reading=r)
+            for pos, r in (("last", "last token"), ("answer", "answer positions"))
+        ],
+        ignore_index=True,
+    )
 
 
 def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several):
@@ -88,7 +101,7 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
     final residual (DE) score the same positions the same way: TE = DE, pair by pair, at the
     last prompt token and at the answer positions (whose TE's end term is then 0)."""
     engine, pairs, correct = several
-    out = mlp_patching_readings(engine, pairs, correct, ADD, layer_effects(engine, pairs, "last"), (2, 10), 8)
+    out = mlp_patching_readings(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
     effects = out["effects"]
     assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions"]
     for reading in ("last token", "answer positions"):
@@ -113,7 +126,7 @@ def test_the_summary_reads_each_reading_apart(several):
     """mlp_summary of two readings: each table in two parts, each the summary of its reading's
     raw rows alone (the same numbers as a summary of that reading by itself)."""
     engine, pairs, correct = several
-    out = mlp_patching_readings(engine, pairs, correct, ADD, layer_effects(engine, pairs, "last"), (2, 10), 8)
+    out = mlp_patching_readings(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
     resampling = Resampling(bootstrap=50)
     both = mlp_summary(out["topk"], out["fits"], out["effects"], 0.8, resampling)
     for reading in ("last token", "answer positions"):

@@ -392,8 +392,9 @@ def task_accuracy(task: str, correct: int | None = None) -> pd.DataFrame:
 
 
 def weak_several_token_run(root: Path, model: str = "digits") -> dict:
-    """A model whose numbers take several tokens (the stages of tables/not_run.csv not run:
-    no head, MLP or neuron tables; the final logits' record "not defined"), that gets 1 of the
+    """A model whose numbers take several tokens (the stages of tables/not_run.csv not run: no
+    head or neuron tables; the MLP tables are GPT-J's stand-ins; Fig. F6's table a record "not
+    defined", as a stage writes where a quantity has no value), that gets 1 of the
     77 a-23 prompts right (left out of Table 1 by other_tasks_patching's preconditions) and
     makes 5 numeric wrong answers (too few for the carry test).  Returns the accuracy tables."""
     synthetic_results(root, model)
@@ -572,3 +573,27 @@ def test_plotting_and_table_modules_import_no_torch():
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_several_token_runs_are_compared_at_the_last_token_and_on_their_own_scores():
+    """A two-reading MLP table is read at the last token (the paper's reading), whichever
+    reading comes first; Fig. F6's quantities of a model with numbers of several tokens are
+    "different metric" (L(n), not final logits), with their value kept."""
+    from helixclock.stages.report.quantities import REGISTRY
+    from helixclock.stages.report.status import value_status
+
+    def topk(k_last, k_answer):
+        rows = []
+        for reading, k in (("answer positions", k_answer), ("last token", k_last)):
+            for kk in range(4):
+                rows.append({"reading": reading, "k": kk, "fraction_of_max": 1.0 if kk >= k else 0.5})
+        return pd.DataFrame(rows)
+
+    q = REGISTRY["mlp_k_for_95pct"]
+    assert value_status(q, {"mlp_topk": topk(3, 1)}, ["p"], "m", several=True)[:2] == (3.0, "ok")
+    assert value_status(q, {"mlp_topk": topk(2, 1)}, ["p"], "m", several=True)[0] == 2.0
+    f6 = {"logit_line_fourier": pd.DataFrame({"slope": [-1.0, 1.0, 2.0, -3.0], "top_frequency": [20, 20, 2, 1]})}
+    q = REGISTRY["logit_slope_negative_share"]
+    value, status, reason = value_status(q, f6, ["p"], "m", several=True)
+    assert (value, status) == (0.5, "different metric") and "L(n)" in reason
+    assert value_status(q, f6, ["p"], "m", several=False)[1] == "ok"

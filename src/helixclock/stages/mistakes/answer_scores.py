@@ -167,17 +167,16 @@ def independent_digits(scores: NodeScores, trie: Trie, end: int | None) -> np.nd
     next token averaged over the prefixes of that depth, each weighted by its probability under
     the model (renormalised over the candidates' prefixes), so every position keeps its digit
     distribution (and the end's) and no position depends on the digits before it.  For
-    one-token answers it is L(n) itself."""
+    one-token answers without an end token it is L(n) itself.  Computed in log space."""
     n_prompts = scores.logp[0].shape[0]
-    weight = [np.ones((n_prompts, 1))]  # P(prefix) of each node, depth by depth
+    log_weight = [np.zeros((n_prompts, 1))]  # log P(prefix) of each node, depth by depth
     for d, (tokens, parents) in enumerate(zip(trie.levels, trie.parents)):
         cols = [scores.column(t) for t in tokens]
-        step = np.exp(scores.logp[d][:, parents, cols])  # [prompts, nodes]
-        weight.append(weight[d][:, parents] * step)
+        log_weight.append(log_weight[d][:, parents] + scores.logp[d][:, parents, cols])  # [prompts, nodes]
     marginal = []
     for d in range(len(scores.logp)):
-        w = weight[d] / weight[d].sum(1, keepdims=True)
-        marginal.append(np.log(np.einsum("pn,pnt->pt", w, np.exp(scores.logp[d]))))  # [prompts, alphabet]
+        w = log_weight[d] - _logsumexp(log_weight[d], 1)[:, None]  # renormalised over the depth's prefixes
+        marginal.append(_logsumexp(w[:, :, None] + scores.logp[d], 1))  # [prompts, alphabet]
     out = np.zeros((n_prompts, len(trie.paths)))
     for c, path in enumerate(trie.paths):
         for d, _, token in path:
@@ -185,6 +184,11 @@ def independent_digits(scores: NodeScores, trie: Trie, end: int | None) -> np.nd
         if end is not None:
             out[:, c] += marginal[trie.leaf[c][0]][:, scores.column(end)]
     return out
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    top = x.max(axis, keepdims=True)
+    return (top + np.log(np.exp(x - top).sum(axis, keepdims=True))).squeeze(axis)
 
 
 def answer_scores(

@@ -285,7 +285,9 @@ def figF5_logit_examples(examples: pd.DataFrame, model: str):
 
 def figF6_logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 10):
     """Fig. F6: top, the slope of each prompt's line through its logits over 0..198 against
-    a+b; bottom, the most common top periods of the detrended logits (DC dropped)."""
+    a+b; bottom, the most common top periods of the detrended logits (DC dropped).  Numbers of
+    several tokens: of the answers' log-likelihoods L(n), the bars beside those of the
+    independent-digits control, the title with the shares at T = 10 over 10..99 alone."""
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(8, 7.0))
     sns.scatterplot(
         per_prompt,

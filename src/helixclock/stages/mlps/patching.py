@@ -1,8 +1,9 @@
 """MLPs at the last token (section 5.3): the model job.
 
-MLPs sorted by TE (from the last-token stage's layer effects) are patched together for
-every k (Fig. D8); every MLP's output is fitted with helix(a+b) and the fit patched in, so
-that helix(a+b)/TE can be read for whichever MLPs the table job calls the circuit (Fig. 7).
+MLPs sorted by TE (Fig. 6's layer effects, and those of the MLPs a coarser layer grid skipped
+measured here: :func:`mlp_effects`) are patched together for every k (Fig. D8); every MLP's
+output is fitted with helix(a+b) and the fit patched in, so that helix(a+b)/TE can be read
+for whichever MLPs the table job calls the circuit (Fig. 7).
 
 Answers of several tokens (pairs scored by log-probability) are read twice, as Figs. 5 and 6
 are (column ``reading``): at the last prompt token, the paper's reading, and at every position
@@ -40,8 +41,8 @@ from ..last_token.patching import READINGS
 
 
 def mlp_te(effects: pd.DataFrame) -> np.ndarray:
-    """Each MLP's mean TE, [n_layers] in layer order, from a raw table of TE and DE (Fig. 6's
-    layer effects, or :func:`mlp_effects`; of LD itself where the table has its terms)."""
+    """Each MLP's mean TE, [n_layers] in layer order, from a raw table of TE and DE of every MLP
+    at one reading (:func:`mlp_effects`; of LD itself where the table has its terms)."""
     effects = primary(effects)
     mlp = effects[(effects["component"] == "MLP") & (effects["effect"] == "te")]
     return pair_values(mlp.sort_values("layer")).mean(1)
@@ -54,6 +55,11 @@ def mlp_effects(engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFram
     rows = layer_effects[layer_effects["component"] == "MLP"]
     if "reading" in rows:
         rows = rows[rows["reading"] == READINGS[position]].drop(columns="reading")
+    elif position == "answer":
+        raise ValueError(
+            "MLP effects at the answer positions need Fig. 6's raw table with its readings (column 'reading'); "
+            f"this one has columns {list(layer_effects.columns)[:6]}..."
+        )
     have = set(rows["layer"])
     missing = [layer for layer in range(engine.adapter.n_layers) if layer not in have]
     if missing:

@@ -1,4 +1,5 @@
-"""The MLP stage's tables (pandas only): the top-k curve and the circuit MLPs' stages."""
+"""The MLP stage's tables (pandas only): the top-k curve, the circuit MLPs' stages and every
+MLP's TE and DE with intervals (by reading for answers of several tokens)."""
 
 from __future__ import annotations
 

@@ -42,12 +42,23 @@ class Quantity:
     value) and ``gap(tables, model) -> Gap``, why it has none (without one, "not defined").
     ``full``: for a logit difference of Table 1, the id of its task's Full (the layer patch),
     the only reference its value is compared through where the model's LD is not the paper's
-    one-token logit difference (numbers of several tokens)."""
+    one-token logit difference (numbers of several tokens).  ``several``: for a quantity that
+    numbers of several tokens measure on another score than the paper's, what that score is
+    (their rows are "different metric" with it as the reason)."""
 
     tables: tuple[str, ...]
     extract: Callable[[Tables, str], float]
     gap: Callable[[Tables, str], Gap] | None = None
     full: str | None = None
+    several: str | None = None
+
+
+# what Figs. F5 and F6 read for numbers of several tokens, in place of the final logits
+ANSWER_SCORES = (
+    "numbers of several tokens: the answers' log-likelihoods L(n) over a sample of prompts (README, \"Numbers of "
+    'several tokens"), not the final logits of one answer token each; the digits build period 10 into L(n) '
+    "(errors/logit_line_fourier.csv has the independent-digits control)"
+)
 
 
 # ---------------------------------------------------------------- small readers
@@ -156,8 +167,9 @@ def _fit_recovery(t: Tables, model: str) -> float:
 
 
 def _logit_top_period(t: Tables, model: str) -> float:
-    """The most common top period of the detrended final logits (period 199 / k of the
-    modal frequency k; k = 20 is 9.95, the paper's "10")."""
+    """The most common top period of the detrended final logits (numbers of several tokens: of
+    the answers' log-likelihoods L(n)): period 199 / k of the modal frequency k; k = 20 is
+    9.95, the paper's "10"."""
     k = t["logit_line_fourier"]["top_frequency"].mode()
     return float(N_ANSWERS / k.min()) if len(k) else np.nan
 
@@ -295,9 +307,11 @@ def _registry() -> dict[str, Quantity]:
             )
             for qid, split in (("carry_test_p", ">= 10 (carry)"), ("carry_test_p_authors", "> 10 (authors' code)"))
         },
-        "logit_top_period": Quantity(("logit_line_fourier",), _logit_top_period),
+        "logit_top_period": Quantity(("logit_line_fourier",), _logit_top_period, several=ANSWER_SCORES),
         "logit_slope_negative_share": Quantity(
-            ("logit_line_fourier",), lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean())
+            ("logit_line_fourier",),
+            lambda t, m: float((t["logit_line_fourier"]["slope"] < 0).mean()),
+            several=ANSWER_SCORES,
         ),
     }
     for col in ("wrong_share", "numeric_share_of_wrong", "minus10_share", "plus10_share", "top2_cumulative_share"):

@@ -13,7 +13,8 @@ report"):
   8, the first layer of an a+b head when no top head is one, a stage's record that it is not
   defined for numbers of several tokens);
 * ``different metric``: a logit difference of Table 1 of a model whose numbers take several
-  tokens, beside GPT-J's one-token logit difference: only its ratio to Full is compared;
+  tokens, beside GPT-J's one-token logit difference: only its ratio to Full is compared; and
+  Fig. F6's slope and period of such a model, read from its answers' log-likelihoods;
 * ``missing``: an output table absent with no reason recorded (a results folder the DAG did
   not finish).
 
@@ -60,8 +61,9 @@ def value_status(
     * a table that is a stage's record that the quantity is not defined (a column
       ``not_defined``, numbers of several tokens): "not defined" with the record's words;
     * no value in the tables: the quantity's ``gap`` ("not run" or "not defined" with why);
-    * a logit difference of Table 1 (``full``) of a model whose numbers take several tokens
-      (``several``): "different metric";
+    * a logit difference of Table 1 (``full``), or a quantity measured on another score
+      (``q.several``), of a model whose numbers take several tokens (``several``): "different
+      metric";
     * else "ok" (:func:`paper_comparison` turns a bound that fails into "differs").
     """
     missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
@@ -79,6 +81,8 @@ def value_status(
         return np.nan, status, reason
     if q.full is not None and several:
         return value, DIFFERENT_METRIC, SEVERAL_TOKEN_LD
+    if q.several is not None and several:
+        return value, DIFFERENT_METRIC, q.several
     return value, OK, ""
 
 
