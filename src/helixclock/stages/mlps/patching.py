@@ -96,10 +96,15 @@ def mlp_patching(
     values, _ = engine.collect(fit_ids, mlps, logits=False, desc="MLP outputs")
     fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components, dedupe=False)
     pred = fits.predict(basis, sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"]))  # [L, n, d]
-    ld = engine.run(pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(mlps)], desc="MLP fits")
-    r2 = to_numpy(fits.r2[0])
-    labels = [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)]
-    return {"effects": effects, "topk": _topk(engine, pairs, effects, last), "fits": ld_table(ld, pairs, labels)}
+    fit_raw = _fit_table(engine, pairs, mlps, pred[:, :, None], to_numpy(fits.r2[0]), "MLP fits")
+    return {"effects": effects, "topk": _topk(engine, pairs, effects, last), "fits": fit_raw}
+
+
+def _fit_table(engine: PatchingEngine, pairs: Pairs, mlps, pred: Tensor, r2: np.ndarray, desc: str) -> pd.DataFrame:
+    """Each MLP's output replaced by its fit ``pred`` [L, n_pairs, positions, d] at its
+    positions: the raw LD table with the fit's R² per MLP."""
+    ld = engine.run(pairs, [[Patch(p, pred[i])] for i, p in enumerate(mlps)], desc=desc)
+    return ld_table(ld, pairs, [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)])
 
 
 def mlp_outputs(
@@ -155,12 +160,10 @@ def mlp_patching_readings(
         effects = mlp_effects(engine, pairs, layer_effects, position)
         pred, r2 = fitted[position]
         mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
-        ld = engine.run(pairs, [[Patch(p, pred[i])] for i, p in enumerate(mlps)], desc=f"MLP fits ({reading})")
-        labels = [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)]
         tables = {
             "effects": effects,
             "topk": _topk(engine, pairs, effects, position),
-            "fits": ld_table(ld, pairs, labels),
+            "fits": _fit_table(engine, pairs, mlps, pred, r2, f"MLP fits ({reading})"),
         }
         for name, table in tables.items():
             out[name].append(table.assign(reading=reading)[["reading", *table.columns]])
