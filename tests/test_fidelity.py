@@ -98,7 +98,8 @@ def test_a_b_heads_act_only_indirectly(tiny_gptj):
     engine = PatchingEngine(tiny_gptj, progress=False)
     L = tiny_gptj.adapter.n_layers
     point = Point("head_out", L - 1, (LAST,), index=1)
-    corrupted = engine.corrupted_values(pairs, [point])[point]
+    site = Point("head_out", L - 1, (LAST,))  # every head of the layer: the head's context
+    corrupted = engine.corrupted_values(pairs, [site])[site]
     new = engine.clean_values(pairs, [point])[point] * 3.0
     final = Point("resid_pre", L, (LAST,))
     ld = engine.run(pairs, [ab_head_patches(engine, point, new, corrupted, final), [Patch(point, new)]]).metric

@@ -360,6 +360,11 @@ def test_a_tensor_value_on_a_padded_span_gives_each_repeat_its_first_value(digit
     torch.testing.assert_close(engine.run(pairs, [[Patch(point, values)]]).metric[0], clean)
     with pytest.raises(ValueError, match="padded span"):
         engine.run(pairs, [[Patch(point, values + torch.randn_like(values))]])
+    # added, the clean - corrupted difference (repeats as their first) is added once: the clean patch
+    diff = values - engine.corrupted_values(pairs, [point])[point]
+    torch.testing.assert_close(engine.run(pairs, [[Patch(point, diff, add=True)]]).metric[0], clean)
+    with pytest.raises(ValueError, match="padded span"):
+        engine.run(pairs, [[Patch(point, diff + torch.randn_like(diff), add=True)]])
 
 
 def test_only_the_digits_0_to_9_continue_an_answer():

@@ -72,7 +72,8 @@ LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effect
 # -- attention heads (heads.smk)
 HEADS = f"{MODEL}/heads"
 HEADS_RAW = {
-    k: f"{HEADS}/raw/{k}.csv" for k in ("effects", "fits", "topk", "mixed", "paths", "categories", "attention")
+    k: f"{HEADS}/raw/{k}.csv"
+    for k in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories", "attention")
 }
 HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
 

@@ -211,6 +211,17 @@ def clock_pairs():
     return pairs
 
 
+def head_settings():
+    """helixclock.stages.heads.patching.HeadSettings: config keys clock.top_heads, mixed_heads and
+    head_screen (the registry's clock overrides them per model), its layer_step and the fits'."""
+
+    def heads(wildcards):
+        keys = {k: per_model("clock", k)(wildcards) for k in ("top_heads", "mixed_heads", "head_screen")}
+        return settled({**keys, "layer_step": layer_step()(wildcards), **fit_settings()})
+
+    return heads
+
+
 def neuron_settings(*keys):
     """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
     neurons.top_share overrides the share per model) and the seed."""

@@ -11,9 +11,7 @@ model_job(
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
-        heads=settled(
-            {"top_heads": config["clock"]["top_heads"], "mixed_heads": config["clock"]["mixed_heads"], **fit_settings()}
-        ),
+        heads=head_settings(),
     ),
 )
 

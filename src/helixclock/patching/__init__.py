@@ -28,7 +28,7 @@ from .attribution import attribute
 from .batching import OOMRetry
 from .engine import PatchingEngine, RunResult
 from .metrics import answer_correct, clean_answer_logit, logit_difference
-from .paths import contribution, delta, direct_effects, path_patch
+from .paths import contribution, delta, direct_effects, path_patch, write_change
 from .points import Patch, Point, Record
 from .runs import Pairs, RunCache
 
@@ -46,6 +46,7 @@ __all__ = [
     "answer_correct",
     "attribute",
     "contribution",
+    "write_change",
     "delta",
     "direct_effects",
     "path_patch",

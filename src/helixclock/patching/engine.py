@@ -382,10 +382,9 @@ class _Sweep:
         engine, point = self.engine, patch.point
         pos = engine.positions(point, self.prefix[0], layout)
         # a span narrower than its class repeats its first position (Layout.resolve): a tensor
-        # value must then give each repeat the value of the first, or the patch is not defined
+        # value must then give each repeat the value of the first, or the patch is not defined;
+        # so given, an added value is added once (each position is written, not accumulated)
         repeats = [(i, pos.index(p)) for i, p in enumerate(pos) if pos.index(p) != i]
-        if repeats and isinstance(patch.value, Tensor) and patch.add:
-            raise ValueError(f"patch at {point}: a value cannot be added on the padded span {point.positions}")
 
         def fn(x: Tensor) -> Tensor:
             y = x.clone()

@@ -35,8 +35,7 @@ def contribution(
             raise ValueError(
                 f"{engine.adapter.family} normalises the attention output after its projection "
                 f"({engine.adapter.attn_post_norm}): one head's write into the residual stream is "
-                "not defined, so single-head direct effects and path patching are not either "
-                "(activation patching of heads is)"
+                "not defined alone; the change of the block's write is (write_change)"
             )
         W = engine.adapter.head_weights(engine.model.hf, point.layer)[point.index]  # [dh, d]
         return value @ W.to(value.dtype)
@@ -45,7 +44,7 @@ def contribution(
             raise ValueError(
                 f"{engine.adapter.family} normalises the MLP output after its projection "
                 f"({engine.adapter.mlp_post_norm}): one neuron's write into the residual stream is "
-                "not defined"
+                "not defined alone; the change of the block's write is (write_change)"
             )
         w = engine.adapter.neuron_weights(engine.model.hf, point.layer)[point.index]  # [d]
         return value[..., None] * w.to(value.dtype)
@@ -55,14 +54,50 @@ def contribution(
     )
 
 
+def write_change(
+    engine: PatchingEngine,
+    point: Point,
+    new: Float[Tensor, "row pos *feature"],
+    site: Float[Tensor, "row pos *site_feature"],
+) -> Float[Tensor, "row pos d_model"]:
+    """How the residual stream's input from ``point``'s block changes when the point's value
+    goes from what ``site`` (its whole site's value: every head or neuron of the layer) holds
+    to ``new``, the site's other heads or neurons unchanged, [n, n_pos, d_model].
+
+    Without a norm after the output projection this is the difference of the two values'
+    :func:`contribution` (linear in the value).  A family that normalises the projection's
+    output (Gemma-2/3: ``attn_post_norm``, ``mlp_post_norm``) has no per-head or per-neuron
+    write; the change then is the block's write with the point's value replaced, through its
+    projection and norm, minus its write from ``site``: path patching's definition (the sender
+    changed, everything else as it was), which is the contribution difference wherever the
+    write is linear (tested)."""
+    norm = engine.adapter.attn_post_norm if point.kind == "head_out" else engine.adapter.mlp_post_norm
+    if point.index is None or point.kind not in ("head_out", "neuron_post") or not norm:
+        return contribution(engine, point, new) - contribution(engine, point, engine.narrow(point, site))
+    changed = site.clone()
+    changed[:, :, point.index] = new.to(site.dtype)
+    return _block_write(engine, point, changed) - _block_write(engine, point, site)
+
+
+def _block_write(engine: PatchingEngine, point: Point, site: Tensor) -> Tensor:
+    """A post-normed block's write from its whole site's value: the output projection (with its
+    bias), then the norm."""
+    ad, hf = engine.adapter, engine.model.hf
+    block = ad.block_path(point.layer)
+    proj, norm = (ad.attn_proj, ad.attn_post_norm) if point.kind == "head_out" else (ad.neuron_out, ad.mlp_post_norm)
+    proj, norm = hf.get_submodule(f"{block}.{proj}"), hf.get_submodule(f"{block}.{norm}")
+    flat = site.flatten(-2) if point.kind == "head_out" else site
+    with torch.no_grad():
+        return norm(proj(flat.to(proj.weight.dtype))).to(site.dtype)
+
+
 def delta(engine: PatchingEngine, pairs: Pairs, point: Point) -> Float[Tensor, "pair pos d_model"]:
-    """Clean minus corrupted contribution of a component, [n, n_pos, d_model].  An indexed
-    point's values are read from its whole site (one cached run for all its heads or
-    neurons)."""
+    """Clean minus corrupted write of a component, [n, n_pos, d_model] (:func:`write_change`
+    from the corrupted site to the point's clean value).  An indexed point's values are read
+    from its whole site (one cached run for all its heads or neurons)."""
     site = replace(point, index=None)
     clean = engine.narrow(point, engine.clean_values(pairs, [site])[site])
-    corr = engine.narrow(point, engine.corrupted_values(pairs, [site])[site])
-    return contribution(engine, point, clean) - contribution(engine, point, corr)
+    return write_change(engine, point, clean, engine.corrupted_values(pairs, [site])[site])
 
 
 def final_logits(engine: PatchingEngine, residual: Float[Tensor, "*row d_model"]) -> Float[Tensor, "*row vocab"]:

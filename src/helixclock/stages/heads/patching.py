@@ -10,18 +10,18 @@ path-patched as senders and receivers (Fig. D7).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ...bases import PERIODS, Basis, clock_bases, sum_values
-from ...experiments import topk_sweep, total_and_direct
+from ...experiments import layer_grid, ld_table, pad_answer_positions, topk_sweep, total_and_direct
 from ...fits import Fits, fit_token
 from ...io import to_numpy
-from ...patching import Pairs, Patch, PatchingEngine, Point, contribution, path_patch
-from ...statistics import pair_values, raw_table
+from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, logit_difference, path_patch, write_change
+from ...statistics import pair_values, primary, raw_table
 from .tables import categorise, mean_effects, with_mixed
 
 MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
@@ -36,12 +36,8 @@ class HeadSettings:
     mixed_heads: int = 4
     periods: tuple[int, ...] = PERIODS
     pca_components: int = 100
-
-
-def head_points(adapter, last: int) -> list[Point]:
-    return [
-        Point("head_out", layer, (last,), index=h) for layer in range(adapter.n_layers) for h in range(adapter.n_heads)
-    ]
+    head_screen: int = 0  # 0: every head activation-patched (the paper's); n: the n of largest attribution
+    layer_step: int = 1  # the MLPs Fig. D7 pairs screened heads with (registry layer_step)
 
 
 def fit_heads(
@@ -63,66 +59,79 @@ def fit_heads(
     return fit_token(H.float(), sum_values(a, b), clock_bases(periods), n_components, dedupe=False)
 
 
-def fitted_output(fits: Fits, basis: Basis, point: Point, n_heads: int, clean: dict) -> torch.Tensor:
-    """A head's fitted output at the clean values, [n, 1, d_head]."""
-    return fits.predict(basis, clean, layers=[point.layer * n_heads + point.index])[0][:, None]
+class FittedHeads:
+    """Heads' outputs as their fits predict them at the pairs' clean a, b and a+b: called with a
+    basis and a head, [n_pairs, n_positions, d_head].  ``fits`` holds one fit per position the
+    heads are patched at (one: the last token; answers of several tokens: one per answer
+    position, :func:`~helixclock.experiments.answer_position_fits`), their layer axis indexed
+    by ``index[(layer, head)]``; a position past a pair's answer (``answer_tokens``) repeats its
+    first, as a padded role does."""
+
+    def __init__(self, fits: Sequence[Fits], index: dict[tuple[int, int], int], pairs: Pairs, answer_tokens=None):
+        self.fits, self.index = list(fits), index
+        self.clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+        self.device = pairs.clean.device
+        self.answer_tokens = answer_tokens
+
+    def __call__(self, basis: Basis, point: Point) -> torch.Tensor:
+        i = self.index[(point.layer, point.index)]
+        out = torch.stack([f.predict(basis, self.clean, layers=[i])[0] for f in self.fits], 1).to(self.device)
+        if self.answer_tokens is not None:
+            pad_answer_positions(out[None], self.answer_tokens)
+        return out
 
 
-def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point, Basis]], fits: Fits) -> pd.DataFrame:
-    """LD when a head's output is replaced by a fit (evaluated at the clean a, b), per (head,
-    basis) in ``jobs``: raw table with columns layer, head, fit."""
-    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
-    H = engine.adapter.n_heads
-    variants = [[Patch(p, fitted_output(fits, b, p, H, clean))] for p, b in jobs]
+def fit_effects(engine: PatchingEngine, pairs: Pairs, jobs: Sequence[tuple[Point, Basis]], fitted) -> pd.DataFrame:
+    """LD when a head's output is replaced by a fit (evaluated at the clean a, b: ``fitted``, a
+    :class:`FittedHeads`), per (head, basis) in ``jobs``: raw table with columns layer, head, fit."""
+    variants = [[Patch(p, fitted(b, p))] for p, b in jobs]
     labels = [{"layer": p.layer, "head": p.index, "fit": b.name.split("[")[0]} for p, b in jobs]
-    return raw_table(engine.run(pairs, variants, desc="head fits").metric, labels)
+    return ld_table(engine.run(pairs, variants, desc="head fits"), pairs, labels)
 
 
 def ab_head_patches(
-    engine: PatchingEngine, point: Point, fitted: torch.Tensor, corrupted: torch.Tensor, final: Point
+    engine: PatchingEngine, point: Point, fitted: torch.Tensor, site: torch.Tensor, final: Point
 ) -> list[Patch]:
     """An a,b head as the authors patch it: its output replaced by its helix(a, b) fit, and
     the change of its write taken back out of the final residual (original - patched), so it
-    acts only through later components."""
-    undo = contribution(engine, point, corrupted) - contribution(engine, point, fitted)
-    return [Patch(point, fitted), Patch(final, undo, add=True)]
+    acts only through later components.  ``site`` is the corrupted run's value of the head's
+    whole site (every head of its layer: :func:`~helixclock.patching.write_change`)."""
+    return [Patch(point, fitted), Patch(final, -write_change(engine, point, fitted, site), add=True)]
 
 
 def mixed_sweep(
     engine: PatchingEngine,
     pairs: Pairs,
     categorised: pd.DataFrame,
-    fits: Fits,
-    last: int,
+    fitted: FittedHeads,
+    position,
     periods: Sequence[int] = PERIODS,
 ) -> pd.DataFrame:
     """Fig. D5, as the authors do it: the top heads patched as their categories say with m
     mixed heads, for m = 0..k, and all of them with their actual clean outputs (m = -1, the
     reference): raw table.  a,b heads get their helix(a, b) fit with their direct path
     removed, a+b heads write their helix(a+b) fit only to the logits, mixed heads get their
-    helix(a, b, a+b) fit."""
-    H = engine.adapter.n_heads
-    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    helix(a, b, a+b) fit; at ``position`` (the last token, or role "answer")."""
     helix_all, helix_sum, helix_ab = clock_bases(periods)
-    points = [Point("head_out", int(r.layer), (last,), index=int(r.head)) for r in categorised.itertuples()]
-    corr = engine.corrupted_values(pairs, points)
-    final = Point("resid_pre", engine.adapter.n_layers, (last,))
-    fitted = {(p, b): fitted_output(fits, b, p, H, clean) for p in points for b in (helix_all, helix_sum, helix_ab)}
+    points = [Point("head_out", int(r.layer), (position,), index=int(r.head)) for r in categorised.itertuples()]
+    sites = {p: replace(p, index=None) for p in points}
+    corr = engine.corrupted_values(pairs, list(dict.fromkeys(sites.values())))
+    final = Point("resid_pre", engine.adapter.n_layers, (position,))
+    fits = {(p, b): fitted(b, p) for p in points for b in (helix_all, helix_sum, helix_ab)}
     variants = []
     for m in range(len(points) + 1):
         patches = []
         for p, cat in zip(points, with_mixed(categorised, m)):
             if cat == "mixed":
-                patches.append(Patch(p, fitted[p, helix_all]))
+                patches.append(Patch(p, fits[p, helix_all]))
             elif cat == "a,b":
-                patches += ab_head_patches(engine, p, fitted[p, helix_ab], corr[p], final)
+                patches += ab_head_patches(engine, p, fits[p, helix_ab], corr[sites[p]], final)
             else:  # a+b: helix(a+b) written only to the logits
-                delta = contribution(engine, p, fitted[p, helix_sum]) - contribution(engine, p, corr[p])
-                patches.append(Patch(final, delta, add=True))
+                patches.append(Patch(final, write_change(engine, p, fits[p, helix_sum], corr[sites[p]]), add=True))
         variants.append(patches)
     variants.append([Patch(p, "clean") for p in points])
-    ld = engine.run(pairs, variants, desc="mixed heads").metric
-    return raw_table(ld, [{"m": m} for m in range(len(points) + 1)] + [{"m": -1}])
+    labels = [{"m": m} for m in range(len(points) + 1)] + [{"m": -1}]
+    return ld_table(engine.run(pairs, variants, desc="mixed heads"), pairs, labels)
 
 
 def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], batch_size: int = 256) -> pd.DataFrame:
@@ -149,34 +158,52 @@ def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], bat
     return pd.DataFrame(rows)
 
 
-def _downstream(adapter, p: Point, last: int) -> list[Point]:
-    """Components that read a head's write at the last token."""
-    same_layer_mlp = [] if adapter.parallel else [Point("mlp_out", p.layer, (last,))]
-    later = [Point("mlp_out", layer, (last,)) for layer in range(p.layer + 1, adapter.n_layers)]
-    heads = [
-        Point("head_out", layer, (last,), index=h)
-        for layer in range(p.layer + 1, adapter.n_layers)
-        for h in range(adapter.n_heads)
-    ]
-    return same_layer_mlp + later + heads
+@dataclass(frozen=True)
+class Partners:
+    """The components Fig. D7 path-patches a head with: MLPs of ``mlp_layers`` and the heads of
+    ``heads`` ((layer, head)); None: every MLP, every head (the paper's)."""
+
+    mlp_layers: tuple[int, ...] | None = None
+    heads: tuple[tuple[int, int], ...] | None = None
+
+    def mlps(self, adapter, layers: range, position) -> list[Point]:
+        return [Point("mlp_out", la, (position,)) for la in layers if self.mlp_layers is None or la in self.mlp_layers]
+
+    def of_heads(self, adapter, layers: range, position) -> list[Point]:
+        return [
+            Point("head_out", la, (position,), index=h)
+            for la in layers
+            for h in range(adapter.n_heads)
+            if self.heads is None or (la, h) in self.heads
+        ]
 
 
-def _upstream(adapter, p: Point, last: int) -> list[Point]:
-    """Components whose write at the last token a head reads."""
-    mlps = [Point("mlp_out", layer, (last,)) for layer in range(p.layer)]
-    heads = [Point("head_out", layer, (last,), index=h) for layer in range(p.layer) for h in range(adapter.n_heads)]
-    return mlps + heads
+def _downstream(adapter, p: Point, position, partners: Partners = Partners()) -> list[Point]:
+    """Components that read a head's write at its position."""
+    same_layer_mlp = [] if adapter.parallel else partners.mlps(adapter, range(p.layer, p.layer + 1), position)
+    later = range(p.layer + 1, adapter.n_layers)
+    return same_layer_mlp + partners.mlps(adapter, later, position) + partners.of_heads(adapter, later, position)
+
+
+def _upstream(adapter, p: Point, position, partners: Partners = Partners()) -> list[Point]:
+    """Components whose write at its position a head reads."""
+    return partners.mlps(adapter, range(p.layer), position) + partners.of_heads(adapter, range(p.layer), position)
 
 
 def path_analysis(
-    engine: PatchingEngine, pairs: Pairs, senders: dict[str, Point], receivers: dict[str, Point], last: int
+    engine: PatchingEngine,
+    pairs: Pairs,
+    senders: dict[str, Point],
+    receivers: dict[str, Point],
+    position,
+    partners: Partners = Partners(),
 ) -> pd.DataFrame:
     """Fig. D7: each sender's effect through each downstream component, and each receiver's
-    dependence on each upstream component (path patching); raw table."""
+    dependence on each upstream component (path patching, of LD itself); raw table."""
     rows, paths = [], []
     for analysis, heads, others in (("sender", senders, _downstream), ("receiver", receivers, _upstream)):
         for role, p in heads.items():
-            for q in others(engine.adapter, p, last):
+            for q in others(engine.adapter, p, position, partners):
                 paths.append((p, q) if analysis == "sender" else (q, p))
                 rows.append(
                     {
@@ -194,7 +221,7 @@ def path_analysis(
 
 
 def _most_confident(
-    cats: pd.DataFrame, column: str, category: str, score: str, usable, last: int, exclude: Point | None = None
+    cats: pd.DataFrame, column: str, category: str, score: str, usable, position, exclude: Point | None = None
 ) -> Point | None:
     ok = cats.apply(usable, axis=1)
     if exclude is not None:
@@ -202,7 +229,7 @@ def _most_confident(
     rows = cats[(cats[column] == category) & ok].sort_values(score, ascending=False)
     if not len(rows):
         return None
-    return Point("head_out", int(rows.iloc[0]["layer"]), (last,), index=int(rows.iloc[0]["head"]))
+    return Point("head_out", int(rows.iloc[0]["layer"]), (position,), index=int(rows.iloc[0]["head"]))
 
 
 def head_patching(
@@ -214,41 +241,91 @@ def head_patching(
     positions: dict[str, int],
     settings: HeadSettings = HeadSettings(),
 ) -> dict[str, pd.DataFrame]:
-    """Everything of section 5.2 that runs the model: raw tables (effects, fits, topk, mixed,
-    paths) and the categorised top heads and the heads' attention (plain tables).  The steps,
-    in the order they run the model: every head's TE and DE, the top-k sweep by TE, the helix
-    fits of every head's output, the fits patched in, the mixed-heads sweep (Fig. D5), the
-    attention to a, b and the last token, the path analysis (Fig. D7)."""
+    """Everything of section 5.2 that runs the model: raw tables (screen, effects, fits, topk,
+    mixed, paths) and the categorised top heads and the heads' attention (plain tables).  The
+    steps, in the order they run the model: the helix fits of every head's output, the heads'
+    attribution scores, every head's TE and DE, the top-k sweep by TE, the fits patched in, the
+    mixed-heads sweep (Fig. D5), the path analysis (Fig. D7), the attention to a, b and the last
+    token (:func:`head_reading` for the steps at one position)."""
     last = positions["last"]
-    points = head_points(engine.adapter, last)
+    ad = engine.adapter
+    fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
+    index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
+    out = head_reading(engine, pairs, FittedHeads([fits], index, pairs), last, settings)
+    keys = {"a": positions["a"], "b": positions["b"], "last": last}
+    out["attention"] = attention_to(engine.model, fit_ids[: min(len(fit_ids), 512)], last, keys)
+    return out
+
+
+def screen_heads(engine: PatchingEngine, pairs: Pairs, position) -> pd.DataFrame:
+    """Every head's attribution score (attribution patching of LD, section 5.4's method applied
+    to heads: the gradient of LD by the head's output times its clean - corrupted change,
+    summed over its dimensions and positions), raw table with columns layer, head and the pairs;
+    one forward and backward pass per batch."""
+    ad = engine.adapter
+    sites = [Point("head_out", layer, (position,)) for layer in range(ad.n_layers)]
+    scores = attribute(engine, pairs, sites, metric=logit_difference, reduce="none", desc="head attribution")
+    per_head = torch.stack([scores[p].sum((1, 3)) for p in sites])  # [L, n_pairs, H]
+    values = per_head.permute(0, 2, 1).reshape(ad.n_layers * ad.n_heads, -1)
+    labels = [{"layer": layer, "head": h} for layer in range(ad.n_layers) for h in range(ad.n_heads)]
+    return raw_table(values, labels)
+
+
+def screened_points(screen: pd.DataFrame, position, n: int) -> list[Point]:
+    """The heads activation patching measures: every head (``n`` = 0, the paper's), or the
+    ``n`` of the largest mean |attribution score| (config key ``clock.head_screen``), in layer
+    and head order."""
+    size = np.abs(pair_values(screen).mean(1))
+    keep = np.arange(len(screen)) if n <= 0 else np.sort(np.argsort(-size, kind="stable")[:n])
+    layers, heads = screen["layer"].to_numpy(), screen["head"].to_numpy()
+    return [Point("head_out", int(layers[i]), (position,), index=int(heads[i])) for i in keep]
+
+
+def head_reading(
+    engine: PatchingEngine, pairs: Pairs, fitted: FittedHeads, position, settings: HeadSettings = HeadSettings()
+) -> dict[str, pd.DataFrame]:
+    """Section 5.2's patching at one position (the last token, or role "answer": every position
+    that predicts an answer token, patched together): raw tables screen (attribution of every
+    head), effects (TE and DE of the heads :func:`screened_points` keeps), topk (those heads by
+    TE, patched together), fits (the helix fits patched in), mixed (Fig. D5), paths (Fig. D7)
+    and the categorised top heads."""
+    screen = screen_heads(engine, pairs, position)
+    points = screened_points(screen, position, settings.head_screen)
+    screen["screened"] = screen.set_index(["layer", "head"]).index.isin([(p.layer, p.index) for p in points])
+    first = ["layer", "head", "screened"]
+    screen = screen[first + [c for c in screen.columns if c not in first]]
     effects = total_and_direct(engine, pairs, points, desc="head effects")
     ordered, te_sorted = rank_by_te(effects, points)
     topk = topk_sweep(engine, pairs, ordered, desc="top-k heads")
-    fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
     top = ordered[: measurable_count(te_sorted, settings.top_heads)]
-    fit_raw = fit_effects(engine, pairs, fit_jobs(points, top, settings.periods), fits)
+    fit_raw = fit_effects(engine, pairs, fit_jobs(points, top, settings.periods), fitted)
     cats = categorise_top(effects, fit_raw, top)
-    mixed = mixed_sweep(engine, pairs, cats, fits, last, settings.periods)
+    mixed = mixed_sweep(engine, pairs, cats, fitted, position, settings.periods)
     _mark_mixed(cats, settings.mixed_heads)
-    attention = attention_to(
-        engine.model, fit_ids[: min(len(fit_ids), 512)], last, {"a": positions["a"], "b": positions["b"], "last": last}
-    )
-    senders, receivers = path_heads(cats, engine.adapter, last)
-    paths = path_analysis(engine, pairs, senders, receivers, last)
+    senders, receivers = path_heads(cats, engine.adapter, position)
+    partners = Partners() if settings.head_screen <= 0 else _screen_partners(engine.adapter, points, settings)
+    paths = path_analysis(engine, pairs, senders, receivers, position, partners)
     return {
+        "screen": screen,
         "effects": effects,
         "fits": fit_raw,
         "topk": topk,
         "mixed": mixed,
         "paths": paths,
         "categories": cats,
-        "attention": attention,
     }
+
+
+def _screen_partners(adapter, points: Sequence[Point], settings: HeadSettings) -> Partners:
+    """Fig. D7's partners where heads are screened: the screened heads and the MLPs of the
+    model's layer grid (registry ``layer_step``, as Fig. 6's)."""
+    return Partners(tuple(layer_grid(adapter.n_layers, settings.layer_step)), tuple((p.layer, p.index) for p in points))
 
 
 def rank_by_te(effects: pd.DataFrame, points: Sequence[Point]) -> tuple[list[Point], np.ndarray]:
     """Heads ordered by their mean total effect over the pairs, largest first (ties in the
     order of ``points``; section 5.2), and their TEs in that order."""
+    effects = primary(effects)
     te = pair_values(effects[effects["effect"] == "te"]).mean(1)
     order = np.argsort(-te, kind="stable")
     return [points[i] for i in order], te[order]
@@ -271,7 +348,7 @@ def fit_jobs(points: Sequence[Point], top: Sequence[Point], periods: Sequence[in
 def categorise_top(effects: pd.DataFrame, fit_raw: pd.DataFrame, top: Sequence[Point]) -> pd.DataFrame:
     """The top heads, in ``top``'s order, categorised a,b or a+b from their mean TE, DE and fit
     LDs (App. D.1, :func:`.tables.categorise`; sorted by confidence c)."""
-    means = mean_effects(effects, fit_raw)
+    means = mean_effects(primary(effects), primary(fit_raw))
     table = means[means["name"].isin({p.name for p in top})]
     table = table.set_index("name").loc[[p.name for p in top]].reset_index()
     return categorise(table[["name", "layer", "head", "te", "de", "fit_all", "fit_sum", "fit_ab"]])
@@ -287,20 +364,21 @@ def _mark_mixed(cats: pd.DataFrame, mixed_heads: int) -> None:
     cats["m"] = m
 
 
-def path_heads(cats: pd.DataFrame, adapter, last: int) -> tuple[dict[str, Point], dict[str, Point]]:
+def path_heads(cats: pd.DataFrame, adapter, position) -> tuple[dict[str, Point], dict[str, Point]]:
     """Fig. D7's heads: the most confident a,b and mixed heads as senders (each with something
     downstream), the most confident a+b and mixed heads as receivers (each with something
     upstream); kinds without such a head are left out.  The a,b sender falls back to the
     categories without mixed heads; the mixed sender is another head than the a,b one."""
     has_downstream = lambda r: r["layer"] < adapter.n_layers - 1 or not adapter.parallel  # noqa: E731
     has_upstream = lambda r: r["layer"] > 0  # noqa: E731
-    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, last) or _most_confident(
-        cats, "category_without_mixed", "a,b", "c_ab", has_downstream, last
+    ab = _most_confident(cats, "category", "a,b", "c_ab", has_downstream, position) or _most_confident(
+        cats, "category_without_mixed", "a,b", "c_ab", has_downstream, position
     )
-    senders = {"a,b head": ab, "mixed head": _most_confident(cats, "category", "mixed", "c", has_downstream, last, ab)}
+    mixed = _most_confident(cats, "category", "mixed", "c", has_downstream, position, ab)
+    senders = {"a,b head": ab, "mixed head": mixed}
     receivers = {
-        "a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, last),
-        "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, last),
+        "a+b head": _most_confident(cats, "category", "a+b", "c_a+b", has_upstream, position),
+        "mixed head": _most_confident(cats, "category", "mixed", "c", has_upstream, position),
     }
     return (
         {k: v for k, v in senders.items() if v is not None},

@@ -18,7 +18,16 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, fraction_table, pair_values, smallest_k, summarise, te_de_table, topk_table
+from ...statistics import (
+    Resampling,
+    fraction_table,
+    pair_values,
+    primary,
+    smallest_k,
+    summarise,
+    te_de_table,
+    topk_table,
+)
 
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
 
@@ -59,14 +68,43 @@ def mean_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame) -> pd.DataFr
     return df
 
 
-def effects_table(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
-    """figD2/D4: TE and DE with intervals, and helix(a,b,a+b)'s LD, for every head."""
+def effects_table(
+    raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling, screen: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """figD2/D4: TE and DE with intervals, and helix(a,b,a+b)'s LD, for every head patched (of LD
+    itself where the raw tables have its terms); with the raw ``screen`` also each head's mean
+    attribution score (``attribution``: the first-order estimate of its TE)."""
     out = te_de_table(raw_effects, resampling)
     out["name"] = [f"L{int(l)}H{int(h)}" for l, h in zip(out["layer"], out["head"])]
+    raw_fits = primary(raw_fits)
     fits = summarise(raw_fits[raw_fits["fit"] == "helix(a,b,a+b)"], resampling)
     out = out.merge(fits[["layer", "head", "ld_mean"]].rename(columns={"ld_mean": "fit_all"}), on=["layer", "head"])
     out["fit_fraction"] = out["fit_all"] / out["te"]
+    if screen is not None:
+        scores = screen[["layer", "head"]].assign(attribution=pair_values(screen).mean(1))
+        out = out.merge(scores, on=["layer", "head"], how="left")
     return out
+
+
+def attention_at(attention: pd.DataFrame, reading: str | None) -> pd.DataFrame:
+    """Fig. D6's attention of every head at a reading: the table itself (one-token answers), the
+    last prompt token's (``position`` 0, reading "last token"), or the mean over the answer
+    positions weighted by their rows (each tens key by the rows where it exists)."""
+    if "position" not in attention:
+        return attention
+    if reading == READINGS_LAST:
+        return attention[attention["position"] == 0].drop(columns="position").reset_index(drop=True)
+    cols = [c for c in attention.columns if c.startswith("attn_")]
+    weight = {c: attention[f"n_rows_tens_{c[5]}"] if c.endswith("_tens") else attention["n_rows"] for c in cols}
+    sums = attention[["layer", "head"]].assign(**{c: attention[c].fillna(0) * weight[c] for c in cols})
+    sums = sums.assign(**{f"w_{c}": weight[c] for c in cols}).groupby(["layer", "head"], as_index=False).sum()
+    out = sums[["layer", "head"]].copy()
+    for c in cols:
+        out[c] = sums[c] / sums[f"w_{c}"].where(sums[f"w_{c}"] > 0)
+    return out
+
+
+READINGS_LAST = "last token"  # helixclock.stages.last_token.patching.READINGS["last"]
 
 
 def head_summary(
@@ -76,21 +114,39 @@ def head_summary(
     resampling: Resampling,
     threshold: float,
 ) -> dict[str, pd.DataFrame]:
-    """Every table of the heads stage from the model job's raw tables."""
-    topk = topk_table(raw["topk"], threshold, resampling)
-    paths = summarise(raw["paths"], resampling) if len(raw["paths"]) else raw["paths"].assign(ld_mean=[])
-    mixed = fraction_table(raw["mixed"], "m", resampling)
-    mixed["threshold"] = threshold
-    mixed["smallest_m"] = smallest_k(mixed, threshold, x="m")
-    mixed["m_used"] = int(categories["m"].iloc[0]) if len(categories) else 0
-    return {
-        "effects": effects_table(raw["effects"], raw["fits"], resampling),
-        "topk": topk,
-        "categories": categories,
-        "mixed": mixed,
-        "properties": categories.merge(attention, on=["layer", "head"]),
-        "paths": paths,
-    }
+    """Every table of the heads stage from the model job's raw tables (``raw``: effects, fits,
+    topk, mixed, paths and, where the job wrote it, screen).  Raw tables with a ``reading``
+    (answers of several tokens) give each table a part per reading, in their order."""
+    readings = list(dict.fromkeys(raw["effects"]["reading"])) if "reading" in raw["effects"] else [None]
+    out: dict[str, list[pd.DataFrame]] = {}
+    for reading in readings:
+
+        def part(table: pd.DataFrame | None, reading=reading) -> pd.DataFrame | None:
+            if table is None or reading is None:
+                return table
+            return table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
+
+        cats = part(categories)
+        topk = topk_table(primary(part(raw["topk"])), threshold, resampling)
+        paths = part(raw["paths"])
+        paths = summarise(paths, resampling) if len(paths) else paths.assign(ld_mean=[])
+        mixed = fraction_table(primary(part(raw["mixed"])), "m", resampling)
+        mixed["threshold"] = threshold
+        mixed["smallest_m"] = smallest_k(mixed, threshold, x="m")
+        mixed["m_used"] = int(cats["m"].iloc[0]) if len(cats) else 0
+        tables = {
+            "effects": effects_table(part(raw["effects"]), part(raw["fits"]), resampling, part(raw.get("screen"))),
+            "topk": topk,
+            "categories": cats,
+            "mixed": mixed,
+            "properties": cats.merge(attention_at(attention, reading), on=["layer", "head"]),
+            "paths": paths,
+        }
+        for name, table in tables.items():
+            out.setdefault(name, []).append(
+                table if reading is None else table.assign(reading=reading)[["reading", *table.columns]]
+            )
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
 
 
 def category_table(cats: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,132 @@
+"""Attention heads for answers of several tokens (section 5.2 carried over; README, "Numbers
+of several tokens").
+
+The head stage is read twice, as Figs. 5 and 6 are (column ``reading``): at the last prompt
+token t0, the paper-comparable reading, and at every position that predicts an answer token
+(t0 and the teacher-forced answer tokens but the last), patched together.  At each reading the
+heads' TE is activation patching there scored by the log-likelihood-ratio LD, their DE their
+clean - corrupted write there through the final norm and unembedding, each position scored on
+its own token (one metric, so DE/TE is meaningful); the helix fits of each head's output are
+fitted per position (:func:`~helixclock.experiments.answer_position_fits`) and patched in at
+their positions; categories, the mixed-head sweep and path patching follow the paper's
+definitions on those positions (:func:`.patching.head_reading`).  Fig. D6's attention is read
+from t0 and from each answer position to a's and b's spans and to each of their digits
+(:func:`span_attention`).  A one-token answer keeps the paper's tables
+(:func:`.patching.head_patching`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from ...bases import clock_bases
+from ...experiments import answer_position_fits
+from ...layout import Group
+from ...pairs import forced_rows
+from ...patching import Pairs, PatchingEngine, Point
+from ..last_token.patching import READINGS
+from .patching import FittedHeads, HeadSettings, head_reading
+
+KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
+
+
+def head_outputs(
+    engine: PatchingEngine, sample: pd.DataFrame, template: str
+) -> tuple[Float[Tensor, "head row pos d_head"], np.ndarray, np.ndarray, Tensor, list[Group]]:
+    """Every head's output at every position that predicts an answer token, on the prompts of
+    ``sample`` (correct a+b prompts) teacher-forced with their own answers: [L * H, n, K, d_head]
+    (index layer * n_heads + head), the rows' (a, b), answer token counts, token ids and groups."""
+    ad = engine.adapter
+    ids, groups, order, k = forced_rows(engine.model, sample, template)
+    points = [Point("head_out", layer, ("answer",)) for layer in range(ad.n_layers)]
+    values, _ = engine.collect(ids, points, logits=False, desc="head outputs", groups=groups)
+    H = torch.stack([values[p] for p in points])  # [L, n, K, H, dh]
+    H = H.permute(0, 3, 1, 2, 4).reshape(ad.n_layers * ad.n_heads, *H.shape[1:3], ad.d_head)
+    return H.float(), sample[["a", "b"]].to_numpy()[order], k, ids, groups
+
+
+def head_patching_readings(
+    engine: PatchingEngine, pairs: Pairs, sample: pd.DataFrame, template: str, settings: HeadSettings
+) -> dict[str, pd.DataFrame]:
+    """Rule head_patching for answers of several tokens: the tables of
+    :func:`.patching.head_patching` at the last prompt token and at every position that predicts
+    an answer token (column ``reading``), and the attention of :func:`span_attention` (column
+    ``position``: 0 is the last prompt token)."""
+    ad = engine.adapter
+    H, ab, k, ids, groups = head_outputs(engine, sample, template)
+    K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
+    if H.shape[2] < K:
+        raise ValueError(
+            f"the fitted prompts' answers have at most {H.shape[2]} tokens and the pairs' {K}: no fit for "
+            "the pairs' last answer positions (config key clock.fit_prompts: a larger sample)"
+        )
+    fits = answer_position_fits(H[:, :, :K], ab, k, clock_bases(settings.periods), settings.pca_components)
+    index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
+    fitted = {
+        "last": FittedHeads(fits[:1], index, pairs),
+        "answer": FittedHeads(fits, index, pairs, pairs.answer_tokens()),
+    }
+    out: dict[str, list[pd.DataFrame]] = {}
+    for position, reading in READINGS.items():
+        for name, table in head_reading(engine, pairs, fitted[position], position, settings).items():
+            out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
+    tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables["attention"] = span_attention(engine.model, ids, groups)
+    return tables
+
+
+def _keys(layout, rows: int) -> dict[str, list[int]]:
+    """Fig. D6's key positions in one layout: a's and b's spans, the last prompt token, and the
+    units and tens digits of a and b (a number's last token and the one before; no tens key
+    where the number is one token)."""
+    spans = {name: (start, end) for name, start, end in layout.spans}
+    keys = {"a": list(range(*spans["a"])), "b": list(range(*spans["b"])), "last": [layout.resolve("last")[0]]}
+    for name in ("a", "b"):
+        start, end = spans[name]
+        keys[f"{name}_units"] = [end - 1]
+        keys[f"{name}_tens"] = [end - 2] if end - 2 >= start else []
+    return keys
+
+
+def span_attention(model, ids: Tensor, groups: list[Group], batch_size: int = 64) -> pd.DataFrame:
+    """Fig. D6 for answers of several tokens: every head's mean attention from each position that
+    predicts an answer token (``position`` 0: the last prompt token) to a's span, b's span (summed
+    over their tokens), the last prompt token, and the units and tens digits of a and b; means
+    over the rows where the position and the key exist (``n_rows``, ``n_rows_tens_a``/``_b``)."""
+    hf = model.hf
+    hf.set_attn_implementation("eager")  # attention weights are only materialised by eager
+    sums: dict[tuple[int, str], Tensor] = {}
+    counts: dict[tuple[int, str], int] = {}
+    try:
+        with torch.no_grad():
+            for g in groups:
+                keys = _keys(g.layout, g.stop - g.start)
+                first = g.layout.resolve("last")[0]
+                queries = range(first, first + g.layout.answer_tokens)
+                for i in range(g.start, g.stop, batch_size):
+                    rows = ids[i : min(i + batch_size, g.stop), : g.layout.length].to(model.device)
+                    att = torch.stack(hf(rows, output_attentions=True).attentions)  # [L, B, H, S, S]
+                    for j, q in enumerate(queries):
+                        for name, pos in keys.items():
+                            if not pos:
+                                continue
+                            part = att[:, :, :, q, pos].float().sum(-1).sum(1)  # [L, H]
+                            sums[j, name] = sums.get((j, name), 0) + part
+                            counts[j, name] = counts.get((j, name), 0) + len(rows)
+    finally:
+        hf.set_attn_implementation(model.attn_implementation)
+    L, Hn = next(iter(sums.values())).shape
+    tables = []
+    for j in sorted({j for j, _ in sums}):
+        table = {"layer": np.repeat(np.arange(L), Hn), "head": np.tile(np.arange(Hn), L), "position": j}
+        for name in KEYS:
+            mean = sums[j, name] / counts[j, name] if (j, name) in sums else torch.full((L, Hn), float("nan"))
+            table[f"attn_{name}"] = mean.reshape(-1).cpu().numpy()
+        table["n_rows"] = counts[j, "a"]
+        table["n_rows_tens_a"], table["n_rows_tens_b"] = counts.get((j, "a_tens"), 0), counts.get((j, "b_tens"), 0)
+        tables.append(pd.DataFrame(table))
+    return pd.concat(tables, ignore_index=True)

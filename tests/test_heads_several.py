@@ -1,0 +1,171 @@
+"""The head stage (section 5.2, Figs. D2-D7) for answers of several tokens, and the change of a
+post-normed block's write that a single head's DE and path patching read (README, "Numbers of
+several tokens")."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from helpers.families import tiny_hf_model
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+
+from helixclock.models import wrap_model
+from helixclock.pairs import draw_pairs, forced_rows
+from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
+from helixclock.stages.heads.patching import HeadSettings, head_reading, screened_points
+from helixclock.stages.heads.readings import _keys, head_patching_readings, span_attention
+from helixclock.stages.heads.tables import attention_at, head_summary
+from helixclock.statistics import Resampling, pair_columns
+
+ADD = GPTJ_PROMPTS["add"]
+SETTINGS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components=8)
+
+
+def correct_table(rows):
+    a, b = np.array(rows).T
+    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
+
+
+def digit_model(family: str, layers: int = 3, seed: int = 3):
+    digits = digit_splitting_tokenizer()
+    hf = tiny_hf_model(family, len(digits), layers=layers, seed=seed, initializer_range=0.2)
+    model = wrap_model(hf, digits, name=f"d-{family}", number_tokens="several", answer_end=".")
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
+    pairs = draw_pairs(correct, 10, 0, digits, ADD, ("a", "b"), several=True, end=".")
+    return PatchingEngine(model, progress=False), pairs, correct
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return digit_model("llama")
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    return digit_model("gemma3", layers=2)
+
+
+@pytest.mark.parametrize("position", ["last", "answer"])
+def test_a_post_normed_heads_write_is_the_blocks_change(gemma, position):
+    """Gemma-3 normalises each attention block's output: a head's write is the block's output
+    with that head clean and the others corrupted, minus the corrupted block's output - what a
+    forward pass with the head patched records at attn_out (known answer from the model)."""
+    engine, pairs, _ = gemma
+    assert engine.adapter.attn_post_norm
+    layer, h = 1, 2
+    site = Point("head_out", layer, (position,))
+    point = Point("head_out", layer, (position,), index=h)
+    clean = engine.narrow(point, engine.clean_values(pairs, [site])[site])
+    corr = engine.corrupted_values(pairs, [site])[site]
+    got = write_change(engine, point, clean, corr)
+    out = Point("attn_out", layer, (position,))
+    recorded = engine.run(pairs, [[Patch(point, clean), Record(out)]]).variant_records[0][out]
+    want = recorded - engine.corrupted_values(pairs, [out])[out]
+    assert got.shape == want.shape
+    assert torch.allclose(got, want, atol=1e-5 * want.abs().max().item())
+    assert want.abs().max() > 1e-3
+
+
+def test_without_a_post_norm_the_write_is_the_heads_contribution(llama):
+    """Llama's attention output is linear in each head: write_change is the difference of the
+    two values' contributions through the head's slice of the output projection, as before."""
+    engine, pairs, _ = llama
+    site = Point("head_out", 2, ("answer",))
+    point = Point("head_out", 2, ("answer",), index=1)
+    clean = engine.narrow(point, engine.clean_values(pairs, [site])[site])
+    corr = engine.corrupted_values(pairs, [site])[site]
+    want = contribution(engine, point, clean) - contribution(engine, point, engine.narrow(point, corr))
+    assert torch.equal(write_change(engine, point, clean, corr), want)
+
+
+def test_the_screen_keeps_the_heads_of_largest_attribution():
+    """Fig. D2's heads where heads are screened: the n of largest mean |score|, in layer order."""
+    screen = pd.DataFrame({"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "pair_0": [0.1, -3.0, 2.0, 0.5]})
+    assert [(p.layer, p.index) for p in screened_points(screen, "last", 2)] == [(0, 1), (1, 0)]
+    assert len(screened_points(screen, "last", 0)) == 4
+
+
+def test_every_head_activation_patched_agrees_with_its_attribution_in_the_last_layer(llama):
+    """Attribution patching is LD's first-order estimate: for the heads of the last block it is
+    close to the activation-patched TE, and with no screen every head is patched."""
+    engine, pairs, correct = llama
+    out = head_patching_readings(engine, pairs, correct, ADD, SETTINGS)
+    screen, effects = out["screen"], out["effects"]
+    assert screen["screened"].all()
+    n_heads = engine.adapter.n_layers * engine.adapter.n_heads
+    for reading in ("last token", "answer positions"):
+        part = effects[(effects["reading"] == reading) & (effects["effect"] == "te") & (effects["term"] == "ld")]
+        assert len(part) == n_heads
+        att = screen[screen["reading"] == reading]
+        last = engine.adapter.n_layers - 1
+        te = part[part["layer"] == last][pair_columns(part)].to_numpy(float).mean(1)
+        est = att[att["layer"] == last][pair_columns(att)].to_numpy(float).mean(1)
+        assert np.corrcoef(te, est)[0, 1] > 0.9
+    # both readings categorised, with the paper's columns, and the summary splits by reading
+    assert set(out["categories"]["reading"]) == {"last token", "answer positions"}
+    summary = head_summary(
+        {k: out[k] for k in ("screen", "effects", "fits", "topk", "mixed", "paths")},
+        out["categories"],
+        out["attention"],
+        Resampling(bootstrap=20),
+        0.8,
+    )
+    for name in ("effects", "topk", "categories", "mixed", "properties"):
+        assert set(summary[name]["reading"]) == {"last token", "answer positions"}, name
+    props = summary["properties"]
+    assert props["attn_a"].between(0, 1).all() and props["attn_a_units"].notna().all()
+
+
+def test_the_screen_patches_only_its_heads(llama):
+    """With head_screen n, TE, DE and the fits are measured on the n screened heads only, and
+    Fig. D7's partners are those heads and the grid's MLPs."""
+    engine, pairs, correct = llama
+    from helixclock.stages.heads.readings import head_outputs
+    from helixclock.experiments import answer_position_fits
+    from helixclock.bases import clock_bases
+    from helixclock.stages.heads.patching import FittedHeads
+
+    H, ab, k, _, _ = head_outputs(engine, correct, ADD)
+    fits = answer_position_fits(H, ab, k, clock_bases((2, 10)), 8)
+    ad = engine.adapter
+    index = {(la, h): la * ad.n_heads + h for la in range(ad.n_layers) for h in range(ad.n_heads)}
+    settings = HeadSettings(top_heads=3, mixed_heads=1, periods=(2, 10), pca_components=8, head_screen=5, layer_step=2)
+    out = head_reading(engine, pairs, FittedHeads(fits[:1], index, pairs), "last", settings)
+    kept = set(map(tuple, out["screen"].loc[out["screen"]["screened"], ["layer", "head"]].to_numpy()))
+    assert len(kept) == 5
+    te = out["effects"][out["effects"]["effect"] == "te"]
+    assert set(map(tuple, te[["layer", "head"]].to_numpy())) == kept
+    others = out["paths"]
+    heads = others[others["other_kind"] == "head"]["other"]
+    assert {tuple(map(int, n[1:].split("H"))) for n in heads} <= kept
+    assert set(others.loc[others["other_kind"] == "MLP", "other_layer"]) <= {0, 2}
+
+
+def test_span_attention_reads_the_digits_of_a_and_b(llama):
+    """Fig. D6 for numbers of several tokens, against the model's own attention weights of one
+    row: from the last prompt token to a's span (the sum over its digits), its units and tens
+    digits, and from the first answer position on."""
+    engine, _, correct = llama
+    rows = correct[(correct["a"] == 45) & (correct["b"] == 21)]
+    ids, groups, _, _ = forced_rows(engine.model, rows, ADD)
+    table = span_attention(engine.model, ids, groups)
+    layout = groups[0].layout
+    keys = _keys(layout, 1)
+    assert len(keys["a"]) == 2 and keys["a_tens"] == [keys["a"][0]] and keys["a_units"] == [keys["a"][1]]
+    hf = engine.model.hf
+    hf.set_attn_implementation("eager")
+    with torch.no_grad():
+        att = torch.stack(hf(ids[:, : layout.length], output_attentions=True).attentions)[:, 0]  # [L, H, S, S]
+    hf.set_attn_implementation(engine.model.attn_implementation)
+    first = layout.resolve("last")[0]
+    for j in (0, 1):
+        got = table[table["position"] == j].sort_values(["layer", "head"])
+        want = att[:, :, first + j]
+        assert np.allclose(got["attn_a"], want[..., keys["a"]].sum(-1).reshape(-1).numpy(), atol=1e-6)
+        assert np.allclose(got["attn_b_units"], want[..., keys["b_units"]].sum(-1).reshape(-1).numpy(), atol=1e-6)
+    # the last-token reading is position 0; the answer reading the rows' weighted mean
+    last = attention_at(table, "last token").sort_values(["layer", "head"])
+    assert np.allclose(last["attn_a"], table[table["position"] == 0].sort_values(["layer", "head"])["attn_a"])
+    both = attention_at(table, "answer positions").sort_values(["layer", "head"])
+    per = table.pivot_table(index=["layer", "head"], columns="position", values="attn_a").to_numpy()
+    assert np.allclose(both["attn_a"], per.mean(1))  # one row: every position weighs the same
