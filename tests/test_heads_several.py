@@ -9,11 +9,13 @@ import torch
 from helpers.families import tiny_hf_model
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
+from helixclock.bases import clock_bases
+from helixclock.experiments import answer_position_fits
 from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, forced_rows
 from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
-from helixclock.stages.heads.patching import HeadSettings, head_reading, screened_points
-from helixclock.stages.heads.readings import _keys, head_patching_readings, span_attention
+from helixclock.stages.heads.patching import FittedHeads, HeadSettings, head_reading, screened_points
+from helixclock.stages.heads.readings import _keys, head_outputs, head_patching_readings, span_attention
 from helixclock.stages.heads.tables import attention_at, head_summary
 from helixclock.statistics import Resampling, pair_columns
 
@@ -120,11 +122,6 @@ def test_the_screen_patches_only_its_heads(llama):
     """With head_screen n, TE, DE and the fits are measured on the n screened heads only, and
     Fig. D7's partners are those heads and the grid's MLPs."""
     engine, pairs, correct = llama
-    from helixclock.stages.heads.readings import head_outputs
-    from helixclock.experiments import answer_position_fits
-    from helixclock.bases import clock_bases
-    from helixclock.stages.heads.patching import FittedHeads
-
     H, ab, k, _, _ = head_outputs(engine, correct, ADD)
     fits = answer_position_fits(H, ab, k, clock_bases((2, 10)), 8)
     ad = engine.adapter

@@ -361,17 +361,11 @@ def model_files(name: str, spec: dict, resources: str | Path = "resources/models
 # with numbers of several tokens (registry number_tokens: several) their outputs are not made
 # and results/{model}/tables/not_run.csv says why (README, "Numbers of several tokens").
 NOT_RUN_FOR_SEVERAL = {
-    "heads": (
-        "not carried over to numbers of several tokens yet: the head stage (Figs. D2-D7, Table D1) reads a, b "
-        "and the last token at positions every prompt shares, and Fig. D6's attention to the a and b tokens has "
-        "no single a or b token when a number is a span"
-    ),
     "neurons": (
-        "not defined for numbers of several tokens as the paper defines it: the neurons are ranked by the answer "
-        "token's logit, and Figs. 8-10, D9-D13, F3 and F4 read one answer token among the numbers 0..198; these "
-        "answers are several digit tokens"
+        "not carried over to numbers of several tokens yet: the paper ranks the last token's neurons by the "
+        "answer token's logit, and Figs. 8-10, D9-D13, F3 and F4 read one answer token among the numbers 0..198; "
+        "here a unit is (layer, neuron, answer position) and LD is a log-likelihood ratio (README, 'Two real models')"
     ),
-    "compat": "its table reads the head stage's tables, which is not run for numbers of several tokens",
 }
 
 

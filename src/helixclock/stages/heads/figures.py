@@ -8,7 +8,16 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Patch
 
-from ...style import CATEGORY_COLOR, empty, fraction_curve, heatmap, topk_figure, with_pairs
+from ...style import (
+    CATEGORY_COLOR,
+    by_reading,
+    empty,
+    fraction_curve,
+    heatmap,
+    topk_figure,
+    topk_panel,
+    with_pairs,
+)
 
 
 def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
@@ -19,61 +28,92 @@ def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
     return grid
 
 
+def ld_label(table: pd.DataFrame) -> str:
+    """What LD is in a summary table: the log-likelihood ratio where it has LD's terms (answers of
+    several tokens), the paper's logit difference otherwise."""
+    return "LD (log-likelihood ratio)" if "term" in table else "logit difference"
+
+
+def _where(reading: str) -> str:
+    return "at the last token" if reading == "last token" else "at the answer positions"
+
+
 def figD2_head_patching(effects: pd.DataFrame, model: str):
-    """Fig. D2: total (and direct) effect of every head at the last token."""
-    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
-    for ax, col, title in zip(axes, ("te", "de"), ("total effect", "direct effect")):
-        grid = head_grid(effects, col)
-        lim = float(np.nanmax(np.abs(grid))) or 1.0
-        heatmap(ax, grid, "RdBu_r", "logit difference", center=0, vmin=-lim, vmax=lim, xlabel="head", ylabel="layer")
-        ax.set_title(title)
-    fig.suptitle(with_pairs(f"{model}: attention heads patched at the last token", effects))
+    """Fig. D2: total (and direct) effect of every head at the last token (answers of several
+    tokens: a row of panels per reading; heads a screen left out are blank)."""
+    readings = by_reading(effects)
+    fig, axes = plt.subplots(len(readings), 2, figsize=(10.5, 4.4 * len(readings)), squeeze=False)
+    for row, (reading, part) in zip(axes, readings):
+        for ax, col, title in zip(row, ("te", "de"), ("total effect", "direct effect")):
+            grid = head_grid(part, col)
+            lim = float(np.nanmax(np.abs(grid))) or 1.0
+            heatmap(ax, grid, "RdBu_r", ld_label(part), center=0, vmin=-lim, vmax=lim, xlabel="head", ylabel="layer")
+            ax.set_title(f"{title} {_where(reading)}" if len(readings) > 1 else title)
+    fig.suptitle(with_pairs(f"{model}: attention heads patched {_where(readings[0][0])}", effects))
+    if len(readings) > 1:
+        fig.suptitle(with_pairs(f"{model}: attention heads patched ({len(effects) // 2} heads a reading)", effects))
     fig.tight_layout()
     return fig
 
 
 def figD3_head_topk(topk: pd.DataFrame, model: str):
-    """Fig. D3: top-k heads by TE patched together."""
-    return topk_figure(topk, model, "heads")
+    """Fig. D3: top-k heads by TE patched together (a panel per reading)."""
+    readings = by_reading(topk)
+    if len(readings) == 1:
+        return topk_figure(topk, model, "heads")
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        topk_panel(ax, part, "heads")
+        ax.set_title(f"{_where(reading)} ({len(part) - 1} heads)")
+    fig.suptitle(with_pairs(f"{model}: top-k heads", topk))
+    fig.tight_layout()
+    return fig
 
 
 def figD4_head_helix_fit(effects: pd.DataFrame, model: str):
-    """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit."""
-    fig, ax = plt.subplots(figsize=(6, 4.6))
-    weak = effects["te"].abs() < 0.05 * effects["te"].abs().max()  # ratios of negligible effects are noise
-    df = effects.assign(fraction=np.where(weak, np.nan, effects["fit_all"] / effects["te"]))
-    heatmap(
-        ax,
-        head_grid(df, "fraction"),
-        "viridis",
-        "helix(a,b,a+b) fit LD / TE",
-        vmin=0,
-        vmax=1,
-        xlabel="head",
-        ylabel="layer",
-    )
-    ax.set_title(
+    """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit (a panel per reading)."""
+    readings = by_reading(effects)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6 * len(readings), 4.6), squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        weak = part["te"].abs() < 0.05 * part["te"].abs().max()  # ratios of negligible effects are noise
+        df = part.assign(fraction=np.where(weak, np.nan, part["fit_all"] / part["te"]))
+        heatmap(
+            ax,
+            head_grid(df, "fraction"),
+            "viridis",
+            "helix(a,b,a+b) fit LD / TE",
+            vmin=0,
+            vmax=1,
+            xlabel="head",
+            ylabel="layer",
+        )
+        ax.set_title(_where(reading) if len(readings) > 1 else "")
+    fig.suptitle(
         with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) + "\n(blank: TE below 5% of the largest)"
     )
+    fig.tight_layout()
     return fig
 
 
 def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
     """Fig. D5: effect of the categorised top heads vs the number of mixed heads, with the m
     used for the categories (config clock.mixed_heads, the authors' 4) and the smallest m
-    reaching the threshold."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    thr = float(mixed["threshold"].iloc[0])
-    fraction_curve(ax, mixed, "m", thr, "m (least confident heads allowed to be mixed)")
-    used, smallest = int(mixed["m_used"].iloc[0]), int(mixed["smallest_m"].iloc[0])
-    at = mixed.loc[mixed["m"] == used, "fraction"]
-    ax.axvline(
-        used, color="C2", ls="--", lw=1, label=f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "")
-    )
-    ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
-    ax.set_ylabel("fraction of patching the top heads' actual outputs")
-    ax.legend(fontsize=8)
-    ax.set_title(
+    reaching the threshold (a panel per reading)."""
+    readings = by_reading(mixed)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
+    for ax, (reading, part) in zip(axes[0], readings):
+        thr = float(part["threshold"].iloc[0])
+        fraction_curve(ax, part, "m", thr, "m (least confident heads allowed to be mixed)")
+        used, smallest = int(part["m_used"].iloc[0]), int(part["smallest_m"].iloc[0])
+        at = part.loc[part["m"] == used, "fraction"]
+        label = f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "")
+        ax.axvline(used, color="C2", ls="--", lw=1, label=label)
+        ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
+        ax.set_ylabel("fraction of patching the top heads' actual outputs")
+        ax.legend(fontsize=8)
+        if len(readings) > 1:
+            ax.set_title(_where(reading), fontsize=9)
+    fig.suptitle(
         with_pairs(
             f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
             "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)",
@@ -81,12 +121,28 @@ def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
         ),
         fontsize=9,
     )
+    fig.tight_layout()
     return fig
 
 
 def figD6_head_categories(props: pd.DataFrame, model: str):
-    """Fig. D6: per category, the heads' layers and where they attend from the last token."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    """Fig. D6: per category, the heads' layers and where they attend from the last token
+    (answers of several tokens: a row per reading, the answer positions' mean attention, and a
+    fourth panel with the attention to a's and b's units and tens digits)."""
+    readings = by_reading(props)
+    digits = "attn_a_units" in props
+    ncols = 4 if digits else 3
+    fig, axes = plt.subplots(len(readings), ncols, figsize=(4.4 * ncols, 3.8 * len(readings)), squeeze=False)
+    for row, (reading, part) in zip(axes, readings):
+        _categories_row(row, part, digits)
+        if len(readings) > 1:
+            row[0].set_title(f"from {'the last token' if reading == 'last token' else 'the answer positions'}")
+    fig.suptitle(f"{model}: properties of the top heads by category")
+    fig.tight_layout()
+    return fig
+
+
+def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
     order = [c for c in CATEGORY_COLOR if c in set(props["category"])]
     kw = dict(data=props, x="category", order=order, hue="category", palette=CATEGORY_COLOR, size=7, legend=False)
     sns.stripplot(y="layer", ax=axes[0], **kw)
@@ -99,24 +155,36 @@ def figD6_head_categories(props: pd.DataFrame, model: str):
     for ax in axes[:2]:
         ax.set_xlabel("")
         ax.set_xticks(range(len(order)), [f"{c} heads" for c in order])
-    axes[2].set_xlabel("attention to the a token")
-    axes[2].set_ylabel("attention to the b token")
+    span = " (all its tokens)" if digits else " token"
+    axes[2].set_xlabel(f"attention to a{span}")
+    axes[2].set_ylabel(f"attention to b{span}")
     axes[2].legend()
-    fig.suptitle(f"{model}: properties of the top heads by category")
-    fig.tight_layout()
-    return fig
+    if digits:
+        keys = ["attn_a_units", "attn_a_tens", "attn_b_units", "attn_b_tens"]
+        long = props.melt(id_vars=["category"], value_vars=keys, var_name="key", value_name="attention")
+        long["key"] = long["key"].str.replace("attn_", "").str.replace("_", " ")
+        sns.stripplot(data=long, x="key", y="attention", hue="category", palette=CATEGORY_COLOR, ax=axes[3], size=5)
+        axes[3].set_xlabel("")
+        axes[3].set_ylabel("attention to the digit")
+        axes[3].tick_params(axis="x", labelsize=8)
 
 
 def figD7_head_paths(paths: pd.DataFrame, model: str):
     """Fig. D7: heads as senders (effect through each downstream component) and as
     receivers (dependence on each upstream component)."""
-    groups = list(dict.fromkeys(zip(paths["analysis"], paths["role"], paths["head"])))
+    paths = paths if "reading" in paths else paths.assign(reading="")
+    groups = list(dict.fromkeys(zip(paths["reading"], paths["analysis"], paths["role"], paths["head"])))
     if not groups:
         return empty("no heads in the categories with paths")
-    width = max(7, 0.25 * paths.groupby("head").size().max())
+    width = max(7, 0.25 * paths.groupby(["reading", "head"]).size().max())
     fig, axes = plt.subplots(len(groups), 1, figsize=(width, 2.8 * len(groups)), squeeze=False)
-    for ax, (analysis, role, head) in zip(axes[:, 0], groups):
-        part = paths[(paths["analysis"] == analysis) & (paths["head"] == head) & (paths["role"] == role)]
+    for ax, (reading, analysis, role, head) in zip(axes[:, 0], groups):
+        part = paths[
+            (paths["reading"] == reading)
+            & (paths["analysis"] == analysis)
+            & (paths["head"] == head)
+            & (paths["role"] == role)
+        ]
         part = part.sort_values(["other_layer", "other_kind"])
         sns.barplot(
             x=np.arange(len(part)),
@@ -130,7 +198,8 @@ def figD7_head_paths(paths: pd.DataFrame, model: str):
         step = max(1, len(part) // 40)
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"
-        ax.set_title(f"{role} {head} as {analysis}: effect of the path it {verb} each component", fontsize=9)
+        at = f" ({_where(reading)})" if reading else ""
+        ax.set_title(f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)
     axes[0, 0].legend(handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")])

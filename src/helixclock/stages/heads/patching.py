@@ -264,6 +264,7 @@ def screen_heads(engine: PatchingEngine, pairs: Pairs, position) -> pd.DataFrame
     one forward and backward pass per batch."""
     ad = engine.adapter
     sites = [Point("head_out", layer, (position,)) for layer in range(ad.n_layers)]
+    engine.corrupted_logits(pairs)  # LD reads the corrupted run's score: computed first, outside the gradient pass
     scores = attribute(engine, pairs, sites, metric=logit_difference, reduce="none", desc="head attribution")
     per_head = torch.stack([scores[p].sum((1, 3)) for p in sites])  # [L, n_pairs, H]
     values = per_head.permute(0, 2, 1).reshape(ad.n_layers * ad.n_heads, -1)

@@ -165,4 +165,5 @@ def category_table(cats: pd.DataFrame) -> pd.DataFrame:
         "category",
         "category_without_mixed",
     ]
+    cols = (["reading"] if "reading" in cats else []) + cols  # answers of several tokens: per reading
     return cats[cols].rename(columns={v: k for k, v in FIT_KEYS.items()})

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .quantities import last_token
+
 
 def _row(table: pd.DataFrame, task: str = "a+b") -> dict:
     row = table[table["task"] == task]
@@ -27,9 +29,12 @@ def compat_numbers(
     mlp_topk: pd.DataFrame,
     mixed: pd.DataFrame,
     categories: pd.DataFrame,
-    last_token: pd.DataFrame,
+    last_token_table: pd.DataFrame,
 ) -> dict:
-    """The affected numbers of one run (item numbers of the README table in brackets)."""
+    """The affected numbers of one run (item numbers of the README table in brackets), at the
+    paper's reading of tables read at several positions (answers of several tokens)."""
+    head_topk, mlp_topk, mixed = last_token(head_topk), last_token(mlp_topk), last_token(mixed)
+    categories, last_token_curves = last_token(categories), last_token(last_token_table)
     out = {f"tab01 a+b {k} [1]": v for k, v in _row(tab01).items()}
     for r in best[best["method"] == "helix"].itertuples():
         out[f"fig04 helix periods k={r.k} [5]"] = r.periods
@@ -43,7 +48,7 @@ def compat_numbers(
     at = mixed.loc[mixed["m"] == used, "fraction"]
     out[f"figD5 fraction at m={used} [2]"] = float(at.iloc[0]) if len(at) else float("nan")
     out["tabD1 categories [2]"] = ", ".join(f"{n}:{c}" for n, c in zip(categories["name"], categories["category"]))
-    curves = last_token[last_token["block_output"] >= 0]
+    curves = last_token_curves[last_token_curves["block_output"] >= 0]
     for fit in dict.fromkeys(curves["fit"]):
         part = curves[curves["fit"] == fit]
         best_row = part.loc[part["ld_mean"].idxmax()]

@@ -106,7 +106,7 @@ def stage_boundary(stages: pd.DataFrame) -> float:
 
 
 def _category(t: Tables, category: str, what: str) -> float:
-    cats = t["heads_categories"]
+    cats = last_token(t["heads_categories"])
     layers = cats.loc[cats["category"] == category, "layer"]
     if what == "count":
         return float(len(layers))
@@ -178,13 +178,13 @@ def _logit_top_period(t: Tables, model: str) -> float:
 
 
 def _k20_gap(t: Tables, model: str) -> Gap:
-    k = t["heads_topk"]["k"]
+    k = last_token(t["heads_topk"])["k"]
     return NOT_DEFINED, f"k = 20 is beyond the top-k curve, which ends at k = {int(k.max()) if len(k) else 0} heads"
 
 
 def _m_gap(m: int) -> Callable[[Tables, str], Gap]:
     def gap(t: Tables, model: str) -> Gap:
-        ms = t["heads_mixed"]["m"]
+        ms = last_token(t["heads_mixed"])["m"]
         return (
             NOT_DEFINED,
             f"m = {m} is beyond the mixed-head sweep, which ends at m = {int(ms.max()) if len(ms) else 0}",
@@ -195,7 +195,7 @@ def _m_gap(m: int) -> Callable[[Tables, str], Gap]:
 
 def _category_gap(category: str) -> Callable[[Tables, str], Gap]:
     def gap(t: Tables, model: str) -> Gap:
-        n = len(t["heads_categories"])
+        n = len(last_token(t["heads_categories"]))
         return NOT_DEFINED, f"no {category} heads among the {n} top heads categorised (heads/categories.csv)"
 
     return gap
@@ -261,15 +261,15 @@ def _registry() -> dict[str, Quantity]:
     reg: dict[str, Quantity] = {
         "add_accuracy": Quantity(("tabA1",), lambda t, m: _at(t["tabA1"], "model", m, "accuracy")),
         "n_heads_total": Quantity(("card",), lambda t, m: float(t["card"]["n_layers"] * t["card"]["n_heads"])),
-        "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: _k_for(t["heads_topk"], 0.8)),
+        "heads_k_for_80pct": Quantity(("heads_topk",), lambda t, m: _k_for(last_token(t["heads_topk"]), 0.8)),
         "heads_fraction_k20": Quantity(
-            ("heads_topk",), lambda t, m: _at(t["heads_topk"], "k", 20, "fraction_of_max"), _k20_gap
+            ("heads_topk",), lambda t, m: _at(last_token(t["heads_topk"]), "k", 20, "fraction_of_max"), _k20_gap
         ),
         "mixed_fraction_m4": Quantity(
-            ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 4, "fraction"), _m_gap(4)
+            ("heads_mixed",), lambda t, m: _at(last_token(t["heads_mixed"]), "m", 4, "fraction"), _m_gap(4)
         ),
         "mixed_fraction_m0": Quantity(
-            ("heads_mixed",), lambda t, m: _at(t["heads_mixed"], "m", 0, "fraction"), _m_gap(0)
+            ("heads_mixed",), lambda t, m: _at(last_token(t["heads_mixed"]), "m", 0, "fraction"), _m_gap(0)
         ),
         "mlp_k_for_95pct": Quantity(("mlp_topk",), lambda t, m: _k_for(last_token(t["mlp_topk"]), 0.95)),
         "mlp_circuit_first_layer": Quantity(
