@@ -31,7 +31,8 @@ def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
 def ld_label(table: pd.DataFrame) -> str:
     """What LD is in a summary table: the log-likelihood ratio where it has LD's terms (answers of
     several tokens), the paper's logit difference otherwise."""
-    return "LD (log-likelihood ratio)" if "term" in table else "logit difference"
+    several = "term" in table or table.attrs.get("ld") == "log-likelihood ratio"
+    return "LD (log-likelihood ratio)" if several else "logit difference"
 
 
 def _where(reading: str) -> str:
