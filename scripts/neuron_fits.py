@@ -9,7 +9,7 @@ from helixclock.stages.neurons.neuron_files import neuron_fits, save_neuron_fits
 log = start(snakemake)
 p = snakemake.params
 out = neuron_fits(read_arrays(snakemake.input.grids), p.periods, p.method, p.figure_ranks)
-save_neuron_fits(snakemake.output.fits, out["fits"], out["up"])
+save_neuron_fits(snakemake.output.fits, out["fits"], out["up"], out.get("units"))
 for name in ("table", "terms", "fig08"):
     out[name].to_csv(snakemake.output[name], index=False)
 table = out["table"]

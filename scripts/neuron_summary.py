@@ -9,7 +9,10 @@ from helixclock.stages.neurons.tables import neuron_summary, top_neurons_paper_t
 start(snakemake)
 inp, out = snakemake.input, snakemake.output
 raw = {name: pd.read_csv(inp[name]) for name in ("attribution", "direct_effects", "ablation", "fit_eval")}
-circuit = pd.read_csv(inp.stages)["layer"]
+stages = pd.read_csv(inp.stages)
+if "reading" in stages:  # answers of several tokens: the units sit at the answer positions
+    stages = stages[stages["reading"] == "answer positions"]
+circuit = stages["layer"]
 tables = neuron_summary(raw, pd.read_csv(inp.fits), circuit, resampling(snakemake))
 for name, df in tables.items():
     df.to_csv(out[name], index=False)

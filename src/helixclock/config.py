@@ -240,8 +240,6 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
                 f"config key '{cfg_key}': value {value} is past the residual stream of model "
                 f"{name!r}; allowed: 0..{top} (resid_pre[{top}] is its final residual)"
             )
-    if several_tokens(spec):  # no neuron stage (NOT_RUN_FOR_SEVERAL)
-        return
     neurons = arch["n_layers"] * arch.get("d_mlp", 4 * arch["d_model"])
     share = {**config["neurons"], **spec.get("neurons", {})}["top_share"]
     n_top = max(1, int(share * neurons))
@@ -249,7 +247,8 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
     if max(ranks) >= n_top:
         raise ConfigError(
             f"config key 'neurons.figure_ranks': value {ranks} asks for rank {max(ranks)} but "
-            f"model {name!r} has {n_top} top neurons (top_share {share:g} of {neurons}); "
+            f"model {name!r} has {n_top} top neurons{' per place' if several_tokens(spec) else ''} "
+            f"(top_share {share:g} of {neurons}); "
             f"allowed: ranks 0..{n_top - 1}"
         )
 
@@ -300,7 +299,7 @@ def check_settings(config: dict, registry: dict) -> None:
             raise ConfigError(
                 f"registry key '{name}.layer_step': value {spec['layer_step']} thins Fig. 6's layers, from "
                 "which the MLP stage of a one-token model chooses its circuit MLPs; allowed: 1, or a model "
-                "with number_tokens: several (whose MLP stage is not run)"
+                "with number_tokens: several (whose MLP stage measures the MLPs the grid skips)"
             )
         if source_kind(spec["source"]) == "package":
             package_source(name, spec["source"])
@@ -360,13 +359,7 @@ def model_files(name: str, spec: dict, resources: str | Path = "resources/models
 # Parts of the paper helixclock runs only on models whose numbers are one token: for a model
 # with numbers of several tokens (registry number_tokens: several) their outputs are not made
 # and results/{model}/tables/not_run.csv says why (README, "Numbers of several tokens").
-NOT_RUN_FOR_SEVERAL = {
-    "neurons": (
-        "not carried over to numbers of several tokens yet: the paper ranks the last token's neurons by the "
-        "answer token's logit, and Figs. 8-10, D9-D13, F3 and F4 read one answer token among the numbers 0..198; "
-        "here a unit is (layer, neuron, answer position) and LD is a log-likelihood ratio (README, 'Two real models')"
-    ),
-}
+NOT_RUN_FOR_SEVERAL: dict[str, str] = {}  # every part of the paper runs on them (README)
 
 
 def several_tokens(spec: dict) -> bool:

@@ -81,8 +81,7 @@ def draw_pairs(
         "seed": seed,
     }
     if several:
-        digits = torch.from_numpy(np.flatnonzero(digit_tokens(tokenizer, max(tokenizer.get_vocab().values()) + 1)))
-        return _several_pairs(tokens, clean_idx, corrupt_idx, meta, device, digits.to(device))
+        return _several_pairs(tokens, clean_idx, corrupt_idx, meta, device, _digit_ids(tokenizer, device))
     return Pairs(
         prompt_ids(tokenizer, template, c, device),
         prompt_ids(tokenizer, template, x, device),
@@ -180,6 +179,21 @@ def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
     seqs = tokens.sequences(teacher_forced=True)
     ids = padded([seqs[i] for i in order], int(tokens.ids[0][0]))
     return torch.tensor(ids, device=model.device), groups, order, tokens.answer_lengths()[order]
+
+
+def same_forced_pairs(model: LoadedModel, rows: pd.DataFrame, template: str) -> Pairs:
+    """Each prompt of ``rows`` (columns a, b, answer) paired with itself, teacher-forced with its
+    answer and scored as :func:`draw_pairs` scores numbers of several tokens (ordered by token
+    layout; ``meta`` in that order): for ablations of a model whose numbers are several tokens."""
+    tokens = rows_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
+    idx = list(range(len(rows)))
+    meta = {f"{side}_{k}": rows[k].to_numpy() for side in ("clean", "corrupted") for k in ("a", "b", "answer")}
+    return _several_pairs(tokens, idx, idx, meta, model.device, _digit_ids(model.tokenizer, model.device)).same()
+
+
+def _digit_ids(tokenizer, device) -> torch.Tensor:
+    """The token ids that continue an answer under greedy decoding (spelled by 0-9)."""
+    return torch.from_numpy(np.flatnonzero(digit_tokens(tokenizer, max(tokenizer.get_vocab().values()) + 1))).to(device)
 
 
 def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None) -> Pairs:

@@ -224,7 +224,7 @@ def head_settings():
 
 def neuron_settings(*keys):
     """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
-    neurons.top_share overrides the share per model) and the seed."""
+    neurons section overrides its keys per model) and the seed."""
 
     def settings(wildcards):
         values = {**config["neurons"], **REGISTRY[wildcards.model].get("neurons", {}), "seed": config["seed"]}

@@ -50,7 +50,9 @@ def attribute(
     ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
     ``("mean", "mean_abs")``) returns {reduction: {point: scores}} from the same pass.
 
-    Points may not be indexed (each covers every head or neuron of its site).  One
+    Points may not be indexed (each covers every head or neuron of its site).  A role padded
+    past a row's positions (a span, or "answer" past a short answer) scores 0 in its repeats, so
+    that each position counts once.  One
     forward pass with gradients and one backward pass per batch of pairs; the clean
     values are read from the pairs' cached clean run.
     """
@@ -85,6 +87,9 @@ def attribute(
             value = engine.select(p, got[p].detach(), prefix[0], layout)
             grad = torch.zeros_like(value) if g is None else engine.select(p, g, prefix[0], layout)
             score = grad.float() * (clean[p][start:stop].float() - value.float())
+            pos = engine.positions(p, prefix[0], layout)
+            repeats = [i for i, q in enumerate(pos) if pos.index(q) != i]
+            score[:, repeats] = 0  # a padded span's repeats are its first position, counted once
             for r in reductions:
                 parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 

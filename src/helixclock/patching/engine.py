@@ -291,7 +291,8 @@ class PatchingEngine:
 
 
 def _check_repeats(new: Tensor, repeats: list[tuple[int, int]], point: Point) -> None:
-    """A tensor value on a padded span: each repeated position must get its first's value."""
+    """A tensor value (or a masked patch) on a padded span: each repeated position must get its
+    first's value."""
     slots, firsts = [i for i, _ in repeats], [j for _, j in repeats]
     if not torch.equal(new[:, slots], new[:, firsts]):
         raise ValueError(
@@ -392,10 +393,10 @@ class _Sweep:
             target = sub[:, pos] if point.index is None else sub[:, pos, point.index]
             new = self._value(patch, target, pair_idx)
             new = (target + new) if patch.add else new.expand_as(target)
-            if repeats and isinstance(patch.value, Tensor):
-                _check_repeats(new, repeats, point)
             if patch.where is not None:
-                new = torch.where(self.masks[id(patch)], new.to(target.dtype), target)
+                new = torch.where(self._mask(patch, target, pair_idx), new.to(target.dtype), target)
+            if repeats and (isinstance(patch.value, Tensor) or patch.where is not None):
+                _check_repeats(new, repeats, point)
             if point.index is None:
                 sub[:, pos] = new.to(y.dtype)
             else:
@@ -403,6 +404,12 @@ class _Sweep:
             return y
 
         return fn
+
+    def _mask(self, patch: Patch, target: Tensor, pair_idx: slice) -> Tensor:
+        """The patch's ``where`` for the rows of ``pair_idx``: per pair where it has the pair axis
+        ([n_pairs, n_positions, *features]), else broadcast to every row."""
+        mask = self.masks[id(patch)]
+        return mask[pair_idx] if mask.dim() == target.dim() and mask.shape[0] == self.n else mask
 
     def _value(self, patch: Patch, target: Tensor, pair_idx: slice) -> Tensor:
         """The replacement for the rows of ``pair_idx`` (target: their corrupted values)."""

@@ -107,8 +107,8 @@ def final_logits(engine: PatchingEngine, residual: Float[Tensor, "*row d_model"]
 
 
 def direct_effects(
-    engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64
-) -> Float[Tensor, "point pair"]:
+    engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64, per_position: bool = False
+) -> Float[Tensor, "point pair"] | Float[Tensor, "point pair pos"]:
     """DE of components, [len(points), n_pairs], at the positions of ``points`` (all the same:
     the last token, or every position that predicts an answer token, role "answer"): at each
     position, the score of the token it predicts when only the component's write there reaches
@@ -135,8 +135,11 @@ def direct_effects(
         logits = final_logits(engine, base[None] + deltas)  # [c, n, P, V]
         c = len(deltas)
         scored = answer_positions(logits.flatten(0, 1), targets.repeat(c, 1), pairs.scoring).view(c, n, P)
-        out.append(torch.where(counted[None], scored - corrupted[None], 0.0).sum(-1))
-    return torch.cat(out) if out else torch.empty(0, len(pairs), device=base.device)
+        terms = torch.where(counted[None], scored - corrupted[None], 0.0)
+        out.append(terms if per_position else terms.sum(-1))
+    if not out:
+        return torch.empty(0, len(pairs), *((P,) if per_position else ()), device=base.device)
+    return torch.cat(out)
 
 
 def receiver_input(engine: PatchingEngine, receiver: Point) -> Point:

@@ -59,8 +59,8 @@ class Patch:
     [n_pairs, n_positions, *features] (or broadcastable to it), or a function
     ``f(clean, corrupted) -> value`` of tensors of that shape.  ``add=True`` adds the value to
     the corrupted one instead of replacing it.  ``where`` (a boolean tensor over the last
-    feature axis, e.g. [d_mlp]) limits the patch to those features: a few neurons of a layer
-    in one patch."""
+    feature axis, e.g. [d_mlp], or broadcastable to the value's shape, the pair axis included)
+    limits the patch to those features: a few neurons of a layer in one patch."""
 
     point: Point
     value: Replacement = "clean"

@@ -176,7 +176,9 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
 
 def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     """Fig. F3: each neuron's logit lens over the answer tokens 0..198 at its most-activating
-    prompt, the answer of that prompt marked."""
+    prompt, the answer of that prompt marked (answers of several tokens: :func:`_digit_lens_figure`)."""
+    if "place" in lens_table:
+        return _digit_lens_figure(lens_table, model)
     labels = list(dict.fromkeys(lens_table["label"]))
     cols = 2 if len(labels) > 1 else 1
     rows = int(np.ceil(len(labels) / cols))
@@ -202,10 +204,79 @@ def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     return fig
 
 
+def _digit_lens_figure(lens_table: pd.DataFrame, model: str):
+    """Fig. F3 for answers of several tokens: each unit's write over the digit tokens 0..9 and the
+    answer's end, through the final norm and unembedding, at its most-activating prompt; the
+    digit its place takes in that prompt's answer marked."""
+    labels = list(dict.fromkeys(lens_table["label"]))
+    cols = min(4, len(labels))
+    rows = int(np.ceil(len(labels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    places = {"units": 0, "tens": 1, "hundreds": 2}
+    for ax, label in zip(axes.ravel(), labels):
+        part = lens_table[lens_table["label"] == label]
+        answer = int(part["max_a"].iloc[0]) + int(part["max_b"].iloc[0])
+        digit = str(answer // 10 ** places[str(part["place"].iloc[0])] % 10)
+        colors = [PALETTE["highlight"] if t == digit else PALETTE["model"] for t in part["token"]]
+        ax.bar(part["token"], part["logit"], color=colors)
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set_title(
+            f"{label}\nat {int(part['max_a'].iloc[0])}+{int(part['max_b'].iloc[0])} (digit {digit} red)", fontsize=9
+        )
+        ax.set_xlabel("token")
+        ax.set_ylabel("logit lens (post × final norm, W_U)", fontsize=8)
+    for ax in axes.ravel()[len(labels) :]:
+        ax.axis("off")
+    fig.suptitle(f"{model}: what top units write to the digit tokens (logit lens through the final norm)")
+    fig.tight_layout()
+    return fig
+
+
+def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
+    """Fig. F4 for answers of several tokens: per place and fitted a+b period T of the units of
+    the 80% DE set, how often their lens's period over the digits is what T predicts there (units
+    place: T for T = 2, 5, 10; tens place: 10 for T = 100; grey where T predicts nothing)."""
+    table = periods_table.assign(
+        outcome=np.where(
+            periods_table["predicted_period"].isna(),
+            "nothing predicted",
+            np.where(periods_table["matches"], "as predicted", "other period"),
+        ),
+        group=[f"{p}, T = {int(t)}" for p, t in zip(periods_table["place"], periods_table["fitted_period"])],
+    )
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * table["group"].nunique() + 2), 4))
+    if table.empty:
+        ax.text(0.5, 0.5, "no units of the 80% DE set with an a+b term largest", ha="center", transform=ax.transAxes)
+    else:
+        counts = table.groupby(["group", "outcome"]).size().rename("units").reset_index()
+        palette = {
+            "as predicted": PALETTE["highlight"],
+            "other period": PALETTE["other"],
+            "nothing predicted": "#cccccc",
+        }
+        sns.barplot(counts, x="group", y="units", hue="outcome", palette=palette, ax=ax)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.tick_params(axis="x", labelsize=8, rotation=30)
+    ax.set_xlabel("place of the unit, period of its largest a+b fit term")
+    shares = table.loc[table["predicted_period"].notna(), "matches"]
+    ax.set_title(
+        f"{model}: digit-lens periods of the 80% DE units\n"
+        f"{shares.mean():.0%} of {len(shares)} with a prediction show it"
+        if len(shares)
+        else f"{model}: no prediction",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    return fig
+
+
 def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=PERIODS, top: int = 8):
     """Fig. F4: for the neurons of the 80% DE set whose fit's largest term is an a+b term of
     period T, the top Fourier period of their logit lens, one panel per T; bars at T (a strict
-    match) red, at a harmonic T/k orange; each panel gives both match shares."""
+    match) red, at a harmonic T/k orange; each panel gives both match shares (answers of several
+    tokens: :func:`_digit_periods_figure`)."""
+    if "place" in periods_table:
+        return _digit_periods_figure(periods_table, model)
     fig, axes = plt.subplots(2, 2, figsize=(11, 6.6), squeeze=False)
     harmonic_color = "#ff7f0e"
     for ax, T in zip(axes.ravel(), fitted_periods):

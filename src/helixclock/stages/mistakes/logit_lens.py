@@ -157,6 +157,83 @@ def neuron_logit_lens(
 ) -> dict[str, pd.DataFrame]:
     """Rule neuron_logit_lens: :func:`neuron_lens_tables` of the top neurons (``neurons``, in
     attribution-rank order as the rows of ``grids``: the neuron stage's grids.h5, with ``rank``
-    and ``lens``), Fig. F3 showing the neurons of Fig. 8's ``figure_ranks``."""
+    and ``lens``), Fig. F3 showing the neurons of Fig. 8's ``figure_ranks``; units of several
+    places (``lens_tokens`` in the grids): :func:`digit_lens_tables`, F3 showing those ranks of
+    every place."""
+    if "lens_tokens" in grids:
+        tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in grids["lens_tokens"]]
+        places = neurons["place"].to_numpy()
+        at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
+        rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
+        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods)
     rows = positions_of(grids["rank"], figure_ranks)
     return neuron_lens_tables(neurons, grids["lens"], rows, periods=periods)
+
+
+# ------------------------------------------- F3, F4 for answers of several tokens: the digit lens
+def digit_lens_period(lens: np.ndarray) -> np.ndarray:
+    """The strongest period of each lens over the ten digit tokens (its first ten columns): 10 / f
+    for the largest Fourier magnitude at f = 1..5 (10, 5, 3.33, 2.5, 2; DC dropped)."""
+    spectrum = np.abs(np.fft.rfft(np.asarray(lens, np.float64)[:, :10], axis=1))[:, 1:]
+    return 10 / (1 + spectrum.argmax(1))
+
+
+def predicted_digit_period(place, fitted_period) -> np.ndarray:
+    """What a unit's fitted a+b period predicts for its lens over the digit tokens, by its place:
+    at the units place a period T of a+b that divides 10 (2, 5, 10) is a period T of the units
+    digit, so the unit writes the digits with period T; at the tens place T = 100 is period 10 of
+    the tens digit (floor((a+b) / 10) mod 10 runs through 0..9 as a+b runs through a period).
+    Anything else predicts nothing (NaN): the units digit does not fix a+b mod 100, the tens digit
+    does not fix a+b mod 10, and the hundreds digit is 0 or 1."""
+    place = np.asarray(place)
+    T = np.asarray(fitted_period, dtype=np.float64)
+    units = (place == "units") & np.isin(T, (2, 5, 10))
+    tens = (place == "tens") & (T == 100)
+    return np.where(units, T, np.where(tens, 10.0, np.nan))
+
+
+def digit_lens_tables(
+    neurons: pd.DataFrame, lens: np.ndarray, tokens: Sequence[str], rows=None, fraction: float = 0.8, periods=PERIODS
+) -> dict[str, pd.DataFrame]:
+    """Figs. F3 and F4 for answers of several tokens, from the units' digit logit lens (their write
+    through the final norm and unembedding over the digit tokens 0..9 and the token that ends an
+    answer, ``tokens``; row i of ``neurons`` is row i of ``lens``):
+
+    * logit_lens (F3): the units ``rows`` (e.g. Fig. 8's), scaled by their largest
+      post-activation; label, place, layer, neuron, max_a, max_b, token, logit.
+    * logit_lens_periods (F4): the units of the ``fraction`` DE set whose fit's largest term is
+      an a+b term of a period in ``periods``: place, fitted_period, lens_period (over the digits),
+      predicted_period (:func:`predicted_digit_period`) and matches (lens = predicted; False where
+      nothing is predicted)."""
+    _check_neurons(neurons, lens, ("place", "layer", "neuron", "de", "max_post", "max_a", "max_b"))
+    rows = np.arange(min(4, len(neurons))) if rows is None else np.asarray(rows)
+    sub = neurons.iloc[rows]
+    L = lens_at_max(np.asarray(lens)[rows], sub["max_post"].to_numpy())
+    m = L.shape[1]
+    rep = lambda col: np.repeat(sub[col].to_numpy(), m)  # noqa: E731
+    cols = ("layer", "neuron", "place")
+    table = pd.DataFrame(
+        {
+            "label": np.repeat([f"{neuron_label(la, n)} ({p})" for la, n, p in zip(*(sub[c] for c in cols))], m),
+            "place": rep("place"),
+            "layer": rep("layer"),
+            "neuron": rep("neuron"),
+            "max_a": rep("max_a"),
+            "max_b": rep("max_b"),
+            "token": np.tile(list(tokens), len(sub)),
+            "logit": L.ravel(),
+        }
+    )
+    keep = (
+        share_set(neurons["de"].to_numpy(), fraction)
+        & (neurons["top_variable"] == "a+b").to_numpy()
+        & neurons["top_period"].isin(periods).to_numpy()
+    )
+    per = neurons.loc[keep, ["place", "layer", "neuron", "de", "top_period"]].rename(
+        columns={"top_period": "fitted_period"}
+    )
+    per = per.reset_index(drop=True)
+    per["lens_period"] = digit_lens_period(np.asarray(lens)[keep])
+    per["predicted_period"] = predicted_digit_period(per["place"], per["fitted_period"])
+    per["matches"] = near(per["lens_period"], per["predicted_period"]) & per["predicted_period"].notna()
+    return {"logit_lens": table, "logit_lens_periods": per}

@@ -1,7 +1,9 @@
 """The grid and the design of the neuron fit (paper Eq. 5, section 5.4): a, b and a+b over the
 100 x 100 grid of N(a, b), the design matrix of :func:`helixclock.stages.neurons.fit.fit_neurons`,
 and grids planted from known Eq. 5 parameters (the known answers of the tests and the
-benchmark)."""
+benchmark).  Beside Eq. 5, the digit basis of :func:`helixclock.stages.neurons.fit.fit_digit_basis`
+(helixclock's extension for models that split numbers into digit tokens): :func:`digit_columns`,
+:func:`digit_design`."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ PERIODS = (2, 5, 10, 100)
 VARIABLES = ("a", "b", "a+b")
 LINEAR = ("lin a", "lin b", "lin a+b")
 LINEAR_LABEL = {"lin a": "ã", "lin b": "b̃", "lin a+b": "(ã+b̃)"}
+DIGITS = ("units", "tens")
 
 
 def columns(periods: Sequence[int] = PERIODS) -> list[str]:
@@ -85,3 +88,52 @@ def planted_grids(
             out = out + amplitude[:, j, k, None] * np.cos(2 * np.pi * (t - phase[:, j, k, None]) / T)
     out = out + noise * np.random.default_rng(seed).normal(size=out.shape)
     return out.reshape(len(out), n_a, n_b)
+
+
+# ----------------------------------------------------------------------------- the digit basis
+#
+# Neither basis is nested in the other, so comparing their fits says which describes a neuron.
+# Shared: cos/sin(2 pi units(a+b) / 10) equal Eq. 5's T=10 a+b terms (units(t) = t mod 10), and
+# likewise for a and b.  Only in the digit basis: the tens digits (step functions of t: constant
+# over each run of ten), the carry indicator units(a) + units(b) >= 10 and the hundreds digit of
+# a+b (the step a+b >= 100).  Only in Eq. 5: its T=2 and T=5 terms (harmonics over the units
+# digit, which the digit basis's single T=10 harmonic of units(t) does not contain), its T=100
+# terms and its linear terms (t = 10 tens(t) + units(t) is linear in the digits, not in their cos and sin).
+
+
+def _digits(t: np.ndarray) -> dict[str, np.ndarray]:
+    return {"units": np.mod(t, 10), "tens": np.mod(t // 10, 10)}
+
+
+def digit_columns() -> list[str]:
+    """Names of the digit design's columns, in order: per variable (a, b, a+b), per digit
+    (units, tens), cos and sin (e.g. "cos units(a)", "sin tens(a+b)"); then "carry",
+    "hundreds(a+b)" and "const"."""
+    cols = [f"{f} {dig}({v})" for v in VARIABLES for dig in DIGITS for f in ("cos", "sin")]
+    return cols + ["carry", "hundreds(a+b)", "const"]
+
+
+def digit_design(n_a: int = 100, n_b: int = 100) -> np.ndarray:
+    """The digit design matrix [n_a * n_b, 15] (float64), columns as :func:`digit_columns`,
+    rows as :func:`design` (point a * n_b + b).
+
+    For t in (a, b, a+b), its units digit t mod 10 and tens digit floor(t / 10) mod 10, each
+    digit d as cos(2 pi d / 10) and sin(2 pi d / 10) (d is an integer, so the angles are exact;
+    values below 1e-12 are set to 0, as in :func:`design`); the carry indicator
+    [units(a) + units(b) >= 10]; the hundreds digit of a+b, which for operands below 100 is
+    exactly the indicator [a + b >= 100]; and the constant.  Operands have at most two digits:
+    n_a, n_b <= 100.  On grids too small for a column to vary (n_a + n_b <= 101: no a+b >= 100)
+    the column is constant or zero and the fit's minimum norm handles it."""
+    if not (1 <= n_a <= 100 and 1 <= n_b <= 100):
+        raise ValueError(f"grid {n_a} x {n_b}: the digit basis is for operands of at most two digits (1..100 each)")
+    vals = grid_values(n_a, n_b)
+    cols = []
+    for v in VARIABLES:
+        for d in _digits(vals[v]).values():
+            ang = 2 * np.pi * d / 10
+            cols += [np.cos(ang), np.sin(ang)]
+    carry = np.mod(vals["a"], 10) + np.mod(vals["b"], 10) >= 10
+    hundreds = vals["a+b"] >= 100
+    X = np.stack(cols + [carry, hundreds, np.ones(len(carry))], 1).astype(np.float64)
+    X[np.abs(X) < 1e-12] = 0.0
+    return X

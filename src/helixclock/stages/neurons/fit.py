@@ -44,6 +44,12 @@ unseeded N(0, 1) init) on the amplitude/phase parametrisation; ``fit_neurons(met
 does the same, seeded, for all neurons in one tensor program (see :func:`sgd_fit` for what it
 reaches and why it can fall short of the least-squares optimum).
 
+Models that split numbers into digit tokens are studied at each answer position, and there
+N(a, b) exists only on part of the grid (at the position that predicts the answer's 2nd token,
+only where a+b >= 10): ``fit_neurons(mask=...)`` fits Eq. 5 on those cells only, and
+:func:`fit_digit_basis` fits helixclock's digit basis (:func:`.basis.digit_design`) beside it
+with the same closed form; :func:`compare_bases` tabulates which fits each neuron better.
+
 The basis is in :mod:`.basis`, the SGD in :mod:`.sgd`, Fig. D12's periods in :mod:`.periods`,
 tables and files in :mod:`.neuron_files`.
 """
@@ -52,13 +58,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ...io import to_numpy
-from .basis import LINEAR, LINEAR_LABEL, PERIODS, VARIABLES, as_grids, columns, design
+from .basis import LINEAR, LINEAR_LABEL, PERIODS, VARIABLES, as_grids, columns, design, digit_columns, digit_design
 from .periods import chunk_periods, sums_index
 from .sgd import sgd_fit
 
@@ -77,6 +84,8 @@ class NeuronFits:
     rmse, nrmse, value_range [n]: fit error, RMSE / (max N - min N), and max N - min N.
     dominant: the dominant period of N over a, b and a+b per neuron (:func:`.periods.grid_periods`).
     layer, neuron [n]: the neurons' ids (-1 where unknown).
+    info: the SGD's hyperparameters; for a masked fit (``fit_neurons(mask=...)``) "cells" and
+    "n_params" (kept in ``info`` so that the HDF5 files of :mod:`.neuron_files` carry them).
     """
 
     periods: tuple[int, ...]
@@ -97,6 +106,19 @@ class NeuronFits:
     @property
     def columns(self) -> list[str]:
         return columns(self.periods)
+
+    @property
+    def cells(self) -> int | None:
+        """The number of grid cells fitted; None for the whole grid (``mask=None``)."""
+        return self.info.get("cells")
+
+    @property
+    def n_params(self) -> int:
+        """The number of parameters the fit identifies: the rank of the Eq. 5 design (of its
+        rows in the mask, for a masked fit), e.g. 24 of the 28 columns on the 100 x 100 grid."""
+        if "n_params" in self.info:
+            return int(self.info["n_params"])
+        return design_rank(self.periods, *self.grid_shape)
 
     @property
     def _pairs(self) -> np.ndarray:
@@ -205,6 +227,7 @@ def fit_neurons(
     layer=None,
     neuron=None,
     chunk_size: int = 1024,
+    mask=None,
     **sgd,
 ) -> NeuronFits:
     """Fit Eq. 5 to every neuron's grid at once.
@@ -214,6 +237,13 @@ def fit_neurons(
     method: "lstsq" (closed form, the global optimum; minimum-norm where the design is
     collinear) or "sgd" (the paper's optimiser; keywords of :func:`sgd_fit`).
     layer, neuron: ids [n] carried into the tables.
+    mask: None (every cell) or a boolean array [n_a, n_b] of the cells where N(a, b) exists,
+    shared by all neurons (e.g. a+b >= 10 at the answer position that predicts a digit-tokenised
+    answer's 2nd token).  The fit, rmse (sqrt(SSE / number of masked cells)), nrmse and
+    value_range (max - min over the masked cells) use the masked cells only; cells outside
+    the mask may hold NaN and reach no output.  The figD12 periods need a whole grid: they
+    are taken from each neuron's grid with the cells outside the mask set to that neuron's
+    mean over its masked cells.  Only with method "lstsq".
 
     How: the thin SVD of the shared design, X = U S V' (rank r), gives the minimum-norm
     solution theta* = V S^-1 U'y and, with U orthonormal and the constant in span(X), the
@@ -227,12 +257,15 @@ def fit_neurons(
         raise ValueError(f"method={method!r}; allowed: {', '.join(METHODS)}")
     if sgd and method != "sgd":
         raise ValueError(f"SGD options {sorted(sgd)} given with method={method!r}")
+    if mask is not None and method != "lstsq":
+        raise ValueError(f"mask given with method={method!r}: a mask is allowed only with method='lstsq'")
     periods = tuple(int(T) if float(T).is_integer() else float(T) for T in periods)
     g = as_grids(grids)
     n, n_a, n_b = g.shape
+    mask = _as_mask(mask, n_a, n_b)
     X = torch.as_tensor(design(periods, n_a, n_b), device=g.device)  # [P, m]
-    coef, sse, vrange, dominant = _least_squares(g, X, chunk_size)
-    info = {}
+    coef, sse, vrange, dominant, rank = _least_squares(g, X, chunk_size, mask)
+    info = {} if mask is None else {"cells": int(mask.sum()), "n_params": rank}
     if method == "sgd":
         theta, info = sgd_fit(g.reshape(n, -1), X, periods, **sgd)
         # the same fitted grid, written as its minimum-norm coefficients (drops what the SGD
@@ -241,11 +274,8 @@ def fit_neurons(
         delta = theta - coef
         sse = sse + (delta @ (X.T @ X) * delta).sum(1)
         coef = theta
-    rmse = to_numpy((sse / X.shape[0]).sqrt())
-    vrange = to_numpy(vrange)
+    rmse, nrmse, vrange = _errors(sse, vrange, X.shape[0] if mask is None else int(mask.sum()))
     ids = np.full(n, -1, dtype=np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nrmse = np.where(vrange > 0, rmse / np.where(vrange > 0, vrange, 1), np.nan)
     return NeuronFits(
         periods,
         to_numpy(coef),
@@ -264,10 +294,17 @@ def fit_neurons(
 RTOL = 1e-10  # singular values below RTOL * the largest are the design's exact collinearities
 
 
-def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
-    """Minimum-norm coefficients [n, m], residual sums of squares [n], max - min [n] and the
-    figD12 periods of grids g [n, n_a, n_b] against the design X [P, m]."""
+def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int, mask=None, dominant: bool = True):
+    """Minimum-norm coefficients [n, m], residual sums of squares [n], max - min [n], the
+    figD12 periods (None unless ``dominant``) and the rank r of the design X [P, m] (rows in
+    the mask), for grids g [n, n_a, n_b]; with ``mask`` [n_a, n_b] (numpy bool) the fit uses the
+    masked cells only (:func:`fit_neurons`).  The one solver of :func:`fit_neurons` and
+    :func:`fit_digit_basis`."""
     n, n_a, n_b = g.shape
+    rows = None if mask is None else torch.as_tensor(np.flatnonzero(mask), device=g.device)
+    if rows is not None:
+        X = X[rows]  # the constant column stays in span(X): the SSE identity below holds
+        keep = torch.as_tensor(mask, device=g.device)
     U, S, Vh = torch.linalg.svd(X, full_matrices=False)
     r = int((S > RTOL * S[0]).sum())
     U, W = U[:, :r], (Vh[:r].T / S[:r]).T  # [P, r], [r, m]: theta* = (y U) W
@@ -277,6 +314,8 @@ def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
     for i in range(0, n, chunk_size):
         x = g[i : i + chunk_size].double()  # [k, n_a, n_b]
         y = x.reshape(len(x), -1)
+        if rows is not None:
+            y = y[:, rows]  # drops the cells outside the mask (NaN allowed there)
         z = y @ U  # [k, r]
         var, mean = torch.var_mean(y, 1, correction=0)
         zc = z - mean[:, None] * u1  # U'(y - mean)
@@ -284,10 +323,140 @@ def _least_squares(g: torch.Tensor, X: torch.Tensor, chunk_size: int):
         coef.append(z @ W)
         lo, hi = torch.aminmax(y, dim=1)
         vrange.append(hi - lo)
-        for v, p in chunk_periods(x, s, counts).items():
-            periods[v].append(p)
-    dominant = {v: np.concatenate(p) for v, p in periods.items()}
-    return torch.cat(coef), torch.cat(sse), torch.cat(vrange), dominant
+        if dominant:
+            if rows is not None:
+                x = torch.where(keep, x, mean[:, None, None])  # outside the mask: the masked mean
+            for v, p in chunk_periods(x, s, counts).items():
+                periods[v].append(p)
+    found = {v: np.concatenate(p) for v, p in periods.items()} if dominant else None
+    return torch.cat(coef), torch.cat(sse), torch.cat(vrange), found, r
+
+
+def _errors(sse: torch.Tensor, vrange: torch.Tensor, cells: int):
+    """rmse = sqrt(SSE / cells), nrmse = rmse / value_range (NaN where the range is 0) and
+    value_range, as numpy [n]."""
+    rmse = to_numpy((sse / cells).sqrt())
+    vrange = to_numpy(vrange)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nrmse = np.where(vrange > 0, rmse / np.where(vrange > 0, vrange, 1), np.nan)
+    return rmse, nrmse, vrange
+
+
+def _as_mask(mask, n_a: int, n_b: int) -> np.ndarray | None:
+    """None, or the mask as a numpy bool array [n_a, n_b] with at least one cell."""
+    if mask is None:
+        return None
+    m = to_numpy(mask) if isinstance(mask, torch.Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_ or m.shape != (n_a, n_b):
+        raise ValueError(f"mask of dtype {m.dtype} and shape {m.shape}: expected a boolean array {(n_a, n_b)}")
+    if not m.any():
+        raise ValueError("mask selects no cell: N(a, b) must exist somewhere on the grid")
+    return m
+
+
+def design_rank(periods: Sequence[int] = PERIODS, n_a: int = 100, n_b: int = 100) -> int:
+    """The rank of the Eq. 5 design (:func:`.basis.design`) on the whole grid, by the rule of
+    the fit (singular values above RTOL times the largest): the number of parameters Eq. 5
+    identifies (24 of 28 columns for the paper's periods on 100 x 100: three sin(pi t) columns
+    are zero and a~ + b~ is collinear)."""
+    return _design_rank(tuple(periods), int(n_a), int(n_b))
+
+
+@lru_cache(maxsize=16)
+def _design_rank(periods: tuple, n_a: int, n_b: int) -> int:
+    S = np.linalg.svd(design(periods, n_a, n_b), compute_uv=False)
+    return int((S > RTOL * S[0]).sum())
+
+
+# ----------------------------------------------------------------------------- the digit basis
+
+
+@dataclass
+class DigitFits:
+    """Fits of the digit basis (:func:`.basis.digit_design`) to n neurons.
+
+    coef [n, m]: coefficients of :func:`.basis.digit_columns` (minimum-norm).
+    rmse, nrmse, value_range [n]: as :class:`NeuronFits` (over the masked cells for a masked fit).
+    layer, neuron [n]: the neurons' ids (-1 where unknown).
+    n_params: the rank of the (masked) digit design.  cells: cells fitted, None for the whole grid.
+    """
+
+    coef: np.ndarray
+    rmse: np.ndarray
+    nrmse: np.ndarray
+    value_range: np.ndarray
+    layer: np.ndarray
+    neuron: np.ndarray
+    n_params: int
+    grid_shape: tuple[int, int] = (100, 100)
+    cells: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.coef)
+
+    @property
+    def columns(self) -> list[str]:
+        return digit_columns()
+
+    def predict(self, index=None) -> np.ndarray:
+        """Fitted grids [k, n_a, n_b] of the neurons ``index`` (default all), on every cell."""
+        coef = self.coef if index is None else self.coef[np.atleast_1d(index)]
+        return (coef @ digit_design(*self.grid_shape).T).reshape(len(coef), *self.grid_shape)
+
+
+def fit_digit_basis(grids, mask=None, layer=None, neuron=None, chunk_size: int = 1024) -> DigitFits:
+    """Fit the digit basis (:func:`.basis.digit_design`: cos/sin of the units and tens digits
+    of a, b, a+b, the carry, a+b's hundreds digit and a constant) to every neuron's grid at once,
+    by the closed-form least squares of :func:`fit_neurons` (same arguments; same meaning of
+    ``mask``, rmse, nrmse, value_range).  helixclock's extension beside Eq. 5 (section 5.4)
+    for models that split numbers into digit tokens; :func:`compare_bases` puts the two side
+    by side."""
+    g = as_grids(grids)
+    n, n_a, n_b = g.shape
+    mask = _as_mask(mask, n_a, n_b)
+    X = torch.as_tensor(digit_design(n_a, n_b), device=g.device)
+    coef, sse, vrange, _, rank = _least_squares(g, X, chunk_size, mask, dominant=False)
+    cells = X.shape[0] if mask is None else int(mask.sum())
+    rmse, nrmse, vrange = _errors(sse, vrange, cells)
+    ids = np.full(n, -1, dtype=np.int64)
+    return DigitFits(
+        to_numpy(coef),
+        rmse,
+        nrmse,
+        vrange,
+        _ids(layer, ids),
+        _ids(neuron, ids),
+        rank,
+        (n_a, n_b),
+        None if mask is None else cells,
+    )
+
+
+def compare_bases(eq5: NeuronFits, digits: DigitFits) -> pd.DataFrame:
+    """One row per neuron: layer, neuron, nrmse_eq5, nrmse_digits, n_params_eq5,
+    n_params_digits and ``better``: "digits" where the digit basis's NRMSE is lower, else
+    "Eq. 5" (ties, and NaN NRMSEs of constant grids, go to Eq. 5).  The two fits must be of
+    the same neurons (ids) on the same cells."""
+    if len(eq5) != len(digits) or not (
+        np.array_equal(eq5.layer, digits.layer) and np.array_equal(eq5.neuron, digits.neuron)
+    ):
+        raise ValueError("compare_bases: the Eq. 5 and digit fits are of different neurons (layer, neuron ids)")
+    if eq5.grid_shape != digits.grid_shape or eq5.cells != digits.cells:
+        raise ValueError(
+            f"compare_bases: fits on different cells (Eq. 5: {eq5.grid_shape}, {eq5.cells} cells; "
+            f"digits: {digits.grid_shape}, {digits.cells} cells; None = the whole grid)"
+        )
+    return pd.DataFrame(
+        {
+            "layer": eq5.layer,
+            "neuron": eq5.neuron,
+            "nrmse_eq5": eq5.nrmse,
+            "nrmse_digits": digits.nrmse,
+            "n_params_eq5": eq5.n_params,
+            "n_params_digits": digits.n_params,
+            "better": np.where(digits.nrmse < eq5.nrmse, "digits", "Eq. 5"),
+        }
+    )
 
 
 def _ids(x, default):

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
-from ...pairs import draw_pairs, prompt_ids, same_prompt_pairs
+from ...pairs import draw_pairs, model_pairs, prompt_ids, same_forced_pairs, same_prompt_pairs
 from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
 from .patching import (
@@ -36,6 +36,17 @@ from .patching import (
     preactivation_kinds,
     preactivation_name,
     sweep_counts,
+)
+from .places import (
+    ablation_means,
+    digit_lens,
+    lens_tokens,
+    place_ablation,
+    place_attribution,
+    place_fit_evaluation,
+    place_grids,
+    top_units,
+    unit_direct_effects,
 )
 
 
@@ -79,9 +90,7 @@ def neuron_grids(
     in a gated MLP what ``settings.gated_preactivation`` says, with ``up`` the up projection's
     grids when both are fitted), their largest post-activation and its (a, b), their logit lens
     over the answers 0..198, and ``quantity``: what N is."""
-    grid = accuracy.sort_values(["a", "b"])
-    if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
-        raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
+    grid = _grid(accuracy)
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
     out = preactivation_grids(
         engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last, kinds
@@ -130,6 +139,91 @@ def neuron_fit_eval(
     )
     raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
     return raw
+
+
+# -- the model jobs for answers of several tokens: units by place (:mod:`.places`) ------------
+def place_attribution_job(
+    engine: PatchingEngine, accuracy: pd.DataFrame, template: str, settings: NeuronSettings
+) -> dict:
+    """:func:`neuron_attribution` for answers of several tokens: every unit's attribution by
+    place, the top units' DE, Fig. D9's sweep and the ablation means (``means`` [L, n_prompts,
+    slots, d_mlp], per ablation prompt in the order of :func:`~helixclock.pairs.same_forced_pairs`)."""
+    model, ad = engine.model, engine.adapter
+    correct = accuracy[accuracy["correct"]]
+    pairs = model_pairs(model, correct, settings.attribution_pairs, settings.seed, template, ("a", "b"))
+    scores = place_attribution(engine, pairs, settings.ranking).assign(ranking=settings.ranking)
+    neurons = ad.n_layers * ad.d_mlp
+    top = top_units(scores, n_top(neurons, settings.top_share))
+    de = unit_direct_effects(engine, pairs.take(settings.de_pairs), top)
+    prompts = same_forced_pairs(model, seeded_rows(correct, settings.ablation_prompts, settings.seed), template)
+    means = ablation_means(engine, seeded_rows(accuracy, settings.mean_prompts, settings.seed), template, prompts)
+    ablation = place_ablation(engine, prompts, scores, means, sweep_counts(neurons))
+    ablation.insert(0, "ranking", settings.ranking)
+    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
+
+
+def place_grids_job(
+    engine: PatchingEngine, accuracy: pd.DataFrame, template: str, top: pd.DataFrame, settings: NeuronSettings
+) -> dict:
+    """:func:`neuron_grids` for answers of several tokens: each top unit's N(a, b) at its place
+    [n_units, 100, 100] (NaN where a + b lacks the place), ``place`` per unit, and the digit
+    logit lens ``lens`` [n_units, 10 or 11] over ``lens_tokens`` (the digits, and the token that
+    ends an answer)."""
+    grid = _grid(accuracy).assign(answer=lambda g: g["a"] + g["b"])
+    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
+    out = place_grids(engine, grid, template, top, kinds)
+    labels, ids = lens_tokens(engine.model.tokenizer, engine.model.info.get("answer_end"))
+    arg = out.pop("post_argmax")
+    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
+    return {
+        "pre": out["pre"].reshape(len(top), 100, 100),
+        **extra,
+        "post_max": out["post_max"],
+        "max_a": grid["a"].to_numpy()[arg],
+        "max_b": grid["b"].to_numpy()[arg],
+        "lens": digit_lens(engine, top, ids),
+        "lens_tokens": np.array(labels, dtype="S"),
+        "layer": top["layer"].to_numpy(),
+        "neuron": top["neuron"].to_numpy(),
+        "rank": top["rank"].to_numpy(),
+        "place": np.array(list(top["place"]), dtype="S"),
+        "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
+    }
+
+
+def place_fit_eval_job(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    top: pd.DataFrame,
+    fitted_grids: Sequence[np.ndarray],
+    means: np.ndarray,
+    settings: NeuronSettings,
+) -> pd.DataFrame:
+    """:func:`neuron_fit_eval` for answers of several tokens (``top``: layer, neuron, place, rank
+    of the fitted units, in the fits' order)."""
+    model = engine.model
+    prompts = same_forced_pairs(
+        model, seeded_rows(accuracy[accuracy["correct"]], settings.ablation_prompts, settings.seed), template
+    )
+    kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
+    if len(fitted_grids) != len(kinds):
+        raise ValueError(f"{len(fitted_grids)} fitted grids for the {len(kinds)} fitted points {kinds}")
+    a, b = prompts.meta["clean_a"], prompts.meta["clean_b"]
+    fitted = {kind: g[:, a, b] for kind, g in zip(kinds, fitted_grids)}
+    per_place = int(top.groupby("place").size().max())
+    means = torch.as_tensor(means, device=model.device)
+    raw = place_fit_evaluation(engine, prompts, top, fitted, means, powers_of_two(per_place))
+    raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
+    return raw
+
+
+def _grid(accuracy: pd.DataFrame) -> pd.DataFrame:
+    """The 100 x 100 grid of a+b prompts, a-major (the grids' row order)."""
+    grid = accuracy.sort_values(["a", "b"])
+    if len(grid) != 10000 or grid["a"].max() != 99 or grid["b"].max() != 99:
+        raise ValueError(f"the grids need every a+b prompt with a, b in 0..99; the accuracy table has {len(grid)}")
+    return grid
 
 
 def save_grids(path, grids: dict, model: str) -> None:

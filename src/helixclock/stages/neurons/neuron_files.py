@@ -3,11 +3,15 @@ fitted term, and the fits saved and loaded for the jobs after ``neuron_fits``.""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
+from ...statistics import positions_of
 from .basis import VARIABLES, columns
-from .fit import NeuronFits, fit_neurons
+from .fit import NeuronFits, compare_bases, fit_digit_basis, fit_neurons
+from .places import place_masks
 from .tables import figure_grids
 
 
@@ -54,16 +58,31 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
     )
 
 
-def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None) -> None:
+def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units: dict | None = None) -> None:
     """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
     attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
-    fits of a gated MLP's up projection (when gate and up are both fitted), in group "up"."""
+    fits of a gated MLP's up projection (when gate and up are both fitted), in group "up".
+    ``units`` (answers of several tokens): each unit's ``place`` and ``rank``, in group "units"."""
     import h5py
 
     with h5py.File(path, "w") as f:
         _write_fits(f, fits)
         if up is not None:
             _write_fits(f.create_group("up"), up)
+        if units is not None:
+            group = f.create_group("units")
+            group.create_dataset("place", data=np.array([str(p) for p in units["place"]], dtype="S"))
+            group.create_dataset("rank", data=np.asarray(units["rank"]))
+
+
+def load_units(path) -> pd.DataFrame | None:
+    """The units' places and ranks of a fits file (answers of several tokens), or None."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if "units" not in f:
+            return None
+        return pd.DataFrame({"place": [p.decode() for p in f["units/place"][()]], "rank": f["units/rank"][()]})
 
 
 def _write_fits(f, fits: NeuronFits) -> None:
@@ -126,12 +145,17 @@ def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:
 
     ``grids`` are the neuron stage's grids.h5 arrays (``pre``, with ``up`` for a gated MLP whose
     gate and up projection are both fitted, ``rank``, ``post_max``, ``max_a``, ``max_b``, ``layer``,
-    ``neuron``, ``quantity``).  Returns the fits (``fits``, ``up`` or None), the per-neuron
-    ``table`` (NRMSE, top terms, rank, the largest post-activation and its prompt, what N is),
-    the ``terms`` table and Fig. 8's grids (``fig08``) for ``figure_ranks``."""
+    ``neuron``, ``quantity``; answers of several tokens: ``place``, the units' places).  Returns
+    the fits (``fits``, ``up`` or None), the per-neuron ``table`` (NRMSE, top terms, rank, the
+    largest post-activation and its prompt, what N is), the ``terms`` table and Fig. 8's grids
+    (``fig08``) for ``figure_ranks``.  Units of several places are fitted per place, on the cells
+    where their place exists (:func:`~.places.place_masks`), and the digit basis is fitted beside
+    Eq. 5 (columns nrmse_digits, n_params_*, better)."""
     quantity = np.asarray(grids.get("quantity", "preactivation")).item()
     quantity = quantity.decode() if isinstance(quantity, bytes) else str(quantity)  # what N(a, b) is
     ids = {"layer": grids["layer"], "neuron": grids["neuron"]}
+    if "place" in grids:
+        return _place_fits(grids, periods, method, figure_ranks, quantity)
     fits = fit_neurons(grids["pre"], periods, method=method, **ids)
     up = fit_neurons(grids["up"], periods, method=method, **ids) if "up" in grids else None
     table = neuron_table(fits).assign(
@@ -141,3 +165,57 @@ def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:
         table["nrmse_up"] = up.nrmse
     fig08 = figure_grids(grids, fits.predict(), table, figure_ranks).assign(quantity=quantity)
     return {"fits": fits, "up": up, "table": table, "terms": term_table(fits), "fig08": fig08}
+
+
+def _place_fits(grids: dict, periods, method: str, figure_ranks, quantity: str) -> dict:
+    """:func:`neuron_fits` for units of several places: each place's units fitted on its cells."""
+    places = np.array([p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]])
+    masks = place_masks(*grids["pre"].shape[1:])
+    parts: dict[str, list] = {"fits": [], "up": [], "digits": []}
+    for place in dict.fromkeys(places):
+        idx = np.flatnonzero(places == place)
+        ids = {"layer": grids["layer"][idx], "neuron": grids["neuron"][idx]}
+        mask = None if masks[place].all() else masks[place]  # the units place: the whole grid
+        parts["fits"].append(fit_neurons(grids["pre"][idx], periods, method=method, mask=mask, **ids))
+        parts["digits"].append(fit_digit_basis(grids["pre"][idx], mask=mask, **ids))
+        if "up" in grids:
+            parts["up"].append(fit_neurons(grids["up"][idx], periods, method=method, mask=mask, **ids))
+    fits = concat_fits(parts["fits"])
+    up = concat_fits(parts["up"]) if parts["up"] else None
+    bases = pd.concat([compare_bases(f, d) for f, d in zip(parts["fits"], parts["digits"])], ignore_index=True)
+    table = neuron_table(fits).assign(
+        place=places,
+        rank=grids["rank"],
+        max_post=grids["post_max"],
+        max_a=grids["max_a"],
+        max_b=grids["max_b"],
+        quantity=quantity,
+    )
+    for col in ("nrmse_digits", "n_params_eq5", "n_params_digits", "better"):
+        table[col] = bases[col].to_numpy()
+    if up is not None:
+        table["nrmse_up"] = up.nrmse
+    fig08 = figure_grids(grids, fits.predict(), table, figure_ranks).assign(quantity=quantity)
+    fig08["place"] = places[positions_of(grids["rank"], figure_ranks) or [0]].repeat(grids["pre"][0].size)
+    terms = term_table(fits)
+    terms.insert(0, "place", np.repeat(places, len(terms) // max(len(places), 1)))
+    return {"fits": fits, "up": up, "table": table, "terms": terms, "fig08": fig08, "units": table[["place", "rank"]]}
+
+
+def concat_fits(parts: list[NeuronFits]) -> NeuronFits:
+    """Fits of disjoint sets of neurons (e.g. the places of answers of several tokens) as one,
+    in order (``info``, which describes one fit's cells, is left empty)."""
+    first = parts[0]
+    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    dominant = {v: np.concatenate([p.dominant[v] for p in parts]) for v in first.dominant}
+    return replace(
+        first,
+        coef=cat("coef"),
+        rmse=cat("rmse"),
+        nrmse=cat("nrmse"),
+        value_range=cat("value_range"),
+        dominant=dominant,
+        layer=cat("layer"),
+        neuron=cat("neuron"),
+        info={},
+    )

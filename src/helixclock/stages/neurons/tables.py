@@ -9,6 +9,7 @@ import pandas as pd
 from ...statistics import Resampling, cumulative_shares, pair_values, positions_of, share_set, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
+PLACES = ("units", "tens", "hundreds")  # helixclock.patching.metrics.PLACES (this module stays free of torch)
 
 
 def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
@@ -40,13 +41,19 @@ def top_neuron_table(
             "signed": np.nanmean(per_pair, 1),
         }[ranking]
     de["de_effect"] = sizes
-    top = attribution.merge(de, on=["rank", "layer", "neuron"]).rename(columns={"attribution": "te"})
+    keys = ["place", "rank", "layer", "neuron"] if "place" in attribution else ["rank", "layer", "neuron"]
+    top = attribution.merge(de, on=keys).rename(columns={"attribution": "te"})
     if "effect" not in top:
         top["effect"] = top["te"]
     top["de_over_te"] = top["de_effect"] / top["effect"]
     top["in_circuit"] = top["layer"].isin(list(circuit_layers))
-    out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=["layer", "neuron"], how="left")
-    return out.sort_values("rank").reset_index(drop=True)
+    on = ["place", "layer", "neuron"] if "place" in top else ["layer", "neuron"]
+    out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=on, how="left")
+    if "place" not in out:
+        return out.sort_values("rank").reset_index(drop=True)
+    # units of several places: by place (units, tens, hundreds), then rank, as the grids' rows are
+    out["_place"] = out["place"].map({p: i for i, p in enumerate(PLACES)})
+    return out.sort_values(["_place", "rank"]).drop(columns="_place").reset_index(drop=True)
 
 
 def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
@@ -90,9 +97,11 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
     TE (signed mean attribution), the ranked effect size, DE (signed mean) and its effect size,
     DE/TE of the effect sizes, and the Eq. 5 fit of N
     (NRMSE, leading terms, a+b fraction), the fit's columns naming what N is (``quantity``:
-    the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation)."""
+    the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation); units of
+    several places also their place and the digit basis's NRMSE beside Eq. 5's."""
     what = str(neurons["quantity"].iloc[0]) if "quantity" in neurons and len(neurons) else "preactivation"
     cols = {
+        "place": "place",
         "rank": "rank",
         "layer": "layer",
         "neuron": "neuron",
@@ -104,6 +113,8 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
         "nrmse": f"NRMSE of the {what} fit",
         "top_terms": f"top fitted terms of the {what}",
         "ab_fraction": "a+b fraction",
+        "nrmse_digits": f"NRMSE of the {what} digit-basis fit",
+        "better": "better basis",
     }
     return neurons[[c for c in cols if c in neurons]].rename(columns=cols)
 

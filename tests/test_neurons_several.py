@@ -1,0 +1,193 @@
+"""The neuron stage (section 5.4, Figs. 8-10, D9-D13, F3, F4) for answers of several tokens: units
+(layer, neuron, place) (README, "Numbers of several tokens"), each experiment held to the paper's
+definition where numbers are one token and to known answers where they are not."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from helpers.families import tiny_hf_model
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+
+from helixclock.models import wrap_model
+from helixclock.pairs import draw_pairs, forced_rows, same_forced_pairs
+from helixclock.patching import PatchingEngine, Point, direct_effects
+from helixclock.stages.mistakes.logit_lens import digit_lens_period, digit_lens_tables, predicted_digit_period
+from helixclock.stages.neurons.patching import attribution_scores, neuron_direct_effects
+from helixclock.stages.neurons.places import (
+    ablation_means,
+    by_slot,
+    digit_lens,
+    lens_tokens,
+    place_ablation,
+    place_attribution,
+    place_grids,
+    top_units,
+    unit_direct_effects,
+)
+from helixclock.statistics import pair_columns
+
+ADD = GPTJ_PROMPTS["add"]
+
+
+def correct_table(rows):
+    a, b = np.array(rows).T
+    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
+
+
+@pytest.fixture(scope="module")
+def several():
+    digits = digit_splitting_tokenizer()
+    hf = tiny_hf_model("llama", len(digits), layers=3, seed=5, initializer_range=0.2)
+    model = wrap_model(hf, digits, name="d3", number_tokens="several", answer_end=".")
+    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
+    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True, end=".")
+    return PatchingEngine(model, progress=False), pairs, correct
+
+
+def test_by_slot_lays_places_on_the_answer_slots():
+    """Slot s of a row with k answer tokens holds place k - 1 - s (0: units); padded slots repeat
+    slot 0, as the role's positions do."""
+    per_place = torch.arange(3.0)[:, None, None, None].expand(3, 1, 3, 1).clone()  # value = place
+    k = torch.tensor([1, 2, 3])
+    out = by_slot(per_place, k, 3)[0, :, :, 0]
+    assert out.tolist() == [[0, 0, 0], [1, 0, 1], [2, 1, 0]]
+
+
+def test_one_token_answers_give_the_papers_attribution_and_de(tiny_gptj, tokenizer):
+    """Numbers of one token have one place, units at the last token: the units' attribution and
+    DE are the paper's neurons' (section 5.4), value for value."""
+    correct = correct_table([(a, b) for a in range(0, 60, 3) for b in range(0, 40, 5)])
+    pairs = draw_pairs(correct, 16, 0, tokenizer, ADD, ("a", "b"))
+    engine = PatchingEngine(tiny_gptj, progress=False)
+    last = pairs.clean.shape[1] - 1
+    paper = attribution_scores(engine, pairs, last)
+    ours = place_attribution(engine, pairs)
+    assert set(ours["place"]) == {"units"} and ours["pairs_with_place"].iloc[0] == len(pairs)
+    pd.testing.assert_frame_equal(ours.drop(columns=["place", "pairs_with_place"]), paper, rtol=1e-5)
+    top = ours.head(5)
+    de = unit_direct_effects(engine, pairs, top)
+    want = neuron_direct_effects(engine, pairs, paper.head(5), last)
+    cols = pair_columns(want)
+    assert np.allclose(de[cols].to_numpy(float), want[cols].to_numpy(float), atol=1e-5)
+
+
+def test_a_units_places_de_sum_to_the_neurons_de_over_the_answer(several):
+    """A write reaches the logits at its own position only: a neuron's DE over every answer
+    position is the sum of its units' DEs over the places each pair has."""
+    engine, pairs, _ = several
+    scores = place_attribution(engine, pairs)
+    assert set(scores["place"]) == {"units", "tens", "hundreds"}
+    layer, neuron = 2, 7
+    units = pd.DataFrame({"place": ["units", "tens", "hundreds"], "rank": 0, "layer": layer, "neuron": neuron})
+    de = unit_direct_effects(engine, pairs, units)
+    per_unit = de[pair_columns(de)].to_numpy(float)
+    k = pairs.answer_tokens().numpy()
+    assert np.isnan(per_unit[2, k < 3]).all() and np.isfinite(per_unit[2, k == 3]).all()
+    whole = direct_effects(engine, pairs, [Point("neuron_post", layer, ("answer",), index=neuron)])[0].numpy()
+    assert np.allclose(np.nansum(per_unit, 0), whole, atol=1e-5)
+    assert np.abs(whole).max() > 1e-4
+
+
+def test_ablation_with_the_prompts_own_values_changes_nothing(several):
+    """Mean ablation's invariants: every neuron kept changes nothing, and "means" equal to each
+    prompt's own values change nothing whatever is kept; with the layout means it does change LD."""
+    engine, _, correct = several
+    prompts = same_forced_pairs(engine.model, correct.iloc[:10], ADD)
+    scores = place_attribution(engine, draw_pairs(correct, 12, 0, engine.model.tokenizer, ADD, ("a", "b"),
+                                                  several=True, end="."))  # fmt: skip
+    sites = [Point("neuron_post", la, ("answer",)) for la in range(engine.adapter.n_layers)]
+    own = torch.stack([engine.clean_values(prompts, [p])[p] for p in sites])  # [L, n, K, d]
+    raw = place_ablation(engine, prompts, scores, own, [0, 5], readings=("live",))
+    ld = raw[raw["measure"] == "ld"][pair_columns(raw)].to_numpy(float)
+    assert np.abs(ld).max() < 1e-4
+    means = ablation_means(engine, correct, ADD, prompts)
+    assert means.shape == own.shape
+    m = engine.adapter.d_mlp * engine.adapter.n_layers
+    raw = place_ablation(engine, prompts, scores, means, [0, m], readings=("frozen",))
+    ld = raw[raw["measure"] == "ld"].set_index("k")[pair_columns(raw)].astype(float)
+    assert np.abs(ld.loc[m]).max() < 1e-4 and np.abs(ld.loc[0]).max() > 1e-3
+
+
+def test_ablation_means_are_the_layouts_means(several):
+    """The ablated value of a prompt at a slot is the mean over the mean prompts of its layout."""
+    engine, _, correct = several
+    prompts = same_forced_pairs(engine.model, correct.iloc[:8], ADD)
+    means = ablation_means(engine, correct, ADD, prompts)
+    ids, groups, order, _ = forced_rows(engine.model, correct, ADD)
+    site = Point("neuron_post", 1, ("answer",))
+    values, _ = engine.collect(ids, [site], logits=False, groups=groups)
+    g = prompts.groups[0]
+    same = [h for h in groups if h.layout == g.layout][0]
+    want = values[site][same.start : same.stop].float().mean(0)  # [K, d]
+    K = g.layout.answer_tokens
+    assert torch.allclose(means[1, g.start, :K], want[:K], atol=1e-6)
+
+
+def test_grids_read_each_unit_at_its_place(several):
+    """N(a, b) of a unit is its neuron's value at the position predicting its place's digit, NaN
+    where a + b has no such digit."""
+    engine, _, _ = several
+    grid = correct_table([(a, b) for a in (4, 55, 99) for b in (3, 47, 99)])
+    top = pd.DataFrame({"place": ["units", "tens", "hundreds"], "rank": 0, "layer": [0, 1, 2], "neuron": [3, 4, 5]})
+    out = place_grids(engine, grid, ADD, top, ("neuron_pre",))
+    pre = out["pre"]
+    sums = grid["answer"].to_numpy()
+    assert np.isnan(pre[1, sums < 10]).all() and np.isfinite(pre[1, sums >= 10]).all()
+    assert np.isnan(pre[2, sums < 100]).all() and np.isfinite(pre[0]).all()
+    ids, groups, order, k = forced_rows(engine.model, grid, ADD)
+    point = Point("neuron_pre", 0, ("answer",))
+    values, _ = engine.collect(ids, [point], logits=False, groups=groups)
+    units = values[point][np.arange(len(ids)), torch.as_tensor(k - 1), 3].numpy()  # the last slot: units
+    assert np.allclose(pre[0, order], units, atol=1e-6)
+
+
+def test_the_digit_lens_is_the_write_through_the_final_norm(several):
+    """The lens of a unit is its output column through the final norm and the unembedding, at the
+    digit tokens and the answer's end; its period over the digits is read off its spectrum."""
+    engine, _, _ = several
+    labels, ids = lens_tokens(engine.model.tokenizer, ".")
+    assert labels[-1] == "end" and len(ids) == 11
+    top = pd.DataFrame({"layer": [1, 2], "neuron": [0, 9]})
+    lens = digit_lens(engine, top, ids)
+    w = engine.adapter.neuron_weights(engine.model.hf, 2)[9].float()
+    want = engine.adapter.logits_from_final_residual(engine.model.hf, w[None]).float()[0, ids]
+    assert np.allclose(lens[1], want.detach().numpy(), atol=1e-5)
+    d = np.arange(10)
+    planted = np.stack([np.cos(2 * np.pi * d / 5), np.cos(2 * np.pi * d / 2), np.cos(2 * np.pi * d / 10)])
+    assert digit_lens_period(planted).tolist() == [5, 2, 10]
+
+
+def test_a_fitted_period_predicts_the_lens_period_by_place():
+    """At the units place T = 2, 5, 10 of a+b predict the same period over the digits; at the tens
+    place T = 100 predicts period 10; everything else predicts nothing."""
+    got = predicted_digit_period(
+        ["units", "units", "units", "units", "tens", "tens", "hundreds"], [2, 5, 10, 100, 100, 10, 100]
+    )
+    assert np.array_equal(got, [2, 5, 10, np.nan, 10, np.nan, np.nan], equal_nan=True)
+    d = np.arange(10)
+    lens = np.stack([np.r_[np.cos(2 * np.pi * d / 5), 0], np.r_[np.cos(2 * np.pi * d / 10), 0]])
+    neurons = pd.DataFrame(
+        {
+            "place": ["units", "tens"],
+            "layer": [1, 2],
+            "neuron": [0, 1],
+            "de": [1.0, 1.0],
+            "max_post": [1.0, 2.0],
+            "max_a": [3, 50],
+            "max_b": [4, 60],
+            "top_variable": ["a+b", "a+b"],
+            "top_period": [5, 100],
+        }
+    )
+    out = digit_lens_tables(neurons, lens, [str(x) for x in d] + ["end"])
+    periods = out["logit_lens_periods"]
+    assert periods["matches"].tolist() == [True, True] and periods["predicted_period"].tolist() == [5, 10]
+    assert out["logit_lens"]["token"].iloc[10] == "end" and len(out["logit_lens"]) == 22
+
+
+def test_top_units_are_the_first_of_every_place():
+    scores = pd.DataFrame(
+        {"place": ["units"] * 3 + ["tens"] * 3, "rank": [0, 1, 2] * 2, "layer": 0, "neuron": range(6)}
+    )
+    assert top_units(scores, 2)["neuron"].tolist() == [0, 1, 3, 4]
