@@ -120,7 +120,7 @@ def test_every_head_activation_patched_agrees_with_its_attribution_in_the_last_l
 
 def test_the_screen_patches_only_its_heads(llama):
     """With head_screen n, TE, DE and the fits are measured on the n screened heads only, and
-    Fig. D7's partners are those heads and the grid's MLPs."""
+    Fig. D7's partners are the categorised top heads and the grid's MLPs."""
     engine, pairs, correct = llama
     H, ab, k, _, _ = head_outputs(engine, correct, ADD)
     fits = answer_position_fits(H, ab, k, clock_bases((2, 10)), 8)
@@ -134,7 +134,8 @@ def test_the_screen_patches_only_its_heads(llama):
     assert set(map(tuple, te[["layer", "head"]].to_numpy())) == kept
     others = out["paths"]
     heads = others[others["other_kind"] == "head"]["other"]
-    assert {tuple(map(int, n[1:].split("H"))) for n in heads} <= kept
+    top = set(zip(out["categories"]["layer"], out["categories"]["head"]))
+    assert {tuple(map(int, n[1:].split("H"))) for n in heads} <= top <= kept
     assert set(others.loc[others["other_kind"] == "MLP", "other_layer"]) <= {0, 2}
 
 

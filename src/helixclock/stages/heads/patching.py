@@ -37,7 +37,7 @@ class HeadSettings:
     periods: tuple[int, ...] = PERIODS
     pca_components: int = 100
     head_screen: int = 0  # 0: every head activation-patched (the paper's); n: the n of largest attribution
-    layer_step: int = 1  # the MLPs Fig. D7 pairs screened heads with (registry layer_step)
+    layer_step: int = 1  # with a screen, the MLPs Fig. D7 pairs heads with (registry layer_step)
 
 
 def fit_heads(
@@ -304,7 +304,7 @@ def head_reading(
     mixed = mixed_sweep(engine, pairs, cats, fitted, position, settings.periods)
     _mark_mixed(cats, settings.mixed_heads)
     senders, receivers = path_heads(cats, engine.adapter, position)
-    partners = Partners() if settings.head_screen <= 0 else _screen_partners(engine.adapter, points, settings)
+    partners = Partners() if settings.head_screen <= 0 else _screen_partners(engine.adapter, cats, settings)
     paths = path_analysis(engine, pairs, senders, receivers, position, partners)
     return {
         "screen": screen,
@@ -317,10 +317,11 @@ def head_reading(
     }
 
 
-def _screen_partners(adapter, points: Sequence[Point], settings: HeadSettings) -> Partners:
-    """Fig. D7's partners where heads are screened: the screened heads and the MLPs of the
+def _screen_partners(adapter, cats: pd.DataFrame, settings: HeadSettings) -> Partners:
+    """Fig. D7's partners where heads are screened: the categorised top heads and the MLPs of the
     model's layer grid (registry ``layer_step``, as Fig. 6's)."""
-    return Partners(tuple(layer_grid(adapter.n_layers, settings.layer_step)), tuple((p.layer, p.index) for p in points))
+    heads = tuple((int(la), int(h)) for la, h in zip(cats["layer"], cats["head"]))
+    return Partners(tuple(layer_grid(adapter.n_layers, settings.layer_step)), heads)
 
 
 def rank_by_te(effects: pd.DataFrame, points: Sequence[Point]) -> tuple[list[Point], np.ndarray]:
