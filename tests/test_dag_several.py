@@ -1,8 +1,8 @@
 """The whole DAG on a model whose numbers take several tokens (README, "Numbers of several
 tokens"): toy-digits of tests/configs/models.yaml, a tiny Llama-architecture toy whose tokenizer
-splits every number into digits, trained in seconds.  Accuracy, the structure of numbers, the
-helix and its causal tests, the last token, the MLPs and App. E/F's error analysis run; the rest is listed
-in not_run.csv with its reason, and nothing is left to plan."""
+splits every number into digits, trained in seconds.  Every stage runs (accuracy, the structure of
+numbers, the helix and its causal tests, the last token, heads, MLPs, neurons by place and App. E/F's
+error analysis), not_run.csv lists nothing, and nothing is left to plan."""
 
 import json
 
@@ -29,26 +29,37 @@ RUNS = (
     "figures/figE1_linear_addition.png",
     "figures/figF1_error_distribution.png",
     "figures/fig01_clock.png",
+    "figures/figD2_head_patching.png",
+    "figures/figD6_head_categories.png",
+    "figures/figD7_head_paths.png",
+    "figures/fig08_neuron_preacts.png",
+    "figures/fig09_neuron_fit_eval.png",
+    "figures/figD9_neuron_ablation.png",
+    "figures/figD11_neuron_direct_effect.png",
+    "figures/figF3_neuron_logit_lens.png",
+    "figures/figF4_logit_lens_periods.png",
     "tables/fourier_peaks.csv",
     "tables/tab01_other_tasks.csv",
+    "tables/tabD1_head_categories.csv",
+    "tables/tabD2_top_neurons.csv",
 )
-NOT_RUN = ("heads", "neurons", "figures/figD9_neuron_ablation.png", "figures/figF3_neuron_logit_lens.png")
 
 
-def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
+def test_every_stage_runs_and_not_run_lists_nothing(digits_run):
     work, _ = digits_run
     results = work / "results" / MODEL
     for rel in RUNS:
         assert (results / rel).stat().st_size > 0, rel
-    for rel in NOT_RUN:
-        assert not (results / rel).exists(), rel
-    not_run = pd.read_csv(results / "tables/not_run.csv")
-    assert set(not_run["part"]) == {"heads", "neurons", "compat"}
+    assert pd.read_csv(results / "tables/not_run.csv").empty
+    heads = pd.read_csv(results / "heads/effects.csv")  # both readings, LD the log-likelihood ratio
+    assert set(heads["reading"]) == {"last token", "answer positions"} and (heads["term"] == "ld").all()
+    neurons = pd.read_csv(results / "neurons/neurons.csv")  # units by place, both bases fitted
+    assert set(neurons["place"]) == {"units", "tens", "hundreds"}
+    assert neurons[["nrmse", "nrmse_digits"]].notna().all().all() and set(neurons["better"]) <= {"Eq. 5", "digits"}
     stages = pd.read_csv(results / "mlps/mlp_stages.csv")  # the MLP stage at both readings (section 5.3)
     assert set(stages["reading"]) <= {"last token", "answer positions"}
     effects = pd.read_csv(results / "mlps/mlp_effects.csv")
     assert effects.groupby("reading")["layer"].nunique().to_dict() == {"answer positions": 2, "last token": 2}
-    assert (not_run["status"] == "not run").all() and not_run["reason"].str.len().min() > 50
     tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
     assert "a+b" in set(tab01["task"])
     per_prompt = pd.read_csv(results / "errors/logit_line_fourier.csv")  # L(n) of the tiny config's 200 prompts
@@ -57,14 +68,13 @@ def test_the_stages_that_carry_over_run_and_the_others_say_why_not(digits_run):
     assert examples.groupby("example")["token"].nunique().eq(199).all() and (examples["logit"] < 0).all()
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     mine = comparison[comparison["model"] == MODEL]
-    assert (mine["status"] == "not run").any() and (mine["status"] == "ok").any()
+    assert (mine["status"] == "ok").any()
     logits = mine.set_index("id").loc[["logit_top_period", "logit_slope_negative_share"]]  # Fig. F6 of L(n)
     assert (logits["status"] == "different metric").all() and logits["run_value"].notna().all()
     assert logits["reason"].str.contains("log-likelihoods L(n)", regex=False).all()
-    # the stages of not_run.csv say why; Table 1's LD is compared through its ratios to Full only
+    # Table 1's LD is compared through its ratios to Full only
     assert not (mine["status"] == "missing").any() and not ((mine["status"] == "ok") & mine["run_value"].isna()).any()
-    heads = mine.set_index("id").loc["heads_k_for_80pct"]
-    assert heads["status"] == "not run" and heads["reason"].startswith("heads stage (tables/not_run.csv): not carried")
+    assert mine.set_index("id").loc["heads_k_for_80pct", "run_value"] >= 0  # the head stage's last-token reading
     add = mine.set_index("id").loc["tab01_add_helix"]
     assert add["status"] == "different metric" and pd.isna(add["ratio"])
     assert add["run_to_full"] == pytest.approx(
@@ -94,9 +104,9 @@ def test_a_finished_run_plans_nothing(digits_run):
     assert planned_jobs(work, configfile=config) == {}
 
 
-def test_the_report_shows_its_figures_and_what_it_does_not_run(digits_run):
+def test_the_report_shows_its_figures(digits_run):
     work, config = digits_run
     snakemake(work, "--report", str(work / "report.html"), configfile=config)
     html = (work / "report.html").read_text(errors="replace")
     assert "not_run" in html and "fig04_helix_patching" in html and "fig05_last_token_helix" in html
-    assert "figD9_neuron_ablation" not in html
+    assert "figD9_neuron_ablation" in html and "figD2_head_patching" in html

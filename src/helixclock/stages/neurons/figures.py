@@ -27,16 +27,17 @@ from .panels import (  # noqa: E402
 
 # -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
 def fig08_neuron_preacts(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
-    """fig08 from tables: ``grids`` long (layer, neuron, a, b, actual, fitted) for the chosen
-    neurons, ``neurons`` the per-neuron table (nrmse, top_terms)."""
-    order = list(dict.fromkeys(zip(grids["layer"], grids["neuron"])))
+    """fig08 from tables: ``grids`` long (layer, neuron, a, b, actual, fitted; units of several
+    places also place) for the chosen neurons, ``neurons`` the per-neuron table (nrmse, top_terms)."""
+    keys = ["place", "layer", "neuron"] if "place" in grids else ["layer", "neuron"]  # units by place
+    order = list(dict.fromkeys(zip(*(grids[k] for k in keys))))
     n_a, n_b = int(grids["a"].max()) + 1, int(grids["b"].max()) + 1
     actual, fitted, rows = [], [], []
-    for layer, neuron in order:
-        part = grids[(grids["layer"] == layer) & (grids["neuron"] == neuron)].sort_values(["a", "b"])
+    for key in order:
+        part = grids[np.logical_and.reduce([grids[k] == v for k, v in zip(keys, key)])].sort_values(["a", "b"])
         actual.append(part["actual"].to_numpy().reshape(n_a, n_b))
         fitted.append(part["fitted"].to_numpy().reshape(n_a, n_b))
-        rows.append(neurons[(neurons["layer"] == layer) & (neurons["neuron"] == neuron)].iloc[0])
+        rows.append(neurons[np.logical_and.reduce([neurons[k] == v for k, v in zip(keys, key)])].iloc[0])
     return neuron_preacts_panel(np.stack(actual), np.stack(fitted), pd.DataFrame(rows).reset_index(drop=True), model)
 
 

@@ -83,7 +83,7 @@ def neuron_preacts_panel(
     subs = np.atleast_1d(fig.subfigures(rows, cols)).ravel()
     for sub, actual, fit, row in zip(subs, preacts, fitted, neurons.itertuples()):
         axes = sub.subplots(1, 2, sharey=True)
-        lo, hi = float(actual.min()), float(actual.max())
+        lo, hi = float(np.nanmin(actual)), float(np.nanmax(actual))  # NaN: cells where a unit's place is not
         for ax, grid, label in zip(axes, (actual, fit), (f"actual N(a, b) = {quantity}", "fit")):
             im = ax.imshow(
                 grid, origin="lower", cmap="RdBu_r", vmin=lo, vmax=hi, aspect="equal", interpolation="nearest"
@@ -92,8 +92,10 @@ def neuron_preacts_panel(
             ax.set_title(label, fontsize=9)
         axes[0].set_ylabel("a")
         sub.colorbar(im, ax=axes, shrink=0.8, label=quantity)
+        place = f" ({row.place} place; digit basis NRMSE {row.nrmse_digits:.3f})" if hasattr(row, "place") else ""
         sub.suptitle(
-            f"L{row.layer} N{row.neuron}, NRMSE {row.nrmse:.3f}\n{_wrap_terms(row.top_terms, n_terms)}", fontsize=8.5
+            f"L{row.layer} N{row.neuron}{place}, NRMSE {row.nrmse:.3f}\n{_wrap_terms(row.top_terms, n_terms)}",
+            fontsize=8.5,
         )
     for sub in subs[k:]:
         sub.set_visible(False)
@@ -159,7 +161,9 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     _need(neurons, ("te", "nrmse", "layer"), "figD13_neuron_nrmse")
     x = "effect" if "effect" in neurons.columns else "te"
     pos = neurons[neurons[x] > 0]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    several = "nrmse_digits" in neurons  # units by place: Eq. 5 beside the digit basis
+    fig, axes = plt.subplots(1, 2 if several else 1, figsize=(12.8 if several else 6.4, 4.4), squeeze=False)
+    ax = axes[0, 0]
     norm = _layer_norm(neurons["layer"])
     sns.scatterplot(
         data=pos, x=x, y="nrmse", hue="layer", hue_norm=norm, palette="viridis", s=12, linewidth=0, ax=ax, legend=False
@@ -183,7 +187,25 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
         + (f" ({dropped} with {what} ≤ 0 not shown)" if dropped else ""),
         fontsize=10,
     )
+    if several:
+        _bases_panel(axes[0, 1], neurons)
+        fig.tight_layout()
     return fig
+
+
+def _bases_panel(ax2, neurons: pd.DataFrame) -> None:
+    """Fig. D13 for units of several places: each unit's NRMSE under Eq. 5 against the digit
+    basis's, by place, the diagonal drawn (below it: Eq. 5 fits better)."""
+    sns.scatterplot(data=neurons, x="nrmse_digits", y="nrmse", hue="place", s=14, linewidth=0, ax=ax2)
+    hi = float(np.nanmax(neurons[["nrmse", "nrmse_digits"]].to_numpy()))
+    ax2.plot([0, hi], [0, hi], color="grey", lw=0.8, ls="--")
+    ax2.set_xlabel("NRMSE of the digit basis (15 columns)")
+    ax2.set_ylabel("NRMSE of Eq. 5 (24 independent columns)")
+    shares = neurons.groupby("place", sort=False)["better"].apply(lambda b: (b == "digits").mean())
+    ax2.set_title(
+        "units the digit basis fits better: " + ", ".join(f"{share:.0%} ({place})" for place, share in shares.items()),
+        fontsize=9,
+    )
 
 
 def layer_trends(neurons: pd.DataFrame, circuit_layers: Sequence[int]) -> pd.DataFrame:
