@@ -167,3 +167,60 @@ def test_span_attention_reads_the_digits_of_a_and_b(llama):
     both = attention_at(table, "answer positions").sort_values(["layer", "head"])
     per = table.pivot_table(index=["layer", "head"], columns="position", values="attn_a").to_numpy()
     assert np.allclose(both["attn_a"], per.mean(1))  # one row: every position weighs the same
+
+
+def planted_copy_head(offset: int = 4, scale: float = 40.0):
+    """A 2-block digit Llama with one working head, L0H0, planted by hand: every token carries a
+    constant coordinate (so its query and key are the same for every token) and a one-hot of
+    itself; RoPE then makes L0H0 attend from each position to the token ``offset`` before it (a
+    sum of cosines in phase only there) and copy that token's digit one-hot into residual
+    dimensions 20-29, which only block 1's MLP reads (the unembedding reads dimensions 1-19).
+    In "Output ONLY a number.\n{a}+{b}=" with two-digit a and b, the last prompt token is 4
+    after a's units digit: L0H0 moves a's units digit to the answer's first position and acts
+    only through block 1 (its direct effect is 0: both digits' writes have the same norm)."""
+    digits = digit_splitting_tokenizer()
+    V = len(digits)
+    hf = tiny_hf_model("llama", V, d=32, layers=2, heads=2, seed=0, rope_theta=2.0, intermediate_size=32)
+    weights = hf.state_dict()
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, w in weights.items():
+            if "norm" not in name:
+                w.zero_()
+        weights["model.embed_tokens.weight"][:, 0] = 4.0
+        weights["model.embed_tokens.weight"][torch.arange(V), 1 + torch.arange(V)] = 1.0
+        rms = (17 / 32) ** 0.5  # every token's embedding has this root mean square
+        theta = 2.0 ** (-torch.arange(8) / 8)  # RoPE's angles per position at rope_theta 2, head width 16
+        attn = "model.layers.0.self_attn"
+        weights[f"{attn}.q_proj.weight"][:8, 0] = scale * rms / 4
+        weights[f"{attn}.k_proj.weight"][:8, 0] = torch.cos(offset * theta) * rms / 4
+        weights[f"{attn}.k_proj.weight"][8:16, 0] = torch.sin(offset * theta) * rms / 4
+        for d in range(10):
+            weights[f"{attn}.v_proj.weight"][d, 1 + digits.convert_tokens_to_ids(str(d))] = rms
+            weights[f"{attn}.o_proj.weight"][20 + d, d] = 1.0
+        mlp = "model.layers.1.mlp"
+        weights[f"{mlp}.up_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
+        weights[f"{mlp}.gate_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
+        weights[f"{mlp}.down_proj.weight"][1:20] = 2 * torch.randn(19, 32, generator=g)
+        weights["lm_head.weight"][:, 1:20] = torch.randn(V, 19, generator=g)
+    hf.load_state_dict(weights)
+    return wrap_model(hf, digits, name="planted", number_tokens="several", answer_end=".")
+
+
+def test_a_head_that_copies_as_units_digit_is_found_as_an_a_b_head():
+    """Known answer: the planted head L0H0 (:func:`planted_copy_head`) is the one head with an
+    effect at the last token, it acts only indirectly (DE 0, TE > 0), its category is a,b, and
+    Fig. D6 sees it attend to a's units digit (nothing else) from the last prompt token."""
+    model = planted_copy_head()
+    engine = PatchingEngine(model, progress=False)
+    correct = correct_table([(a, b) for a in range(10, 100, 7) for b in range(12, 100, 9)])
+    pairs = draw_pairs(correct, 24, 0, model.tokenizer, ADD, ("a", "b"), several=True, end=".")
+    settings = HeadSettings(top_heads=4, mixed_heads=0, periods=(2, 5, 10, 100), pca_components=16)
+    out = head_patching_readings(engine, pairs, correct, ADD, settings)
+    cats = out["categories"][out["categories"]["reading"] == "last token"]
+    assert cats[["layer", "head", "category"]].values.tolist() == [[0, 0, "a,b"]]
+    head = cats.iloc[0]
+    assert head["te"] > 0.1 and abs(head["de"]) < 1e-4 * head["te"] and head["c_ab"] > 0.5
+    att = out["attention"]
+    row = att[(att["position"] == 0) & (att["layer"] == 0) & (att["head"] == 0)].iloc[0]
+    assert row["attn_a_units"] > 0.99 and row["attn_b_units"] < 0.01 and row["attn_a_tens"] < 0.01
