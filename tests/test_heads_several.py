@@ -81,8 +81,10 @@ def test_without_a_post_norm_the_write_is_the_heads_contribution(llama):
 
 
 def test_the_screen_keeps_the_heads_of_largest_attribution():
-    """Fig. D2's heads where heads are screened: the n of largest mean |score|, in layer order."""
-    screen = pd.DataFrame({"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "pair_0": [0.1, -3.0, 2.0, 0.5]})
+    """Fig. D2's heads where heads are screened: the n of largest |mean score|, in layer order."""
+    screen = pd.DataFrame(
+        {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "pair_0": [0.1, -3.0, 2.0, 4.0], "pair_1": [0.1, -3.0, 2.0, -4.0]}
+    )  # L1H1's scores cancel over the pairs: |mean| 0, the estimate of a TE of 0, though mean |score| is 4
     assert [(p.layer, p.index) for p in screened_points(screen, "last", 2)] == [(0, 1), (1, 0)]
     assert len(screened_points(screen, "last", 0)) == 4
 

@@ -83,9 +83,9 @@ def test_a_units_places_de_sum_to_the_neurons_de_over_the_answer(several):
     de = unit_direct_effects(engine, pairs, units)
     per_unit = de[pair_columns(de)].to_numpy(float)
     k = pairs.answer_tokens().numpy()
-    assert np.isnan(per_unit[2, k < 3]).all() and np.isfinite(per_unit[2, k == 3]).all()
+    assert (per_unit[2, k < 3] == 0).all() and (per_unit[2, k == 3] != 0).all()  # no hundreds: 0
     whole = direct_effects(engine, pairs, [Point("neuron_post", layer, ("answer",), index=neuron)])[0].numpy()
-    assert np.allclose(np.nansum(per_unit, 0), whole, atol=1e-5)
+    assert np.allclose(per_unit.sum(0), whole, atol=1e-5)
     assert np.abs(whole).max() > 1e-4
 
 
@@ -109,19 +109,51 @@ def test_ablation_with_the_prompts_own_values_changes_nothing(several):
     assert np.abs(ld.loc[m]).max() < 1e-4 and np.abs(ld.loc[0]).max() > 1e-3
 
 
-def test_ablation_means_are_the_layouts_means(several):
-    """The ablated value of a prompt at a slot is the mean over the mean prompts of its layout."""
+def test_ablation_means_are_the_layouts_means_or_the_places(several, monkeypatch):
+    """The ablated value of a prompt at a slot is the mean over the mean prompts of its layout, or,
+    where its layout has fewer than MIN_LAYOUT_PROMPTS of them, the mean at its place over all."""
+    from helixclock.stages.neurons import places
+
     engine, _, correct = several
     prompts = same_forced_pairs(engine.model, correct.iloc[:8], ADD)
-    means = ablation_means(engine, correct, ADD, prompts)
-    ids, groups, order, _ = forced_rows(engine.model, correct, ADD)
+    ids, groups, order, k = forced_rows(engine.model, correct, ADD)
     site = Point("neuron_post", 1, ("answer",))
-    values, _ = engine.collect(ids, [site], logits=False, groups=groups)
+    values = engine.collect(ids, [site], logits=False, groups=groups)[0][site].float()  # [m, K, d]
     g = prompts.groups[0]
-    same = [h for h in groups if h.layout == g.layout][0]
-    want = values[site][same.start : same.stop].float().mean(0)  # [K, d]
     K = g.layout.answer_tokens
-    assert torch.allclose(means[1, g.start, :K], want[:K], atol=1e-6)
+    same = [h for h in groups if h.layout == g.layout][0]
+    assert same.stop - same.start < places.MIN_LAYOUT_PROMPTS  # 24 mean prompts: every layout falls back
+    fallback = places.ablation_means(engine, correct, ADD, prompts)
+    units = values[np.arange(len(ids)), torch.as_tensor(k - 1)].mean(0)  # each mean prompt's units slot
+    assert torch.allclose(fallback[1, g.start, K - 1], units, atol=1e-6)
+    monkeypatch.setattr(places, "MIN_LAYOUT_PROMPTS", 1)
+    means = places.ablation_means(engine, correct, ADD, prompts)
+    assert torch.allclose(means[1, g.start, :K], values[same.start : same.stop].mean(0)[:K], atol=1e-6)
+
+
+def test_fitted_values_equal_to_the_actual_ones_are_the_actual_run(several):
+    """Fig. 9's invariant: give the top units of every place their own N (gate and up) as "fitted"
+    values and the fitted variant is the actual one, pair by pair, at every k."""
+    from helixclock.stages.neurons.places import place_fit_evaluation
+
+    engine, _, correct = several
+    prompts = same_forced_pairs(engine.model, correct.iloc[:10], ADD)
+    pairs = draw_pairs(correct, 12, 0, engine.model.tokenizer, ADD, ("a", "b"), several=True, end=".")
+    top = top_units(place_attribution(engine, pairs), 3)
+    rows = pd.DataFrame({"a": prompts.meta["clean_a"], "b": prompts.meta["clean_b"]}).assign(answer=lambda r: r.a + r.b)
+    own = place_grids(engine, rows, ADD, top, ("neuron_pre", "neuron_up"))
+    fitted = {"neuron_pre": np.nan_to_num(own["pre"]), "neuron_up": np.nan_to_num(own["up"])}
+    means = ablation_means(engine, correct, ADD, prompts)
+    raw = place_fit_evaluation(engine, prompts, top, fitted, means, [1, 3])
+    ld = raw[raw["measure"] == "ld"]
+    cols = pair_columns(raw)
+    for k in (1, 3):
+        part = ld[ld["k"] == k].set_index("preactivation")[cols].astype(float)
+        assert np.allclose(part.loc["actual"], part.loc["fitted"], atol=1e-4)
+    other = {kind: v + 1.0 for kind, v in fitted.items()}  # a wrong fit changes the run
+    moved = place_fit_evaluation(engine, prompts, top, other, means, [3])
+    part = moved[moved["measure"] == "ld"].set_index("preactivation")[cols].astype(float)
+    assert np.abs(part.loc["actual"] - part.loc["fitted"]).max() > 1e-3
 
 
 def test_grids_read_each_unit_at_its_place(several):

@@ -58,14 +58,15 @@ def test_paths_are_relative_to_the_project_folder():
 
 def test_the_comparison_reads_the_registered_paths():
     """The paper comparison's tables are those of helixclock.outputs; each quantity reads
-    registered ones, and each scope is a part of the paper that some models do not run."""
+    registered ones, and each scope names the stage that makes the table (the part a model's
+    not_run.csv would name if it did not run it: helixclock.config.NOT_RUN_FOR_SEVERAL)."""
     # and the not_run table of a model with numbers of several tokens, read where it exists
     assert TABLE_FILES == {k: p for k, (p, _) in outputs.COMPARED_TABLES.items()} | {
         "not_run": outputs.table("not_run")[0]
     }
     assert TABLE_FILES["neurons"] == "results/{model}/neurons/neurons.csv"
     assert {k for q in REGISTRY.values() for k in q.tables} <= set(TABLE_FILES)
-    assert {s for _, s in outputs.COMPARED_TABLES.values()} <= {None, *NOT_RUN_FOR_SEVERAL}
+    assert {s for _, s in outputs.COMPARED_TABLES.values()} <= {None, "heads", "neurons", *NOT_RUN_FOR_SEVERAL}
 
 
 def test_no_rule_file_writes_an_output_path():

@@ -118,8 +118,8 @@ CLOCK_SUM = f"{MODEL}/report/clock_sum.csv"
 PAPER_VALUES = f"{ALL}/paper_values.yaml"  # the copy of config/paper_values.yaml the comparison read
 
 # The tables the paper comparison reads (helixclock.stages.report.quantities.TABLE_FILES), by key,
-# each with the part of the paper that makes it where a model may not run that part (a key of
-# helixclock.config.NOT_RUN_FOR_SEVERAL; None: every model makes it).
+# each with the part of the paper that makes it, for a model that may not run that part (its
+# not_run.csv names the part: helixclock.config.NOT_RUN_FOR_SEVERAL; None: every model makes it).
 COMPARED_TABLES = {
     "card": (CARD, None),
     "tabA1": (table("tabA1_prompts_accuracy", "all")[0], None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
@@ -144,6 +145,32 @@ class Pairs:
         )
         out.corrupted_run = out.clean_run = self.clean_run
         return out
+
+    def spread(self, n: int) -> Pairs:
+        """``n`` pairs spread evenly over the pairs' order: every token layout in proportion to
+        its pairs (:meth:`take` would take the first layouts only), each layout's rows in their
+        (random) drawn order."""
+        if n >= len(self):
+            return self
+        rows = np.unique(np.linspace(0, len(self) - 1, n).round().astype(np.int64))
+        groups, start = [], 0
+        for g in self.groups:
+            k = int(((rows >= g.start) & (rows < g.stop)).sum())
+            if k:
+                groups.append(Group(start, start + k, g.layout))
+                start += k
+        index = torch.as_tensor(rows, device=self.clean.device)
+        return Pairs(
+            self.clean[index],
+            self.corrupted[index],
+            self.clean_answer[index],
+            self.corrupted_answer[index],
+            {k: v[rows] if isinstance(v, np.ndarray) and len(v) == len(self) else v for k, v in self.meta.items()},
+            groups,
+            self.answers[index],
+            self.scoring,
+            self.digits,
+        )
 
     def take(self, n: int) -> Pairs:
         """The first ``n`` pairs (their groups cut to match)."""

@@ -274,7 +274,8 @@ def screen_heads(engine: PatchingEngine, pairs: Pairs, position) -> pd.DataFrame
 
 def screened_points(screen: pd.DataFrame, position, n: int) -> list[Point]:
     """The heads activation patching measures: every head (``n`` = 0, the paper's), or the
-    ``n`` of the largest mean |attribution score| (config key ``clock.head_screen``), in layer
+    ``n`` of the largest |mean attribution score| over the pairs (the first-order estimate of
+    |TE|, by which they are ranked next; config key ``clock.head_screen``), in layer
     and head order."""
     size = np.abs(pair_values(screen).mean(1))
     keep = np.arange(len(screen)) if n <= 0 else np.sort(np.argsort(-size, kind="stable")[:n])

@@ -162,6 +162,11 @@ def neuron_logit_lens(
     every place."""
     if "lens_tokens" in grids:
         tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in grids["lens_tokens"]]
+        units = [p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]]
+        if list(zip(units, grids["layer"], grids["neuron"])) != list(
+            zip(neurons["place"], neurons["layer"], neurons["neuron"])
+        ):
+            raise ValueError("the neuron table's rows are not the grids' units (place, layer, neuron) in order")
         places = neurons["place"].to_numpy()
         at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
         rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
@@ -236,4 +241,5 @@ def digit_lens_tables(
     per["lens_period"] = digit_lens_period(np.asarray(lens)[keep])
     per["predicted_period"] = predicted_digit_period(per["place"], per["fitted_period"])
     per["matches"] = near(per["lens_period"], per["predicted_period"]) & per["predicted_period"].notna()
+    per["matches_harmonic"] = per["matches"]  # over ten digits a harmonic T/k is another prediction: none counted
     return {"logit_lens": table, "logit_lens_periods": per}

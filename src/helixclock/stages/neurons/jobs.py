@@ -154,7 +154,7 @@ def place_attribution_job(
     scores = place_attribution(engine, pairs, settings.ranking).assign(ranking=settings.ranking)
     neurons = ad.n_layers * ad.d_mlp
     top = top_units(scores, n_top(neurons, settings.top_share))
-    de = unit_direct_effects(engine, pairs.take(settings.de_pairs), top)
+    de = unit_direct_effects(engine, pairs.spread(settings.de_pairs), top)  # every layout, in proportion
     prompts = same_forced_pairs(model, seeded_rows(correct, settings.ablation_prompts, settings.seed), template)
     means = ablation_means(engine, seeded_rows(accuracy, settings.mean_prompts, settings.seed), template, prompts)
     ablation = place_ablation(engine, prompts, scores, means, sweep_counts(neurons))

@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ...statistics import positions_of
 from .basis import VARIABLES, columns
 from .fit import NeuronFits, compare_bases, fit_digit_basis, fit_neurons
 from .places import place_masks
@@ -195,8 +194,11 @@ def _place_fits(grids: dict, periods, method: str, figure_ranks, quantity: str) 
         table[col] = bases[col].to_numpy()
     if up is not None:
         table["nrmse_up"] = up.nrmse
-    fig08 = figure_grids(grids, fits.predict(), table, figure_ranks).assign(quantity=quantity)
-    fig08["place"] = places[positions_of(grids["rank"], figure_ranks) or [0]].repeat(grids["pre"][0].size)
+    at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}  # Fig. 8's ranks in every place
+    rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)] or [0]
+    fitted = fits.predict(rows)
+    fig08 = figure_grids({**grids, "pre": grids["pre"][rows]}, fitted, table.iloc[rows], figure_ranks, range(len(rows)))
+    fig08 = fig08.assign(quantity=quantity, place=places[rows].repeat(grids["pre"][0].size))
     terms = term_table(fits)
     terms.insert(0, "place", np.repeat(places, len(terms) // max(len(places), 1)))
     return {"fits": fits, "up": up, "table": table, "terms": terms, "fig08": fig08, "units": table[["place", "rank"]]}

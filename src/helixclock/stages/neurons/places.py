@@ -47,6 +47,7 @@ from ...statistics import raw_table
 from .patching import READINGS, neuron_sites, rank_neurons
 
 ANSWER = "answer"  # the role of every position that predicts an answer token
+MIN_LAYOUT_PROMPTS = 20  # fewer mean prompts of a layout than this: its ablation means are its place's
 
 
 def place_slots(answer_tokens: Int[Tensor, " row"], place: int) -> tuple[Int[Tensor, " row"], Bool[Tensor, " row"]]:
@@ -83,9 +84,11 @@ def by_slot(
 def place_attribution(engine: PatchingEngine, pairs: Pairs, ranking: str = "mean_abs") -> pd.DataFrame:
     """Every unit's attribution (section 5.4's attribution patching; the gradient of the clean
     answer's log-likelihood, whose difference from the corrupted run's is LD): per place, the
-    signed mean over the pairs whose answers have that place (``attribution``) and the mean size
-    (``attribution_abs``), ranked within the place by ``ranking``; columns place, rank, layer,
-    neuron, attribution, attribution_abs, effect, pairs_with_place."""
+    signed mean over all pairs (``attribution``), a pair whose answer lacks the place counting 0,
+    and the mean size (``attribution_abs``), ranked within the place by ``ranking``; columns
+    place, rank, layer, neuron, attribution, attribution_abs, effect, pairs_with_place.  Means
+    over all pairs make units of every place parts of one mean LD, so that their effects add up
+    across places (Figs. D11, F4); within a place the ranking is that of the pairs with it."""
     sites = neuron_sites(engine.adapter, ANSWER)
     scores = attribute(engine, pairs, sites, reduce="none", desc="attribution")  # {site: [n, K, d]}
     k = pairs.answer_tokens()
@@ -99,8 +102,8 @@ def place_attribution(engine: PatchingEngine, pairs: Pairs, ranking: str = "mean
             {
                 "layer": np.repeat(np.arange(L), m),
                 "neuron": np.tile(np.arange(m), L),
-                "attribution": to_numpy(values.mean(1)).ravel(),
-                "attribution_abs": to_numpy(values.abs().mean(1)).ravel(),
+                "attribution": to_numpy(values.sum(1) / len(pairs)).ravel(),
+                "attribution_abs": to_numpy(values.abs().sum(1) / len(pairs)).ravel(),
             }
         )
         ranked = rank_neurons(df, ranking)
@@ -126,7 +129,8 @@ def unit_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame,
     """DE of each top unit over ``pairs``: its neuron's clean - corrupted write at the unit's
     position through the final norm and unembedding, scored on that position's token (a write
     reaches the logits at its own position only; :func:`~helixclock.patching.direct_effects`);
-    NaN for pairs whose answers lack the unit's place.  Raw table (place, rank, layer, neuron)."""
+    0 for pairs whose answers lack the unit's place (as its attribution counts them, so that DE/TE
+    divides means over the same pairs).  Raw table (place, rank, layer, neuron)."""
     points, which = _unit_points(top)
     de = direct_effects(engine, pairs, points, chunk=chunk, per_position=True)  # [U, n, K]
     k = pairs.answer_tokens()
@@ -134,7 +138,7 @@ def unit_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame,
     out = torch.empty(len(top), len(pairs), device=de.device)
     for i, (u, place) in enumerate(zip(which, top["place"])):
         slot, ok = place_slots(k, PLACES.index(place))
-        out[i] = torch.where(ok, de[u, rows, slot], float("nan"))
+        out[i] = torch.where(ok, de[u, rows, slot], 0.0)
     return raw_table(out, top[["place", "rank", "layer", "neuron"]].to_dict("records"))
 
 
@@ -144,8 +148,9 @@ def ablation_means(
 ) -> Float[Tensor, "layer row slot d_mlp"]:
     """The values every ablated neuron gets, per prompt of ``prompts`` and answer slot: the mean
     post-activation over the prompts of ``mean_rows`` (teacher-forced with a + b) of the same token
-    layout at the same slot; for a layout none of them has, the mean over all of them at the same
-    place.  [L, n_prompts, width, d_mlp], the padded slots as :func:`by_slot` lays them."""
+    layout at the same slot; for a layout fewer than :data:`MIN_LAYOUT_PROMPTS` of them have, the
+    mean over all of them at the same place.  [L, n_prompts, width, d_mlp], the padded slots as
+    :func:`by_slot` lays them."""
     ids, groups, _, k_mean = forced_rows(engine.model, mean_rows, template)
     sites = neuron_sites(engine.adapter, ANSWER)
     values, _ = engine.collect(ids, sites, logits=False, desc="mean activations", groups=groups)
@@ -159,7 +164,7 @@ def ablation_means(
     k = prompts.answer_tokens()
     per_place = torch.stack(place_means)[:, :, None].expand(-1, -1, len(prompts), -1)  # [Q, L, n, d]
     out = by_slot(per_place.contiguous(), k, int(k.max()))
-    by_layout = {g.layout: V[:, g.start : g.stop].mean(1) for g in groups}  # [L, K_mean, d]
+    by_layout = {g.layout: V[:, g.start : g.stop].mean(1) for g in groups if g.stop - g.start >= MIN_LAYOUT_PROMPTS}
     for g in prompts.groups:
         mean = by_layout.get(g.layout)
         if mean is not None:
@@ -290,11 +295,12 @@ def lens_tokens(tokenizer, end: str | None) -> tuple[list[str], list[int]]:
 
 
 def digit_lens(engine: PatchingEngine, top: pd.DataFrame, token_ids: Sequence[int]) -> np.ndarray:
-    """Each unit's neuron write (its output-projection column; through the MLP's post norm where
-    the family has one, :func:`~helixclock.patching.write_change`) through the final norm and the
-    unembedding, at ``token_ids``: [n_units, len(token_ids)].  The final norm of a single vector
-    scales it and applies the norm's gain; the scale is one positive number per unit, so the
-    lens's shape over the digits (its periods) is the gain-weighted W_U . w_n."""
+    """Each unit's neuron direction (its output-projection column; where the family normalises the
+    MLP's output, Gemma-2/3, that column through the post norm: the norm's gain applied to it)
+    through the final norm, the unembedding (its bias, if any) and the family's soft-cap, at
+    ``token_ids``: [n_units, len(token_ids)].  The final RMS norm of one vector divides it by
+    its RMS and applies the gain, so the lens's shape over the digits (its periods) is that of
+    the gain-weighted W_U . w_n (a LayerNorm would also centre it)."""
     ad, hf = engine.adapter, engine.model.hf
     ids = torch.as_tensor(list(token_ids), device=engine.model.device)
     out = np.empty((len(top), len(ids)), dtype=np.float32)

@@ -119,10 +119,11 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
     return neurons[[c for c in cols if c in neurons]].rename(columns=cols)
 
 
-def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks) -> pd.DataFrame:
+def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks, rows=None) -> pd.DataFrame:
     """fig08's data: the actual and fitted N(a, b) of the neurons at the given attribution ranks
-    (those that are top neurons), long: layer, neuron, a, b, actual, fitted."""
-    rows = positions_of(grids["rank"], ranks) or [0]
+    (those that are top neurons; or of the grids' ``rows``), long: layer, neuron, a, b, actual,
+    fitted."""
+    rows = (positions_of(grids["rank"], ranks) or [0]) if rows is None else list(rows)
     n_a, n_b = grids["pre"].shape[1:]
     a, b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
     return pd.concat(

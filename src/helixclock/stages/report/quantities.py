@@ -53,6 +53,13 @@ class Quantity:
     several: str | None = None
 
 
+# what the neuron stage's quantities count for numbers of several tokens
+UNITS = (
+    "numbers of several tokens: units (layer, neuron, place) at the positions that predict the answer's digits, "
+    'the top share of each place, LD the log-likelihood ratio (README, "Numbers of several tokens"), not the '
+    "last token's neurons and one answer token's logit"
+)
+
 # what Figs. F5 and F6 read for numbers of several tokens, in place of the final logits
 ANSWER_SCORES = (
     "numbers of several tokens: the answers' log-likelihoods L(n) over a sample of prompts (README, \"Numbers of "
@@ -115,7 +122,10 @@ def _category(t: Tables, category: str, what: str) -> float:
 
 def _circuit_share(t: Tables, model: str) -> float:
     """Share of the top neurons (``neurons``: layer) in the circuit MLPs (mlp_stages' layers)."""
-    return float(t["neurons"]["layer"].isin(last_token(t["mlp_stages"])["layer"]).mean())
+    neurons = t["neurons"]
+    if "in_circuit" in neurons:  # the neuron stage's own reading (units by place: the answer positions)
+        return float(neurons["in_circuit"].mean())
+    return float(neurons["layer"].isin(last_token(t["mlp_stages"])["layer"]).mean())
 
 
 def _de80(t: Tables) -> np.ndarray:
@@ -281,15 +291,15 @@ def _registry() -> dict[str, Quantity]:
         "mlp_stage_boundary": Quantity(
             ("mlp_stages",), lambda t, m: stage_boundary(last_token(t["mlp_stages"])), _circuit_gap
         ),
-        "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"]))),
-        "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction, _fraction_gap),
+        "n_top_neurons": Quantity(("neurons",), lambda t, m: float(len(t["neurons"])), several=UNITS),
+        "neuron_accuracy_at_1pct": Quantity(("neuron_ablation",), _accuracy_at_fraction, _fraction_gap, several=UNITS),
         "neuron_accuracy_at_1pct_live": Quantity(
-            ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live"), _fraction_gap
+            ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live"), _fraction_gap, several=UNITS
         ),
-        "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share),
-        "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum())),
-        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share, _circuit_gap),
-        "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery, _recovery_gap),
+        "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share, several=UNITS),
+        "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum()), several=UNITS),
+        "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share, _circuit_gap, several=UNITS),
+        "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery, _recovery_gap, several=UNITS),
         "model_accuracy_alpha100": Quantity(
             ("linear_addition",), lambda t, m: _line(t, "points", "model_accuracy", 100)
         ),
