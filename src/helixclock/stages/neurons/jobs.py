@@ -96,18 +96,8 @@ def neuron_grids(
         engine, prompt_ids(engine.model.tokenizer, template, grid, engine.model.device), top, last, kinds
     )
     answers = grid.drop_duplicates("answer").set_index("answer").loc[np.arange(199), "answer_token"].to_numpy()
-    arg = out.pop("post_argmax")
-    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
     return {
-        "pre": out["pre"].reshape(len(top), 100, 100),
-        **extra,
-        "post_max": out["post_max"],
-        "max_a": grid["a"].to_numpy()[arg],
-        "max_b": grid["b"].to_numpy()[arg],
-        "lens": logit_lens(engine, top, answers),
-        "layer": top["layer"].to_numpy(),
-        "neuron": top["neuron"].to_numpy(),
-        "rank": top["rank"].to_numpy(),
+        **_grid_arrays(out, grid, top, logit_lens(engine, top, answers)),
         "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
     }
 
@@ -173,19 +163,9 @@ def place_grids_job(
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
     out = place_grids(engine, grid, template, top, kinds)
     labels, ids = lens_tokens(engine.model.tokenizer, engine.model.info.get("answer_end"))
-    arg = out.pop("post_argmax")
-    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
     return {
-        "pre": out["pre"].reshape(len(top), 100, 100),
-        **extra,
-        "post_max": out["post_max"],
-        "max_a": grid["a"].to_numpy()[arg],
-        "max_b": grid["b"].to_numpy()[arg],
-        "lens": digit_lens(engine, top, ids),
+        **_grid_arrays(out, grid, top, digit_lens(engine, top, ids)),
         "lens_tokens": np.array(labels, dtype="S"),
-        "layer": top["layer"].to_numpy(),
-        "neuron": top["neuron"].to_numpy(),
-        "rank": top["rank"].to_numpy(),
         "place": np.array(list(top["place"]), dtype="S"),
         "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
     }
@@ -216,6 +196,25 @@ def place_fit_eval_job(
     raw = place_fit_evaluation(engine, prompts, top, fitted, means, powers_of_two(per_place))
     raw.insert(0, "quantity", fitted_name(engine.adapter.gated, settings.gated_preactivation))
     return raw
+
+
+def _grid_arrays(out: dict, grid: pd.DataFrame, top: pd.DataFrame, lens: np.ndarray) -> dict:
+    """The grids job's arrays common to both kinds of unit: N(a, b) ``pre`` (and ``up``) as
+    [n, 100, 100], the largest post-activation and its prompt's a and b, the logit lens ``lens``,
+    and the units' layer, neuron and attribution rank."""
+    arg = out["post_argmax"]
+    extra = {"up": out["up"].reshape(len(top), 100, 100)} if "up" in out else {}
+    return {
+        "pre": out["pre"].reshape(len(top), 100, 100),
+        **extra,
+        "post_max": out["post_max"],
+        "max_a": grid["a"].to_numpy()[arg],
+        "max_b": grid["b"].to_numpy()[arg],
+        "lens": lens,
+        "layer": top["layer"].to_numpy(),
+        "neuron": top["neuron"].to_numpy(),
+        "rank": top["rank"].to_numpy(),
+    }
 
 
 def _grid(accuracy: pd.DataFrame) -> pd.DataFrame:

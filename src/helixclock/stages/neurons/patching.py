@@ -240,15 +240,7 @@ def neuron_ablation(
         for k in ks:
             variants.append(_ablation_variant(sites, keep_masks(order, k, shape, means.device), means, reading))
             labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
-    res = engine.run(prompts, variants, metric=answer_correct, desc="neuron ablation")
-    unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
-    return pd.concat(
-        [
-            raw_table(res.metric, labels, measure="correct"),
-            raw_table(unablated[None] - res.answer_logit, labels, measure="ld"),
-        ],
-        ignore_index=True,
-    )
+    return accuracy_and_ld(engine, prompts, variants, labels, "neuron ablation")
 
 
 def preactivation_grids(
@@ -340,8 +332,19 @@ def fit_evaluation(
         ]
         variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
         labels.append({"k": k, "preactivation": "fitted"})
-    res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
-    unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
+    return accuracy_and_ld(engine, prompts, variants, labels, "fit evaluation")
+
+
+def accuracy_and_ld(engine: PatchingEngine, prompts: Pairs, variants, labels: list[dict], desc: str) -> pd.DataFrame:
+    """The ablation experiments' raw table (Figs. D9, 9): per variant (``labels``) and prompt of
+    ``prompts`` (pairs whose corrupted prompt is the clean one), measure "correct" (0/1: greedy
+    decoding's answer) and "ld" (the unablated answer's score, its logit or, for answers of
+    several tokens, its log-likelihood, minus the ablated run's)."""
+    res = engine.run(prompts, variants, metric=answer_correct, desc=desc)
+    if prompts.scoring == "logprob":
+        unablated = prompts.clean_run.answer_score()
+    else:
+        unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
     return pd.concat(
         [
             raw_table(res.metric, labels, measure="correct"),

@@ -42,9 +42,9 @@ from torch import Tensor
 from ...io import to_numpy
 from ...pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, direct_effects
-from ...patching.metrics import PLACES, answer_correct
+from ...patching.metrics import PLACES
 from ...statistics import raw_table
-from .patching import READINGS, neuron_sites, rank_neurons
+from .patching import READINGS, accuracy_and_ld, neuron_sites, rank_neurons
 
 ANSWER = "answer"  # the role of every position that predicts an answer token
 MIN_LAYOUT_PROMPTS = 20  # fewer mean prompts of a layout than this: its ablation means are its place's
@@ -214,15 +214,7 @@ def place_ablation(
             frozen = [Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []
             variants.append(frozen + ablate)
             labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
-    res = engine.run(prompts, variants, metric=answer_correct, desc="neuron ablation")
-    unablated = prompts.clean_run.answer_score()
-    return pd.concat(
-        [
-            raw_table(res.metric, labels, measure="correct"),
-            raw_table(unablated[None] - res.answer_logit, labels, measure="ld"),
-        ],
-        ignore_index=True,
-    )
+    return accuracy_and_ld(engine, prompts, variants, labels, "neuron ablation")
 
 
 # ------------------------------------------------------------------------------- grids
@@ -361,12 +353,4 @@ def place_fit_evaluation(
         ]
         variants.append(fits + ablate)
         labels.append({"k": k, "preactivation": "fitted"})
-    res = engine.run(prompts, variants, metric=answer_correct, desc="fit evaluation")
-    unablated = prompts.clean_run.answer_score()
-    return pd.concat(
-        [
-            raw_table(res.metric, labels, measure="correct"),
-            raw_table(unablated[None] - res.answer_logit, labels, measure="ld"),
-        ],
-        ignore_index=True,
-    )
+    return accuracy_and_ld(engine, prompts, variants, labels, "fit evaluation")
