@@ -150,7 +150,7 @@ def test_span_attention_reads_the_digits_of_a_and_b(llama):
     ids, groups, _, _ = forced_rows(engine.model, rows, ADD)
     table = span_attention(engine.model, ids, groups)
     layout = groups[0].layout
-    keys = _keys(layout, 1)
+    keys = _keys(layout)
     assert len(keys["a"]) == 2 and keys["a_tens"] == [keys["a"][0]] and keys["a_units"] == [keys["a"][1]]
     hf = engine.model.hf
     hf.set_attn_implementation("eager")

@@ -45,6 +45,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ROLES = ("a", "b", "a_span", "b_span", "last", "answer")
+# the two readings of the last-token stages for answers of several tokens (Figs. 5-7, D2-D8: column
+# ``reading``): at role "last" (the paper's reading) and at role "answer", patched together
+READINGS = {"last": "last token", "answer": "answer positions"}
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,10 @@ def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> Non
     ax.legend()
 
 
+# a reading's positions in words, for titles (helixclock.layout.READINGS)
+WHERE = {"last token": "at the last token", "answer positions": "at the answer positions"}
+
+
 def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """A table's readings (answers of several tokens: at the last token and at every position
     that predicts an answer token, column ``reading``), or the one reading of the paper's

@@ -10,6 +10,7 @@ from matplotlib.patches import Patch
 
 from ...style import (
     CATEGORY_COLOR,
+    WHERE,
     by_reading,
     empty,
     fraction_curve,
@@ -35,10 +36,6 @@ def ld_label(table: pd.DataFrame) -> str:
     return "LD (log-likelihood ratio)" if several else "logit difference"
 
 
-def _where(reading: str) -> str:
-    return "at the last token" if reading == "last token" else "at the answer positions"
-
-
 def figD2_head_patching(effects: pd.DataFrame, model: str):
     """Fig. D2: total (and direct) effect of every head at the last token (answers of several
     tokens: a row of panels per reading; heads a screen left out are blank)."""
@@ -49,10 +46,9 @@ def figD2_head_patching(effects: pd.DataFrame, model: str):
             grid = head_grid(part, col)
             lim = float(np.nanmax(np.abs(grid))) or 1.0
             heatmap(ax, grid, "RdBu_r", ld_label(part), center=0, vmin=-lim, vmax=lim, xlabel="head", ylabel="layer")
-            ax.set_title(f"{title} {_where(reading)}" if len(readings) > 1 else title)
-    fig.suptitle(with_pairs(f"{model}: attention heads patched {_where(readings[0][0])}", effects))
-    if len(readings) > 1:
-        fig.suptitle(with_pairs(f"{model}: attention heads patched ({len(effects) // 2} heads a reading)", effects))
+            ax.set_title(f"{title} {WHERE[reading]}" if len(readings) > 1 else title)
+    where = WHERE[readings[0][0]] if len(readings) == 1 else f"({len(readings[0][1])} heads a reading)"
+    fig.suptitle(with_pairs(f"{model}: attention heads patched {where}", effects))
     fig.tight_layout()
     return fig
 
@@ -65,7 +61,7 @@ def figD3_head_topk(topk: pd.DataFrame, model: str):
     fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
     for ax, (reading, part) in zip(axes[0], readings):
         topk_panel(ax, part, "heads")
-        ax.set_title(f"{_where(reading)} ({len(part) - 1} heads)")
+        ax.set_title(f"{WHERE[reading]} ({len(part) - 1} heads)")
     fig.suptitle(with_pairs(f"{model}: top-k heads", topk))
     fig.tight_layout()
     return fig
@@ -88,7 +84,7 @@ def figD4_head_helix_fit(effects: pd.DataFrame, model: str):
             xlabel="head",
             ylabel="layer",
         )
-        ax.set_title(_where(reading) if len(readings) > 1 else "")
+        ax.set_title(WHERE[reading] if len(readings) > 1 else "")
     fig.suptitle(
         with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) + "\n(blank: TE below 5% of the largest)"
     )
@@ -113,7 +109,7 @@ def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
         ax.set_ylabel("fraction of patching the top heads' actual outputs")
         ax.legend(fontsize=8)
         if len(readings) > 1:
-            ax.set_title(_where(reading), fontsize=9)
+            ax.set_title(WHERE[reading], fontsize=9)
     fig.suptitle(
         with_pairs(
             f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
@@ -199,7 +195,7 @@ def figD7_head_paths(paths: pd.DataFrame, model: str):
         step = max(1, len(part) // 40)
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"
-        at = f" ({_where(reading)})" if reading else ""
+        at = f" ({WHERE[reading]})" if reading else ""
         ax.set_title(f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)

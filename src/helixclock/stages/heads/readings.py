@@ -79,7 +79,7 @@ def head_patching_readings(
     return tables
 
 
-def _keys(layout, rows: int) -> dict[str, list[int]]:
+def _keys(layout) -> dict[str, list[int]]:
     """Fig. D6's key positions in one layout: a's and b's spans, the last prompt token, and the
     units and tens digits of a and b (a number's last token and the one before; no tens key
     where the number is one token)."""
@@ -104,7 +104,7 @@ def span_attention(model, ids: Tensor, groups: list[Group], batch_size: int = 64
     try:
         with torch.no_grad():
             for g in groups:
-                keys = _keys(g.layout, g.stop - g.start)
+                keys = _keys(g.layout)
                 first = g.layout.resolve("last")[0]
                 queries = range(first, first + g.layout.answer_tokens)
                 for i in range(g.start, g.stop, batch_size):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from ...layout import READINGS
 from ...statistics import (
     Resampling,
     fraction_table,
@@ -92,7 +93,7 @@ def attention_at(attention: pd.DataFrame, reading: str | None) -> pd.DataFrame:
     positions weighted by their rows (each tens key by the rows where it exists)."""
     if "position" not in attention:
         return attention
-    if reading == READINGS_LAST:
+    if reading == READINGS["last"]:
         return attention[attention["position"] == 0].drop(columns="position").reset_index(drop=True)
     cols = [c for c in attention.columns if c.startswith("attn_")]
     weight = {c: attention[f"n_rows_tens_{c[5]}"] if c.endswith("_tens") else attention["n_rows"] for c in cols}
@@ -102,9 +103,6 @@ def attention_at(attention: pd.DataFrame, reading: str | None) -> pd.DataFrame:
     for c in cols:
         out[c] = sums[c] / sums[f"w_{c}"].where(sums[f"w_{c}"] > 0)
     return out
-
-
-READINGS_LAST = "last token"  # helixclock.stages.last_token.patching.READINGS["last"]
 
 
 def head_summary(

@@ -27,6 +27,7 @@ from ...experiments import (
     total_and_direct,
 )
 from ...fits import fit_token
+from ...layout import READINGS
 from ...pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point
 
@@ -91,9 +92,6 @@ def layer_effects(
     return total_and_direct(
         engine, pairs, component_points(engine.adapter, position, layers=layers), desc="layer effects"
     )
-
-
-READINGS = {"last": "last token", "answer": "answer positions"}  # Figs. 5, 6 for answers of several tokens
 
 
 def answer_position_curves(

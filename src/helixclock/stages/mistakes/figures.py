@@ -174,17 +174,25 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
     return fig
 
 
+def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, float], **kw):
+    """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, panels of
+    ``size`` inches, the unused ones hidden; (figure, [(axes, (label, its rows))])."""
+    labels = list(dict.fromkeys(lens_table["label"]))
+    cols = max(1, min(max_cols, len(labels)))
+    rows = int(np.ceil(len(labels) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False, **kw)
+    for ax in axes.ravel()[len(labels) :]:
+        ax.axis("off")
+    return fig, list(zip(axes.ravel(), [(label, lens_table[lens_table["label"] == label]) for label in labels]))
+
+
 def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     """Fig. F3: each neuron's logit lens over the answer tokens 0..198 at its most-activating
     prompt, the answer of that prompt marked (answers of several tokens: :func:`_digit_lens_figure`)."""
     if "place" in lens_table:
         return _digit_lens_figure(lens_table, model)
-    labels = list(dict.fromkeys(lens_table["label"]))
-    cols = 2 if len(labels) > 1 else 1
-    rows = int(np.ceil(len(labels) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 3.0 * rows), squeeze=False, sharex=True)
-    for ax, label in zip(axes.ravel(), labels):
-        part = lens_table[lens_table["label"] == label]
+    fig, panels = _lens_panels(lens_table, 2, (6.0, 3.0), sharex=True)
+    for ax, (label, part) in panels:
         sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"])
         ans = int(part["answer"].iloc[0])
         ax.axvline(ans, color=PALETTE["highlight"], ls="--", lw=0.8, label=f"answer {ans}")
@@ -197,8 +205,6 @@ def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
         ax.set_xlabel("answer token (0..198)")
         ax.set_ylabel("logit lens (post × W_U W_out)")
         ax.legend(loc="lower left", fontsize=8)
-    for ax in axes.ravel()[len(labels) :]:
-        ax.axis("off")
     fig.suptitle(f"{model}: what top neurons write to the answer logits (logit lens, no final norm)")
     fig.tight_layout()
     return fig
@@ -208,13 +214,9 @@ def _digit_lens_figure(lens_table: pd.DataFrame, model: str):
     """Fig. F3 for answers of several tokens: each unit's write over the digit tokens 0..9 and the
     answer's end, through the final norm and unembedding, at its most-activating prompt; the
     digit its place takes in that prompt's answer marked."""
-    labels = list(dict.fromkeys(lens_table["label"]))
-    cols = min(4, len(labels))
-    rows = int(np.ceil(len(labels) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    fig, panels = _lens_panels(lens_table, 4, (3.6, 2.8))
     places = {"units": 0, "tens": 1, "hundreds": 2}
-    for ax, label in zip(axes.ravel(), labels):
-        part = lens_table[lens_table["label"] == label]
+    for ax, (label, part) in panels:
         answer = int(part["max_a"].iloc[0]) + int(part["max_b"].iloc[0])
         digit = str(answer // 10 ** places[str(part["place"].iloc[0])] % 10)
         colors = [PALETTE["highlight"] if t == digit else PALETTE["model"] for t in part["token"]]
@@ -225,8 +227,6 @@ def _digit_lens_figure(lens_table: pd.DataFrame, model: str):
         )
         ax.set_xlabel("token")
         ax.set_ylabel("logit lens (post × final norm, W_U)", fontsize=8)
-    for ax in axes.ravel()[len(labels) :]:
-        ax.axis("off")
     fig.suptitle(f"{model}: what top units write to the digit tokens (logit lens through the final norm)")
     fig.tight_layout()
     return fig

@@ -7,9 +7,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import by_reading, topk_figure, topk_panel, with_pairs
-
-WHERE = {"last token": "at the last token", "answer positions": "at the answer positions"}
+from ...style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):

@@ -207,9 +207,10 @@ def place_ablation(
     k_tokens = prompts.answer_tokens()
     total = L * m
     variants, labels = [], []
+    masks = {k: unit_masks(order, k, k_tokens, width, (L, m)) for k in ks}  # shared by the readings
     for reading in readings:
         for k in ks:
-            keep = unit_masks(order, k, k_tokens, width, (L, m))
+            keep = masks[k]
             ablate = [Patch(p, means[p.layer], where=~keep[p.layer]) for p in sites]
             frozen = [Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []
             variants.append(frozen + ablate)
@@ -230,8 +231,14 @@ def place_grids(
     wanted = list(dict.fromkeys((*kinds, "neuron_post")))
     layers = sorted(set(int(x) for x in top["layer"]))
     sites = [Point(kind, layer, (ANSWER,)) for kind in wanted for layer in layers]
-    q_of = torch.as_tensor([PLACES.index(p) for p in top["place"]])
+    q_of = np.array([PLACES.index(p) for p in top["place"]])
     neuron = torch.as_tensor(top["neuron"].to_numpy(copy=True))
+    units = {  # the rows of ``top`` at each (layer, place), and their neurons
+        (layer, q): torch.as_tensor(rows)
+        for layer in layers
+        for q in np.unique(q_of)
+        if len(rows := np.flatnonzero((top["layer"].to_numpy() == layer) & (q_of == q)))
+    }
     parts: dict[str, list[Tensor]] = {kind: [] for kind in wanted}
     start = 0
     for chunk in engine.iter_collect(ids, sites, logits=False, desc="neuron grids", groups=groups):
@@ -240,15 +247,11 @@ def place_grids(
         start += rows
         for kind in wanted:
             values = torch.full((len(top), rows), float("nan"))
-            for layer in layers:
-                x = chunk[Point(kind, layer, (ANSWER,))].float().cpu()  # [rows, K, d]
-                for q in q_of.unique().tolist():
-                    sel = torch.as_tensor(np.flatnonzero((top["layer"].to_numpy() == layer) & (q_of.numpy() == q)))
-                    if not len(sel):
-                        continue
-                    slot, ok = place_slots(k, q)
-                    got = x[torch.arange(rows), slot][:, neuron[sel]].T  # [units, rows]
-                    values[sel] = torch.where(ok[None], got, float("nan"))
+            for (layer, q), sel in units.items():
+                x = chunk[Point(kind, layer, (ANSWER,))]  # [rows, K, d]
+                slot, ok = place_slots(k, q)
+                got = x[torch.arange(rows), slot.to(x.device)][:, neuron[sel].to(x.device)].float().cpu().T
+                values[sel] = torch.where(ok[None], got, float("nan"))  # [units, rows]
             parts[kind].append(values)
     full = {kind: torch.cat(v, 1) for kind, v in parts.items()}
     unordered = {kind: torch.empty_like(v) for kind, v in full.items()}
@@ -306,13 +309,6 @@ def digit_lens(engine: PatchingEngine, top: pd.DataFrame, token_ids: Sequence[in
             logits = ad.logits_from_final_residual(hf, w[:, None]).float()[:, 0]  # [k, V]
             out[part.index.to_numpy()] = to_numpy(logits[:, ids])
     return out
-
-
-def digit_lens_periods(lens: np.ndarray) -> np.ndarray:
-    """The strongest period of each lens over the ten digit tokens (its first ten columns): the
-    period 10 / f of the largest Fourier magnitude, f = 1..5 (10, 5, 3.33, 2.5, 2)."""
-    spectrum = np.abs(np.fft.rfft(np.asarray(lens, np.float64)[:, :10], axis=1))[:, 1:]
-    return 10 / (1 + spectrum.argmax(1))
 
 
 # -------------------------------------------------------------------------- fit evaluation
