@@ -227,7 +227,7 @@ def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):
     assert model_files("m", local) == (str(tmp_path / "weights"), {"gguf_file": "model-Q4.gguf"})
     package = {"source": "python-package:some_module/data/model.gguf"}
     assert source_kind(package["source"]) == "package"
-    assert model_files("m", package, "res") == ("res/m", {"gguf_file": "model.gguf"})  # where install_gguf puts it
+    assert model_files("m", package, "res") == ("res/m/converted", {})  # what install_gguf converts it to
     assert model_files("m", {"source": "EleutherAI/gpt-j-6B"}) == ("EleutherAI/gpt-j-6B", {})
 
 

@@ -124,7 +124,7 @@ def test_the_screen_patches_only_its_heads(llama):
     """With head_screen n, TE, DE and the fits are measured on the n screened heads only, and
     Fig. D7's partners are the categorised top heads and the grid's MLPs."""
     engine, pairs, correct = llama
-    H, ab, k, _, _ = head_outputs(engine, correct, ADD)
+    H, ab, k = head_outputs(engine, correct, ADD)
     fits = answer_position_fits(H, ab, k, clock_bases((2, 10)), 8)
     ad = engine.adapter
     index = {(la, h): la * ad.n_heads + h for la in range(ad.n_layers) for h in range(ad.n_heads)}

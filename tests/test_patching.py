@@ -126,6 +126,38 @@ def test_record_reads_patched_values(tiny_gptj):
     torch.testing.assert_close(rec[1], corr, atol=1e-5, rtol=1e-5)
 
 
+def test_a_run_without_logits_stops_after_its_last_site(tiny_gptj):
+    """Collecting without logits, and a sweep without a metric (path patching's first pass),
+    run the model only up to the last site they read: the later blocks and the unembedding are
+    not run, and what is recorded equals a whole run's values."""
+    pairs = make_pairs(tiny_gptj)
+    engine = PatchingEngine(tiny_gptj)
+    hf, ad = tiny_gptj.hf, tiny_gptj.adapter
+    ran = []
+    last_block = hf.get_submodule(ad.block_path(ad.n_layers - 1))
+    handles = [
+        last_block.register_forward_hook(lambda *a: ran.append("last block")),
+        hf.get_submodule(ad.unembed).register_forward_hook(lambda *a: ran.append("unembed")),
+    ]
+    p0, p1 = Point("resid_pre", 0, (POS_A,)), Point("resid_pre", 1, (POS_A, LAST))
+    try:
+        whole, _ = engine.collect(pairs.clean, [p1], logits=True)
+        assert set(ran) == {"last block", "unembed"}  # (and the shared prefix's own run)
+        ran.clear()
+        stopped, logits = engine.collect(pairs.clean, [p1], logits=False)
+        assert ran == [] and logits is None
+        torch.testing.assert_close(stopped[p1], whole[p1], atol=0, rtol=0)
+        engine.run(pairs, [[Patch(p0)]])  # the corrupted run and a scored sweep: whole runs
+        ran.clear()
+        res = engine.run(pairs, [[Patch(p0)], []], metric=None, record=[p1])
+        assert ran == [] and torch.isnan(res.metric).all()
+    finally:
+        for h in handles:
+            h.remove()
+    scored = engine.run(pairs, [[Patch(p0)], []], record=[p1])
+    torch.testing.assert_close(res.records[p1], scored.records[p1], atol=0, rtol=0)
+
+
 def test_bootstrap_interval_brackets_the_mean_and_is_seeded():
     x = torch.tensor([[1.0, 2, 3, 4, 5, 6, 7, 8, 9, 10]] * 2)
     mean, lo, hi = bootstrap_ci(x, n_boot=2000, seed=0)

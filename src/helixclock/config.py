@@ -309,6 +309,9 @@ def check_settings(config: dict, registry: dict) -> None:
 
 PACKAGE_SOURCE = "python-package:"  # a GGUF inside an installed Python package
 INSTALLED_GGUF = "model.gguf"  # where the install_gguf job puts a package's GGUF, in resources/models/{model}/
+# beside it, the GGUF converted once to transformers' own files (weights dequantised to float32,
+# the tokenizer as tokenizer.json): what every model job loads, in a second instead of a minute
+CONVERTED_GGUF = "converted"
 
 
 def source_kind(source: str) -> str:
@@ -344,12 +347,13 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
 
 def model_files(name: str, spec: dict, resources: str | Path = "resources/models") -> tuple[str, dict]:
     """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
-    from its directory with ``gguf_file=`` (transformers dequantises it to float)."""
+    from its directory with ``gguf_file=`` (transformers dequantises it to float); a package's
+    GGUF from what the install_gguf job converted it to (:func:`helixclock.models.convert_gguf`)."""
     kind = source_kind(spec["source"])
     if kind == "toy":
         return str(Path(resources) / name), {}
     if kind == "package":
-        return str(Path(resources) / name), {"gguf_file": INSTALLED_GGUF}
+        return str(Path(resources) / name / CONVERTED_GGUF), {}
     if kind == "gguf":
         path = Path(spec["source"])
         return str(path.parent), {"gguf_file": path.name}

@@ -30,6 +30,7 @@ def table(tab_id: str, model: str = "{model}") -> list[str]:
 # the record of a GGUF installed from a Python package, every model's card
 TOY = "resources/models/{model}/training.json"
 GGUF = "resources/models/{model}/source.json"
+GGUF_CONVERTED = "resources/models/{model}/converted"  # helixclock.config.CONVERTED_GGUF
 CARD = f"{MODEL}/model.json"
 
 

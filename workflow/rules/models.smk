@@ -21,6 +21,7 @@ staged_job(
 rule install_gguf:
     output:
         record=outputs.GGUF,
+        converted=directory(outputs.GGUF_CONVERTED),
     log:
         "logs/{model}/install_gguf.log",
     localrule: True

@@ -114,7 +114,8 @@ class PatchingEngine:
         functions on the site's value; a function returning a tensor replaces it.  With
         ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run.
         ``on_logits`` receives the logits of the last ``answer`` positions, [rows, answer, V]
-        (the last token's, for a one-token answer)."""
+        (the last token's, for a one-token answer); without it the forward stops after the
+        plan's last site (nothing later is read: no later block, no unembedding is run)."""
         model = self.model
         kwargs = {}
         if model.info.get("number_tokens") == "several":  # the unembedding only where logits are read
@@ -123,7 +124,7 @@ class PatchingEngine:
             ids = ids[:, prefix[0] :]
             # past_key_values=, not cache=: nnsight's trace does not hand ``cache`` to the model
             kwargs |= {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
-        with model.lm.trace(ids, **kwargs):
+        with model.lm.trace(ids, **kwargs) as tracer:
             for site in sorted(plan, key=lambda s: s.order):
                 env = model.envoy(site.path)
                 raw = env.input if site.io == "input" else env.output
@@ -140,7 +141,9 @@ class PatchingEngine:
                         env.input = value
                     else:
                         env.output = value
-            if on_logits is not None:
+            if on_logits is None:
+                tracer.stop()
+            else:
                 on_logits(self.adapter.cap_logits(model.envoy(self.adapter.unembed).output[:, -answer:]))
 
     # -- collection --------------------------------------------------------------------------
@@ -229,8 +232,9 @@ class PatchingEngine:
                     got["positions"] = padded_positions(answer_positions(x, rows, scoring), answers.shape[1])
                     got["positions_raw"] = padded_positions(answer_logits(x, rows), answers.shape[1])
 
+            reads = logits or answers is not None
             with torch.no_grad():
-                self.trace(ids[start:stop, : layout.length], plan, grab, prefix, layout.answer)
+                self.trace(ids[start:stop, : layout.length], plan, grab if reads else None, prefix, layout.answer)
             return got
 
         yield from self.batches.iterate(ids.shape[0], step, desc, boundaries(groups))
@@ -273,7 +277,7 @@ class PatchingEngine:
         self,
         pairs: Pairs,
         variants: Sequence[Sequence[Patch | Record]],
-        metric: Metric = logit_difference,
+        metric: Metric | None = logit_difference,
         record: Sequence[Point] = (),
         desc: str = "patching",
     ) -> RunResult:
@@ -282,7 +286,8 @@ class PatchingEngine:
         ``metric`` is a function of the patched run's logits at the answer positions (see
         :mod:`helixclock.patching.metrics`; LD by default).  ``record`` points are read in every
         patched run, a variant's ``Record`` elements in that variant's rows, after the patches
-        upstream of them took effect.
+        upstream of them took effect.  With ``metric`` None the runs only record (metric, scores
+        NaN) and stop after the last recorded or patched site.
         """
         sweep = _Sweep(self, pairs, variants, metric, record)
         edges = boundaries(pairs.groups, len(variants))
@@ -323,8 +328,8 @@ class _Sweep:
         length = engine.prefix.length([pairs.clean, pairs.corrupted], touched, pairs.groups)
         self.prefix = engine.prefix.get(pairs.corrupted, length)
         size = len(variants) * self.n
-        self.metric_out = torch.empty(size, device=device)
-        self.answer = torch.empty(size, device=device)
+        self.metric_out = torch.full((size,), float("nan"), device=device)
+        self.answer = torch.full((size,), float("nan"), device=device)
         K = pairs.answers.shape[1]
         self.positions = torch.full((size, K), float("nan"), device=device)
         self.positions_raw = torch.full((size, K), float("nan"), device=device)
@@ -371,7 +376,7 @@ class _Sweep:
 
         with torch.no_grad():
             ids = self.pairs.corrupted[pair_rows, : layout.length]
-            engine.trace(ids, plan, on_logits, self.prefix, layout.answer)
+            engine.trace(ids, plan, on_logits if self.metric is not None else None, self.prefix, layout.answer)
         for p in self.record:
             self.recorded[p].append(got[p])
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from .engine import PatchingEngine
@@ -107,8 +107,12 @@ def final_logits(engine: PatchingEngine, residual: Float[Tensor, "*row d_model"]
 
 
 def direct_effects(
-    engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], chunk: int = 64, per_position: bool = False
-) -> Float[Tensor, "point pair"] | Float[Tensor, "point pair pos"]:
+    engine: PatchingEngine,
+    pairs: Pairs,
+    points: Sequence[Point],
+    chunk: int = 64,
+    slots: Int[Tensor, "point pair"] | None = None,
+) -> Float[Tensor, "point pair"]:
     """DE of components, [len(points), n_pairs], at the positions of ``points`` (all the same:
     the last token, or every position that predicts an answer token, role "answer"): at each
     position, the score of the token it predicts when only the component's write there reaches
@@ -116,7 +120,11 @@ def direct_effects(
     corrupted run's score, summed over the positions.  At the last token this is the clean
     answer's logit (the paper's DE; for an answer of several tokens its first token's score, no
     later position reading the last token's residual directly); a role padded past a pair's
-    answer tokens counts each of its positions once."""
+    answer tokens counts each of its positions once.
+
+    With ``slots`` [len(points), n_pairs], each point's DE at one position per pair instead (an
+    index into the points' positions; -1: none, DE 0): the same terms, only the final norm and
+    unembedding of that position are computed (a neuron of one answer place, section 5.4)."""
     positions = points[0].positions if points else ("last",)
     if any(p.positions != positions for p in points):
         raise ValueError(f"direct effects of points at different positions: {sorted({p.positions for p in points})}")
@@ -126,19 +134,31 @@ def direct_effects(
     targets = pairs.answers[:, :P]  # the token each position predicts
     corrupted = pairs.corrupted_run.positions[:, :P]  # [n, P]
     counted = torch.arange(P, device=base.device)[None] < pairs.answer_tokens()[:, None]  # [n, P]
+    if slots is not None and (slots.shape != (len(points), n) or bool((slots >= P).any())):
+        raise ValueError(f"slots {tuple(slots.shape)} must be [{len(points)}, {n}] indices below {P} (or -1)")
     sites = list(dict.fromkeys(replace(p, index=None) for p in points))
     engine.clean_values(pairs, sites)  # one clean and one corrupted pass for every site
     engine.corrupted_values(pairs, sites)
+    rows = torch.arange(n, device=base.device)
     out = []
     for i in range(0, len(points), chunk):
         deltas = torch.stack([delta(engine, pairs, p) for p in points[i : i + chunk]])  # [c, n, P, d]
-        logits = final_logits(engine, base[None] + deltas)  # [c, n, P, V]
         c = len(deltas)
-        scored = answer_positions(logits.flatten(0, 1), targets.repeat(c, 1), pairs.scoring).view(c, n, P)
-        terms = torch.where(counted[None], scored - corrupted[None], 0.0)
-        out.append(terms if per_position else terms.sum(-1))
+        if slots is None:
+            logits = final_logits(engine, base[None] + deltas)  # [c, n, P, V]
+            scored = answer_positions(logits.flatten(0, 1), targets.repeat(c, 1), pairs.scoring).view(c, n, P)
+            out.append(torch.where(counted[None], scored - corrupted[None], 0.0).sum(-1))
+            continue
+        at = slots[i : i + c].to(base.device)
+        where = at.clamp(min=0)  # [c, n]
+        resid = base[rows[None], where] + deltas[torch.arange(c, device=base.device)[:, None], rows[None], where]
+        logits = final_logits(engine, resid)  # [c, n, V]: one position a pair
+        scored = answer_positions(
+            logits.flatten(0, 1)[:, None], targets[rows[None], where].reshape(-1, 1), pairs.scoring
+        )
+        out.append(torch.where(at >= 0, scored.view(c, n) - corrupted[rows[None], where], 0.0))
     if not out:
-        return torch.empty(0, len(pairs), *((P,) if per_position else ()), device=base.device)
+        return torch.empty(0, len(pairs), device=base.device)
     return torch.cat(out)
 
 
@@ -175,6 +195,9 @@ def path_patch(
     if to_logits:
         out[to_logits] = direct_effects(engine, pairs, [paths[i][0] for i in to_logits])
     if to_comp:
+        senders = list(dict.fromkeys(replace(paths[i][0], index=None) for i in to_comp))
+        engine.clean_values(pairs, senders)  # every sender's site in one clean and one corrupted pass
+        engine.corrupted_values(pairs, senders)
         first = []
         for i in to_comp:
             sender, receiver = paths[i]
@@ -183,7 +206,7 @@ def path_patch(
             first.append(
                 [Patch(receiver_input(engine, receiver), delta(engine, pairs, sender), add=True), Record(receiver)]
             )
-        res = engine.run(pairs, first, desc=f"{desc} (1/2)")
+        res = engine.run(pairs, first, metric=None, desc=f"{desc} (1/2)")  # records only: stops at the receivers
         second = [[Patch(paths[i][1], res.variant_records[j][paths[i][1]])] for j, i in enumerate(to_comp)]
         out[to_comp] = engine.run(pairs, second, desc=f"{desc} (2/2)").metric
     return out

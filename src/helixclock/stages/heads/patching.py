@@ -25,6 +25,7 @@ from ...statistics import pair_values, primary, raw_table
 from .tables import categorise, mean_effects, with_mixed
 
 MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
+ATTENTION_PROMPTS = 512  # Fig. D6's attention: a mean over at most this many of the fitted prompts
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], bat
     try:
         with torch.no_grad():
             for i in range(0, ids.shape[0], batch_size):
-                out = hf(ids[i : i + batch_size].to(model.device), output_attentions=True)
+                # the base model: attention weights without the unembedding of every position
+                out = hf.base_model(ids[i : i + batch_size].to(model.device), output_attentions=True)
                 att = torch.stack(out.attentions)[:, :, :, query]  # [L, B, H, S]
                 part = torch.stack([att[..., k].float().sum(1) for k in keys.values()], -1)  # [L, H, K]
                 sums = part if sums is None else sums + part
@@ -253,7 +255,7 @@ def head_patching(
     index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
     out = head_reading(engine, pairs, FittedHeads([fits], index, pairs), last, settings)
     keys = {"a": positions["a"], "b": positions["b"], "last": last}
-    out["attention"] = attention_to(engine.model, fit_ids[: min(len(fit_ids), 512)], last, keys)
+    out["attention"] = attention_to(engine.model, fit_ids[:ATTENTION_PROMPTS], last, keys)
     return out
 
 

@@ -29,24 +29,24 @@ from ...layout import Group
 from ...pairs import forced_rows
 from ...patching import Pairs, PatchingEngine, Point
 from ..last_token.patching import READINGS
-from .patching import FittedHeads, HeadSettings, head_reading
+from .patching import ATTENTION_PROMPTS, FittedHeads, HeadSettings, head_reading
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
 
 
 def head_outputs(
     engine: PatchingEngine, sample: pd.DataFrame, template: str
-) -> tuple[Float[Tensor, "head row pos d_head"], np.ndarray, np.ndarray, Tensor, list[Group]]:
+) -> tuple[Float[Tensor, "head row pos d_head"], np.ndarray, np.ndarray]:
     """Every head's output at every position that predicts an answer token, on the prompts of
     ``sample`` (correct a+b prompts) teacher-forced with their own answers: [L * H, n, K, d_head]
-    (index layer * n_heads + head), the rows' (a, b), answer token counts, token ids and groups."""
+    (index layer * n_heads + head), the rows' (a, b) and answer token counts."""
     ad = engine.adapter
     ids, groups, order, k = forced_rows(engine.model, sample, template)
     points = [Point("head_out", layer, ("answer",)) for layer in range(ad.n_layers)]
     values, _ = engine.collect(ids, points, logits=False, desc="head outputs", groups=groups)
     H = torch.stack([values[p] for p in points])  # [L, n, K, H, dh]
     H = H.permute(0, 3, 1, 2, 4).reshape(ad.n_layers * ad.n_heads, *H.shape[1:3], ad.d_head)
-    return H.float(), sample[["a", "b"]].to_numpy()[order], k, ids, groups
+    return H.float(), sample[["a", "b"]].to_numpy()[order], k
 
 
 def head_patching_readings(
@@ -57,7 +57,7 @@ def head_patching_readings(
     an answer token (column ``reading``), and the attention of :func:`span_attention` (column
     ``position``: 0 is the last prompt token)."""
     ad = engine.adapter
-    H, ab, k, ids, groups = head_outputs(engine, sample, template)
+    H, ab, k = head_outputs(engine, sample, template)
     K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
     if H.shape[2] < K:
         raise ValueError(
@@ -75,7 +75,9 @@ def head_patching_readings(
         for name, table in head_reading(engine, pairs, fitted[position], position, settings).items():
             out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
-    tables["attention"] = span_attention(engine.model, ids, groups)
+    # Fig. D6 on the first of the (seeded, random) fitted prompts, as many as the paper path's
+    few, few_groups, _, _ = forced_rows(engine.model, sample.head(ATTENTION_PROMPTS), template)
+    tables["attention"] = span_attention(engine.model, few, few_groups)
     return tables
 
 
@@ -109,7 +111,8 @@ def span_attention(model, ids: Tensor, groups: list[Group], batch_size: int = 64
                 queries = range(first, first + g.layout.answer_tokens)
                 for i in range(g.start, g.stop, batch_size):
                     rows = ids[i : min(i + batch_size, g.stop), : g.layout.length].to(model.device)
-                    att = torch.stack(hf(rows, output_attentions=True).attentions)  # [L, B, H, S, S]
+                    # the base model: attention weights without the unembedding of every position
+                    att = torch.stack(hf.base_model(rows, output_attentions=True).attentions)  # [L, B, H, S, S]
                     for j, q in enumerate(queries):
                         for name, pos in keys.items():
                             if not pos:

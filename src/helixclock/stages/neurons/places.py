@@ -125,21 +125,21 @@ def _unit_points(top: pd.DataFrame, kind: str = "neuron_post") -> tuple[list[Poi
     return points, np.array([index[key] for key in zip(top["layer"].astype(int), top["neuron"].astype(int))])
 
 
-def unit_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame, chunk: int = 8) -> pd.DataFrame:
+def unit_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame, chunk: int = 16) -> pd.DataFrame:
     """DE of each top unit over ``pairs``: its neuron's clean - corrupted write at the unit's
     position through the final norm and unembedding, scored on that position's token (a write
     reaches the logits at its own position only; :func:`~helixclock.patching.direct_effects`);
     0 for pairs whose answers lack the unit's place (as its attribution counts them, so that DE/TE
     divides means over the same pairs).  Raw table (place, rank, layer, neuron)."""
     points, which = _unit_points(top)
-    de = direct_effects(engine, pairs, points, chunk=chunk, per_position=True)  # [U, n, K]
     k = pairs.answer_tokens()
-    rows = torch.arange(len(pairs), device=k.device)
-    out = torch.empty(len(top), len(pairs), device=de.device)
-    for i, (u, place) in enumerate(zip(which, top["place"])):
-        slot, ok = place_slots(k, PLACES.index(place))
-        out[i] = torch.where(ok, de[u, rows, slot], 0.0)
-    return raw_table(out, top[["place", "rank", "layer", "neuron"]].to_dict("records"))
+    slots = (
+        torch.stack([torch.where(ok, slot, -1) for slot, ok in (place_slots(k, PLACES.index(q)) for q in top["place"])])
+        if len(top)
+        else torch.empty(0, len(pairs), dtype=torch.long)
+    )
+    de = direct_effects(engine, pairs, [points[u] for u in which], chunk=chunk, slots=slots)  # [units, n]
+    return raw_table(de, top[["place", "rank", "layer", "neuron"]].to_dict("records"))
 
 
 # ---------------------------------------------------------------------------- ablation
