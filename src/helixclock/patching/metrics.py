@@ -59,8 +59,8 @@ def answer_positions(
     log-probability (``"logprob"``)."""
     if scoring == "logit":
         return answer_logits(logits, answers)
-    if scoring == "logprob":
-        return answer_logits(torch.log_softmax(logits, -1), answers)
+    if scoring == "logprob":  # log_softmax at the answer tokens only (no [rows, k, V] copy)
+        return answer_logits(logits, answers) - torch.logsumexp(logits, -1)
     raise ValueError(f"scoring {scoring!r}; allowed: {', '.join(SCORINGS)}")
 
 
