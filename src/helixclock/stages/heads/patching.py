@@ -26,6 +26,7 @@ from .tables import categorise, mean_effects, with_mixed
 
 MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
 ATTENTION_PROMPTS = 512  # Fig. D6's attention: a mean over at most this many of the fitted prompts
+ATTENTION_SEED = 0  # numbers of several tokens: the seed of their sample
 
 
 @dataclass(frozen=True)

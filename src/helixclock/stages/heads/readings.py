@@ -28,8 +28,9 @@ from ...experiments import answer_position_fits
 from ...layout import Group
 from ...pairs import forced_rows
 from ...patching import Pairs, PatchingEngine, Point
+from ...sampling import seeded_rows
 from ..last_token.patching import READINGS
-from .patching import ATTENTION_PROMPTS, FittedHeads, HeadSettings, head_reading
+from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, head_reading
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
 
@@ -75,8 +76,10 @@ def head_patching_readings(
         for name, table in head_reading(engine, pairs, fitted[position], position, settings).items():
             out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
-    # Fig. D6 on the first of the (seeded, random) fitted prompts, as many as the paper path's
-    few, few_groups, _, _ = forced_rows(engine.model, sample.head(ATTENTION_PROMPTS), template)
+    # Fig. D6 on a seeded sample of the fitted prompts (they come in the accuracy table's order,
+    # sorted by a, where a model has fewer correct prompts than clock.fit_prompts)
+    attended = seeded_rows(sample, ATTENTION_PROMPTS, ATTENTION_SEED)
+    few, few_groups, _, _ = forced_rows(engine.model, attended, template)
     tables["attention"] = span_attention(engine.model, few, few_groups)
     return tables
 
