@@ -160,7 +160,16 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
         keys = ["attn_a_units", "attn_a_tens", "attn_b_units", "attn_b_tens"]
         long = props.melt(id_vars=["category"], value_vars=keys, var_name="key", value_name="attention")
         long["key"] = long["key"].str.replace("attn_", "").str.replace("_", " ")
-        sns.stripplot(data=long, x="key", y="attention", hue="category", palette=CATEGORY_COLOR, ax=axes[3], size=5)
+        sns.stripplot(
+            data=long,
+            x="key",
+            y="attention",
+            hue="category",
+            hue_order=order,
+            palette=CATEGORY_COLOR,
+            ax=axes[3],
+            size=5,
+        )
         axes[3].set_xlabel("")
         axes[3].set_ylabel("attention to the digit")
         axes[3].tick_params(axis="x", labelsize=8)
