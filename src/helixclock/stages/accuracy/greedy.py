@@ -138,23 +138,27 @@ def _decode_batch(
     """One batch of rows of one layout (``prompt`` [B, s]: the tokens after the cached prefix):
     the answer's first token's logit and rank at the last prompt token, the first decoded token,
     and the tokens written [B, <= steps] (-1 once a row has stopped: at a non-digit or its
-    ``bound``).  Each step is one forward pass of one token per row with the key/value cache."""
+    ``bound``).  Each step is one forward pass of one token per row still decoding with the
+    key/value cache: a row that stopped leaves the batch and its cache."""
     with torch.no_grad():
         last, cache = _forward(engine, prompt, cache)
         ans = last.gather(1, first[:, None])
         logit, rank = ans[:, 0], (last > ans).sum(1)
-        live = torch.ones(prompt.shape[0], dtype=torch.bool, device=prompt.device)
-        out = []
+        pred = last.argmax(-1)
+        out = torch.full((prompt.shape[0], steps), -1, dtype=torch.long, device=prompt.device)
+        rows = torch.arange(prompt.shape[0], device=prompt.device)  # the rows still decoding
+        tok = pred
         for i in range(steps):
-            tok = last.argmax(-1)
-            if i == 0:
-                pred = tok
-            live &= digits[tok] & (i < bound)
-            out.append(torch.where(live, tok, -1))
-            if not live.any() or i == steps - 1:
+            live = digits[tok] & (i < bound[rows])
+            rows, tok = rows[live], tok[live]
+            out[rows, i] = tok
+            if not len(rows) or i == steps - 1:
                 break
+            if not live.all():
+                cache.batch_select_indices(live.nonzero()[:, 0])
             last, cache = _forward(engine, tok[:, None], cache)
-    return logit, rank, pred, torch.stack(out, 1)
+            tok = last.argmax(-1)
+    return logit, rank, pred, out[:, : i + 1]
 
 
 def _accuracy_table(
