@@ -165,6 +165,30 @@ def test_teacher_forced_ld_of_several_token_answers_equals_plain_hooks(digit_lla
     torch.testing.assert_close(full, engine.clean_ld(pairs), atol=1e-4, rtol=1e-4)  # restores the clean run
 
 
+def test_the_chunked_logsumexp_is_torchs_and_ld_from_the_sweeps_score_is_the_metrics(digit_llama, digits, monkeypatch):
+    """Log-probabilities over a large vocabulary: :func:`~helixclock.patching.metrics.logsumexp`
+    (a few rows at a time) equals ``torch.logsumexp`` bit for bit, gradients included (attribution
+    patching differentiates it); and a sweep's LD made from the answer score it has already
+    computed equals LD computed again from the logits."""
+    from helixclock.patching import metrics
+
+    monkeypatch.setattr(metrics, "LSE_CHUNK", 1000)  # 700 logits a row: one row a chunk
+    x = (torch.randn(5, 3, 700, generator=torch.Generator().manual_seed(0)) * 4).requires_grad_()
+    got, want = metrics.logsumexp(x), torch.logsumexp(x, -1)
+    assert got.shape == (5, 3) and torch.equal(got, want)
+    g_got, g_want = (torch.autograd.grad((out * torch.arange(15.0).view(5, 3)).sum(), x)[0] for out in (got, want))
+    assert torch.equal(g_got, g_want)
+
+    correct = correct_table([(a, b) for a in (3, 12, 45, 88) for b in (5, 40, 99)])
+    pairs = draw_pairs(correct, 10, 1, digits, ADD, ("a",), several=True)
+    engine = PatchingEngine(digit_llama, batch_size=5, progress=False)
+    variants = [[Patch(Point("resid_pre", 1, ("a",)))], [Patch(Point("mlp_out", 0, ("last",)))]]
+    fast = engine.run(pairs, variants).metric
+    monkeypatch.setattr(metrics, "OF_ANSWER_SCORE", {})  # every metric from the logits
+    monkeypatch.setattr("helixclock.patching.engine.OF_ANSWER_SCORE", {})
+    assert torch.equal(fast, engine.run(pairs, variants).metric)
+
+
 def test_a_number_is_read_at_the_last_token_of_its_span(digit_llama, digits):
     """resid_pre[0] is the token embedding: collected at role "a", it is the embedding of a's
     last digit (the units digit), whatever a's length."""

@@ -41,7 +41,7 @@ from torch import Tensor
 from ..layout import Group, Layout, boundaries, group_at, single_group
 from ..models import LoadedModel, Site
 from .batching import OOMRetry
-from .metrics import Metric, answer_logits, answer_positions, logit_difference, padded_positions
+from .metrics import OF_ANSWER_SCORE, Metric, answer_logits, answer_positions, logit_difference, padded_positions
 from .points import Patch, Point, Record
 from .prefix import PrefixCache
 from .runs import Pairs, RunCache
@@ -372,7 +372,12 @@ class _Sweep:
             self.positions[start:stop, :k] = scored
             self.positions_raw[start:stop, :k] = answer_logits(x, answers)
             self.answer[start:stop] = scored.sum(1)
-            self.metric_out[start:stop] = self.metric(x, pair_rows, self.pairs)
+            of_score = OF_ANSWER_SCORE.get(self.metric)  # LD: from the score just made
+            self.metric_out[start:stop] = (
+                of_score(self.answer[start:stop], pair_rows, self.pairs)
+                if of_score is not None
+                else self.metric(x, pair_rows, self.pairs)
+            )
 
         with torch.no_grad():
             ids = self.pairs.corrupted[pair_rows, : layout.length]
