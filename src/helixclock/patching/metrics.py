@@ -52,14 +52,15 @@ def answer_logits(logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "ro
     return logits.gather(2, answers[:, :k, None])[..., 0]
 
 
-LSE_CHUNK = 1 << 22  # logits a logsumexp reads at once: 16 MB of float32 temporaries, reused
+LSE_CHUNK = 1 << 20  # logits a logsumexp reads at once: 4 MB of float32 temporaries, reused
 
 
 def logsumexp(logits: Float[Tensor, "*row vocab"]) -> Float[Tensor, "*row"]:
     """``torch.logsumexp`` over the last axis, equal to it bit for bit, a few rows at a time:
     its temporaries ([rows, vocab]; 157 MB for 50 rows of three positions over Gemma-3's 262k
-    tokens) stay small enough for the allocator to reuse (larger ones are fresh pages every
-    call), which took a 2-core CPU from 133 to 78 ms on [150, 262144]."""
+    tokens) stay small enough to be reused from the allocator and the cache, not fresh pages
+    every call (`benchmarks/logsumexp.py`, 2 cores: [50, 3, 262144] 141 -> 53 ms, [50, 3, 49152]
+    16.5 -> 13.2 ms)."""
     flat = logits.reshape(-1, logits.shape[-1])
     step = max(1, LSE_CHUNK // max(1, flat.shape[1]))
     if flat.shape[0] <= step:
