@@ -168,7 +168,7 @@ def test_teacher_forced_ld_of_several_token_answers_equals_plain_hooks(digit_lla
 def test_the_chunked_logsumexp_is_torchs_and_ld_from_the_sweeps_score_is_the_metrics(digit_llama, digits, monkeypatch):
     """Log-probabilities over a large vocabulary: :func:`~helixclock.patching.metrics.logsumexp`
     (a few rows at a time) equals ``torch.logsumexp`` bit for bit, gradients included (attribution
-    patching differentiates it); and a sweep's LD made from the answer score it has already
+    patching differentiates it), and ``log_softmax_at`` its columns of ``torch.log_softmax``; and a sweep's LD made from the answer score it has already
     computed equals LD computed again from the logits."""
     from helixclock.patching import metrics
 
@@ -178,6 +178,8 @@ def test_the_chunked_logsumexp_is_torchs_and_ld_from_the_sweeps_score_is_the_met
     assert got.shape == (5, 3) and torch.equal(got, want)
     g_got, g_want = (torch.autograd.grad((out * torch.arange(15.0).view(5, 3)).sum(), x)[0] for out in (got, want))
     assert torch.equal(g_got, g_want)
+    rows, cols = x[:, 0].detach(), torch.tensor([3, 0, 699, 42])  # answer_scores' log-probabilities
+    assert torch.equal(metrics.log_softmax_at(rows, cols), torch.log_softmax(rows, -1)[:, cols])
 
     correct = correct_table([(a, b) for a in (3, 12, 45, 88) for b in (5, 40, 99)])
     pairs = draw_pairs(correct, 10, 1, digits, ADD, ("a",), several=True)

@@ -70,6 +70,15 @@ def logsumexp(logits: Float[Tensor, "*row vocab"]) -> Float[Tensor, "*row"]:
     )
 
 
+def log_softmax_at(logits: Float[Tensor, "row vocab"], columns: Int[Tensor, " col"]) -> Float[Tensor, "row col"]:
+    """``torch.log_softmax(logits, -1)[:, columns]``, equal to it bit for bit, a few rows at a
+    time (as :func:`logsumexp`: no [rows, vocab] output of fresh pages; 512 rows over Gemma-3's
+    262k tokens are 512 MB)."""
+    step = max(1, LSE_CHUNK // max(1, logits.shape[-1]))
+    columns = columns.to(logits.device)
+    return torch.cat([torch.log_softmax(logits[i : i + step], -1)[:, columns] for i in range(0, logits.shape[0], step)])
+
+
 def answer_positions(
     logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "row _"], scoring: str
 ) -> Float[Tensor, "row k"]:

@@ -28,6 +28,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ...numbers import rows_tokens
+from ...patching.metrics import log_softmax_at
 from ...tasks import N_ANSWERS
 
 ANSWER_NUMBERS = np.arange(N_ANSWERS)
@@ -146,8 +147,7 @@ def node_scores(
 
 
 def _columns(logits: torch.Tensor, cols: torch.Tensor) -> np.ndarray:
-    logp = torch.log_softmax(logits.float(), -1)
-    return logp[:, cols.to(logp.device)].double().cpu().numpy()
+    return log_softmax_at(logits.float(), cols).double().cpu().numpy()
 
 
 def log_likelihoods(scores: NodeScores, trie: Trie, end: int | None) -> np.ndarray:
