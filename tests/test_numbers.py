@@ -180,14 +180,18 @@ def test_the_chunked_logsumexp_is_torchs_and_ld_from_the_sweeps_score_is_the_met
     assert torch.equal(g_got, g_want)
     rows, cols = x[:, 0].detach(), torch.tensor([3, 0, 699, 42])  # answer_scores' log-probabilities
     assert torch.equal(metrics.log_softmax_at(rows, cols), torch.log_softmax(rows, -1)[:, cols])
+    assert metrics.log_softmax_at(rows[:0], cols).shape == (0, 4)
+    monkeypatch.undo()  # Gemma-3's vocabulary at the chunk size in use: 4 rows a chunk, the last one row
+    big = torch.randn(9, 262_144, generator=torch.Generator().manual_seed(1)) * 4
+    assert torch.equal(metrics.logsumexp(big), torch.logsumexp(big, -1))
+    assert torch.equal(metrics.log_softmax_at(big, cols), torch.log_softmax(big, -1)[:, cols])
 
     correct = correct_table([(a, b) for a in (3, 12, 45, 88) for b in (5, 40, 99)])
     pairs = draw_pairs(correct, 10, 1, digits, ADD, ("a",), several=True)
     engine = PatchingEngine(digit_llama, batch_size=5, progress=False)
     variants = [[Patch(Point("resid_pre", 1, ("a",)))], [Patch(Point("mlp_out", 0, ("last",)))]]
     fast = engine.run(pairs, variants).metric
-    monkeypatch.setattr(metrics, "OF_ANSWER_SCORE", {})  # every metric from the logits
-    monkeypatch.setattr("helixclock.patching.engine.OF_ANSWER_SCORE", {})
+    monkeypatch.setattr("helixclock.patching.engine.OF_ANSWER_SCORE", {})  # every metric from the logits
     assert torch.equal(fast, engine.run(pairs, variants).metric)
 
 
@@ -267,9 +271,11 @@ def plain_greedy(hf, ids: list[int], steps: int, digit_ids: set[int]):
 
 # digits' unembedding scaled by boost: 3 writes digits to the bound; gemma2: a final logit soft-cap,
 # applied once; gemma3 (Gemma-3-270M's family in make real): sliding and full attention layers under the
-# key/value cache, at the bound (the most cached steps)
+# key/value cache, at the bound (the most cached steps) and with rows that stop early (each leaves the
+# batch and its cache)
 @pytest.mark.parametrize(
-    ("boost", "family"), [(1.0, "llama"), (3.0, "llama"), (1.0, "gemma2"), (3.0, "gemma2"), (3.0, "gemma3")]
+    ("boost", "family"),
+    [(1.0, "llama"), (3.0, "llama"), (1.0, "gemma2"), (3.0, "gemma2"), (1.0, "gemma3"), (3.0, "gemma3")],
 )
 def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
     """Batched greedy decoding (layouts grouped, shared prefix cached, key/value cache, two tokens

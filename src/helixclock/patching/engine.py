@@ -313,6 +313,8 @@ class _Sweep:
 
     def __init__(self, engine: PatchingEngine, pairs: Pairs, variants, metric: Metric, record: Sequence[Point]):
         self.engine, self.pairs, self.variants, self.metric, self.record = engine, pairs, variants, metric, record
+        # LD and the like from the answer score the sweep makes anyway (metrics.OF_ANSWER_SCORE)
+        self.of_score = next((f for m, f in OF_ANSWER_SCORE.items() if m is metric), None)
         self.n, device = len(pairs), engine.model.device
         # stacked rows are grouped by token layout, then variant, then pair: group g's rows
         # [V * g.start, V * g.stop) hold its pairs under every variant in turn, so a batch may
@@ -372,10 +374,9 @@ class _Sweep:
             self.positions[start:stop, :k] = scored
             self.positions_raw[start:stop, :k] = answer_logits(x, answers)
             self.answer[start:stop] = scored.sum(1)
-            of_score = OF_ANSWER_SCORE.get(self.metric)  # LD: from the score just made
             self.metric_out[start:stop] = (
-                of_score(self.answer[start:stop], pair_rows, self.pairs)
-                if of_score is not None
+                self.of_score(self.answer[start:stop], pair_rows, self.pairs)
+                if self.of_score is not None
                 else self.metric(x, pair_rows, self.pairs)
             )
 

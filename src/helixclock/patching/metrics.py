@@ -65,9 +65,9 @@ def logsumexp(logits: Float[Tensor, "*row vocab"]) -> Float[Tensor, "*row"]:
     step = max(1, LSE_CHUNK // max(1, flat.shape[1]))
     if flat.shape[0] <= step:
         return torch.logsumexp(logits, -1)
-    return torch.cat([torch.logsumexp(flat[i : i + step], -1) for i in range(0, flat.shape[0], step)]).view(
-        logits.shape[:-1]
-    )
+    # split, not slices: a slice's backward adds a zero tensor of the whole input (attribution
+    # patching differentiates this), split's is one concatenation
+    return torch.cat([torch.logsumexp(chunk, -1) for chunk in flat.split(step)]).view(logits.shape[:-1])
 
 
 def log_softmax_at(logits: Float[Tensor, "row vocab"], columns: Int[Tensor, " col"]) -> Float[Tensor, "row col"]:
@@ -76,7 +76,9 @@ def log_softmax_at(logits: Float[Tensor, "row vocab"], columns: Int[Tensor, " co
     262k tokens are 512 MB)."""
     step = max(1, LSE_CHUNK // max(1, logits.shape[-1]))
     columns = columns.to(logits.device)
-    return torch.cat([torch.log_softmax(logits[i : i + step], -1)[:, columns] for i in range(0, logits.shape[0], step)])
+    if logits.shape[0] <= step:
+        return torch.log_softmax(logits, -1)[:, columns]
+    return torch.cat([torch.log_softmax(chunk, -1)[:, columns] for chunk in logits.split(step)])
 
 
 def answer_positions(
