@@ -52,33 +52,33 @@ def answer_logits(logits: Float[Tensor, "row k vocab"], answers: Int[Tensor, "ro
     return logits.gather(2, answers[:, :k, None])[..., 0]
 
 
-LSE_CHUNK = 1 << 20  # logits a logsumexp reads at once: 4 MB of float32 temporaries, reused
+LSE_CHUNK = 1 << 20  # logits a row-wise reduction reads at once: 4 MB of float32 temporaries, reused
+
+
+def _by_rows(fn: Callable[[Tensor], Tensor], rows: Float[Tensor, "row vocab"]) -> Tensor:
+    """``fn(rows)`` for a row-wise ``fn``, a few rows at a time (bit for bit the same): its
+    temporaries stay small enough to be reused from the allocator and the cache, not fresh pages
+    every call.  Chunks by ``split``, not slices: a slice's backward adds a zero tensor of the
+    whole input (attribution patching differentiates this), split's is one concatenation."""
+    step = max(1, LSE_CHUNK // max(1, rows.shape[-1]))
+    if rows.shape[0] <= step:
+        return fn(rows)
+    return torch.cat([fn(chunk) for chunk in rows.split(step)])
 
 
 def logsumexp(logits: Float[Tensor, "*row vocab"]) -> Float[Tensor, "*row"]:
-    """``torch.logsumexp`` over the last axis, equal to it bit for bit, a few rows at a time:
-    its temporaries ([rows, vocab]; 157 MB for 50 rows of three positions over Gemma-3's 262k
-    tokens) stay small enough to be reused from the allocator and the cache, not fresh pages
-    every call (`benchmarks/logsumexp.py`, 2 cores: [50, 3, 262144] 141 -> 53 ms, [50, 3, 49152]
-    16.5 -> 13.2 ms)."""
+    """``torch.logsumexp`` over the last axis, equal to it bit for bit, a few rows at a time
+    (:func:`_by_rows`; 50 rows of three positions over Gemma-3's 262k tokens are 157 MB;
+    `benchmarks/logsumexp.py`, 2 cores: [50, 3, 262144] 141 -> 53 ms, [50, 3, 49152] 16.5 -> 13.2 ms)."""
     flat = logits.reshape(-1, logits.shape[-1])
-    step = max(1, LSE_CHUNK // max(1, flat.shape[1]))
-    if flat.shape[0] <= step:
-        return torch.logsumexp(logits, -1)
-    # split, not slices: a slice's backward adds a zero tensor of the whole input (attribution
-    # patching differentiates this), split's is one concatenation
-    return torch.cat([torch.logsumexp(chunk, -1) for chunk in flat.split(step)]).view(logits.shape[:-1])
+    return _by_rows(lambda x: torch.logsumexp(x, -1), flat).view(logits.shape[:-1])
 
 
 def log_softmax_at(logits: Float[Tensor, "row vocab"], columns: Int[Tensor, " col"]) -> Float[Tensor, "row col"]:
     """``torch.log_softmax(logits, -1)[:, columns]``, equal to it bit for bit, a few rows at a
-    time (as :func:`logsumexp`: no [rows, vocab] output of fresh pages; 512 rows over Gemma-3's
-    262k tokens are 512 MB)."""
-    step = max(1, LSE_CHUNK // max(1, logits.shape[-1]))
+    time (:func:`_by_rows`; 512 rows over Gemma-3's 262k tokens are 512 MB)."""
     columns = columns.to(logits.device)
-    if logits.shape[0] <= step:
-        return torch.log_softmax(logits, -1)[:, columns]
-    return torch.cat([torch.log_softmax(chunk, -1)[:, columns] for chunk in logits.split(step)])
+    return _by_rows(lambda x: torch.log_softmax(x, -1)[:, columns], logits)
 
 
 def answer_positions(
