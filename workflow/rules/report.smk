@@ -21,6 +21,15 @@ for _line in changed_records({m: outputs.CARD.format(model=m) for m in MODELS}):
     )
 
 
+# the tables of the stages each model runs, which paper_comparison sets beside the paper's numbers
+COMPARED = [
+    path.format(model=m)
+    for m in MODELS
+    for path, scope in outputs.COMPARED_TABLES.values()
+    if "{model}" in path and runs(m, scope)
+]
+
+
 rule not_run:
     output:
         table("not_run", stage="report"),
@@ -83,6 +92,10 @@ rule paper_values:
 rule provenance:
     input:
         cards=expand(outputs.CARD, model=MODELS),
+        # the record describes the run that made the tables: written once their jobs have finished, so
+        # a command whose model jobs fail leaves the last record standing (README, "When a run fails"),
+        # whatever order the scheduler picks and however many cores it has
+        tables=COMPARED,
     output:
         RECORD,
         *table("provenance", model="all", stage="report"),
@@ -105,12 +118,7 @@ rule paper_comparison:
         provenance=RECORD,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         # the tables of the stages each model runs, and the record of those it does not
-        tables=lambda w: [
-            path.format(model=m)
-            for m in MODELS
-            for path, scope in outputs.COMPARED_TABLES.values()
-            if "{model}" in path and runs(m, scope)
-        ],
+        tables=COMPARED,
         not_run=[table("not_run", model=m)[0] for m in MODELS if several_tokens(REGISTRY[m])],
     output:
         table("paper_comparison", model="all", stage="report"),
