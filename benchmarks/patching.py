@@ -8,7 +8,10 @@ Workloads:
   clean one - n_layers * n_heads variants of 100 pairs each.
 
 * engine: :class:`PatchingEngine`, every variant stacked along the batch; one clean and one
-  corrupted run, reused.
+  corrupted run, reused; a batch starts at the first block its patches touch (the blocks
+  before it are the corrupted run's), so the engine can beat the floor.
+* engine, every block: the same with ``skip_blocks=False`` (each patched row runs the whole
+  model, as before blocks were skipped): ``block_skip_speedup`` is its time over the engine's.
 * floor: a plain batched forward pass of the same number of rows (no patching at all).
 * naive: what such code usually looks like - one nnsight trace of the clean prompts and one
   patched trace per (layer, fit), LD read back with ``.item()`` each time.
@@ -137,12 +140,16 @@ def run_case(
             for i in range(0, rows, batch):
                 model.hf(big[i : i + batch])
 
-    def engine():
+    def engine(skip_blocks: bool = True):
         fresh = Pairs(pairs.clean, pairs.corrupted, pairs.clean_answer, pairs.corrupted_answer)
-        PatchingEngine(model, batch_size=batch, progress=False).run(fresh, variants).metric.mean().item()
+        eng = PatchingEngine(model, batch_size=batch, progress=False, skip_blocks=skip_blocks)
+        return eng.run(fresh, variants).metric
 
+    skipped, whole = engine(), engine(skip_blocks=False)
+    assert torch.allclose(skipped, whole, atol=1e-3, rtol=1e-3), (skipped - whole).abs().max()
     t_floor = timed(floor, device, repeats=2)
     t_engine = timed(engine, device, repeats=2)
+    t_whole = timed(lambda: engine(skip_blocks=False), device, repeats=2)
     sub = variants[:: max(1, len(variants) // 40)]  # the naive loop on a subset, scaled up
     t_naive = timed(lambda: naive(model, pairs, sub), device, repeats=1) * len(variants) / len(sub)
     return {
@@ -158,6 +165,7 @@ def run_case(
         "naive_pairs_per_s": round(rows / t_naive, 1),
         "throughput_ratio_vs_forward": round(t_floor / t_engine, 3),
         "speedup_vs_naive": round(t_naive / t_engine, 2),
+        "block_skip_speedup": round(t_whole / t_engine, 2),
     }
 
 
@@ -183,7 +191,8 @@ def main() -> None:
             print(
                 f"{shape} {sweep} sweep on {device}: engine {r['engine_pairs_per_s']} pairs/s, floor "
                 f"{r['forward_pairs_per_s']}, naive {r['naive_pairs_per_s']}; ratio "
-                f"{r['throughput_ratio_vs_forward']}, speedup {r['speedup_vs_naive']}",
+                f"{r['throughput_ratio_vs_forward']}, speedup {r['speedup_vs_naive']}, every block run "
+                f"{r['block_skip_speedup']}x slower",
                 flush=True,
             )
             results[f"{shape}_{sweep}"] = r
@@ -198,7 +207,7 @@ def main() -> None:
             **{
                 f"{k}_{m}": v[m]
                 for k, v in results.items()
-                for m in ("throughput_ratio_vs_forward", "speedup_vs_naive")
+                for m in ("throughput_ratio_vs_forward", "speedup_vs_naive", "block_skip_speedup")
             },
             "cases": results,
         }

@@ -6,7 +6,7 @@ from helpers.hooks import capture, logit_difference, patched_logits
 from helpers.prompts import CLEAN, GPTJ_PROMPTS, LAST, POS_A, make_pairs
 
 from helixclock.pairs import draw_pairs
-from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.patching import Patch, PatchingEngine, Point, Record
 from helixclock.statistics import bootstrap_ci
 
 
@@ -178,3 +178,34 @@ def test_drawn_pairs_corrupt_only_the_chosen_operand_and_are_seeded(tokenizer):
     pb = draw_pairs(correct, 50, 7, tokenizer, GPTJ_PROMPTS["add"], ("b",), clean_a=[3, 4])
     assert set(pb.meta["clean_a"]) <= {3, 4} and (pb.meta["clean_a"] == pb.meta["corrupted_a"]).all()
     assert draw_pairs(correct, 50, 8, tokenizer, GPTJ_PROMPTS["add"]).meta["clean_a"].tolist() != m["clean_a"].tolist()
+
+
+def test_a_patched_run_starts_at_the_first_block_it_touches(family_model):
+    """A batch whose patches and records all lie at block l or later does not run blocks
+    0..l-1: block l reads the corrupted run's resid_pre[l] (PatchingEngine.residuals).  The
+    results equal an engine that runs every block, on every family; GPT-Neo's blocks return a
+    tuple, so there every block runs."""
+    pairs = make_pairs(family_model)
+    hf, ad = family_model.hf, family_model.adapter
+    L = ad.n_layers
+    late = [[Patch(Point("resid_pre", L, (LAST,)))], [Patch(Point("head_out", L - 1, (LAST,), index=1))], []]
+    variants = [[Patch(Point(k, layer, (POS_A, LAST)))] for layer in range(L) for k in ("resid_pre", "mlp_out")]
+    variants += late + [[Patch(Point("resid_pre", 1, (POS_A,))), Record(Point("mlp_out", L - 1, (LAST,)))]]
+    record = [Point("resid_pre", L, (LAST,))]
+    want = PatchingEngine(family_model, batch_size=7, progress=False, skip_blocks=False).run(
+        pairs, variants, record=record
+    )
+    engine = PatchingEngine(family_model, batch_size=7, progress=False)  # batches straddle variants and layers
+    got = engine.run(pairs, variants, record=record)
+    for name in ("metric", "answer_logit", "positions"):
+        torch.testing.assert_close(getattr(got, name), getattr(want, name), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got.records[record[0]], want.records[record[0]], atol=1e-5, rtol=1e-5)
+    rec = Point("mlp_out", L - 1, (LAST,))
+    torch.testing.assert_close(got.variant_records[-1][rec], want.variant_records[-1][rec], atol=1e-5, rtol=1e-5)
+    ran = []
+    hook = hf.get_submodule(f"{ad.block_path(0)}.{ad.mlp}").register_forward_hook(lambda *a: ran.append(0))
+    try:
+        engine.run(pairs, late)  # the corrupted run's residuals are kept: block 0 (its MLP) never runs
+    finally:
+        hook.remove()
+    assert (ran == []) == (ad.family != "gpt_neo"), (ad.family, len(ran))

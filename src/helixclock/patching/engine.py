@@ -18,13 +18,17 @@ This engine is the one place every causal experiment goes through.  A variant (a
 ``v * n_pairs + i`` is pair ``i`` under variant ``v``), so a whole layer sweep of many fits is
 a handful of forward passes.  The unpatched clean and corrupted runs are cached on the pairs
 (:class:`~helixclock.patching.runs.RunCache`), the shared prompt prefix is run once
-(:class:`~helixclock.patching.prefix.PrefixCache`), and everything stays on the model's
-device until the final result.  Rows whose numbers have different token layouts (numbers of
+(:class:`~helixclock.patching.prefix.PrefixCache`), a batch of patched rows starts at the
+first block its patches and records touch (the blocks before it compute what the corrupted run
+computed: block l reads the corrupted run's resid_pre[l], :meth:`PatchingEngine.residuals`,
+kept on the pairs), and everything stays on the model's device until the final result.
+Rows whose numbers have different token layouts (numbers of
 several tokens, :mod:`helixclock.layout`) are never mixed in one forward pass: each
 batch has one layout, so no padding token is run; rows are stacked layout by layout (each
 layout's pairs under every variant), so a sweep of V variants on n pairs in G layouts takes at
-most ceil(V * n / batch) + G - 1 patched passes, one clean and one corrupted pass per batch of
-pairs and layout aside.  Direct effects and path patching (:mod:`helixclock.patching.paths`)
+most ceil(V * n / batch) + G - 1 patched passes, one clean, one corrupted and one pass
+collecting the corrupted run's residuals per batch of pairs and layout aside.  Direct effects
+and path patching (:mod:`helixclock.patching.paths`)
 and attribution patching (:mod:`helixclock.patching.attribution`) are functions over an
 engine: they use its runs, and the engine knows nothing of them.
 """
@@ -67,11 +71,20 @@ class RunResult:
 class PatchingEngine:
     """Batched activation patching, collection and recording on one model."""
 
-    def __init__(self, model: LoadedModel, batch_size: int = 512, progress: bool = True, prefix_cache: bool = True):
+    def __init__(
+        self,
+        model: LoadedModel,
+        batch_size: int = 512,
+        progress: bool = True,
+        prefix_cache: bool = True,
+        skip_blocks: bool = True,
+    ):
         self.model = model
         self.adapter = model.adapter
         self.batches = OOMRetry(batch_size, progress=progress)
         self.prefix = PrefixCache(model.hf, enabled=prefix_cache, window=model.adapter.sliding_window)
+        self.skip_blocks = skip_blocks  # patched runs start at the first block they touch (_Sweep)
+        self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
     def site(self, point: Point) -> Site:
@@ -109,13 +122,16 @@ class PatchingEngine:
         on_logits: Callable[[Tensor], None] | None,
         prefix: tuple[int, list | None] = (0, None),
         answer: int = 1,
+        skip: tuple[int, Tensor] | None = None,
     ) -> None:
         """One forward pass of ``ids``: at each site, in forward order, call the plan's
         functions on the site's value; a function returning a tensor replaces it.  With
         ``prefix`` = (length, key/value cache), only ``ids[:, length:]`` is run.
         ``on_logits`` receives the logits of the last ``answer`` positions, [rows, answer, V]
         (the last token's, for a one-token answer); without it the forward stops after the
-        plan's last site (nothing later is read: no later block, no unembedding is run)."""
+        plan's last site (nothing later is read: no later block, no unembedding is run).  With
+        ``skip`` = (n, resid_pre[n]) blocks 0..n-1 are not run: block n reads the given residual
+        [rows, positions run, d_model] (every plan site must be at block n or later)."""
         model = self.model
         kwargs = {}
         if model.info.get("number_tokens") == "several":  # the unembedding only where logits are read
@@ -125,6 +141,9 @@ class PatchingEngine:
             # past_key_values=, not cache=: nnsight's trace does not hand ``cache`` to the model
             kwargs |= {"past_key_values": self.prefix.expand(prefix[1], ids.shape[0]), "use_cache": True}
         with model.lm.trace(ids, **kwargs) as tracer:
+            if skip is not None:  # each skipped block "returns" the residual; only the last one's is read
+                for layer in range(skip[0]):
+                    model.envoy(self.adapter.block_path(layer)).skip(skip[1])
             for site in sorted(plan, key=lambda s: s.order):
                 env = model.envoy(site.path)
                 raw = env.input if site.io == "input" else env.output
@@ -272,6 +291,52 @@ class PatchingEngine:
         self.unpatched(pairs.corrupted_run, [])
         return pairs.clean_run.answer_score() - pairs.corrupted_run.answer_score()
 
+    def residuals(
+        self, run: RunCache, prefix: tuple[int, list | None], layers: Sequence[int]
+    ) -> dict[int, Float[Tensor, "row pos d_model"]] | None:
+        """resid_pre[l] of an unpatched run (the clean or the corrupted side of a pair set) at
+        every position a forward with ``prefix`` runs, [n, seq - prefix length, d_model] (zero
+        past a row's layout), for each l of ``layers`` (l >= 1): what blocks 0..l-1 compute in a
+        patched run of the run's prompts that touches nothing before block l.  Computed in one
+        pass for the layers the run lacks and kept on the run; None where the model's blocks do
+        not return the residual as a plain tensor (GPT-Neo's return a tuple: none is skipped)."""
+        offset = prefix[0]
+        missing = sorted({layer for layer in layers if (offset, layer) not in run.residuals})
+        if missing:
+            self._collect_residuals(run, prefix, missing)
+        if not self._block_returns_tensor:
+            return None
+        return {layer: run.residuals[offset, layer] for layer in layers}
+
+    def _collect_residuals(self, run: RunCache, prefix: tuple[int, list | None], layers: Sequence[int]) -> None:
+        """One forward pass over the run's rows, stopped after the last of ``layers``, that keeps
+        each one's resid_pre at every position run; it also learns whether a block returns a tensor."""
+        offset, ids = prefix[0], run.ids.to(self.model.device)
+        sites = {self.adapter.site("resid_pre", layer): layer for layer in layers}
+        pieces: dict[int, list[tuple[int, int, Tensor]]] = {layer: [] for layer in layers}
+        returns: list[bool] = []
+        block = self.model.hf.get_submodule(self.adapter.block_path(0))
+        hook = block.register_forward_hook(lambda module, args, output: returns.append(isinstance(output, Tensor)))
+
+        def step(start: int, stop: int) -> None:
+            layout = group_at(run.groups, start).layout
+            keep = lambda x, layer: pieces[layer].append((start, stop, x.detach().clone()))  # noqa: E731
+            plan: Plan = {site: [lambda x, layer=layer: keep(x, layer)] for site, layer in sites.items()}
+            with torch.no_grad():
+                self.trace(ids[start:stop, : layout.length], plan, None, prefix, layout.answer)
+
+        try:
+            self.batches(ids.shape[0], step, f"{run.desc}: residuals", boundaries(run.groups))
+        finally:
+            hook.remove()
+        self._block_returns_tensor = all(returns)
+        for layer, parts in pieces.items():
+            first = parts[0][2]
+            out = first.new_zeros(ids.shape[0], ids.shape[1] - offset, first.shape[-1])
+            for start, stop, x in parts:
+                out[start:stop, : x.shape[1]] = x
+            run.residuals[offset, layer] = out
+
     # -- patching ------------------------------------------------------------------------------
     def run(
         self,
@@ -329,6 +394,14 @@ class _Sweep:
         touched = [p.point for v in variants for p in v] + list(record)
         length = engine.prefix.length([pairs.clean, pairs.corrupted], touched, pairs.groups)
         self.prefix = engine.prefix.get(pairs.corrupted, length)
+        # Blocks before the first one a batch's patches and records touch compute what the
+        # corrupted run computes: a batch starts there, from the corrupted run's residual (exact up
+        # to float rounding, as the prefix cache; the blocks' share of a sweep's cost is halved
+        # on average over a layer sweep)
+        self.L = engine.adapter.n_layers
+        firsts = {min(self._first_block([i.point for i in v]), self._first_block(record)) for v in variants}
+        starts = [b for b in firsts if b > 0]
+        self.residuals = engine.residuals(pairs.corrupted_run, self.prefix, starts) if engine.skip_blocks else None
         size = len(variants) * self.n
         self.metric_out = torch.full((size,), float("nan"), device=device)
         self.answer = torch.full((size,), float("nan"), device=device)
@@ -339,6 +412,10 @@ class _Sweep:
         self.per_variant: list[dict[Point, list[Tensor]]] = [
             {r.point: [] for r in v if isinstance(r, Record)} for v in variants
         ]
+
+    def _first_block(self, points: Sequence[Point]) -> int:
+        """The first block a run touching ``points`` must run (n_layers: none)."""
+        return min((self.engine.site(p).order[0] for p in points), default=self.L)
 
     def step(self, start: int, stop: int) -> None:
         """Rows [start, stop) of the stacked variants (one variant block or several, one token
@@ -380,9 +457,13 @@ class _Sweep:
                 else self.metric(x, pair_rows, self.pairs)
             )
 
+        first = min((site.order[0] for site in plan), default=self.L)
+        skip = None
+        if self.residuals and first > 0:
+            skip = (first, self.residuals[first][pair_rows, : layout.length - offset])
         with torch.no_grad():
             ids = self.pairs.corrupted[pair_rows, : layout.length]
-            engine.trace(ids, plan, on_logits if self.metric is not None else None, self.prefix, layout.answer)
+            engine.trace(ids, plan, on_logits if self.metric is not None else None, self.prefix, layout.answer, skip)
         for p in self.record:
             self.recorded[p].append(got[p])
 

@@ -40,6 +40,8 @@ class RunCache:
         self.answers = answers
         self.scoring = scoring
         self.values: dict[Point, Tensor] = {}
+        # (prefix length, l): resid_pre[l] at every position run (PatchingEngine.residuals)
+        self.residuals: dict[tuple[int, int], Tensor] = {}
         self.logits: Tensor | None = None  # [n, vocab] at the last prompt token, float32
         self.scores: Tensor | None = None  # [n] the answers' teacher-forced score (the sum over positions)
         self.positions: Tensor | None = None  # [n, K] each position's score, NaN past a row's positions
