@@ -300,6 +300,8 @@ class PatchingEngine:
         patched run of the run's prompts that touches nothing before block l.  Computed in one
         pass for the layers the run lacks and kept on the run; None where the model's blocks do
         not return the residual as a plain tensor (GPT-Neo's return a tuple: none is skipped)."""
+        if self._block_returns_tensor is False:  # learnt once: nothing to collect
+            return None
         offset = prefix[0]
         missing = sorted({layer for layer in layers if (offset, layer) not in run.residuals})
         if missing:
