@@ -226,3 +226,49 @@ def test_a_head_that_copies_as_units_digit_is_found_as_an_a_b_head():
     att = out["attention"]
     row = att[(att["position"] == 0) & (att["layer"] == 0) & (att["head"] == 0)].iloc[0]
     assert row["attn_a_units"] > 0.99 and row["attn_b_units"] < 0.01 and row["attn_a_tens"] < 0.01
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma"])
+def test_a_patched_run_starts_at_the_first_position_it_touches(family, request):
+    """With numbers of several tokens a batch whose patches and records all lie at position p
+    or later runs only positions p.. (at most the first answer position), attending to the
+    corrupted run's keys and values before p: the results equal an engine that runs every
+    position (known answer: causal attention leaves positions before p as the corrupted run
+    computed them), with the block skip on and off, in batches that mix early and late
+    variants."""
+    engine, pairs, _ = request.getfixturevalue(family)
+    model, L = engine.model, engine.adapter.n_layers
+    late = [[Patch(Point("head_out", layer, ("answer",), index=1))] for layer in range(L)]
+    late += [[Patch(Point("mlp_out", L - 1, ("last",))), Record(Point("resid_pre", L, ("answer",)))], []]
+    early = [[Patch(Point("resid_pre", 1, ("a",)))], [Patch(Point("mlp_out", 0, ("b", "last")))]]
+    variants = late + early
+    record = [Point("attn_out", L - 1, ("last",))]
+    for skip_blocks in (True, False):
+        want = PatchingEngine(model, batch_size=7, progress=False, skip_blocks=skip_blocks, skip_positions=False)
+        got = PatchingEngine(model, batch_size=7, progress=False, skip_blocks=skip_blocks)
+        assert got.skip_positions and not want.skip_positions
+        w, g = (e.run(pairs, variants, record=record) for e in (want, got))
+        for name in ("metric", "answer_logit", "positions"):  # positions: NaN past a pair's
+            torch.testing.assert_close(getattr(g, name), getattr(w, name), atol=1e-5, rtol=1e-5, equal_nan=True)
+        torch.testing.assert_close(g.records[record[0]], w.records[record[0]], atol=1e-5, rtol=1e-5)
+        rec = Point("resid_pre", L, ("answer",))
+        torch.testing.assert_close(g.variant_records[L][rec], w.variant_records[L][rec], atol=1e-5, rtol=1e-5)
+        assert w.metric[:L].abs().max() > 1e-3  # the late patches move the answer
+    # what runs (the unpatched runs cached on the pairs): a batch of late variants starts at the
+    # first answer position, an early one at the last token of a
+    seen = []
+    block = model.hf.get_submodule(engine.adapter.block_path(L - 1))
+    hook = block.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.append((args[0] if args else kwargs["hidden_states"]).shape[1]),
+        with_kwargs=True,
+    )
+    layouts = [g.layout for g in pairs.groups]
+    try:
+        got.run(pairs, late[:1])
+        assert seen == [lay.answer for lay in layouts]
+        seen.clear()
+        got.run(pairs, early[:1])
+        assert seen == [lay.length - lay.positions(("a",))[0] for lay in layouts]
+    finally:
+        hook.remove()
+    assert len(layouts) > 1 and min(seen) > max(lay.answer for lay in layouts)

@@ -78,12 +78,16 @@ class PatchingEngine:
         progress: bool = True,
         prefix_cache: bool = True,
         skip_blocks: bool = True,
+        skip_positions: bool = True,
     ):
         self.model = model
         self.adapter = model.adapter
         self.batches = OOMRetry(batch_size, progress=progress)
         self.prefix = PrefixCache(model.hf, enabled=prefix_cache, window=model.adapter.sliding_window)
         self.skip_blocks = skip_blocks  # patched runs start at the first block they touch (_Sweep)
+        # ... and, with numbers of several tokens, at the first position they touch (_Sweep; one-token
+        # models' runs stay bit for bit, as with logits_to_keep)
+        self.skip_positions = skip_positions and model.info.get("number_tokens") == "several"
         self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
@@ -339,6 +343,40 @@ class PatchingEngine:
                 out[start:stop, : x.shape[1]] = x
             run.residuals[offset, layer] = out
 
+    def keys_values(self, run: RunCache, prefix: tuple[int, list | None]) -> list[tuple[Tensor, Tensor]]:
+        """Per layer, the keys and values of an unpatched run (the clean or the corrupted side of a
+        pair set) at every position a forward with ``prefix`` runs, [n, kv heads, seq - prefix
+        length, d_head] each (zero past a row's layout): what a patched run of the run's prompts
+        that touches nothing before position p attends to at the positions before p.  Computed in
+        one pass of the model's own forward (no hooks) and kept on the run."""
+        offset = prefix[0]
+        if offset in run.kv:
+            return run.kv[offset]
+        from transformers import DynamicCache
+
+        ids = run.ids.to(self.model.device)
+        pieces: list[tuple[int, int, list]] = []
+
+        def step(start: int, stop: int) -> None:
+            layout = group_at(run.groups, start).layout
+            cache = self.prefix.expand(prefix[1], stop - start) if offset else DynamicCache()
+            with torch.no_grad():
+                out = self.model.hf(
+                    ids[start:stop, offset : layout.length], **self.prefix.cache_kwargs(cache), logits_to_keep=1
+                )
+            kv = [(layer.keys[:, :, offset:], layer.values[:, :, offset:]) for layer in out.past_key_values.layers]
+            pieces.append((start, stop, kv))
+
+        self.batches(ids.shape[0], step, f"{run.desc}: keys and values", boundaries(run.groups))
+        shape = lambda x: (ids.shape[0], x.shape[1], ids.shape[1] - offset, x.shape[3])  # noqa: E731
+        out = [(k.new_zeros(shape(k)), v.new_zeros(shape(v))) for k, v in pieces[0][2]]
+        for start, stop, kv in pieces:
+            for (keys, values), (k, v) in zip(out, kv):
+                keys[start:stop, :, : k.shape[2]] = k
+                values[start:stop, :, : v.shape[2]] = v
+        run.kv[offset] = out
+        return out
+
     # -- patching ------------------------------------------------------------------------------
     def run(
         self,
@@ -404,6 +442,11 @@ class _Sweep:
         firsts = {min(self._first_block([i.point for i in v]), self._first_block(record)) for v in variants}
         starts = [b for b in firsts if b > 0]
         self.residuals = engine.residuals(pairs.corrupted_run, self.prefix, starts) if engine.skip_blocks else None
+        # Likewise the positions before the first one a batch touches: a batch runs from there,
+        # attending to the corrupted run's keys and values before it (numbers of several tokens,
+        # where a patch at the answer's positions leaves most of the prompt as the corrupted run
+        # computed it)
+        self.kv = engine.keys_values(pairs.corrupted_run, self.prefix) if engine.skip_positions else None
         size = len(variants) * self.n
         self.metric_out = torch.full((size,), float("nan"), device=device)
         self.answer = torch.full((size,), float("nan"), device=device)
@@ -422,29 +465,34 @@ class _Sweep:
     def step(self, start: int, stop: int) -> None:
         """Rows [start, stop) of the stacked variants (one variant block or several, one token
         layout)."""
-        engine, offset = self.engine, self.prefix[0]
+        engine = self.engine
         group = next(g for g in self.pairs.groups if self.V * g.start <= start < self.V * g.stop)
         layout, base, n_g = group.layout, self.V * group.start, group.stop - group.start
-        plan: Plan = {}
-        for vi, variant in enumerate(self.variants):
+        spans = []  # (variant, rows in the batch, its pairs)
+        for vi in range(self.V):
             first = base + vi * n_g  # the row of (pair group.start, variant vi)
             lo, hi = max(start, first), min(stop, first + n_g)
-            if lo >= hi:
-                continue
-            rows = slice(lo - start, hi - start)
-            pair_idx = slice(group.start + lo - first, group.start + hi - first)
-            for item in variant:
+            if lo < hi:
+                spans.append(
+                    (vi, slice(lo - start, hi - start), slice(group.start + lo - first, group.start + hi - first))
+                )
+        pair_rows = group.start + (torch.arange(start, stop, device=self.metric_out.device) - base) % n_g
+        touched = [item.point for vi, _, _ in spans for item in self.variants[vi]] + list(self.record)
+        prefix = self._start(touched, layout, pair_rows)
+        offset = prefix[0]
+        plan: Plan = {}
+        for vi, rows, pair_idx in spans:
+            for item in self.variants[vi]:
                 plan.setdefault(engine.site(item.point), []).append(
-                    self._record_fn(item.point, rows, self.per_variant[vi][item.point], layout)
+                    self._record_fn(item.point, rows, self.per_variant[vi][item.point], layout, offset)
                     if isinstance(item, Record)
-                    else self._patch_fn(item, rows, pair_idx, layout)
+                    else self._patch_fn(item, rows, pair_idx, layout, offset)
                 )
         got: dict = {}
         for p in self.record:
             plan.setdefault(engine.site(p), []).append(
                 lambda x, p=p: got.__setitem__(p, engine.select(p, x, offset, layout).detach().clone())
             )
-        pair_rows = group.start + (torch.arange(start, stop, device=self.metric_out.device) - base) % n_g
 
         def on_logits(x: Tensor) -> None:
             x = x.detach().float()
@@ -462,20 +510,41 @@ class _Sweep:
         first = min((site.order[0] for site in plan), default=self.L)
         skip = None
         if self.residuals and first > 0:
-            skip = (first, self.residuals[first][pair_rows, : layout.length - offset])
+            skip = (first, self.residuals[first][pair_rows, offset - self.prefix[0] : layout.length - self.prefix[0]])
         with torch.no_grad():
             ids = self.pairs.corrupted[pair_rows, : layout.length]
-            engine.trace(ids, plan, on_logits if self.metric is not None else None, self.prefix, layout.answer, skip)
+            engine.trace(ids, plan, on_logits if self.metric is not None else None, prefix, layout.answer, skip)
         for p in self.record:
             self.recorded[p].append(got[p])
 
-    def _record_fn(self, point: Point, rows: slice, into: list, layout: Layout):
+    def _start(self, touched: Sequence[Point], layout: Layout, pair_rows: Tensor) -> tuple[int, list | None]:
+        """(p, per-layer keys and values of positions 0..p-1) a batch's forward starts from: the
+        shared prefix, or where the corrupted run's keys and values are kept, the first position
+        the batch's patches and records touch (at most the first answer position, whose logits
+        are read); positions before it compute what the corrupted run computed."""
         offset = self.prefix[0]
+        if self.kv is None:
+            return self.prefix
+        ends = [p if p >= 0 else layout.length + p for pt in touched for p in layout.positions(pt.positions)]
+        p = min(ends + [layout.length - layout.answer])
+        if p <= offset:
+            return self.prefix
+        own = [(k[pair_rows, :, : p - offset], v[pair_rows, :, : p - offset]) for k, v in self.kv]
+        if offset == 0:
+            return p, own
+        rows = len(pair_rows)
+        shared = self.prefix[1]
+        return p, [
+            (torch.cat([k0.expand(rows, *k0.shape[1:]), k], 2), torch.cat([v0.expand(rows, *v0.shape[1:]), v], 2))
+            for (k0, v0), (k, v) in zip(shared, own)
+        ]
+
+    def _record_fn(self, point: Point, rows: slice, into: list, layout: Layout, offset: int):
         return lambda x: into.append(self.engine.select(point, x[rows], offset, layout).detach().clone())
 
-    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, layout: Layout):
+    def _patch_fn(self, patch: Patch, rows: slice, pair_idx: slice, layout: Layout, offset: int):
         engine, point = self.engine, patch.point
-        pos = engine.positions(point, self.prefix[0], layout)
+        pos = engine.positions(point, offset, layout)
         # a span narrower than its class repeats its first position (Layout.resolve): a tensor
         # value must then give each repeat the value of the first, or the patch is not defined;
         # so given, an added value is added once (each position is written, not accumulated)

@@ -42,6 +42,9 @@ class RunCache:
         self.values: dict[Point, Tensor] = {}
         # (prefix length, l): resid_pre[l] at every position run (PatchingEngine.residuals)
         self.residuals: dict[tuple[int, int], Tensor] = {}
+        # prefix length: per layer (keys, values) [n, kv heads, positions run, d_head] of every
+        # position a forward with that prefix runs (PatchingEngine.keys_values)
+        self.kv: dict[int, list[tuple[Tensor, Tensor]]] = {}
         self.logits: Tensor | None = None  # [n, vocab] at the last prompt token, float32
         self.scores: Tensor | None = None  # [n] the answers' teacher-forced score (the sum over positions)
         self.positions: Tensor | None = None  # [n, K] each position's score, NaN past a row's positions
