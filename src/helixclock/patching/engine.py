@@ -521,9 +521,10 @@ class _Sweep:
         """(p, per-layer keys and values of positions 0..p-1) a batch's forward starts from: the
         shared prefix, or where the corrupted run's keys and values are kept, the first position
         the batch's patches and records touch (at most the first answer position, whose logits
-        are read); positions before it compute what the corrupted run computed."""
-        offset = self.prefix[0]
-        if self.kv is None:
+        are read); positions before it compute what the corrupted run computed.  Not past a
+        sliding attention window (as the shared prefix: kept keys are exact only within it)."""
+        offset, window = self.prefix[0], self.engine.prefix.window
+        if self.kv is None or (window is not None and layout.length > window):
             return self.prefix
         ends = [p if p >= 0 else layout.length + p for pt in touched for p in layout.positions(pt.positions)]
         p = min(ends + [layout.length - layout.answer])
