@@ -96,6 +96,15 @@ class Layout:
         """All token positions of a point's positions (roles resolved, in order)."""
         return [p for q in positions for p in self.resolve(q)]
 
+    def first_position(self, points: Sequence) -> int:
+        """The first position a forward pass of these rows must run for ``points`` (objects with
+        ``positions``, as :class:`~helixclock.patching.points.Point`): the earliest position
+        they touch (negative ones counted from the end), at most the first answer position,
+        whose logits are read.  Every position before it computes what any run of the same
+        tokens computes (causal attention), so its keys and values can be taken from one."""
+        touched = [p if p >= 0 else self.length + p for pt in points for p in self.positions(pt.positions)]
+        return min(touched + [self.length - self.answer])
+
 
 @dataclass(frozen=True)
 class Group:

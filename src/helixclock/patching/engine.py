@@ -79,6 +79,7 @@ class PatchingEngine:
         prefix_cache: bool = True,
         skip_blocks: bool = True,
         skip_positions: bool = True,
+        share_rows: bool = True,
     ):
         self.model = model
         self.adapter = model.adapter
@@ -88,6 +89,9 @@ class PatchingEngine:
         # ... and, with numbers of several tokens, at the first position they touch (_Sweep; one-token
         # models' runs stay bit for bit, as with logits_to_keep)
         self.skip_positions = skip_positions and model.info.get("number_tokens") == "several"
+        # ... and a collection's or a greedy decoding's rows that share their first tokens past the
+        # shared prefix (a grid's prompts of one a) run them once (PrefixCache.rows; same rule)
+        self.share_rows = share_rows and model.info.get("number_tokens") == "several"
         self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
@@ -239,11 +243,12 @@ class PatchingEngine:
 
         def step(start: int, stop: int) -> dict:
             layout = group_at(groups, start).layout
+            run = self.batch_prefix(ids[start:stop, : layout.length], prefix, layout.first_position(points))
             got: dict = {}
             plan: Plan = {}
             for p in points:
                 plan.setdefault(self.site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0], layout).detach().clone())
+                    lambda x, p=p: got.__setitem__(p, self.select(p, x, run[0], layout).detach().clone())
                 )
 
             def grab(x: Tensor) -> None:
@@ -257,10 +262,16 @@ class PatchingEngine:
 
             reads = logits or answers is not None
             with torch.no_grad():
-                self.trace(ids[start:stop, : layout.length], plan, grab if reads else None, prefix, layout.answer)
+                self.trace(ids[start:stop, : layout.length], plan, grab if reads else None, run, layout.answer)
             return got
 
         yield from self.batches.iterate(ids.shape[0], step, desc, boundaries(groups))
+
+    def batch_prefix(self, ids: Int[Tensor, "row seq"], prefix: tuple[int, list | None], limit: int):
+        """What a batch of unpatched rows ``ids`` starts from: the shared ``prefix``, or with
+        ``share_rows`` the positions up to ``limit`` that rows share run once per distinct row
+        (:meth:`PrefixCache.rows`)."""
+        return self.prefix.rows(ids, prefix, limit) if self.share_rows else prefix
 
     # -- the unpatched runs of a pair set ----------------------------------------------------
     def unpatched(self, run: RunCache, points: Sequence[Point]) -> dict[Point, Tensor]:
@@ -526,8 +537,7 @@ class _Sweep:
         offset, window = self.prefix[0], self.engine.prefix.window
         if self.kv is None or (window is not None and layout.length > window):
             return self.prefix
-        ends = [p if p >= 0 else layout.length + p for pt in touched for p in layout.positions(pt.positions)]
-        p = min(ends + [layout.length - layout.answer])
+        p = layout.first_position(touched)
         if p <= offset:
             return self.prefix
         own = [(k[pair_rows, :, : p - offset], v[pair_rows, :, : p - offset]) for k, v in self.kv]
