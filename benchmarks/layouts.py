@@ -17,11 +17,6 @@ a and b, teacher-forced answers of one to three tokens).
   the corrupted run computed it, so the engine runs the answer positions only, attending to the
   corrupted run's keys and values (``position_skip_speedup``: the second's time over the first's).
 
-* row sharing: the neuron grids' collection (Fig. 8: the MLP's activations at the answer
-  positions of all 10,000 teacher-forced a+b prompts, a-major) by the engine and by one that runs
-  every row's every position (``share_rows=False``): a batch's prompts of one a share "a+", which
-  runs once per distinct a (``row_sharing_speedup``: the second's time over the first's).
-
 Reported: the passes counted in the engine against that bound, and rows per second of each
 (``throughput_ratio_vs_one_layout``), measured in the same run.  The last line is JSON.
 """
@@ -104,25 +99,6 @@ def position_skip(model, pairs, batch: int) -> dict:
             "position_skip_speedup": round(seconds[False] / seconds[True], 2)}  # fmt: skip
 
 
-def row_sharing(model, grid: pd.DataFrame, batch: int) -> dict:
-    """The grid's collection at the answer positions with and without row sharing (same values)."""
-    from helixclock.pairs import forced_rows
-
-    ids, groups, _, _ = forced_rows(model, grid, PROMPT)
-    points = [Point("neuron_pre", layer, ("answer",)) for layer in range(model.adapter.n_layers)]
-    engines = {on: PatchingEngine(model, batch_size=batch, progress=False, share_rows=on) for on in (True, False)}
-    got = {on: e.collect(ids, points, logits=False, groups=groups)[0] for on, e in engines.items()}
-    for p in points:
-        assert torch.allclose(got[True][p], got[False][p], atol=1e-4, rtol=1e-4), p
-    seconds = {
-        on: timed(lambda e=e: e.collect(ids, points, logits=False, groups=groups), model.device, repeats=2)
-        for on, e in engines.items()
-    }
-    return {"rows": len(ids), "rows_per_s": round(len(ids) / seconds[True], 1),
-            "rows_per_s_every_row": round(len(ids) / seconds[False], 1),
-            "row_sharing_speedup": round(seconds[False] / seconds[True], 2)}  # fmt: skip
-
-
 def main() -> None:
     model = digit_model()
     grid = pd.DataFrame([(a, b) for a in range(100) for b in range(100)], columns=["a", "b"])
@@ -138,8 +114,6 @@ def main() -> None:
         model, draw_pairs(mixed, 100, 0, model.tokenizer, PROMPT, ("a", "b"), several=True), 512
     )
     print("position_skip", results["position_skip"], flush=True)
-    results["row_sharing"] = row_sharing(model, grid, 512)
-    print("row_sharing", results["row_sharing"], flush=True)
     several, single = results["layouts"], results["one_layout"]
     assert several["passes"] <= several["pass_bound"], several
     emit({
@@ -147,8 +121,7 @@ def main() -> None:
         "throughput_ratio_vs_one_layout": round(several["rows_per_s"] / single["rows_per_s"], 3),
         "passes_per_run": several["passes"], "pass_bound": several["pass_bound"],
         "passes_one_layout": single["passes"],
-        "position_skip_speedup": results["position_skip"]["position_skip_speedup"],
-        "row_sharing_speedup": results["row_sharing"]["row_sharing_speedup"], "cases": results,
+        "position_skip_speedup": results["position_skip"]["position_skip_speedup"], "cases": results,
     })  # fmt: skip
 
 

@@ -448,50 +448,6 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     )
 
 
-def test_rows_that_share_their_first_tokens_run_them_once(digit_llama, digits):
-    """A collection over a grid (a-major, teacher-forced) with ``share_rows``: each batch runs
-    "a +" once per distinct a and every row only from b's first token (the split that saves
-    most), and the values at the answer positions and the last token equal a run of every
-    row's every position (known answer: causal attention)."""
-    from helixclock.pairs import forced_rows
-
-    grid = pd.DataFrame([(a, b) for a in (45, 61, 88) for b in (12, 21, 34)], columns=["a", "b"])
-    ids, groups, _, _ = forced_rows(digit_llama, grid.assign(answer=grid["a"] + grid["b"]), ADD)
-    points = [Point("resid_pre", 2, ("answer",)), Point("mlp_out", 0, ("last",))]
-    want_engine = PatchingEngine(digit_llama, batch_size=12, progress=False, share_rows=False)
-    got_engine = PatchingEngine(digit_llama, batch_size=12, progress=False)
-    assert got_engine.share_rows and not want_engine.share_rows
-    want, _ = want_engine.collect(ids, points, logits=False, groups=groups)
-    seen = []
-    hook = digit_llama.hf.model.layers[0].register_forward_pre_hook(
-        lambda module, args, kwargs: seen.append(tuple((args[0] if args else kwargs["hidden_states"]).shape[:2])),
-        with_kwargs=True,
-    )
-    try:
-        got, _ = got_engine.collect(ids, points, logits=False, groups=groups)
-    finally:
-        hook.remove()
-    for p in points:
-        torch.testing.assert_close(got[p], want[p], atol=1e-5, rtol=1e-5)
-    # the shared prefix once; then per batch (one a layout: 45 and 61's six rows, 88's three) the
-    # distinct a's "a+" and every row from b's first token
-    shared = got_engine.prefix.length([ids], points, groups)
-    assert seen[0] == (1, shared) and [g.stop - g.start for g in groups] == [6, 3]
-    want_runs = []
-    for g in groups:
-        b_first = g.layout.positions(("b_span",))[0]
-        assert b_first == shared + 3  # two digits and "+"
-        distinct = len(torch.unique(ids[g.start : g.stop, :b_first], dim=0))
-        want_runs += [(distinct, 3), (g.stop - g.start, g.layout.length - b_first)]
-    assert seen[1:] == want_runs == [(2, 3), (6, 4), (1, 3), (3, 5)]
-    # rows all alike share every position up to the limit; distinct ones run as before
-    prefix = got_engine.prefix.get(ids, shared)
-    q, kv = got_engine.prefix.rows(ids[:1].expand(3, -1), prefix, shared + 4)
-    assert q == shared + 4 and all(k.shape[0] == 3 and k.shape[2] == q for k, _ in kv)
-    lone = torch.stack([ids[0], ids[3], ids[6]])  # 45, 61, 88
-    assert got_engine.prefix.rows(lone, prefix, shared + 3) is prefix
-
-
 def test_the_engines_answer_correct_agrees_with_greedy_decoding(digits):
     """``answer_correct`` (the ablation's accuracy) says what greedy decoding says: a random model
     is given as "answers" what it writes itself where it stops within the bound (greedy: correct,

@@ -79,7 +79,6 @@ class PatchingEngine:
         prefix_cache: bool = True,
         skip_blocks: bool = True,
         skip_positions: bool = True,
-        share_rows: bool = True,
     ):
         self.model = model
         self.adapter = model.adapter
@@ -89,9 +88,6 @@ class PatchingEngine:
         # ... and, with numbers of several tokens, at the first position they touch (_Sweep; one-token
         # models' runs stay bit for bit, as with logits_to_keep)
         self.skip_positions = skip_positions and model.info.get("number_tokens") == "several"
-        # ... and a collection's or a greedy decoding's rows that share their first tokens past the
-        # shared prefix (a grid's prompts of one a) run them once (PrefixCache.rows; same rule)
-        self.share_rows = share_rows and model.info.get("number_tokens") == "several"
         self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
@@ -243,12 +239,11 @@ class PatchingEngine:
 
         def step(start: int, stop: int) -> dict:
             layout = group_at(groups, start).layout
-            run = self.batch_prefix(ids[start:stop, : layout.length], prefix, layout.first_position(points))
             got: dict = {}
             plan: Plan = {}
             for p in points:
                 plan.setdefault(self.site(p), []).append(
-                    lambda x, p=p: got.__setitem__(p, self.select(p, x, run[0], layout).detach().clone())
+                    lambda x, p=p: got.__setitem__(p, self.select(p, x, prefix[0], layout).detach().clone())
                 )
 
             def grab(x: Tensor) -> None:
@@ -262,16 +257,10 @@ class PatchingEngine:
 
             reads = logits or answers is not None
             with torch.no_grad():
-                self.trace(ids[start:stop, : layout.length], plan, grab if reads else None, run, layout.answer)
+                self.trace(ids[start:stop, : layout.length], plan, grab if reads else None, prefix, layout.answer)
             return got
 
         yield from self.batches.iterate(ids.shape[0], step, desc, boundaries(groups))
-
-    def batch_prefix(self, ids: Int[Tensor, "row seq"], prefix: tuple[int, list | None], limit: int):
-        """What a batch of unpatched rows ``ids`` starts from: the shared ``prefix``, or with
-        ``share_rows`` the positions up to ``limit`` that rows share run once per distinct row
-        (:meth:`PrefixCache.rows`)."""
-        return self.prefix.rows(ids, prefix, limit) if self.share_rows else prefix
 
     # -- the unpatched runs of a pair set ----------------------------------------------------
     def unpatched(self, run: RunCache, points: Sequence[Point]) -> dict[Point, Tensor]:

@@ -53,39 +53,6 @@ class PrefixCache:
             self._kv[key] = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return length, self._kv[key]
 
-    def rows(self, ids: Tensor, prefix: tuple[int, list | None], limit: int) -> tuple[int, list | None]:
-        """(q, per-layer (keys, values) of positions 0..q-1, one row per row of ``ids``) a batch's
-        forward pass starts from: where rows share more than the shared ``prefix`` (the prompts
-        of a grid with the same a share "a +"), positions ``prefix[0]..q-1`` run once per distinct
-        row and each row takes its distinct row's keys and values (exact up to float rounding:
-        causal attention).  ``limit`` is the first position the rows' pass must run
-        (:meth:`~helixclock.layout.Layout.first_position`); q <= limit is the split that saves
-        the most token positions, and ``prefix`` comes back as it is where that is less than one
-        position a row (the extra pass would not pay) or past a sliding attention window."""
-        start, n = prefix[0], ids.shape[0]
-        if not self.enabled or (self.window is not None and ids.shape[1] > self.window):
-            return prefix
-        q, saved = start, 0
-        for end in range(start + 1, limit + 1):
-            distinct = torch.unique(ids[:, start:end], dim=0).shape[0]
-            if (n - distinct) * (end - start) > saved:
-                q, saved = end, (n - distinct) * (end - start)
-        if saved < n:
-            return prefix
-        heads, inverse = torch.unique(ids[:, start:q], dim=0, return_inverse=True)
-        cache = self.expand(prefix[1], len(heads)) if start else None
-        with torch.no_grad():
-            kwargs = self.cache_kwargs(cache) if cache is not None else {"use_cache": True}
-            out = self.hf(heads, **kwargs, **self._one_logit())
-        return q, [(layer.keys[inverse], layer.values[inverse]) for layer in out.past_key_values.layers]
-
-    def _one_logit(self) -> dict:
-        """``logits_to_keep=1`` where the model's forward takes it (a pass run only for its
-        keys and values makes one position's logits, not every position's)."""
-        import inspect
-
-        return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.hf.forward).parameters else {}
-
     def cache_kwargs(self, cache) -> dict:
         """Forward keywords that hand ``cache`` to the model: ``cache=`` where its forward takes
         it (transformers 5.x deprecates ``past_key_values=``), else ``past_key_values=``."""

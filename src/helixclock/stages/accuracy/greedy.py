@@ -7,10 +7,8 @@ each prompt is decoded greedily until the first token that is not a digit (at mo
 past the answer's own count, so that an answer one digit too long, 95 for 9 + 86, is read as
 written), and the digits are compared with the true value.  The logits are
 the model's own output (a family with a final soft-cap, Gemma-2, applies it in its forward).  The shared
-prompt prefix is run once, and the first tokens the prompts of a batch share past it (a grid's
-"a +" of one a) once per distinct start (:meth:`~helixclock.patching.prefix.PrefixCache.rows`);
-prompts of one token layout are decoded together, each step one forward pass of one token per
-row with the key/value cache, reading only the last logits.
+prompt prefix is run once; prompts of one token layout are decoded together, each step one
+forward pass of one token per row with the key/value cache, reading only the last logits.
 """
 
 from __future__ import annotations
@@ -110,12 +108,10 @@ def _decode(engine: PatchingEngine, rows: _Rows, digits: torch.Tensor, desc: str
 
     def step(start: int, stop: int) -> None:
         length = group_at(groups, start).layout.length
-        # the prompts' shared first tokens run once (the last prompt token runs: its logits start the decoding)
-        run = engine.batch_prefix(ids[start:stop, :length], prefix, length - 1)
-        cache = engine.prefix.expand(run[1], stop - start) if run[0] else DynamicCache()
+        cache = engine.prefix.expand(prefix[1], stop - start) if prefix[0] else DynamicCache()
         logit, rank, pred, written = _decode_batch(
             engine,
-            ids[start:stop, run[0] : length],
+            ids[start:stop, prefix[0] : length],
             cache,
             rows.first[start:stop],
             rows.bound[start:stop],
