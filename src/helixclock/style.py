@@ -141,6 +141,7 @@ def heatmap(
         rasterized=True,
     )
     ax.invert_yaxis()
+    ax.tick_params(axis="y", labelrotation=0)  # seaborn's vertical row labels run into each other
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
 
