@@ -523,8 +523,8 @@ class _Sweep:
         the batch's patches and records touch (at most the first answer position, whose logits
         are read); positions before it compute what the corrupted run computed.  Not past a
         sliding attention window (as the shared prefix: kept keys are exact only within it)."""
-        offset, window = self.prefix[0], self.engine.prefix.window
-        if self.kv is None or (window is not None and layout.length > window):
+        offset = self.prefix[0]
+        if self.kv is None or not self.engine.prefix.exact_for(layout.length):
             return self.prefix
         p = layout.first_position(touched)
         if p <= offset:

@@ -32,7 +32,7 @@ class PrefixCache:
         positions in every group's layout (roles resolved), leaving every answer position
         (at least the last token) to run."""
         seq = ids[0].shape[1]
-        if not self.enabled or (self.window is not None and seq > self.window):
+        if not self.enabled or not self.exact_for(seq):
             return 0
         layouts = [g.layout for g in groups] if groups else [Layout(seq)]
         first = ids[0][:1]
@@ -41,6 +41,11 @@ class PrefixCache:
             same &= (x == first).all(0)
         shared = int(same.long().cumprod(0).sum())
         return max(0, min([shared] + [lay.first_position(points) for lay in layouts]))
+
+    def exact_for(self, length: int) -> bool:
+        """Whether kept keys and values are exact for a pass of ``length`` tokens: always, but
+        past a sliding attention window (a kept key may then be one the window drops)."""
+        return self.window is None or length <= self.window
 
     def get(self, ids: Tensor, length: int) -> tuple[int, list | None]:
         """(length, per-layer (keys, values)) of the first ``length`` tokens of ``ids[0]``."""
