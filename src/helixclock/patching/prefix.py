@@ -43,7 +43,7 @@ class PrefixCache:
         return max(0, min([shared] + [lay.first_position(points) for lay in layouts]))
 
     def exact_for(self, length: int) -> bool:
-        """Whether kept keys and values are exact for a pass of ``length`` tokens: always, but
+        """Whether kept keys and values are exact for a pass of ``length`` tokens: always, except
         past a sliding attention window (a kept key may then be one the window drops)."""
         return self.window is None or length <= self.window
 
