@@ -322,3 +322,87 @@ def test_tables_cluster_pairs_by_the_jobs_prompts():
     assert unit == "prompt-sharing components" and len(clusters) == len(pairs)
     shared = pairs.groupby(["corrupted_a", "corrupted_b"]).size()
     assert clusters.max() + 1 <= len(pairs) - (shared - 1).sum()
+
+
+# -- the heads' categories and the neurons' units ------------------------------------------------
+HEADS_REGISTRY = """
+families:
+  heads: {kind: confirmatory, title: "Categories (planted)"}
+  units: {kind: confirmatory, title: "Bases by place (planted)"}
+  shares: {kind: estimate, title: "Shares (planted)"}
+findings:
+  - {id: category, section: "5.2", family: heads, models: one-token, claim: "L$layerH$head keeps its category",
+     quantity: category, expect: positive, table: head_effects, x: {layer: $layer, head: $head},
+     each: {table: head_categories, columns: [layer, head], chosen_by: "the run's heads"}}
+  - {id: eq5, section: "5.4", family: units, models: several-token, claim: "Eq. 5 better at the $place place",
+     quantity: difference, expect: positive, table: neuron_fits, each: {table: neuron_fits, columns: [place]},
+     x: {column: nrmse_digits, place: $place}, y: {column: nrmse, place: $place}}
+  - {id: share, section: "5.4", family: shares, models: several-token, claim: "digits better at the $place place",
+     quantity: share_below, table: neuron_fits, each: {table: neuron_fits, columns: [place]},
+     x: {column: nrmse_digits, place: $place}, y: {column: nrmse, place: $place}}
+"""
+
+
+def planted_heads(n: int, seed: int = 4) -> dict[str, pd.DataFrame]:
+    """Three heads: L1H0 writes a+b (DE = TE, helix(a+b) keeps it), L0H1 moves a and b (DE 0,
+    helix(a,b) keeps it), L0H2 has no total effect."""
+    rng = np.random.default_rng(seed)
+    cols = [f"pair_{i}" for i in range(n)]
+    effects, fits = [], []
+    for (layer, head), (te_mean, de_share, kind) in {
+        (1, 0): (1.0, 1.0, "sum"),
+        (0, 1): (1.0, 0.0, "ab"),
+        (0, 2): (0.0, 0.5, "ab"),
+    }.items():
+        te = te_mean + rng.normal(0, 0.5, n)
+        de = de_share * te + rng.normal(0, 0.1, n)
+        keep = {
+            "helix(a,b,a+b)": te,
+            "helix(a+b)": te if kind == "sum" else 0 * te,
+            "helix(a,b)": te if kind == "ab" else 0 * te,
+        }
+        effects += [
+            {"layer": layer, "component": "head", "head": head, "effect": e, **dict(zip(cols, v))}
+            for e, v in (("te", te), ("de", de))
+        ]
+        fits += [
+            {"layer": layer, "head": head, "fit": f, **dict(zip(cols, v + rng.normal(0, 0.05, n)))}
+            for f, v in keep.items()
+        ]
+    cats = pd.DataFrame({"layer": [1, 0, 0], "head": [0, 1, 2]})
+    return {"head_effects": pd.DataFrame(effects), "head_fits": pd.DataFrame(fits), "head_categories": cats}
+
+
+def test_a_heads_category_is_chosen_on_one_fold_and_confirmed_on_the_other(tmp_path):
+    frames = planted_heads(N)
+    t = findings_tables(load_registry(tmp_path, HEADS_REGISTRY), False, frames, {}, RESAMPLING, "corrected", "planted")[
+        "contrasts"
+    ]
+    t = t.set_index("id")
+    assert t.loc["category[layer=1,head=0]", "selection"] == "the run's heads; a+b (fold 1) | a+b (fold 2)"
+    assert t.loc["category[layer=0,head=1]", "selection"] == "the run's heads; a,b (fold 1) | a,b (fold 2)"
+    for head in ("category[layer=1,head=0]", "category[layer=0,head=1]"):  # |DE - TE/2| = 0.5 planted
+        assert t.loc[head, "verdict"] == "holds" and t.loc[head, "low"] < 0.5 < t.loc[head, "high"]
+    assert t.loc["category[layer=0,head=2]", "verdict"] == "not defined"
+    assert t.loc["category[layer=0,head=2]", "den_low"] <= 0 and t.loc["category[layer=1,head=0]", "m"] == 2
+
+
+def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 200
+    nrmse = rng.uniform(0.05, 0.2, 2 * n)
+    gap = np.r_[0.02 + rng.normal(0, 0.01, n), rng.normal(0, 0.01, n) - 0.0001]
+    units = pd.DataFrame({"place": ["units"] * n + ["tens"] * n, "nrmse": nrmse, "nrmse_digits": nrmse + gap})
+    t = findings_tables(
+        load_registry(tmp_path, HEADS_REGISTRY), True, {"neuron_fits": units}, {}, RESAMPLING, "corrected", "planted"
+    )
+    t = t["contrasts"].set_index("id")
+    assert (
+        t.loc["eq5[place=units]", "verdict"] == "holds" and t.loc["eq5[place=tens]", "verdict"] == "not distinguished"
+    )
+    assert t.loc["eq5[place=units]", "low"] < 0.02 < t.loc["eq5[place=units]", "high"]
+    share = t.loc["share[place=units]"]
+    assert (
+        share["estimate"] == pytest.approx((gap[:n] < 0).mean()) and share["low"] >= 0 and share["clusters"] == "units"
+    )
+    assert t.loc["share[place=tens]", "low"] < 0.5 < t.loc["share[place=tens]", "high"]

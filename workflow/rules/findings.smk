@@ -9,20 +9,11 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 
-def findings_input(wildcards):
-    """The saved tables a model's findings read, and the prompts tables of their jobs."""
-    return findings_registry.inputs(FINDINGS, several_tokens(REGISTRY[wildcards.model]), wildcards.model)
-
-
-def findings_params(wildcards):
-    """The registry's findings that apply to the model (a changed one reruns only its models)."""
-    return settled(findings_registry.params(FINDINGS, several_tokens(REGISTRY[wildcards.model])))
-
-
 rule findings:
     """Every declared finding of a model from the saved tables: findings/contrasts.csv and findings.md."""
     input:
-        unpack(findings_input),
+        # the saved tables its findings read, and the prompts tables of their jobs
+        unpack(lambda w: findings_registry.inputs(FINDINGS, several_tokens(REGISTRY[w.model]), w.model)),
     output:
         **outputs.FINDINGS,
     log:
@@ -33,7 +24,8 @@ rule findings:
     conda:
         ENV
     params:
-        registry=findings_params,
+        # the findings that apply to the model (a changed one reruns only its models' jobs)
+        registry=lambda w: settled(findings_registry.params(FINDINGS, several_tokens(REGISTRY[w.model]))),
         several=lambda w: several_tokens(REGISTRY[w.model]),
         resampling=resampling(),
         compat=config["compat"],
