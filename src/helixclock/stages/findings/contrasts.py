@@ -29,6 +29,12 @@ from ...inference import (
 from ...statistics import PAIR, TERM, Resampling
 from .registry import RESERVED, TABLES
 
+# how the run chose the objects of an `each` list, against the pairs that measure them
+SPLITS = {
+    "same pairs": "the run's choice, on the same pairs",
+    "separate draw": "the run's choice, on a separate draw of pairs",
+    "fixed by the paper": "fixed by the paper",
+}
 CLUSTERED = "prompt-sharing components"
 UNCLUSTERED = "pairs (the job records no prompts)"
 
@@ -332,7 +338,7 @@ def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resamplin
         x = pair_values(rows, finding["x"], f"{finding['id']}: x")
         y = pair_values(side(tables, finding, "y")[0], finding["y"], f"{finding['id']}: y") if "y" in finding else None
         clusters, unit = tables.clusters(name)
-    split = "the run's choice, on the same pairs" if "each" in finding and "chosen_by" in finding["each"] else "fixed"
+    split = SPLITS[finding["each"].get("split", "same pairs")] if "chosen_by" in finding.get("each", {}) else "fixed"
     if q == "ratio":
         return {**ratio_of(x, y, clusters, unit, resampling), "split": split}
     if q == "share_below":
