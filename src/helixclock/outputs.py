@@ -108,6 +108,11 @@ LOGIT_LENS = {"lens": f"{ERRORS}/logit_lens.csv", "periods": f"{ERRORS}/logit_le
 ANSWER_SCORES = f"{ERRORS}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
 
 
+# -- findings (findings.smk): every declared finding (config/findings.yaml) computed from the saved
+# tables, and the page rendered from them
+FINDINGS = {"contrasts": f"{MODEL}/findings/contrasts.csv", "page": f"{MODEL}/findings.md"}
+
+
 # -- what compat changes (compat.smk): one record per mode run
 def compat(mode: str, model: str = "{model}") -> str:
     """The numbers config key compat changes, under ``mode``."""
