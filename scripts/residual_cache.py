@@ -23,6 +23,5 @@ attrs = write_residual_cache(
     max_number=p.max_number,
     engine=engine,
     number_prompt=p.spec.get("number_prompt", "{a}"),
-    several=p.spec.get("number_tokens", "one") == "several",
 )
 log.info("cached %d correct prompts: %s", len(correct), attrs)

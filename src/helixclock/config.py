@@ -12,9 +12,11 @@ This module imports no torch, so the Snakefile can use it while building the DAG
 from __future__ import annotations
 
 import copy
+import string
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from .adapters import FAMILIES as _FAMILY_TABLE
@@ -105,8 +107,6 @@ def _coerce(schema: dict, value: Any) -> Any:
 
 def validate(instance: Any, schema_file: str | Path, what: str) -> Any:
     """Validate against a YAML JSON-schema; return the instance with defaults filled."""
-    import jsonschema
-
     schema = load_yaml(schema_file)
     instance = _defaults(schema, _coerce(schema, instance if instance is not None else {}))
     validator = jsonschema.Draft7Validator(schema)
@@ -188,8 +188,6 @@ def check_prompt(name: str, task: str, template: str, key: str | None = None) ->
     """A prompt template has exactly its task's placeholders ({a} and {b} for a+b, {a} alone
     for the other tasks and for the bare numbers' ``number_prompt``), each once, no other
     field, and braces that ``str.format`` accepts."""
-    import string
-
     key = key or f"registry key '{name}.prompts.{task}'"
     wanted = OPERANDS.get(task, ("a",))
     allowed = ", ".join("{" + w + "}" for w in wanted)
@@ -366,6 +364,14 @@ def model_files(name: str, spec: dict, resources: str | Path = "resources/models
 NOT_RUN_FOR_SEVERAL: dict[str, str] = {}  # every part of the paper runs on them (README)
 
 
-def several_tokens(spec: dict) -> bool:
-    """Whether a registry entry declares numbers of several tokens."""
-    return spec.get("number_tokens", "one") == "several"
+def several_tokens(of) -> bool:
+    """Whether a model's numbers may take several tokens: registry key ``number_tokens:
+    several``, helixclock's extension of the paper (README, "Numbers of several tokens").
+
+    The one switch between the paper's path (every number one token, read at shared positions)
+    and the several-token path (numbers read at roles of each prompt's token layout, answers
+    scored by their log-likelihood): the rule files and every rule's library entry point choose
+    by it, no script does.  ``of`` is what carries the key: the model's registry entry, its model
+    card (which copies it), its residual cache's attributes, or the loaded model
+    (:class:`helixclock.models.LoadedModel`, whose ``info`` holds the entry's key)."""
+    return getattr(of, "info", of).get("number_tokens", "one") == "several"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files
-from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
+from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens
+from .numbers import describe_classes, number_prompt_tokens, several_task_tokens, task_shapes
 from .provenance import environment
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
@@ -13,10 +13,21 @@ SEVERAL_MAX_NUMBER = 360  # the bare numbers a model of several-token numbers is
 
 def load_tokenizer(name: str, spec: dict, resources: str = "resources/models"):
     """The tokenizer of a registered model (from a GGUF file where the source is one)."""
+    # deferred: transformers (about a second) only where a tokenizer loads, not in a table job of one-token numbers
     from transformers import AutoTokenizer
 
     path, kwargs = model_files(name, spec, resources)
     return AutoTokenizer.from_pretrained(path, **kwargs)
+
+
+def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = "resources/models") -> dict | None:
+    """Numbers of several tokens: each task's correct prompts' token shapes
+    (:func:`helixclock.numbers.task_shapes`; ``frames``: task -> accuracy table), from the model's
+    tokenizer alone, with which a table job counts the pairs a model job will draw (partners of
+    one shape); None where every number is one token (a task's prompts then share one shape)."""
+    if not several_tokens(spec):
+        return None
+    return task_shapes(load_tokenizer(name, spec, resources), spec["prompts"], frames)
 
 
 def model_card(name: str, spec: dict, tasks, resources: str = "resources/models") -> dict:
@@ -31,6 +42,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
     other run setting remakes it (and reruns what reads it).  It also records the environment
     (:func:`helixclock.provenance.environment`) its model's jobs run on; a change of versions
     does not remake it (a model job then warns)."""
+    # deferred: transformers (about a second) only where a tokenizer loads, not in a table job of one-token numbers
     from transformers import AutoConfig
 
     path, kwargs = model_files(name, spec, resources)
@@ -55,7 +67,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         "number_tokens": spec.get("number_tokens", "one"),
         "environment": environment(),  # the versions the model's jobs run on (README, "Provenance of a run")
     }
-    if card["number_tokens"] == "several":
+    if several_tokens(card):
         return {**card, **_several(tokenizer, name, spec, tasks)}
     try:
         positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)

@@ -283,6 +283,21 @@ def left_out(needs: Mapping[str, Sequence[Need]], accuracy: Mapping[str, pd.Data
     return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
 
 
+def other_tasks_left_out(
+    accuracy: Mapping[str, pd.DataFrame],
+    periods: Sequence[int],
+    n_pairs: int,
+    minimum: Minimum,
+    model: str,
+    shapes: Mapping[str, Sequence] | None = None,
+) -> pd.DataFrame:
+    """Rule other_tasks_left_out: the tasks other_tasks_patching leaves out of Table 1, and why
+    (:func:`left_out` of :func:`other_tasks_needs`; ``shapes`` as there, for numbers of several
+    tokens: :func:`helixclock.model_card.tokenizer_task_shapes`)."""
+    needs = other_tasks_needs(accuracy, periods, n_pairs, minimum, shapes)
+    return left_out(needs, accuracy, model, "other_tasks_patching")
+
+
 def clock_needs(
     stage: str,
     accuracy: pd.DataFrame,

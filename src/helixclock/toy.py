@@ -15,9 +15,11 @@ next-token prediction of the answer token only.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from tqdm.auto import tqdm
+from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from .tasks import TASKS, Problems, Task, render
 
@@ -78,9 +83,6 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool, digits:
     """Word-level tokenizer: numbers 0..max_number, prompt words and symbols, specials; with
     ``digits``, numbers split into digit tokens 0..9 (as Gemma's and SmolLM2's tokenizers do:
     numbers of several tokens)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
     words: list[str] = []
     for text in list(prompts.values()) + list(digit_templates(prompts).values()):
         for w in _WORD.findall(text.replace("{a}", " ").replace("{b}", " ")):
@@ -112,8 +114,6 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool, digits:
 
 def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: int):
     """A freshly initialised Hugging Face model of the toy architecture."""
-    from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM
-
     torch.manual_seed(seed)
     d, L, H = arch["d_model"], arch["n_layers"], arch["n_heads"]
     d_mlp = arch.get("d_mlp", 4 * d)
@@ -291,8 +291,6 @@ TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout
 
 def toy_settings(spec: dict, training: dict) -> dict:
     """Everything that decides a toy's weights: registry entry and training settings."""
-    import inspect
-
     defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
     arch = {k: v for k, v in spec["toy"].items() if k not in TRAINING_KEYS}
     return {
@@ -319,8 +317,6 @@ def matching_checkpoint(directory: str | Path, spec: dict, training: dict) -> Pa
 def install_checkpoint(source: str | Path, out_dir: str | Path) -> dict:
     """Copy a committed toy (weights, tokenizer, training.json) to ``out_dir``; training.json
     is written last, as a finished training writes it."""
-    import shutil
-
     source, out_dir = Path(source), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in sorted(source.iterdir()):
@@ -373,8 +369,6 @@ def train_toy(
 
 
 def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> dict:
-    from tqdm.auto import tqdm
-
     steps, batch_size, lr, weight_decay, warmup, holdout, seed = (
         training[k] for k in ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed")
     )
