@@ -102,7 +102,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     )
     model = wrap_model(hf.eval(), tok, name="tiny-gptj")
     name, template, device = model.name, prompts["add"], model.device
-    geo = geometry(tok, prompts, tasks, cfg["cache"]["max_number"], name)
+    geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], name)
     helix, clock = cfg["helix"], cfg["clock"]
     fit = FitSettings(helix["periods"], helix["pca_components"], cfg.get("compat", "corrected"))
     neurons = NeuronSettings(
@@ -137,7 +137,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
             correct["b"].to_numpy(),
             path,
             dtype="float32",
-            max_number=cfg["cache"]["max_number"],
+            largest_bare_number=cfg["cache"]["largest_bare_number"],
             engine=engine(),
         )
         got["residual_cache"] = counter.take()

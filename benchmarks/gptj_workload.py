@@ -87,7 +87,7 @@ class Geometry:
     number_prefix: int
 
 
-def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], max_number: int, name: str) -> Geometry:
+def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], largest_bare_number: int, name: str) -> Geometry:
     """Prompt lengths and engine prefixes per task, by the engine's own prefix rule."""
     rule = PrefixCache(None)
     out = {}
@@ -96,7 +96,7 @@ def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], max_numbe
         ids = torch.from_numpy(np.asarray(found.input_ids))
         p = rule.length([ids], [Point("resid_pre", 0, (found.positions.a,))])
         out[t] = Prompt(found.positions.length, p, tuple(ids[0, :p].tolist()))
-    num = torch.tensor(number_token_ids(tokenizer, name, range(max_number + 1)))
+    num = torch.tensor(number_token_ids(tokenizer, name, range(largest_bare_number + 1)))
     return Geometry(out, num.shape[1], rule.length([num], [Point("resid_pre", 0, (num.shape[1] - 1,))]))
 
 
@@ -109,7 +109,7 @@ class Counts:
     tasks: tuple[str, ...]
     problems: dict[str, int]  # prompts of each task
     correct: dict[str, int]  # correct prompts of each task
-    numbers: int  # bare numbers cached (cache.max_number + 1)
+    numbers: int  # bare numbers cached (cache.largest_bare_number + 1)
     helix_pairs: int
     split_pairs: int  # train/test control: pairs whose clean a is held out
     b_pairs: int  # b-token control: pairs a+b' -> a+b
@@ -171,7 +171,7 @@ def counts_from(cfg: dict, entry: dict, tables: dict[str, pd.DataFrame], batch: 
         tasks=tuple(tables),
         problems={t: len(df) for t, df in tables.items()},
         correct={t: len(df) for t, df in right.items()},
-        numbers=cfg["cache"]["max_number"] + 1,
+        numbers=cfg["cache"]["largest_bare_number"] + 1,
         helix_pairs=n_pairs(add, helix["n_pairs"], ("a",)),
         split_pairs=n_pairs(add, helix["n_pairs"], ("a",), test_a),
         b_pairs=n_pairs(add, helix["n_pairs"], ("b",)),

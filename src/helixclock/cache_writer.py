@@ -46,7 +46,7 @@ def write_residual_cache(
     b: np.ndarray,
     path: str | Path,
     dtype: str = "float32",
-    max_number: int = 360,
+    largest_bare_number: int = 360,
     engine: PatchingEngine | None = None,
     number_prompt: str = "{a}",
 ) -> dict:
@@ -59,7 +59,7 @@ def write_residual_cache(
     engine = engine or PatchingEngine(model)
     task = get_task("add")
     problems = _kept_problems(task, a, b)
-    numbers = list(range(max_number + 1))
+    numbers = list(range(largest_bare_number + 1))
     several = several_tokens(model)
     prompts = (_several_rows if several else _single_rows)(model, task, template, problems)
     bare = (_several_numbers if several else _single_numbers)(model, number_prompt, numbers)
