@@ -28,8 +28,9 @@ from helixclock.cache import read_residual_cache
 from helixclock.cache_writer import write_residual_cache
 from helixclock.fits import fit_token, to_device
 from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs, prompt_sample
+from helixclock.pairs import draw_pairs, prompt_ids
 from helixclock.patching import PatchingEngine
+from helixclock.sampling import seeded_rows
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
 from helixclock.stages.heads.patching import HeadSettings, last_token_heads
 from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
@@ -170,7 +171,8 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     effects = layer_effects(eng, pairs)
     got["last_token_patching"] = counter.take()
 
-    ids, a, b = prompt_sample(tok, correct, template, clock["fit_prompts"], cfg["seed"])
+    rows = seeded_rows(correct, clock["fit_prompts"], cfg["seed"])  # the fitted sample, as clock_job draws it
+    ids, a, b = prompt_ids(tok, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
     heads = last_token_heads(
         engine(),
         clock_pairs(),
