@@ -8,6 +8,7 @@ figure uses (see README, "Layer numbering").
 from __future__ import annotations
 
 import matplotlib
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -102,8 +103,6 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
 def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None):
     """Axes of LD against layers; with ``pairs`` (the panel's summary) the title says "n = k
     pairs"."""
-    from matplotlib.ticker import MaxNLocator
-
     if pairs is not None:
         title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
@@ -157,7 +156,6 @@ def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, lab
         ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
     ax.set_xlabel(label)
     ax.set_ylabel("fraction of the all-components effect" if by == "fraction" else "fraction of the largest effect")
-    from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
@@ -218,6 +216,4 @@ def paper_note(ax, text: str, loc: str = "lower right") -> None:
 
 def percent_axis(ax, axis: str = "y") -> None:
     """Tick labels of a share as percentages."""
-    from matplotlib.ticker import PercentFormatter
-
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(PercentFormatter(1.0))

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
+from tqdm.auto import tqdm
 
 log = logging.getLogger("helixclock")
 
@@ -25,8 +26,6 @@ class OOMRetry:
     ) -> Iterator[object]:
         """``fn(start, stop)`` over chunks of the rows; no chunk crosses a row index in
         ``boundaries`` (where the rows' token layout changes)."""
-        from tqdm.auto import tqdm
-
         bar = tqdm(total=n, desc=desc, disable=not self.progress or n <= self.batch_size, file=sys.stderr, leave=False)
         ends = sorted({int(b) for b in boundaries if 0 < b < n} | {n})
         start = 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import h5py
 import numpy as np
 import pandas as pd
 import torch
@@ -212,9 +213,8 @@ def answer_scores(
 
 
 def save_answer_scores(path, out: dict[str, np.ndarray], template: str) -> None:
-    """:func:`answer_scores`'s arrays to HDF5 (what :func:`read_answer_scores` reads)."""
-    import h5py
-
+    """:func:`answer_scores`'s arrays to HDF5 (what :func:`.wrong_answers.read_answer_scores` reads:
+    the table job that reads them imports no torch)."""
     with h5py.File(path, "w") as f:
         for name, values in out.items():
             f.create_dataset(name, data=values)
@@ -224,11 +224,3 @@ def save_answer_scores(path, out: dict[str, np.ndarray], template: str) -> None:
             "log-likelihood L(n) of each answer n = 0..198 (its tokens and the answer's end) after the a+b prompts "
             "of add.csv's rows `rows`, and the independent-digits control"
         )
-
-
-def read_answer_scores(path) -> dict[str, np.ndarray]:
-    """``rows``, ``scores`` and ``control`` of a file :func:`save_answer_scores` wrote."""
-    import h5py
-
-    with h5py.File(path, "r") as f:
-        return {name: f[name][...] for name in ("rows", "scores", "control")}

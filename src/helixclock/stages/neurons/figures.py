@@ -8,6 +8,7 @@ figD12_neuron_fourier and figD13_neuron_nrmse from here.
 from __future__ import annotations
 
 import matplotlib
+from matplotlib.patches import Patch as Swatch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -93,8 +94,6 @@ def figD9_neuron_ablation(ablation: pd.DataFrame, model: str):
 
 def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     """figD10: layers of the top neurons; circuit-MLP layers outlined, their share in the legend."""
-    from matplotlib.patches import Patch as Swatch
-
     circuit = set(stages["layer"].tolist())
     counts = neurons["layer"].value_counts().sort_index()
     layers = np.arange(int(max(neurons["layer"].max(), max(circuit, default=0))) + 1)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import matplotlib
+from matplotlib.ticker import LogLocator
+from scipy.stats import spearmanr
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -155,9 +157,6 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     The effect is the ranked size (``effect``: by default the mean |attribution| over pairs)
     where the table has it, else the signed TE; values <= 0 cannot sit on a log axis and are
     counted in the title."""
-    from matplotlib.ticker import LogLocator
-    from scipy.stats import spearmanr
-
     _need(neurons, ("te", "nrmse", "layer"), "figD13_neuron_nrmse")
     x = "effect" if "effect" in neurons.columns else "te"
     pos = neurons[neurons[x] > 0]

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.transforms import blended_transform_factory
 
 from ...bases import SUM
 from ...style import PALETTE, percent_axis
@@ -149,8 +150,6 @@ def not_run_marks(models: Sequence[str], tasks: Sequence[str], has: Mapping[str,
 def _mark_bars(ax, tasks: Sequence[str], hues: Sequence[str], marks: Mapping[tuple[str, str], str], palette, y=None):
     """Write each mark upright where its bar would stand (seaborn's dodged bars: the default
     width 0.8 shared by the hues), from the foot of the axes or from ``y[(model, task)]``."""
-    from matplotlib.transforms import blended_transform_factory
-
     where = blended_transform_factory(ax.transData, ax.transAxes)
     width = 0.8 / len(hues)
     for (model, task), text in marks.items():
