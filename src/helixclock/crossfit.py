@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .inference import resample, standard_error
+
 FOLDS = 2
 
 
@@ -118,7 +120,6 @@ def fold_bound(values, fold, clusters, n_boot: int, seed: int) -> FoldBound:
     choices as well (the whole procedure on each resample) over-states the spread where
     candidates tie, and lost about half of this bound's power where one candidate of ten had an
     effect, in trials while building it.  Degrees of freedom: the smaller fold's clusters - 1."""
-    from .inference import resample, standard_error
 
     values = np.asarray(values, np.float64)
     fold = _check_folds(fold, values.shape[-1])

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 LEVEL = 0.95
 
@@ -52,9 +54,6 @@ def prompt_clusters(pairs: pd.DataFrame, by: str = "prompt", operands: tuple[str
     ``operands``; two pairs are joined when any prompt of one is a prompt of the other).
     ``by="clean_a"``: the pairs of one clean a form a cluster (where a is the unit of
     generalisation, as in the held-out-a controls)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     if by == "clean_a":
         return _first_appearance(pairs["clean_a"].to_numpy())
     if by != "prompt":
