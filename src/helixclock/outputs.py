@@ -53,7 +53,10 @@ STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "simil
 # the held-out R^2 of the competing bases at every layer, their paired differences, the winner per
 # layer, the layer where the helix's R^2 levels off (the rule for a several-token model's layers), and
 # the spectrum with the digit-count classes' step taken out
-NUMBER_BASES = {k: f"{MODEL}/structure/number_bases_{k}.csv" for k in ("r2", "pairs", "winner", "layer", "peaks")}
+NUMBER_BASES = {
+    k: f"{MODEL}/structure/number_bases_{k}.csv"
+    for k in ("r2", "pairs", "winner", "layer", "peaks", "nested", "power")  # nested, power: the T = 100 verdict
+}
 
 # -- the helix (helix.smk): fits, figure tables, raw per-pair tables and their summaries
 HELIX = f"{MODEL}/helix"
