@@ -109,7 +109,11 @@ ERRORS_F = {  # App. F: the model's errors and final logits
     k: f"{ERRORS}/{k}.csv"
     for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
 }
-LOGIT_LENS = {"lens": f"{ERRORS}/logit_lens.csv", "periods": f"{ERRORS}/logit_lens_periods.csv"}
+LOGIT_LENS = {
+    "lens": f"{ERRORS}/logit_lens.csv",
+    "periods": f"{ERRORS}/logit_lens_periods.csv",
+    "null": f"{ERRORS}/logit_lens_null.csv",  # F4's base rate (the digit lens of several-token numbers)
+}
 ANSWER_SCORES = f"{ERRORS}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
 
 
