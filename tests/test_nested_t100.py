@@ -192,3 +192,21 @@ def test_the_figure_shows_the_verdict_when_given_the_nested_table(three, tmp_pat
     new = figN1_number_bases(compared["r2"], compared["winner"], compared["peaks"], t["nested"], "toy")
     assert "T=100" in new.axes[2].get_ylabel() and "detected at layers 1, 2" in new._suptitle.get_text()
     save(new, tmp_path, "figN1_number_bases_nested")
+
+
+def test_the_onehot_kind_and_its_columns():
+    n = np.array([0.0, 7, 42, 305])
+    oh = Basis("onehot", variables=("n",), places=(0, 1, 2))
+    assert oh.name == "onehot(n)[units,tens,hundreds]" and oh.n_params == 27
+    assert oh.columns()[:2] == ["n units=1", "n units=2"] and oh.columns()[-2:] == ["n hundreds=9", "const"]
+    A = oh(n)
+    assert A.shape == (4, 28) and np.array_equal(A.sum(1), [1, 2, 3, 3])  # nonzero digits, and the constant
+    assert A[3, oh.columns().index("n units=5")] == 1 and A[3, oh.columns().index("n hundreds=3")] == 1
+    assert A[3, 9:18].sum() == 0  # 305's tens digit is 0: the constant's
+    for bad, match in (
+        (lambda: Basis("onehot", variables=("n",)), "needs at least one digit place"),
+        (lambda: Basis("onehot", (10,), places=(0,)), "takes no periods"),
+        (lambda: oh(np.array([-1.0])), "non-negative integers"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            bad()
