@@ -71,7 +71,9 @@ def test_both_sides_have_24_columns_and_share_a_core_of_16():
 
 def test_each_side_wins_its_own_plant_and_sizes_are_equal():
     grids = np.stack([digit_neuron(), clock_neuron()])
-    table = compare_bases(fit_neurons(grids, layer=[1, 2], neuron=[3, 4]), fit_digit_basis(grids, layer=[1, 2], neuron=[3, 4]))
+    table = compare_bases(
+        fit_neurons(grids, layer=[1, 2], neuron=[3, 4]), fit_digit_basis(grids, layer=[1, 2], neuron=[3, 4])
+    )
     # the digit neuron's T = 5 harmonic is in both sides now: Eq. 5 no longer wins it by capacity
     assert list(table["better"]) == ["digits", "Eq. 5"]
     assert list(table["n_params_eq5"]) == list(table["n_params_digits"]) == [24, 24]
@@ -121,7 +123,9 @@ def test_the_summary_bootstraps_the_paired_differences_over_units():
     """30 Clock units and 10 digit units, each scaled and noised: Eq. 5's side wins on the mean
     paired difference, the digits' side for a quarter of the units, with intervals over units."""
     rng = np.random.default_rng(2)
-    grids = np.stack([clock_neuron(rng.uniform(0.5, 2)) for _ in range(30)] + [digit_neuron(rng.uniform(0.5, 2)) for _ in range(10)])
+    grids = np.stack(
+        [clock_neuron(rng.uniform(0.5, 2)) for _ in range(30)] + [digit_neuron(rng.uniform(0.5, 2)) for _ in range(10)]
+    )
     grids = grids + 0.2 * rng.normal(size=grids.shape)
     out = capacity_tables({"pre": grids, "layer": np.arange(40), "neuron": np.arange(40), "rank": np.arange(40)[::-1]})
     table, summary = out["bases"], out["bases_summary"]

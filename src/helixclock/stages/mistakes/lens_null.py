@@ -115,8 +115,11 @@ def lens_null(
     if layer_lens is not None:
         layer_lens = np.asarray(layer_lens)
         need = (int(units["layer"].max()) + 1 if len(units) else 0, int(units["neuron"].max()) + 1 if len(units) else 0)
-        if layer_lens.ndim != 3 or layer_lens.shape[0] < need[0] or layer_lens.shape[1] < need[1] or (
-            layer_lens.shape[2] != lens.shape[1]
+        if (
+            layer_lens.ndim != 3
+            or layer_lens.shape[0] < need[0]
+            or layer_lens.shape[1] < need[1]
+            or (layer_lens.shape[2] != lens.shape[1])
         ):
             raise ValueError(
                 f"layer_lens of shape {layer_lens.shape}: expected [layers >= {need[0]}, d_mlp >= {need[1]}, "

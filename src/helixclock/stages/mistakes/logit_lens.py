@@ -173,7 +173,8 @@ def neuron_logit_lens(
         places = neurons["place"].to_numpy()
         at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
         rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
-        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods, layer_lens=grids.get("layer_lens"))
+        every = grids.get("layer_lens")  # every neuron's lens: F4's base rate
+        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods, layer_lens=every)
     rows = positions_of(grids["rank"], figure_ranks)
     return {
         **neuron_lens_tables(neurons, grids["lens"], rows, periods=periods),

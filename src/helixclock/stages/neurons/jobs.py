@@ -21,6 +21,7 @@ from ...io import to_numpy
 from ...pairs import draw_pairs, model_pairs, prompt_ids, same_forced_pairs, same_prompt_pairs
 from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
+from .layer_lens import layer_digit_lens
 from .patching import (
     NeuronSettings,
     attribution_scores,
@@ -37,7 +38,6 @@ from .patching import (
     preactivation_name,
     sweep_counts,
 )
-from .layer_lens import layer_digit_lens
 from .places import (
     ablation_means,
     digit_lens,

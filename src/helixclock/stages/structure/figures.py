@@ -191,4 +191,4 @@ def _t100_panel(ax, nested: pd.DataFrame):
     ax.set_ylabel("held-out R² added by cos/sin n T=100 (95% CI)")
     fr = nested.loc[nested["verdict_test"], "detectable_fraction"]
     span = f"{fr.min():.3g}–{fr.max():.3g}" if fr.notna().any() else "none"
-    ax.set_title(f"T = 100 beyond the digits (★ detected)\ndetectable from {span} of the helix's T=100 part", fontsize=9)
+    ax.set_title(f"T = 100 beyond the digits (★ detected)\ndetectable from {span} of the helix's T=100", fontsize=9)

@@ -187,9 +187,10 @@ def nested_tables(
 
     * ``nested``: one row per layer x test (:data:`VERDICT`, :data:`CIRCLES`): ``layer``,
       ``test``, ``verdict_test`` (True for the one-hot test, the verdict), ``rank_base``,
-      ``rank_full`` (the parameters the numbers tell apart, the constant not counted), ``r2_base``, ``r2_full`` (held out),
-      ``increment`` with ``low``, ``high`` (its percentile interval at ``level``), ``se``, ``p``,
-      ``p_holm`` (Holm over the layers, within the test), ``interval``, ``verdict``; on the
+      ``rank_full`` (the parameters the numbers tell apart, the constant not counted),
+      ``r2_base``, ``r2_full`` (held out), ``increment`` with ``low``, ``high`` (its percentile
+      interval at ``level``), ``se``, ``p``, ``p_holm`` (Holm over the layers, within the test),
+      ``interval``, ``verdict``; on the
       verdict's rows also ``detectable_fraction`` (the smallest planted fraction of the helix's
       own T = 100 part from which every larger one is detected; NaN if none),
       ``detectable_share`` (the variance share that planted part is of the layer's data) and
