@@ -12,6 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ...fourier import dominant_periods
 from ...style import PALETTE, layer_name, paper_note, percent_axis
+from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
 from .wrong_answers import (
@@ -259,9 +260,18 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
         ax.tick_params(axis="x", labelsize=8, rotation=30)
     ax.set_xlabel("place of the unit, period of its largest a+b fit term")
     shares = table.loc[table["predicted_period"].notna(), "matches"]
+    base = ""
+    if "q" in table and table["q"].notna().any():  # the base rate (lens_null): other units of the layer
+        counted = table[table["q"].notna()]
+        m = int(counted["matches"].sum())
+        base = (
+            f"; by chance {counted['q'].sum():.1f} of {len(counted)} expected, "
+            f"P(≥ {m}) = {poisson_binomial_sf(m, counted['q'].to_numpy()):.2g} "
+            "(lens: norms applied to the column alone)"
+        )
     ax.set_title(
         f"{model}: digit-lens periods of the 80% DE units\n"
-        f"{shares.mean():.0%} of {len(shares)} with a prediction show it"
+        f"{shares.mean():.0%} of {len(shares)} with a prediction show it{base}"
         if len(shares)
         else f"{model}: no prediction",
         fontsize=10,

@@ -25,6 +25,7 @@ from ...io import to_numpy
 from ...pairs import draw_pairs, model_pairs, prompt_ids, same_forced_pairs, same_prompt_pairs
 from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
+from .layer_lens import layer_digit_lens
 from .patching import (
     NeuronSettings,
     attribution_scores,
@@ -215,13 +216,14 @@ def place_grids_job(
     """:func:`last_token_grids` for answers of several tokens: each top unit's N(a, b) at its place
     [n_units, 100, 100] (NaN where a + b lacks the place), ``place`` per unit, and the digit
     logit lens ``lens`` [n_units, 10 or 11] over ``lens_tokens`` (the digits, and the token that
-    ends an answer)."""
+    ends an answer), and every neuron's ``layer_lens`` [n_layers, d_mlp, 10 or 11]."""
     grid = _grid(accuracy).assign(answer=lambda g: g["a"] + g["b"])
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
     out = place_grids(engine, grid, template, top, kinds)
     labels, ids = lens_tokens(engine.model.tokenizer, engine.model.info.get("answer_end"))
     return {
         **_grid_arrays(out, grid, top, digit_lens(engine, top, ids)),
+        "layer_lens": layer_digit_lens(engine, ids),  # every neuron's lens: Fig. F4's base rate
         "lens_tokens": np.array(labels, dtype="S"),
         "place": np.array(list(top["place"]), dtype="S"),
         "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),

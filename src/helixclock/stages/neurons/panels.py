@@ -198,7 +198,7 @@ def _bases_panel(ax2, neurons: pd.DataFrame) -> None:
     sns.scatterplot(data=neurons, x="nrmse_digits", y="nrmse", hue="place", s=14, linewidth=0, ax=ax2)
     hi = float(np.nanmax(neurons[["nrmse", "nrmse_digits"]].to_numpy()))
     ax2.plot([0, hi], [0, hi], color="grey", lw=0.8, ls="--")
-    ax2.set_xlabel("NRMSE of the digit basis (15 columns)")
+    ax2.set_xlabel("NRMSE of the digit basis (24 columns, as Eq. 5)")
     ax2.set_ylabel("NRMSE of Eq. 5 (24 independent columns)")
     shares = neurons.groupby("place", sort=False)["better"].apply(lambda b: (b == "digits").mean())
     ax2.set_title(

@@ -123,12 +123,15 @@ def figB4_pc1_360(pc1: pd.DataFrame, model: str, layer: int = 1):
 BASIS_COLOR = {"units digit": "0.5", "helix": "C3", "digit circles": "C0", "digit-count classes": "C2"}
 
 
-def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFrame, model: str):
+def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFrame, *rest):
     """helixclock's test of what a number's last token encodes (README, "Numbers of several
     tokens"): the held-out R^2 of the competing bases at every layer with 95% bootstrap bands
     (left), each basis's paired difference from the helix (middle), and the strongest period of
     the spectrum with the digit-count classes' step taken out (right); the layers where one basis
-    wins are named under the panels."""
+    wins are named under the panels.  ``rest`` is (model,) or (nested, model): given the nested
+    table (:func:`.nested.nested_tables`), the right panel is the verdict on T = 100 instead (its
+    held-out increment over the digit one-hot and classes, Holm across layers)."""
+    nested, model = rest if len(rest) == 2 else (None, rest[0])
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.2))
     cands = [b for b in BASIS_COLOR if b in set(r2["basis"])]
     for basis in cands:
@@ -145,22 +148,47 @@ def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFra
     axes[1].axhline(0, color="grey", lw=0.6)
     axes[1].set_ylabel("held-out R² minus the helix's (95% CI)")
     axes[1].set_title("each basis against the helix T = [2, 5, 10, 100]")
-    top = peaks[(peaks["rank"] == 1)]
-    for variant, marker in zip(dict.fromkeys(top["variant"]), ("o", "s", "^")):
-        part = top[top["variant"] == variant].sort_values("layer")
-        axes[2].plot(part["layer"], part["period"], marker=marker, ls="", label=variant)
-    axes[2].set_yscale("log")
-    axes[2].set_ylabel("strongest period T")
-    axes[2].set_title("spectrum: raw, classes' step removed, 10..99 alone")
+    if nested is None:
+        top = peaks[(peaks["rank"] == 1)]
+        for variant, marker in zip(dict.fromkeys(top["variant"]), ("o", "s", "^")):
+            part = top[top["variant"] == variant].sort_values("layer")
+            axes[2].plot(part["layer"], part["period"], marker=marker, ls="", label=variant)
+        axes[2].set_yscale("log")
+        axes[2].set_ylabel("strongest period T")
+        axes[2].set_title("spectrum: raw, classes' step removed, 10..99 alone")
+    else:
+        _t100_panel(axes[2], nested)
     for ax in axes:
         ax.set_xlabel("layer l (resid_pre[l])")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7)
     wins = winner[winner["winner"] != "not distinguished"]
     text = "; ".join(f"{w}: layers {', '.join(map(str, g['layer']))}" for w, g in wins.groupby("winner")) or "none"
-    fig.suptitle(
-        f"{model}: a T = 100 helix, digit circles or the digit count? Winner (CI of every difference > 0): {text}",
-        fontsize=10,
-    )
+    title = f"{model}: a T = 100 helix, digit circles or the digit count? Winner (CI of every difference > 0): {text}"
+    if nested is not None:
+        found = nested[nested["verdict_test"] & (nested["verdict"] == "detected")]["layer"].tolist()
+        title = (
+            f"{model}: best single basis (CI of every difference > 0): {text}\n"
+            f"T = 100 beyond the digit one-hot and classes (held out, Holm): "
+            f"{'detected at layers ' + ', '.join(map(str, found)) if found else 'not detected at any layer'}"
+        )
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _t100_panel(ax, nested: pd.DataFrame):
+    """The nested test's increment of T = 100 at every layer with its 95% interval, the layers
+    where it is detected (Holm) marked, and the smallest planted fraction it detects."""
+    for test in dict.fromkeys(nested["test"]):
+        part = nested[nested["test"] == test].sort_values("layer")
+        color = "C3" if part["verdict_test"].all() else "0.5"  # the verdict's test red
+        ax.plot(part["layer"], part["increment"], marker="o", ms=3, color=color, label=test)
+        ax.fill_between(part["layer"], part["low"], part["high"], color=color, alpha=0.15)
+        hit = part[part["verdict"] == "detected"]
+        ax.plot(hit["layer"], hit["increment"], ls="", marker="*", ms=9, color=color)
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_ylabel("held-out R² added by cos/sin n T=100 (95% CI)")
+    fr = nested.loc[nested["verdict_test"], "detectable_fraction"]
+    span = f"{fr.min():.3g}–{fr.max():.3g}" if fr.notna().any() else "none"
+    ax.set_title(f"T = 100 beyond the digits (★ detected)\ndetectable from {span} of the helix's T=100", fontsize=9)
