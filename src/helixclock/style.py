@@ -202,14 +202,9 @@ def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> Non
     """One top-k curve on ``ax``, with the smallest k reaching its threshold marked."""
     thr = float(topk["threshold"].iloc[0])
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
-    k = int(topk["smallest_k"].iloc[0])
-    ax.axvline(
-        k,
-        color="C3",
-        ls=":",
-        lw=1,
-        label=f"smallest k for {thr:.0%}: {k}\n({int(topk['smallest_k_all'].iloc[0])} for {thr:.0%} of all {what} patched)",
-    )
+    k, k_all = int(topk["smallest_k"].iloc[0]), int(topk["smallest_k_all"].iloc[0])
+    label = f"smallest k for {thr:.0%}: {k}\n({k_all} for {thr:.0%} of all {what} patched)"
+    ax.axvline(k, color="C3", ls=":", lw=1, label=label)
     if annotate:
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")

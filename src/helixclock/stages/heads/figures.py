@@ -18,7 +18,6 @@ from ...style import (
     heatmap,
     legend_outside,
     mark_unmeasured,
-    shared_legend,
     suptitle,
     topk_figure,
     topk_panel,
