@@ -7,8 +7,8 @@ figure uses (see README, "Layer numbering").
 What every figure keeps to, whatever the model (tests/helpers/figures.py checks it on the
 figure's objects): a legend never covers data (it goes beside or below the panels:
 :func:`legend_outside`, :func:`shared_legend`), a grid of panels has no empty cell
-(:func:`panel_grid`), and titles fit the figure (:func:`suptitle` wraps; every figure lays
-itself out with matplotlib's constrained layout, which makes room for titles, labels,
+(:func:`panel_grid`), and titles fit the figure (:func:`suptitle`, :func:`title` break long
+ones at spaces; every figure lays itself out with matplotlib's constrained layout, which makes room for titles, labels,
 colorbars and the legends outside).
 """
 
@@ -224,10 +224,49 @@ def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 
+def wrapped(fig, text: str, fontsize=None, width: float | None = None) -> str:
+    """``text`` with each of its lines broken at spaces so that none is wider than ``width``
+    inches (default: the figure's width less 5%) in the font of size ``fontsize`` (points or
+    a name, default a figure title's); text with mathtext ($...$) is left as it is.  The
+    breaks are made once, here: matplotlib's own ``wrap=True`` wraps again at each draw and
+    does not hold under ``savefig(bbox_inches="tight")``."""
+    from matplotlib.font_manager import FontProperties
+
+    if "$" in text:
+        return text
+    renderer = fig.canvas.get_renderer()
+    font = FontProperties(size=fontsize if fontsize is not None else plt.rcParams["figure.titlesize"])
+    limit = (width if width is not None else 0.95 * fig.get_figwidth()) * fig.dpi
+
+    def too_wide(line: str) -> bool:
+        return renderer.get_text_width_height_descent(line, font, ismath=False)[0] > limit
+
+    lines = []
+    for line in text.split("\n"):
+        current = ""
+        for word in line.split(" "):
+            candidate = f"{current} {word}" if current else word
+            if current and too_wide(candidate):
+                lines.append(current)
+                current = word
+            else:
+                current = candidate
+        lines.append(current)
+    return "\n".join(lines)
+
+
 def suptitle(fig, text: str, **kwargs):
-    """The figure's title, wrapped at spaces to the figure's width (a model's long name or a
-    long note never runs past the edge)."""
-    return fig.suptitle(text, wrap=True, **kwargs)
+    """The figure's title, broken at spaces to fit the figure's width (:func:`wrapped`): a
+    model's long name or a long note never runs past the edge."""
+    return fig.suptitle(wrapped(fig, text, kwargs.get("fontsize")), **kwargs)
+
+
+def title(ax, text: str, **kwargs):
+    """``ax``'s title, broken at spaces to fit the axes' width (:func:`wrapped`; the width of
+    the axes as placed now, before the layout: a little narrower or wider after it)."""
+    size = kwargs.get("fontsize", plt.rcParams["axes.titlesize"])
+    width = ax.get_position().width * ax.figure.get_figwidth() * 1.1
+    return ax.set_title(wrapped(ax.figure, text, size, width), **kwargs)
 
 
 def legend_outside(ax, **kwargs):
@@ -280,7 +319,7 @@ def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4)
 def empty(message: str):
     """A figure that says why there is nothing to draw (instead of a misleading plot)."""
     fig, ax = plt.subplots(figsize=(6, 2))
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    ax.text(0.5, 0.5, wrapped(fig, message, plt.rcParams["font.size"]), ha="center", va="center")
     ax.axis("off")
     return fig
 

@@ -8,6 +8,7 @@ import pandas as pd
 import seaborn as sns
 
 from ...style import WHERE, by_reading, legend_outside, suptitle, topk_figure, topk_panel, with_pairs
+from ...style import title as set_title
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):
@@ -33,7 +34,7 @@ def fig07_mlp_stages(stages: pd.DataFrame, model: str):
             ax.set_title(f"circuit MLPs {WHERE[reading]}")
     title = with_pairs(f"{model}: circuit MLPs build (helix) or read out (DE) a+b", stages)
     if len(readings) == 1:
-        axes[0, 0].set_title(title, wrap=True)
+        set_title(axes[0, 0], title)
     else:
         suptitle(fig, title)
     return fig

@@ -119,7 +119,7 @@ def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str
     ax.set_xlabel("layer (block)")
     ax.set_ylabel("top neurons")
     legend_outside(ax, handles=handles)
-    ax.set_title(f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)", wrap=True)
+    suptitle(fig, f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)")
     return fig
 
 
@@ -143,9 +143,7 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
         )
     top.set_xlabel("top neurons, sorted by direct effect")
     top.set_ylabel("running share of their total DE")
-    top.set_title(
-        with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)", wrap=True
-    )
+    suptitle(fig, with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
     n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
     n80 = int(n80.min()) if len(n80) else len(cumulative)
     both = pd.concat(
@@ -182,11 +180,11 @@ def fig09_neuron_fit_eval(evaluation: pd.DataFrame, model: str):
     ax.set_ylabel("accuracy")
     mean_ratio = float(np.nanmean(evaluation["fitted_over_actual"]))
     prompts = f", n = {int(evaluation['n_prompts'].min())} prompts" if "n_prompts" in evaluation else ""
-    ax.set_title(
+    suptitle(
+        fig,
         f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average{prompts}\n"
         "(mean over k of fitted / actual; paper: roughly 75%)",
         fontsize=10,
-        wrap=True,
     )
     legend_outside(ax)
     return fig

@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ... import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
+from ... import style  # noqa: E402 (the figures' shared look and constrained layout)
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
@@ -102,7 +102,7 @@ def neuron_preacts_panel(
     for sub in subs[k:]:
         sub.set_visible(False)
     what = "preactivations" if quantity == "preactivation" else f"N(a, b) = {quantity} (gated MLP)"
-    fig.suptitle(f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)", wrap=True)
+    style.suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
     return fig
 
 
@@ -146,7 +146,7 @@ def figD12_neuron_fourier(
             bbox_to_anchor=(0.5, -0.2),
             ncol=1,
         )
-    fig.suptitle(f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}", wrap=True)
+    style.suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     return fig
 
 
@@ -247,9 +247,8 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
     _read_vs_write_panel(fig, left, trends, norm)
     _by_layer_panel(right, trends)
-    fig.suptitle(
-        f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)",
-        wrap=True,
+    style.suptitle(
+        fig, f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
     )
     return fig
 

@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ...style import PALETTE, heatmap, layer_name, legend_outside, shared_legend, suptitle
+from ...style import PALETTE, heatmap, layer_name, legend_outside, shared_legend, suptitle, title
 
 # The periods the paper's Fig. 2 is about (Sec. 3.1: high-frequency peaks at T = 2, 5 and 10 in
 # GPT-J's spectrum, 2.5 = 5/2 beside them) and the helix's T = 100: the spectrum labels each where
@@ -75,10 +75,10 @@ def fig02_fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     _spectrum_axis(top, spec, others=3)
     if spec["compat"].iloc[0] == "authors":
         top.set_ylabel("mean |FFT|² over model dims (uncentred)")
-    top.set_title(
+    title(
+        top,
         f"{model}: Fourier spectrum of the {layer_name(int(spec['layer'].iloc[0]))}, a in [0, {n - 1}]"
         "\n(red: the paper's periods, where they peak)",
-        wrap=True,
     )
     small = pc1[pc1["range"] == pc1["range"].iloc[0]]
     sns.scatterplot(x=small["a"].to_numpy(), y=small["pc1"].to_numpy(), ax=bottom, s=14, label="PC1", linewidth=0)
@@ -115,20 +115,20 @@ def figB2_distance_similarity(sim: pd.DataFrame, model: str, layer: int = 1):
     """Fig. B2: Euclidean distance and cosine similarity between all pairs a1, a2."""
     n = int(sim["a1"].max()) + 1
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.4))
-    for ax, col, cmap, title in zip(
+    for ax, col, cmap, name in zip(
         axes, ("distance", "cosine"), ("viridis", "RdBu_r"), ("Euclidean distance", "cosine similarity")
     ):
         heatmap(
             ax,
             sim[col].to_numpy().reshape(n, n),
             cmap,
-            title,
+            name,
             center=0 if col == "cosine" else None,
             xlabel="a2",
             ylabel="a1",
             ticks=10,
         )
-        ax.set_title(title)
+        ax.set_title(name)
     suptitle(fig, f"{model}: {layer_name(layer)} of a in [0, {n - 1}]")
     return fig
 
