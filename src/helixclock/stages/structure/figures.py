@@ -8,7 +8,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ...style import PALETTE, heatmap, layer_name, legend_outside, shared_legend, suptitle, title
+from ...style import PALETTE, heatmap, layer_name, legend_outside, shared_legend, suptitle
 
 # The periods the paper's Fig. 2 is about (Sec. 3.1: high-frequency peaks at T = 2, 5 and 10 in
 # GPT-J's spectrum, 2.5 = 5/2 beside them) and the helix's T = 100: the spectrum labels each where
@@ -75,10 +75,11 @@ def fig02_fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     _spectrum_axis(top, spec, others=3)
     if spec["compat"].iloc[0] == "authors":
         top.set_ylabel("mean |FFT|² over model dims (uncentred)")
-    title(
-        top,
-        f"{model}: Fourier spectrum of the {layer_name(int(spec['layer'].iloc[0]))}, a in [0, {n - 1}]"
+    suptitle(
+        fig,
+        f"{model}: Fourier spectrum of a in [0, {n - 1}]\nat the {layer_name(int(spec['layer'].iloc[0]))}"
         "\n(red: the paper's periods, where they peak)",
+        fontsize=11,
     )
     small = pc1[pc1["range"] == pc1["range"].iloc[0]]
     sns.scatterplot(x=small["a"].to_numpy(), y=small["pc1"].to_numpy(), ax=bottom, s=14, label="PC1", linewidth=0)
