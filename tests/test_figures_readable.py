@@ -1,4 +1,4 @@
-"""Figures a reader can read (README, "Figures"): every figure of the whole-DAG runs, redrawn in
+"""Figures a reader can read: every figure of the whole-DAG runs, redrawn in
 this process from the run's own tables by the function its plotting rule names, passes
 tests/helpers/figures.problems (no legend over data, no empty panel, titles and labels inside
 the figure and apart); and the cases the toys do not show, planted: Fig. C7 of a model that

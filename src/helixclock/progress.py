@@ -1,6 +1,6 @@
 """Progress of the library's long loops, one mechanism for all (batches of a patching run, the
 answers' log-likelihoods, a toy's training): a bar on a terminal, and in a log file one line
-now and then (README, "Logs").
+now and then.
 
 A job's stderr is its rule's log file (:func:`helixclock.io.start_log`).  A progress bar
 written there is a long line of carriage returns, one redraw per update; instead, where the

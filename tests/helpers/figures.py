@@ -1,6 +1,6 @@
 """Saving the figures a test draws, and what makes a figure readable, checked on the figure's
 objects (never on pixels): no legend over the data, no empty panel, titles inside the figure
-and apart from each other (README, "Figures")."""
+and apart from each other."""
 
 from __future__ import annotations
 
