@@ -60,9 +60,14 @@ def _spectrum_axis(ax, spec: pd.DataFrame, others: int = 0, color=None):
         ax.plot([row.period], [row.magnitude], "o", ms=3, color=PALETTE["highlight"])
         _peak_label(ax, row.period, row.magnitude, text, PALETTE["highlight"])
     labelled = list(paper["period"].astype(float))
-    rest = spec[[all(abs(np.log(p / q)) > 0.15 for q in labelled) for p in spec["period"]]]
-    for row in rest.nlargest(others, "magnitude").itertuples():
-        _peak_label(ax, row.period, row.magnitude, f"T={row.period:.3g}", "0.4")
+    extra = 0
+    for row in spec.sort_values("magnitude", ascending=False).itertuples():
+        if extra == others:
+            break
+        if all(abs(np.log(row.period / q)) > 0.2 for q in labelled):  # labels apart from each other
+            _peak_label(ax, row.period, row.magnitude, f"T={row.period:.3g}", "0.4")
+            labelled.append(row.period)
+            extra += 1
     low, high = ax.get_ylim()
     ax.set_ylim(low, high + 0.45 * (high - low))  # room for the upright labels
 
