@@ -161,6 +161,10 @@ def heatmap(
     ax.set_ylabel(ylabel)
 
 
+# the gid of a label set at a data point (a class mean on a helix circle): it sits where the data
+# is, so two may overlap where their points do (tests/helpers/figures.py allows that, and only that)
+DATA_LABEL = "data-label"
+
 UNMEASURED = {"facecolor": "0.88", "edgecolor": "0.6", "hatch": "///", "linewidth": 0}
 
 

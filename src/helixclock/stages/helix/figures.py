@@ -8,6 +8,7 @@ import pandas as pd
 import seaborn as sns
 
 from ...style import (
+    DATA_LABEL,
     METHOD_STYLE,
     band,
     layer_name,
@@ -43,6 +44,7 @@ def fig03_helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 10
                     ha="center",
                     va="center",
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7),
+                    gid=DATA_LABEL,  # at the class's mean: overlaps another only where the classes do
                 )
         ax.set_title(f"T = {T}")
         ax.set_xlabel(f"cos(2πa/{T})")
@@ -103,7 +105,7 @@ def figC3_continuity(cont: pd.DataFrame, model: str):
     sc = ax.scatter(train["cos a T=100"], train["sin a T=100"], c=train["a"], cmap="viridis", s=14, label="fitted a")
     ax.scatter(held["cos a T=100"], held["sin a T=100"], color="C3", marker="*", s=80, label="held-out a (…3)")
     for a, x, y in zip(held["a"], held["cos a T=100"], held["sin a T=100"]):
-        ax.annotate(str(a), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color="C3")
+        ax.annotate(str(a), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color="C3", gid=DATA_LABEL)
     fig.colorbar(sc, ax=ax, shrink=0.8, label="a")
     ax.set_xlabel("cos(2πa/100)")
     ax.set_ylabel("sin(2πa/100)")

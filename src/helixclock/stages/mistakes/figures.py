@@ -108,17 +108,20 @@ def figF1_error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model:
     if len(num):
         err = num["error"].clip(-xlim, xlim)
         sns.histplot(x=err, discrete=True, ax=ax, color=PALETTE["other"], edgecolor="none")
+        near = pd.notna(s["top1_error"]) and pd.notna(s["top2_error"]) and abs(s["top1_error"] - s["top2_error"]) < 6
         for rank, col in ((1, "top1"), (2, "top2")):
             e = s[f"{col}_error"]
             if pd.notna(e):
                 count = int((num["error"] == e).sum())
                 ax.bar([e], [count], width=1.0, color=PALETTE["highlight"] if rank == 1 else PALETTE["model"])
+                other = s["top2_error" if rank == 1 else "top1_error"]
+                side = "center" if not near else ("right" if e < other else "left")  # close bars: apart
                 ax.annotate(
                     f"{int(e):+d}: {s[f'{col}_share']:.1%}",
                     (e, count),
-                    xytext=(0, 3),
+                    xytext=({"center": 0, "right": -2, "left": 2}[side], 3),
                     textcoords="offset points",
-                    ha="center",
+                    ha=side,
                     fontsize=9,
                 )
         reach = min(xlim, int(np.abs(err).max()) + 2)

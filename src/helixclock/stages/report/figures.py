@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from ...bases import SUM
-from ...style import PALETTE, percent_axis, suptitle
+from ...style import DATA_LABEL, PALETTE, percent_axis, suptitle
 from ...tasks import TASKS
 from .clock import available_example, clock_angles
 
@@ -54,6 +54,7 @@ def _clock_face(
                 va="center",
                 fontsize=7,
                 color="grey",
+                gid=DATA_LABEL,  # beside its class's mean: overlaps another only where the classes do
             )
     for name, (v, color) in marks.items():
         row = coords[coords[value] == v]
