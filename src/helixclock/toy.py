@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .progress import progress as progress_bar
 from .tasks import TASKS, Problems, Task, render
 
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
@@ -373,8 +374,6 @@ def train_toy(
 
 
 def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> dict:
-    from .progress import progress as progress_bar
-
     steps, batch_size, lr, weight_decay, warmup, holdout, seed = (
         training[k] for k in ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed")
     )
