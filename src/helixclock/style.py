@@ -267,9 +267,10 @@ def suptitle(fig, text: str, **kwargs):
 
 def title(ax, text: str, **kwargs):
     """``ax``'s title, broken at spaces to fit the axes' width (:func:`wrapped`; the width of
-    the axes as placed now, before the layout: a little narrower or wider after it)."""
+    the axes as placed now, before the layout: a little narrower or wider after it; for a figure
+    title use :func:`suptitle`)."""
     size = kwargs.get("fontsize", plt.rcParams["axes.titlesize"])
-    width = ax.get_position().width * ax.figure.get_figwidth() * 1.1
+    width = ax.get_position().width * ax.figure.get_figwidth()
     return ax.set_title(wrapped(ax.figure, text, size, width), **kwargs)
 
 
@@ -282,10 +283,12 @@ def legend_outside(ax, **kwargs):
 
 def shared_legend(fig, axes, where: str = "right", **kwargs):
     """One legend for the figure: the entries of every axes in ``axes`` (each label once, in the
-    order first met), their own legends removed; outside the panels, on the ``where`` side
-    ("right" or "lower")."""
+    order first met), their own legends removed.  Beside the panel when there is one and
+    ``where`` is "right" (:func:`legend_outside`); under the panels otherwise (a figure legend
+    at the top right would run into the figure's title, which the layout centres over the whole
+    figure)."""
     axes = list(axes)
-    if len(axes) == 1 and where == "right":  # beside its one panel, under the figure's title
+    if len(axes) == 1 and where == "right":
         return legend_outside(axes[0], **kwargs)
     entries: dict = {}
     for ax in axes:
@@ -297,10 +300,8 @@ def shared_legend(fig, axes, where: str = "right", **kwargs):
     if not entries:
         return None
     kwargs.setdefault("fontsize", 8)
-    if where == "lower":
-        kwargs.setdefault("ncols", min(len(entries), 4))
-    loc = "outside right upper" if where == "right" else "outside lower center"
-    return fig.legend(list(entries.values()), list(entries.keys()), loc=loc, **kwargs)
+    kwargs.setdefault("ncols", min(len(entries), 4))
+    return fig.legend(list(entries.values()), list(entries.keys()), loc="outside lower center", **kwargs)
 
 
 def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4), **kwargs):

@@ -23,6 +23,7 @@ from ...style import (
     topk_panel,
     with_pairs,
 )
+from ...style import title as set_title
 
 
 def head_grid(df: pd.DataFrame, col: str, shape: tuple[int, int] | None = None) -> np.ndarray:
@@ -237,9 +238,14 @@ def figD7_head_paths(paths: pd.DataFrame, model: str):
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"
         at = f" ({WHERE[reading]})" if reading else ""
-        ax.set_title(f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
+        set_title(ax, f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)
-    fig.legend(handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")], loc="outside right upper")
+    fig.legend(
+        handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")],
+        loc="outside lower center",
+        ncols=2,
+        fontsize=8,
+    )
     suptitle(fig, with_pairs(f"{model}: path patching of heads", paths))
     return fig

@@ -25,7 +25,13 @@ def fig05_last_token_helix(curves: pd.DataFrame, model: str):
             color = FIT_COLOR.get(fit) or next(pca_colors)
             band(ax, part[part["fit"] == fit], label, color, x="block_output")
         where = "the last-token residual" if reading == "last token" else "the residuals at the answer positions"
-        ld_axes(ax, f"{model}: fits of {where} (clean a+b, corrupted a'+b')", convention="output", pairs=part)
+        if len(readings) == 1:
+            ld_axes(ax, f"{model}: fits of {where} (clean a+b, corrupted a'+b')", convention="output", pairs=part)
+        else:
+            ld_axes(ax, f"fits of {where}", convention="output", pairs=part)
+    if len(readings) > 1:
+        suptitle(fig, f"{model}: fits of the residual patched at the last token and at the answer positions "
+                 "(clean a+b, corrupted a'+b')")  # fmt: skip
     shared_legend(fig, axes[0], "right")
     return fig
 
