@@ -31,6 +31,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from tqdm.auto import tqdm
 from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from .progress import progress as progress_bar
 from .tasks import TASKS, Problems, Task, render
 
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
@@ -392,7 +393,7 @@ def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> d
     history = []
     t0 = time.time()
     run = steps if stop_after is None else min(steps, stop_after)
-    bar = tqdm(range(run), desc=f"train {name}", disable=not progress, mininterval=5)
+    bar = progress_bar(range(run), desc=f"train {name}", disable=not progress)
     for step in bar:
         ids, last, ans = _batch(train, batch_size, rng, tokenizer.pad_token_id)
         hidden = model.base_model(ids).last_hidden_state[torch.arange(ids.shape[0]), last]

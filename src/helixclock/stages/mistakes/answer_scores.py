@@ -26,10 +26,10 @@ import h5py
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ...numbers import rows_tokens
 from ...patching.metrics import log_softmax_at
+from ...progress import progress as progress_bar
 from ...tasks import N_ANSWERS
 
 ANSWER_NUMBERS = np.arange(N_ANSWERS)
@@ -128,7 +128,7 @@ def node_scores(
         for i in range(0, len(idx), batch)
     ]
     with torch.no_grad():
-        for rows in tqdm(chunks, desc="answer log-likelihoods", disable=not progress):
+        for rows in progress_bar(chunks, desc="answer log-likelihoods", disable=not progress):
             ids = torch.tensor([prompt_ids[r] for r in rows], device=device)
             res = hf(input_ids=ids, use_cache=True, logits_to_keep=1)
             cache, B = res.past_key_values, len(rows)
