@@ -22,6 +22,8 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 
+from tqdm.auto import tqdm
+
 EVERY_S = 30.0  # seconds between two progress lines in a log file
 FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")  # the log's own (io.start_log)
 
@@ -146,8 +148,6 @@ def progress(
     if disable:
         return _Off(iterable)
     if interactive(stream):
-        from tqdm.auto import tqdm
-
         return tqdm(iterable, total=total, desc=desc, file=stream, leave=False, mininterval=1)
     return LogProgress(iterable, total, desc, stream, every_s)
 

@@ -15,6 +15,8 @@ colorbars and the legends outside).
 from __future__ import annotations
 
 import matplotlib
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 matplotlib.use("Agg")
@@ -171,7 +173,6 @@ def mark_unmeasured(ax, shape: tuple[int, int]):
     """Under a heatmap of ``shape`` (rows, columns) drawn by :func:`heatmap`, grey hatching that
     shows through its empty (NaN) cells: the cells never measured, which a white cell would pass
     off as an effect of zero.  Returns a legend handle (label "not patched")."""
-    from matplotlib.patches import Patch, Rectangle
 
     ax.add_patch(Rectangle((0, 0), shape[1], shape[0], zorder=0.5, **UNMEASURED))
     return Patch(label="not patched", **UNMEASURED)
@@ -232,7 +233,6 @@ def wrapped(fig, text: str, fontsize=None, width: float | None = None) -> str:
     a name, default a figure title's); text with mathtext ($...$) is left as it is.  The
     breaks are made once, here: matplotlib's own ``wrap=True`` wraps again at each draw and
     does not hold under ``savefig(bbox_inches="tight")``."""
-    from matplotlib.font_manager import FontProperties
 
     if "$" in text:
         return text

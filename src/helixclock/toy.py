@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from tqdm.auto import tqdm
 from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from .progress import progress as progress_bar

@@ -214,8 +214,7 @@ def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFra
     if nested is not None:
         found = nested[nested["verdict_test"] & (nested["verdict"] == "detected")]["layer"].tolist()
         title = (
-            f"{model}: best single basis (CI of every difference > 0): {text}
-"
+            f"{model}: best single basis (CI of every difference > 0): {text}\n"
             f"T = 100 beyond the digit one-hot and classes (held out, Holm): "
             f"{'detected at layers ' + ', '.join(map(str, found)) if found else 'not detected at any layer'}"
         )
@@ -234,7 +233,7 @@ def _t100_panel(ax, nested: pd.DataFrame):
         hit = part[part["verdict"] == "detected"]
         ax.plot(hit["layer"], hit["increment"], ls="", marker="*", ms=9, color=color)
     ax.axhline(0, color="grey", lw=0.6)
-    ax.set_ylabel("held-out R² added by cos/sin n T=100 (95% CI)")
+    ax.set_ylabel("R² added by T=100 (95% CI)")
     fr = nested.loc[nested["verdict_test"], "detectable_fraction"]
     span = f"{fr.min():.3g}–{fr.max():.3g}" if fr.notna().any() else "none"
     ax.set_title(f"T = 100 beyond the digits (★ detected)\ndetectable from {span} of the helix's T=100", fontsize=9)
