@@ -25,6 +25,7 @@ include: "workflow/rules/mlps.smk"
 include: "workflow/rules/neurons.smk"
 include: "workflow/rules/compat.smk"
 include: "workflow/rules/mistakes.smk"
+include: "workflow/rules/findings.smk"
 include: "workflow/rules/report.smk"
 
 

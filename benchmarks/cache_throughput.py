@@ -44,7 +44,7 @@ def run_case(shape: str, device: torch.device, n: int, batch: int) -> dict:
                 b,
                 Path(tmp) / "r.h5",
                 dtype="float16" if device.type == "cuda" else "float32",
-                max_number=0,
+                largest_bare_number=0,
                 engine=engine,
             )
 

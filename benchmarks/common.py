@@ -7,21 +7,20 @@ import json
 import time
 
 import torch
+from transformers import GPTJConfig, GPTJForCausalLM
+
+from helixclock.models import wrap_model
+from helixclock.toy import build_tokenizer
 
 GPTJ_PROMPT = "Output ONLY a number.\n{a}+{b}="
 
 
 def toy_tokenizer():
-    from helixclock.toy import build_tokenizer
-
     return build_tokenizer({"add": GPTJ_PROMPT}, 399, bos=False)
 
 
 def random_gptj(shape: str, tokenizer, device: torch.device):
     """A random-weight GPT-J: 'toy' (the embedded default's shape) or 'gptj-6b' (the real one)."""
-    from transformers import GPTJConfig, GPTJForCausalLM
-
-    from helixclock.models import wrap_model
 
     torch.manual_seed(0)
     if shape == "toy":

@@ -21,6 +21,27 @@ from gptj_workload import (
     path_counts,
     totals,
 )
+from transformers import GPTJConfig, GPTJForCausalLM
+
+from helixclock.bases import FitSettings, standard_bases
+from helixclock.cache import read_residual_cache
+from helixclock.cache_writer import write_residual_cache
+from helixclock.fits import fit_token, to_device
+from helixclock.models import wrap_model
+from helixclock.pairs import draw_pairs, prompt_ids
+from helixclock.patching import PatchingEngine
+from helixclock.sampling import seeded_rows
+from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
+from helixclock.stages.heads.patching import HeadSettings, last_token_heads
+from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
+from helixclock.stages.last_token.patching import last_token_curves, layer_effects
+from helixclock.stages.mlps.patching import last_token_mlps
+from helixclock.stages.neurons.fit import fit_neurons
+from helixclock.stages.neurons.jobs import last_token_attribution, last_token_fit_eval, last_token_grids
+from helixclock.stages.neurons.patching import NeuronSettings
+from helixclock.stages.neurons.patching import n_top as top_count
+from helixclock.tasks import check_all_tasks, check_task_tokens, get_task
+from helixclock.toy import build_tokenizer
 
 
 # -- counting on a tiny model ---------------------------------------------------------------------------
@@ -62,26 +83,6 @@ def tiny_config(cfg: dict) -> dict:
 
 def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
     """Run every model job's library calls on a tiny random GPT-J; counts per job."""
-    from transformers import GPTJConfig, GPTJForCausalLM
-
-    from helixclock.bases import FitSettings, standard_bases
-    from helixclock.cache import read_residual_cache
-    from helixclock.cache_writer import write_residual_cache
-    from helixclock.fits import fit_token, to_device
-    from helixclock.models import wrap_model
-    from helixclock.pairs import draw_pairs, prompt_sample
-    from helixclock.patching import PatchingEngine
-    from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
-    from helixclock.stages.heads.patching import HeadSettings, head_patching
-    from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
-    from helixclock.stages.last_token.patching import last_token_curves, layer_effects
-    from helixclock.stages.mlps.patching import mlp_patching
-    from helixclock.stages.neurons.fit import fit_neurons
-    from helixclock.stages.neurons.jobs import neuron_attribution, neuron_fit_eval, neuron_grids
-    from helixclock.stages.neurons.patching import NeuronSettings
-    from helixclock.stages.neurons.patching import n_top as top_count
-    from helixclock.tasks import check_all_tasks, check_task_tokens, get_task
-    from helixclock.toy import build_tokenizer
 
     prompts, tasks = entry["prompts"], tuple(cfg["accuracy"]["tasks"])
     tok = build_tokenizer(prompts, 399, bos=False)
@@ -102,7 +103,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     )
     model = wrap_model(hf.eval(), tok, name="tiny-gptj")
     name, template, device = model.name, prompts["add"], model.device
-    geo = geometry(tok, prompts, tasks, cfg["cache"]["max_number"], name)
+    geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], name)
     helix, clock = cfg["helix"], cfg["clock"]
     fit = FitSettings(helix["periods"], helix["pca_components"], cfg.get("compat", "corrected"))
     neurons = NeuronSettings(
@@ -137,7 +138,7 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
             correct["b"].to_numpy(),
             path,
             dtype="float32",
-            max_number=cfg["cache"]["max_number"],
+            largest_bare_number=cfg["cache"]["largest_bare_number"],
             engine=engine(),
         )
         got["residual_cache"] = counter.take()
@@ -170,8 +171,9 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     effects = layer_effects(eng, pairs)
     got["last_token_patching"] = counter.take()
 
-    ids, a, b = prompt_sample(tok, correct, template, clock["fit_prompts"], cfg["seed"])
-    heads = head_patching(
+    rows = seeded_rows(correct, clock["fit_prompts"], cfg["seed"])  # the fitted sample, as clock_job draws it
+    ids, a, b = prompt_ids(tok, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
+    heads = last_token_heads(
         engine(),
         clock_pairs(),
         ids,
@@ -195,18 +197,18 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
     if want != len(paths):
         raise AssertionError(f"Fig. D7 paths: the formula says {want}, the job patched {len(paths)}")
 
-    mlp_patching(engine(), clock_pairs(), ids, a, b, last, effects, fit.periods, fit.pca_components)
+    last_token_mlps(engine(), clock_pairs(), ids, a, b, last, effects, fit.periods, fit.pca_components)
     got["mlp_patching"] = counter.take()
 
-    out = neuron_attribution(engine(), acc, template, last, neurons)
+    out = last_token_attribution(engine(), acc, template, last, neurons)
     got["neuron_attribution"] = counter.take()
     scores = out["attribution"]
     top = scores.iloc[: top_count(len(scores), neurons.top_share)]
-    grids = neuron_grids(engine(), acc, template, last, top)
+    grids = last_token_grids(engine(), acc, template, last, top)
     got["neuron_grids"] = counter.take()
     nf = fit_neurons(grids["pre"], fit.periods, layer=grids["layer"], neuron=grids["neuron"])  # neuron_fits, CPU
     counter.take()
-    neuron_fit_eval(
+    last_token_fit_eval(
         engine(),
         acc,
         template,

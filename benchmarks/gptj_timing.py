@@ -12,6 +12,13 @@ import numpy as np
 import torch
 from common import timed
 from gptj_workload import GPTJ, ROOT
+from transformers import GPTJConfig, GPTJForCausalLM
+from transformers.initialization import no_init_weights
+
+from helixclock.models import wrap_model
+from helixclock.patching import Pairs, Patch, PatchingEngine, Point, attribute
+from helixclock.stages.neurons.patching import neuron_sites
+from helixclock.tasks import render
 
 
 # -- timing at GPT-J's width ------------------------------------------------------------------------------
@@ -26,10 +33,6 @@ def gpt2_tokenizer():
 def wide_model(tok, n_layers: int, seed: int = 0):
     """A random-weight GPT-J of GPT-J-6B's width with ``n_layers`` blocks (sharing one set of
     weights; the embedding shares the unembedding's matrix), float32."""
-    from transformers import GPTJConfig, GPTJForCausalLM
-    from transformers.initialization import no_init_weights
-
-    from helixclock.models import wrap_model
 
     s = GPTJ
     cfg = GPTJConfig(
@@ -83,10 +86,6 @@ def time_width(prompts: dict[str, str], n_prompts: int, n_layers: int, repeats: 
     """Plain forward at n_layers and at 1 layer (interleaved, best of ``repeats``); the engine's
     patched run against a plain forward of the same rows; the attribution backward against its
     forward, beside the FLOP model's ratio."""
-    from helixclock.patching import Pairs, Patch, PatchingEngine, Point, attribute
-    from helixclock.stages.neurons.patching import neuron_sites
-    from helixclock.tasks import render
-
     cpu = torch.device("cpu")
     tok = gpt2_tokenizer()
     t0 = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,16 @@ import numpy as np
 import pandas as pd
 import torch
 import yaml
+
+from helixclock.bases import clock_bases, full_bases, standard_bases
+from helixclock.experiments import patch_sweep
+from helixclock.patching import Point
+from helixclock.patching.prefix import PrefixCache
+from helixclock.sampling import pair_indices, split_values
+from helixclock.stages.last_token.patching import PCA_BASELINES
+from helixclock.stages.neurons.patching import n_top as top
+from helixclock.stages.neurons.patching import powers_of_two
+from helixclock.tasks import check_task_tokens, get_task, number_token_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_PEAK_TFLOPS = 989.0  # H100 SXM, dense bf16/fp16 tensor cores
@@ -76,12 +87,8 @@ class Geometry:
     number_prefix: int
 
 
-def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], max_number: int, name: str) -> Geometry:
+def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], largest_bare_number: int, name: str) -> Geometry:
     """Prompt lengths and engine prefixes per task, by the engine's own prefix rule."""
-    from helixclock.patching import Point
-    from helixclock.patching.prefix import PrefixCache
-    from helixclock.tasks import check_task_tokens, get_task, number_token_ids
-
     rule = PrefixCache(None)
     out = {}
     for t in tasks:
@@ -89,7 +96,7 @@ def geometry(tokenizer, prompts: dict[str, str], tasks: Sequence[str], max_numbe
         ids = torch.from_numpy(np.asarray(found.input_ids))
         p = rule.length([ids], [Point("resid_pre", 0, (found.positions.a,))])
         out[t] = Prompt(found.positions.length, p, tuple(ids[0, :p].tolist()))
-    num = torch.tensor(number_token_ids(tokenizer, name, range(max_number + 1)))
+    num = torch.tensor(number_token_ids(tokenizer, name, range(largest_bare_number + 1)))
     return Geometry(out, num.shape[1], rule.length([num], [Point("resid_pre", 0, (num.shape[1] - 1,))]))
 
 
@@ -102,7 +109,7 @@ class Counts:
     tasks: tuple[str, ...]
     problems: dict[str, int]  # prompts of each task
     correct: dict[str, int]  # correct prompts of each task
-    numbers: int  # bare numbers cached (cache.max_number + 1)
+    numbers: int  # bare numbers cached (cache.largest_bare_number + 1)
     helix_pairs: int
     split_pairs: int  # train/test control: pairs whose clean a is held out
     b_pairs: int  # b-token control: pairs a+b' -> a+b
@@ -121,10 +128,6 @@ class Counts:
 
 
 def basis_counts(periods: Sequence[int], compat: str) -> dict[str, int]:
-    from helixclock.bases import clock_bases, full_bases, standard_bases
-    from helixclock.experiments import patch_sweep
-    from helixclock.stages.last_token.patching import PCA_BASELINES
-
     pca_ks = inspect.signature(patch_sweep).parameters["pca_ks"].default
     return {
         "standard": len(standard_bases(periods, compat=compat)),
@@ -139,8 +142,6 @@ def fabricated_tables(
     tokenizer, tasks: Sequence[str], accuracy: dict[str, float], seed: int
 ) -> dict[str, pd.DataFrame]:
     """Accuracy tables with exactly round(accuracy x prompts) correct rows, at seeded places."""
-    from helixclock.tasks import get_task
-
     rng = np.random.default_rng(seed)
     out = {}
     for t in tasks:
@@ -158,8 +159,6 @@ def fabricated_tables(
 def counts_from(cfg: dict, entry: dict, tables: dict[str, pd.DataFrame], batch: int, **heads) -> Counts:
     """The counts the code draws from ``tables`` under config ``cfg`` (the pair draws are the
     pipeline's own, helixclock.pairs.pair_indices)."""
-    from helixclock.sampling import pair_indices, split_values
-
     seed, helix, clock = cfg["seed"], cfg["helix"], cfg["clock"]
     neurons = {**cfg["neurons"], **entry.get("neurons", {})}  # a registry entry's neurons.top_share wins
     right = {t: df[df["correct"]] for t, df in tables.items()}
@@ -172,7 +171,7 @@ def counts_from(cfg: dict, entry: dict, tables: dict[str, pd.DataFrame], batch: 
         tasks=tuple(tables),
         problems={t: len(df) for t, df in tables.items()},
         correct={t: len(df) for t, df in right.items()},
-        numbers=cfg["cache"]["max_number"] + 1,
+        numbers=cfg["cache"]["largest_bare_number"] + 1,
         helix_pairs=n_pairs(add, helix["n_pairs"], ("a",)),
         split_pairs=n_pairs(add, helix["n_pairs"], ("a",), test_a),
         b_pairs=n_pairs(add, helix["n_pairs"], ("b",)),
@@ -330,14 +329,10 @@ def mlp_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
 
 
 def n_top(s: Shape, c: Counts) -> int:
-    from helixclock.stages.neurons.patching import n_top as top
-
     return top(s.n_layers * s.d_mlp, c.top_share)
 
 
 def neuron_attribution_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
-    from helixclock.stages.neurons.patching import powers_of_two
-
     S, bs, nA, nD, nAb = g.prompts["add"].suffix, c.batch, c.attribution_pairs, c.de_pairs, c.ablation_prompts
     ks = len(powers_of_two(s.n_layers * s.d_mlp))
     return [
@@ -360,8 +355,6 @@ def neuron_grids_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
 
 
 def neuron_fit_eval_job(s: Shape, g: Geometry, c: Counts) -> list[Call]:
-    from helixclock.stages.neurons.patching import powers_of_two
-
     S, nAb = g.prompts["add"].suffix, c.ablation_prompts
     return [
         Call("Fig. 9: unablated run", nAb, S, c.batch),
@@ -388,8 +381,6 @@ JOBS: dict[str, Callable[[Shape, Geometry, Counts], list[Call]]] = {
 def model_rules() -> list[str]:
     """Rules of workflow/rules that claim a GPU: those declared with ``model_job(...)`` and the
     ``staged_job(..., gpu=True)`` ones (workflow/rules/common.smk): the model jobs."""
-    import re
-
     out = []
     for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
         for call in re.split(r"^(?=\w+\()", path.read_text(), flags=re.M):

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 from common import emit, timed
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from helixclock.bases import standard_bases
 from helixclock.experiments import fit_variants
@@ -34,14 +35,12 @@ from helixclock.fits import fit_token
 from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, prompt_rows
 from helixclock.patching import Patch, PatchingEngine, Point
+from helixclock.toy import build_tokenizer
 
 PROMPT = "Output ONLY a number.\n{a}+{b}="
 
 
 def digit_model():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from helixclock.toy import build_tokenizer
 
     tok = build_tokenizer({"add": PROMPT}, 9, bos=True, digits=True)
     torch.manual_seed(0)

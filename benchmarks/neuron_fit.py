@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 from common import emit, timed
+from threadpoolctl import threadpool_limits
 
 from helixclock.stages.neurons.basis import PERIODS, VARIABLES, design, planted_grids
 from helixclock.stages.neurons.fit import fit_neurons
@@ -140,8 +141,6 @@ def main() -> None:
     parser.add_argument("--sgd-study", action="store_true", help="print the SGD-vs-least-squares table only")
     args = parser.parse_args()
     if args.threads:
-        from threadpoolctl import threadpool_limits
-
         torch.set_num_threads(args.threads)
         threadpool_limits(args.threads)
     if args.sgd_study:

@@ -116,7 +116,7 @@ def main() -> None:
 
     tok = gpt2_tokenizer()
     tasks = tuple(cfg["accuracy"]["tasks"])
-    geo = geometry(tok, entry["prompts"], tasks, cfg["cache"]["max_number"], "gptj")
+    geo = geometry(tok, entry["prompts"], tasks, cfg["cache"]["largest_bare_number"], "gptj")
     tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, cfg["seed"])
     counts = counts_from(cfg, entry, tables, cfg["batch_size"], top_heads=cfg["clock"]["top_heads"])
     ctx = geo.prompts["add"].length

@@ -32,7 +32,7 @@ from common import cases, emit, random_gptj, timed, toy_tokenizer
 from helixclock.bases import standard_bases
 from helixclock.experiments import fit_variants
 from helixclock.fits import fit_token
-from helixclock.patching import Pairs, PatchingEngine, Point
+from helixclock.patching import Pairs, Patch, PatchingEngine, Point
 
 POS_A = 5
 
@@ -63,8 +63,6 @@ def workload(model, n_pairs: int, layers: list[int]):
 
 def head_workload(model, n_pairs: int):
     """Pairs a+b vs a'+b' and one variant per head (its clean output at the last token)."""
-    from helixclock.patching import Patch
-
     tok, device, ad = model.tokenizer, model.device, model.adapter
     rng = np.random.default_rng(1)
     a, b = rng.integers(0, 100, n_pairs), rng.integers(0, 100, n_pairs)

@@ -5,19 +5,13 @@ import pandas as pd
 from helixclock.bases import FitSettings
 from helixclock.model_jobs import clock_job
 from helixclock.pipeline import settings
-from helixclock.stages.mlps.patching import mlp_patching, mlp_patching_readings
+from helixclock.stages.mlps.patching import mlp_patching
 
 fit = settings(snakemake, "fit", FitSettings)
 job = clock_job(snakemake, fit.periods, snakemake.params.fit_prompts)
 effects = pd.read_csv(snakemake.input.layer_effects)
-if job.pairs.scoring == "logprob":  # answers of several tokens: two readings
-    out = mlp_patching_readings(
-        job.engine, job.pairs, job.fit_rows, job.template, effects, fit.periods, fit.pca_components
-    )
-else:
-    last = job.positions["last"]
-    out = mlp_patching(
-        job.engine, job.pairs, job.fit_ids, job.fit_a, job.fit_b, last, effects, fit.periods, fit.pca_components
-    )
+out = mlp_patching(
+    job.engine, job.pairs, job.fit_rows, job.template, job.positions, effects, fit.periods, fit.pca_components
+)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -3,13 +3,10 @@ lens (answers of several tokens: of the top units of every place)."""
 
 import pandas as pd
 
-from helixclock.io import read_json
-from helixclock.model_jobs import open_model
-from helixclock.models import several_tokens
+from helixclock.model_jobs import add_positions, open_model
 from helixclock.pipeline import settings, start
-from helixclock.stages.neurons.jobs import neuron_grids, place_grids_job, save_grids
-from helixclock.stages.neurons.patching import NeuronSettings, n_top
-from helixclock.stages.neurons.places import top_units
+from helixclock.stages.neurons.jobs import neuron_grids, save_grids
+from helixclock.stages.neurons.patching import NeuronSettings
 
 start(snakemake)
 neurons = settings(snakemake, "neurons", NeuronSettings)
@@ -17,11 +14,5 @@ scores = pd.read_csv(snakemake.input.attribution)
 model, engine = open_model(snakemake)
 template = snakemake.params.spec["prompts"]["add"]
 acc = pd.read_csv(snakemake.input.accuracy)
-if several_tokens(model):  # the first n of every place
-    top = top_units(scores, n_top(int(scores.groupby("place").size().iloc[0]), neurons.top_share))
-    grids = place_grids_job(engine, acc, template, top, neurons)
-else:
-    top = scores.iloc[: n_top(len(scores), neurons.top_share)]
-    last = read_json(snakemake.input.card)["positions"]["add"]["last"]
-    grids = neuron_grids(engine, acc, template, last, top, neurons)
+grids = neuron_grids(engine, acc, template, add_positions(snakemake), scores, neurons)
 save_grids(snakemake.output[0], grids, snakemake.wildcards.model)

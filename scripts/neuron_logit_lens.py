@@ -1,4 +1,5 @@
-"""Rule neuron_logit_lens: App. F, the top neurons' logit lens (Figs. F3, F4)."""
+"""Rule neuron_logit_lens: App. F, the top neurons' logit lens (Figs. F3, F4), and for answers of
+several tokens F4's base rate."""
 
 import pandas as pd
 
@@ -13,6 +14,7 @@ out = neuron_logit_lens(
 )
 out["logit_lens"].to_csv(snakemake.output.lens, index=False)
 out["logit_lens_periods"].to_csv(snakemake.output.periods, index=False)
+out["logit_lens_null"].to_csv(snakemake.output.null, index=False)
 shares = match_shares(out["logit_lens_periods"])
 log.info(
     "figF4: %d neurons, lens = fitted period %.1f%%, up to a harmonic %.1f%%",
@@ -20,3 +22,5 @@ log.info(
     100 * shares["strict"],
     100 * shares["harmonic"],
 )
+if len(out["logit_lens_null"]):
+    log.info("figF4 against its base rate:\n%s", out["logit_lens_null"].drop(columns="lens").to_string())

@@ -3,18 +3,15 @@
 import pandas as pd
 
 from helixclock.bases import FitSettings
-from helixclock.model_jobs import open_model
-from helixclock.models import several_tokens
-from helixclock.numbers import task_shapes
-from helixclock.pipeline import settings, start, usable_tasks
+from helixclock.model_jobs import open_for_tasks
+from helixclock.pipeline import settings, start
 from helixclock.stages.helix.patching import other_tasks_patching
 
 start(snakemake)
 p = snakemake.params
-frames = usable_tasks(snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)})
-model, engine = open_model(snakemake)
-if several_tokens(model):  # the exact count: partners share a token shape
-    frames = usable_tasks(snakemake, frames, task_shapes(model.tokenizer, p.spec["prompts"], frames))
+frames, model, engine = open_for_tasks(
+    snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
+)
 fit = settings(snakemake, "fit", FitSettings)
 raw = other_tasks_patching(engine, frames, p.spec["prompts"], fit, p.n_pairs, p.seed, p.layer_step)
 raw.to_csv(snakemake.output[0], index=False)

@@ -10,7 +10,7 @@ log = start(snakemake)
 p = snakemake.params
 acc = accuracy(snakemake)
 card = read_json(snakemake.input.card)
-require(snakemake, cache_needs(acc, minimum(snakemake), p.max_number, card.get("max_number")))
+require(snakemake, cache_needs(acc, minimum(snakemake), p.largest_bare_number, card.get("number_limit")))
 correct = acc[acc["correct"]]
 model, engine = open_model(snakemake)
 attrs = write_residual_cache(
@@ -20,9 +20,8 @@ attrs = write_residual_cache(
     correct["b"].to_numpy(),
     snakemake.output[0],
     dtype=p.dtype,
-    max_number=p.max_number,
+    largest_bare_number=p.largest_bare_number,
     engine=engine,
     number_prompt=p.spec.get("number_prompt", "{a}"),
-    several=p.spec.get("number_tokens", "one") == "several",
 )
 log.info("cached %d correct prompts: %s", len(correct), attrs)

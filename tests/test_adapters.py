@@ -378,7 +378,7 @@ def test_every_family_gets_its_model_card_or_a_clear_refusal(family, tokenizer, 
     spec = {
         "source": str(tmp_path / family),
         "family": family,
-        "max_number": 399,
+        "number_limit": 399,
         "prompts": {"add": GPTJ_PROMPTS["add"], "sub23": GPTJ_PROMPTS["sub23"]},
     }
     if family in DIGIT_SPLITTING:

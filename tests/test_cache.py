@@ -13,7 +13,7 @@ def test_round_trip_matches_a_plain_forward(tiny_gptj, tmp_path):
     a = np.array([3, 12, 99, 41, 7, 60])
     b = np.array([4, 57, 0, 41, 80, 39])
     path = tmp_path / "residuals.h5"
-    attrs = write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, dtype="float32", max_number=30)
+    attrs = write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, dtype="float32", largest_bare_number=30)
     cache = read_residual_cache(path)
     L1, d = tiny_gptj.adapter.n_layers + 1, tiny_gptj.adapter.d_model
     assert cache.a.shape == cache.b.shape == cache.last.shape == (6, L1, d)
@@ -40,7 +40,7 @@ def test_round_trip_matches_a_plain_forward(tiny_gptj, tmp_path):
 def test_a_float16_cache_stores_float16_and_says_so(tiny_gptj, tmp_path):
     path = tmp_path / "r16.h5"
     write_residual_cache(
-        tiny_gptj, GPTJ_PROMPTS["add"], np.array([1, 2]), np.array([3, 4]), path, dtype="float16", max_number=5
+        tiny_gptj, GPTJ_PROMPTS["add"], np.array([1, 2]), np.array([3, 4]), path, dtype="float16", largest_bare_number=5
     )
     with h5py.File(path) as f:
         assert f["a"].dtype == np.float16 and f.attrs["dtype"] == "float16"

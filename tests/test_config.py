@@ -140,11 +140,11 @@ def test_one_operand_prompts_take_a_alone(tmp_path):
     "config, message",
     [
         (
-            {"cache": {"max_number": 100000}},
-            "config key 'cache.max_number': value 100000 is more than model 'toy-gptj' keeps as one token "
-            "(registry key 'toy-gptj.max_number': 399); allowed: 99..399",
+            {"cache": {"largest_bare_number": 100000}},
+            "config key 'cache.largest_bare_number': value 100000 is more than model 'toy-gptj' keeps as one token "
+            "(registry key 'toy-gptj.number_limit': 399); allowed: 99..399",
         ),
-        ({"cache": {"max_number": 50}}, "key 'cache.max_number': value 50 violates minimum 99"),
+        ({"cache": {"largest_bare_number": 50}}, "key 'cache.largest_bare_number': value 50 violates minimum 99"),
         (
             {"models": ["toy-gptj", "toy-gptj"]},
             "config key 'models': value ['toy-gptj', 'toy-gptj'] names toy-gptj more than once",
@@ -173,15 +173,34 @@ def test_settings_that_would_fail_in_a_job_are_refused_at_dag_time(config, messa
     assert message in str(err.value)
 
 
-def test_cache_max_number_is_checked_against_the_models_in_use():
-    """gptj keeps 0..361 as one token: 400 is refused for it and accepted for the toys."""
-    assert check_config({"cache": {"max_number": 399}})[0]["cache"]["max_number"] == 399
+def test_the_caches_numbers_are_checked_against_the_models_in_use():
+    """gptj keeps 0..361 as one token: 400 is refused for it and accepted for the toys; a model of
+    several tokens is held to the numbers its card checks."""
+    assert check_config({"cache": {"largest_bare_number": 399}})[0]["cache"]["largest_bare_number"] == 399
     with pytest.raises(
         ConfigError,
-        match=r"'cache.max_number': value 400 is more than model 'gptj' keeps as one "
-        r"token \(registry key 'gptj.max_number': 361\); allowed: 99..361",
+        match=r"'cache.largest_bare_number': value 400 is more than model 'gptj' keeps as one "
+        r"token \(registry key 'gptj.number_limit': 361\); allowed: 99..361",
     ):
-        check_config({"models": ["gptj"], "cache": {"max_number": 400}})
+        check_config({"models": ["gptj"], "cache": {"largest_bare_number": 400}})
+    with pytest.raises(ConfigError, match=r"than model 'gemma3-270m' checks in its number prompt \(registry key"):
+        check_config({"models": ["gemma3-270m"], "cache": {"largest_bare_number": 361}})
+
+
+def test_an_old_key_is_refused_with_its_new_name(tmp_path):
+    """max_number meant two things; its two names now: the config's cache range and the
+    registry's limit.  Either old key is refused before any job, with what it is called now."""
+    with pytest.raises(ConfigError) as err:
+        check_config({"cache": {"max_number": 300}})
+    assert str(err.value).startswith(
+        "config key 'cache.max_number' is now called 'cache.largest_bare_number' (same meaning); rename it"
+    )
+    registry = registry_with(tmp_path, **{"toy-llama__max_number": 399})
+    with pytest.raises(ConfigError) as err:
+        check_config({"registry": registry})
+    assert str(err.value).startswith(
+        "registry key 'toy-llama.max_number' is now called 'toy-llama.number_limit' (same meaning); rename it"
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from helixclock.experiments import answer_position_fits
 from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, forced_rows
 from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
+from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import FittedHeads, HeadSettings, head_reading, screened_points
 from helixclock.stages.heads.readings import _keys, head_outputs, head_patching_readings, span_attention
 from helixclock.stages.heads.tables import attention_at, head_summary
@@ -91,9 +92,10 @@ def test_the_screen_keeps_the_heads_of_largest_attribution():
 
 def test_every_head_activation_patched_agrees_with_its_attribution_in_the_last_layer(llama):
     """Attribution patching is LD's first-order estimate: for the heads of the last block it is
-    close to the activation-patched TE, and with no screen every head is patched."""
+    close to the activation-patched TE, and with no screen every head is patched (through the
+    rule's entry point, which takes the path of both readings for this model's numbers)."""
     engine, pairs, correct = llama
-    out = head_patching_readings(engine, pairs, correct, ADD, SETTINGS)
+    out = head_patching(engine, pairs, correct, ADD, None, SETTINGS)
     screen, effects = out["screen"], out["effects"]
     assert screen["screened"].all()
     n_heads = engine.adapter.n_layers * engine.adapter.n_heads

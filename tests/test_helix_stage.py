@@ -22,7 +22,7 @@ def stage_inputs(tiny_gptj, tmp_path_factory):
     a, b = np.meshgrid(np.arange(40), np.arange(8), indexing="ij")
     a, b = a.ravel(), b.ravel()
     path = tmp_path_factory.mktemp("cache") / "r.h5"
-    write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, max_number=10)
+    write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, largest_bare_number=10)
     cache = read_residual_cache(path)
     tok = tiny_gptj.tokenizer
     correct = pd.DataFrame(

@@ -1,17 +1,22 @@
 """The library's import graph: no circle among src/helixclock's modules, counting every import
-(at the top, inside functions, under TYPE_CHECKING), and no import of the package's own modules
-inside a function unless the line above says why (it keeps a heavy library out of a light job)."""
+(at the top, inside functions, under TYPE_CHECKING); no stage imports another stage's modules
+(src/helixclock/stages/__init__.py); and no import inside a function, in src/, scripts/ or
+benchmarks/, unless the comment above it says why (it keeps a heavy library out of a light job)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers.paths import REPO
 
 PACKAGE = REPO / "src" / "helixclock"
-DEFERRED = "# deferred:"  # the comment a function-level import of the package's own modules needs
+STAGES = "helixclock.stages"
+DEFERRED = "# deferred:"  # the comment a function-level import needs, on the line above it (or above its block)
+CODE = ("src", "scripts", "benchmarks")  # where the rule on function-level imports holds
 
 
 def module_name(path: Path) -> str:
@@ -101,29 +106,96 @@ def test_the_cycle_finder_finds_a_planted_circle():
     assert cycles(graph) == [["a", "b", "c"]]
 
 
-def test_function_level_imports_of_own_modules_say_why():
-    known = set(modules())
-    unexplained = []
-    for name, path in modules().items():
-        lines = path.read_text().splitlines()
-        own = {(n.lineno, n.col_offset) for n, _ in own_imports(path, known)}
-        for fn in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for node in ast.walk(fn):
-                if isinstance(node, (ast.Import, ast.ImportFrom)) and (node.lineno, node.col_offset) in own:
-                    above = lines[node.lineno - 2].strip()
-                    if not above.startswith(DEFERRED):
-                        unexplained.append(f"{name}:{node.lineno}: {lines[node.lineno - 1].strip()}")
-    assert unexplained == []
+def stage_of(module: str) -> str | None:
+    """The stage package a module belongs to (helixclock.stages.<stage>...), or None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and ".".join(parts[:2]) == STAGES else None
+
+
+def stage_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of one stage's module by another stage's: 'importer -> imported'."""
+    return sorted(
+        f"{name} -> {dep}"
+        for name, deps in graph.items()
+        for dep in deps
+        if stage_of(name) and stage_of(dep) and stage_of(name) != stage_of(dep)
+    )
+
+
+def test_no_stage_imports_another_stage():
+    """A stage reads another's saved outputs, never its modules: names several stages share live
+    below the stages (helixclock.layout.READINGS, helixclock.statistics.MIN_ERRORS, ...)."""
+    graph = import_graph()
+    stages = {stage_of(name) for name in graph} - {None}
+    assert {"accuracy", "heads", "helix", "last_token", "mistakes", "mlps", "neurons", "report", "structure"} <= stages
+    assert stage_crossings(graph) == []
+
+
+def test_the_wall_check_finds_a_planted_crossing():
+    graph = {
+        "helixclock.stages.heads.readings": {"helixclock.stages.last_token.patching", "helixclock.layout"},
+        "helixclock.stages.heads.jobs": {"helixclock.stages.heads.readings", "helixclock.stages"},
+        "helixclock.layout": set(),
+    }
+    assert stage_crossings(graph) == ["helixclock.stages.heads.readings -> helixclock.stages.last_token.patching"]
+
+
+def unexplained_imports(path: Path) -> list[str]:
+    """The imports inside a function of ``path`` (of any module: the standard library's, a third
+    party's, the package's own) whose block of consecutive imports has no ``# deferred:`` comment
+    on the line above it."""
+    text = path.read_text()
+    lines = text.splitlines()
+    found = []
+    for fn in ast.walk(ast.parse(text)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        imports = sorted(
+            (n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))), key=lambda n: n.lineno
+        )
+        for i, node in enumerate(imports):
+            first = node
+            while i > 0 and imports[i - 1].end_lineno == first.lineno - 1:  # the top of its block
+                i -= 1
+                first = imports[i]
+            if not lines[first.lineno - 2].strip().startswith(DEFERRED):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return sorted(set(found))
+
+
+def code_files() -> list[Path]:
+    return sorted(p for d in CODE for p in (REPO / d).rglob("*.py"))
+
+
+def test_function_level_imports_say_why():
+    """An import belongs at the top of its file; one inside a function says, in a ``# deferred:``
+    comment, what it keeps out of which job (torch out of a table job, transformers out of a job
+    that loads no model, ...)."""
+    files = code_files()
+    assert len(files) > 100 and REPO / "scripts" / "head_patching.py" in files
+    assert [line for p in files for line in unexplained_imports(p)] == []
+
+
+def test_the_import_check_finds_an_unexplained_import(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "def light():\n"
+        "    # deferred: torch stays out of a table job\n"
+        "    import torch\n"
+        "    from torch import nn\n"
+        "    return torch, nn\n\n\n"
+        "def plain():\n"
+        '    """Docstring."""\n'
+        "    import json\n\n"
+        "    return json\n"
+    )
+    assert unexplained_imports(planted) == ["planted.py:10: import json"]
 
 
 @pytest.mark.parametrize("light", ["helixclock.pipeline", "helixclock.preconditions", "helixclock.cache"])
 def test_light_modules_import_no_torch(light):
     """Table jobs import these: torch (seconds to import) stays out of them."""
-    import subprocess
-    import sys
-
     code = f"import sys, {light}; print('torch' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,7 +27,6 @@ from helixclock.stages.mistakes.logit_lens import (
     neuron_lens_tables,
 )
 from helixclock.stages.mistakes.wrong_answers import (
-    MIN_ERRORS,
     carry_test,
     dominant_periods,
     error_distribution,
@@ -35,11 +35,12 @@ from helixclock.stages.mistakes.wrong_answers import (
     line_fits,
     logit_examples,
     logit_line_fourier,
-    model_errors,
     period_counts,
     read_answer_logits,
+    wrong_answer_tables,
+    wrong_answers,
 )
-from helixclock.statistics import share_set
+from helixclock.statistics import MIN_ERRORS, share_set
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
 
@@ -316,7 +317,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
         assert np.allclose(part["logit"], Y[r]) and np.isclose(part["slope"].iloc[0], per["slope"].iloc[r])
     with pytest.raises(ValueError, match="rows of logits"):
         logit_line_fourier(Y[:10], acc)
-    tables = model_errors(acc, Y, n_examples=3, seed=5)
+    tables = wrong_answer_tables(acc, Y, n_examples=3, seed=5)
     assert set(tables) == {
         "errors",
         "error_distribution",
@@ -328,12 +329,32 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
     pd.testing.assert_frame_equal(tables["logit_examples"], ex)
     assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["errors"]) == 0
     # the h5 reader
-    import h5py
-
     with h5py.File(tmp_path / "add_logits.h5", "w") as f:
         f["logits"] = Y.astype(np.float16)
         f.attrs["numbers"] = np.arange(199)
     assert np.allclose(read_answer_logits(tmp_path / "add_logits.h5"), Y, atol=0.05)
+
+
+def test_wrong_answers_reads_the_final_scores_its_switch_names(tmp_path):
+    """Rule model_errors' entry point: where numbers are one token, the final logits of
+    add_logits.h5 over every prompt; where they take several (config.several_tokens), the
+    log-likelihoods L(n) of answer_scores.h5's sample of rows, beside their control."""
+    Y, slope, _ = planted_logits(n=10_000, seed=3)
+    acc = add_table(np.ones(10_000, bool))
+    with h5py.File(tmp_path / "add_logits.h5", "w") as f:
+        f["logits"] = Y.astype(np.float16)
+        f.attrs["numbers"] = np.arange(199)
+    one = wrong_answers(acc, tmp_path / "add_logits.h5", several=False, seed=5)
+    assert len(one["logit_line_fourier"]) == 10_000 and "control_slope" not in one["logit_line_fourier"]
+    assert np.allclose(one["logit_line_fourier"]["slope"], slope, atol=0.01)
+    rows = np.array([3, 250, 7001])
+    with h5py.File(tmp_path / "answer_scores.h5", "w") as f:
+        f["rows"], f["scores"], f["control"] = rows, Y[rows], 2 * Y[rows]
+    several = wrong_answers(acc, tmp_path / "answer_scores.h5", several=True, seed=5)
+    per = several["logit_line_fourier"]
+    assert per["a"].tolist() == [0, 2, 70] and per["b"].tolist() == [3, 50, 1]
+    assert np.allclose(per["slope"], slope[rows], atol=0.01) and np.allclose(per["control_slope"], 2 * per["slope"])
+    pd.testing.assert_frame_equal(several["carry_test"], one["carry_test"])  # add.csv's wrong answers alike
 
 
 # ---------------------------------------------------------------- App. F: neurons

@@ -5,15 +5,16 @@ TE and DE on one metric (README, "Numbers of several tokens")."""
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from helpers.families import tiny_hf_model
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
 from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs
+from helixclock.pairs import draw_pairs, prompt_ids
 from helixclock.patching import PatchingEngine
 from helixclock.patching.metrics import TERMS
 from helixclock.stages.last_token.patching import layer_effects
-from helixclock.stages.mlps.patching import mlp_effects, mlp_patching, mlp_patching_readings
+from helixclock.stages.mlps.patching import last_token_mlps, mlp_effects, mlp_patching, mlp_patching_readings
 from helixclock.stages.mlps.tables import mlp_summary
 from helixclock.statistics import Resampling, pair_columns
 
@@ -50,16 +51,24 @@ def _te_de(effects: pd.DataFrame, layer: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_token_answers_keep_the_papers_tables(tiny_gptj, tokenizer):
-    """One-token answers: the MLP effects are Fig. 6's rows as they are (no MLP measured again),
-    the raw tables have no reading or term, and the summary's circuit reads them."""
+    """One-token answers: the rule's entry point takes the paper's path (config.several_tokens
+    of the model is false), fitting the prompts of its sample at the card's last token; the MLP
+    effects are Fig. 6's rows as they are (no MLP measured again), the raw tables have no reading
+    or term, and the summary's circuit reads them."""
     correct = correct_table([(a, b) for a in range(0, 60, 3) for b in range(0, 40, 5)])
     pairs = draw_pairs(correct, 16, 0, tokenizer, GPTJ_PROMPTS["add"], ("a", "b"))
     engine = PatchingEngine(tiny_gptj, progress=False)
     last = pairs.clean.shape[1] - 1
     effects = layer_effects(engine, pairs)
-    ids = pairs.clean[:12]
-    out = mlp_patching(engine, pairs, ids, pairs.meta["clean_a"][:12], pairs.meta["clean_b"][:12], last, effects,
-                       periods=(2, 10), n_components=8)  # fmt: skip
+    sample = pd.DataFrame({"a": pairs.meta["clean_a"][:12], "b": pairs.meta["clean_b"][:12]})
+    out = mlp_patching(engine, pairs, sample, ADD, {"last": last}, effects, (2, 10), 8)
+    ids = prompt_ids(tokenizer, ADD, sample)
+    assert torch.equal(ids, pairs.clean[:12].cpu())  # the sample's prompts, as the paper's path reads them
+    paper = last_token_mlps(
+        engine, pairs, ids, sample["a"].to_numpy(), sample["b"].to_numpy(), last, effects, (2, 10), 8
+    )
+    for name, table in paper.items():
+        pd.testing.assert_frame_equal(out[name], table)
     mlp_rows = effects[effects["component"] == "MLP"].sort_values(["effect", "layer"], kind="stable")
     pd.testing.assert_frame_equal(out["effects"], mlp_rows.reset_index(drop=True))
     assert not {"reading", "term"} & (set(out["topk"]) | set(out["fits"]))
@@ -101,7 +110,7 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
     final residual (DE) score the same positions the same way: TE = DE, pair by pair, at the
     last prompt token and at the answer positions (whose TE's end term is then 0)."""
     engine, pairs, correct = several
-    out = mlp_patching_readings(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
+    out = mlp_patching(engine, pairs, correct, ADD, None, both_readings(engine, pairs), (2, 10), 8)  # the entry point
     effects = out["effects"]
     assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions"]
     for reading in ("last token", "answer positions"):

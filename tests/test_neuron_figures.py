@@ -193,7 +193,7 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
                 }
             )
     fig = figD9_neuron_ablation(pd.DataFrame(rows), "synthetic")
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]  # one legend under both panels
     assert labels[:2] == [
         "kept neurons frozen at their unablated values",
         "kept neurons computed live in the ablated run",

@@ -233,7 +233,7 @@ def test_a_units_digit_circle_and_a_t100_helix_planted_on_the_last_token_are_rec
     from helixclock.stages.structure.analysis import peaks_by_layer
 
     rng = np.random.default_rng(0)
-    n = np.arange(301)  # the cache holds max_number + 1 numbers; the spectrum reads the first 300
+    n = np.arange(301)  # the cache holds cache.largest_bare_number + 1 numbers; the spectrum reads the first 300
     d = 24
     waves = lambda T: np.stack([np.cos(2 * np.pi * n / T), np.sin(2 * np.pi * n / T)], 1)  # noqa: E731
     circle = waves(10) @ rng.normal(size=(2, d))

@@ -83,7 +83,7 @@ def test_accuracy_cache_and_one_helix_patch_run_on_the_real_model(smollm2):
     path = resources + "/cache.h5"
     attrs = write_residual_cache(
         model, spec["prompts"]["add"], correct["a"].to_numpy(), correct["b"].to_numpy(), path,
-        max_number=99, engine=engine, number_prompt=spec["number_prompt"], several=True,
+        largest_bare_number=99, engine=engine, number_prompt=spec["number_prompt"],
     )  # fmt: skip
     assert attrs["number_tokens"] == "several"
     cache = read_residual_cache(path)

@@ -45,9 +45,9 @@ def model_path(tmp_path_factory):
     return save_tiny_gptj(tmp_path_factory.mktemp("gptj-real-vocab") / "gptj", layers=2, d=32)
 
 
-def gptj_spec(path, prompts=GPTJ_PROMPTS, max_number=361):
+def gptj_spec(path, prompts=GPTJ_PROMPTS, number_limit=361):
     """The registry's gptj entry with a local directory as its source."""
-    return {**REGISTRY["gptj"], "source": str(path), "prompts": prompts, "max_number": max_number}
+    return {**REGISTRY["gptj"], "source": str(path), "prompts": prompts, "number_limit": number_limit}
 
 
 def first_split(tok, prefix: str, stop: int = 1000) -> int:
@@ -107,18 +107,18 @@ def test_the_model_card_finds_the_positions_in_the_authors_gptj_prompts(model_pa
 def test_model_card_numbers_up_to_the_real_limit_and_not_past_it(model_path):
     one_task = {"sub23": GPTJ_PROMPTS["sub23"]}  # the bare numbers are the point here, not a+b
     card = model_card("gptj", gptj_spec(model_path, one_task, BARE_LIMIT), ["sub23"])
-    assert card["number_length"] == 1 and card["max_number"] == BARE_LIMIT
+    assert card["number_length"] == 1 and card["number_limit"] == BARE_LIMIT
     # a registry entry claiming more than the tokenizer keeps: the card names 521 and its tokens
     with pytest.raises(
         TokenisationError,
         match=r"model 'gptj': number 521 is not a single token: "
         r"tokens \['5', '21'\]",
     ):
-        model_card("gptj", gptj_spec(model_path, one_task, max_number=600), ["sub23"])
-    # an entry with no max_number: the card finds the tokenizer's own limit
+        model_card("gptj", gptj_spec(model_path, one_task, number_limit=600), ["sub23"])
+    # an entry with no number_limit: the card finds the tokenizer's own limit
     spec = gptj_spec(model_path, one_task)
-    del spec["max_number"]
-    assert model_card("gptj", spec, ["sub23"])["max_number"] == BARE_LIMIT
+    del spec["number_limit"]
+    assert model_card("gptj", spec, ["sub23"])["number_limit"] == BARE_LIMIT
 
 
 def test_the_model_card_reads_a_space_prefixed_operand_as_the_number(model_path, tok):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -604,3 +605,80 @@ def test_several_token_runs_are_compared_at_the_last_token_and_on_their_own_scor
     value, status, reason = value_status(q, f6, ["p"], "m", several=True)
     assert (value, status) == (0.5, "different metric") and "L(n)" in reason
     assert value_status(q, f6, ["p"], "m", several=False)[1] == "ok"
+
+
+def test_every_report_caption_renders_without_a_docutils_error_or_warning():
+    """Snakemake's report renders each caption (workflow/report/*.rst) as a Jinja2 template, then
+    as reStructuredText with docutils (snakemake.report).  Every caption renders with docutils
+    stopping at its first warning: a stray |...| (a substitution reference, Fig. 10's once), a
+    trailing _ (a link) or a broken list would otherwise print a docutils error into the report."""
+    import jinja2
+    import yaml
+    from docutils.core import publish_parts
+    from docutils.utils import SystemMessage
+
+    class Snakemake:  # what the captions may read (workflow.rst: the config)
+        config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    captions = sorted((REPO / "workflow" / "report").glob("*.rst"))
+    assert len(captions) > 50
+    failed = {}
+    for path in captions:
+        text = env.from_string(path.read_text()).render(snakemake=Snakemake, categories={}, files=[])
+        try:
+            html = publish_parts(
+                text,
+                writer="html",
+                settings_overrides={"report_level": 2, "halt_level": 2, "warning_stream": False},
+            )["body"]
+        except SystemMessage as error:
+            failed[path.name] = str(error)
+            continue
+        assert "system-message" not in html and html.strip(), path.name
+    assert not failed, failed
+    bad = "Fig. 10: x (|c_T,a+b| over |c_T,t|)"  # the caption as it was: caught
+    with pytest.raises(SystemMessage, match="Undefined substitution referenced"):
+        publish_parts(bad, writer="html", settings_overrides={"halt_level": 2, "warning_stream": False})
+
+
+FIGURE_REFS = re.compile(r"Figs?\.\s+[A-Z]?\d+(?:(?:\s*[-–]\s*|,\s*|\s+and\s+)[A-Z]?\d+)*")
+
+
+def figure_ids(text: str) -> set[str]:
+    """The figure ids a text names ("Fig. 4", "Figs. 2, 3, B1-B4 and E1": 2, 3, B1, B4, E1), as
+    the caption files name them (fig04, figB1)."""
+    ids = set()
+    for ref in FIGURE_REFS.findall(text):
+        for fig in re.findall(r"\b([A-Z]?)(\d+)\b", ref.split(".", 1)[1]):
+            ids.add(f"fig{fig[0]}{fig[1]}" if fig[0] else f"fig{int(fig[1]):02d}")
+    return ids
+
+
+def test_the_config_and_the_captions_name_only_figures_the_pipeline_draws():
+    """Every figure the registry's and the config's comments and the report's captions name is
+    one the pipeline draws (a caption workflow/report/fig<id>.rst), e.g. no "Fig. C4", which it
+    does not draw; period_subsets' comment says what false does to Fig. 4 (the one panel
+    k = |T|)."""
+    drawn = {p.stem for p in (REPO / "workflow" / "report").glob("fig*.rst")}
+    assert {"fig04", "figC7", "figD13"} <= drawn and "figC4" not in drawn
+    assert figure_ids("Figs. 2, 3, B1-B4, C1–C3 and E1; Fig. 10") == {
+        "fig02", "fig03", "figB1", "figB4", "figC1", "figC3", "figE1", "fig10"
+    }  # fmt: skip
+    texts = [REPO / "config" / "models.yaml", REPO / "config" / "config.yaml"]
+    texts += sorted((REPO / "workflow" / "report").glob("*.rst"))
+    unknown = {p.name: sorted(figure_ids(p.read_text()) - drawn) for p in texts}
+    assert not {name: ids for name, ids in unknown.items() if ids}
+    assert "k = |T|" in (REPO / "config" / "models.yaml").read_text()
+
+
+def test_the_registry_gives_the_toys_training_time_their_checkpoints_record():
+    """config/models.yaml's "about N min each on 2 cores" for --config toy_retrain=true is the
+    committed checkpoints' recorded training time (training.json, trained on 2 threads) to
+    within a quarter."""
+    text = (REPO / "config" / "models.yaml").read_text()
+    minutes = int(re.search(r"toy_retrain=true trains them here \(about (\d+) min each", text).group(1))
+    records = [json.loads(p.read_text()) for p in sorted((REPO / "resources" / "toys").glob("*/training.json"))]
+    assert len(records) == 2 and all(r["settings"]["threads"] == 2 for r in records)
+    recorded = np.mean([r["train_seconds"] for r in records]) / 60
+    assert minutes == pytest.approx(recorded, rel=0.25), (minutes, recorded)

@@ -13,7 +13,7 @@ from helixclock.toy import build_corpus, build_tokenizer, holdout_mask, train_to
 SPEC = {
     "source": "toy",
     "family": "gptj",
-    "max_number": 399,
+    "number_limit": 399,
     "prompts": GPTJ_PROMPTS,
     "toy": {"d_model": 64, "n_layers": 1, "n_heads": 2, "d_mlp": 128},
 }
@@ -115,7 +115,7 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
     assert matching_checkpoint(tmp_path / "ck", SPEC, training) == tmp_path / "ck"
     assert matching_checkpoint(tmp_path / "ck", SPEC, {**training, "eval_every": 0}) is not None
     assert matching_checkpoint(tmp_path / "ck", SPEC, {**training, "lr": 2e-3}) is None
-    assert matching_checkpoint(tmp_path / "ck", {**SPEC, "max_number": 300}, training) is None
+    assert matching_checkpoint(tmp_path / "ck", {**SPEC, "number_limit": 300}, training) is None
     wider = {**SPEC, "toy": {**SPEC["toy"], "d_mlp": 256}}
     assert matching_checkpoint(tmp_path / "ck", wider, training) is None
     assert matching_checkpoint(tmp_path / "nothing", SPEC, training) is None

@@ -171,7 +171,7 @@ def test_no_correct_prompt_stops_the_cache_before_the_model(tmp_path):
     acc.to_csv(path, index=False)
     job = fake_job("residual_cache", path, minimum={"correct_prompts": 1})
     with pytest.raises(pre.PreconditionError) as err:  # as scripts/residual_cache.py states them
-        require(job, pre.cache_needs(accuracy(job), minimum(job), max_number=120, card_max_number=199))
+        require(job, pre.cache_needs(accuracy(job), minimum(job), largest_bare_number=120, number_limit=199))
     assert one_line(err) == (
         "weak: residual_cache needs at least 1 correct a+b prompts (of 10000 prompts) "
         "(minimum.correct_prompts=1), found 0; "
@@ -394,7 +394,7 @@ def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
             "source": str(tmp_path / "weak-gptj"),
             "family": "gptj",
             "dtype": "bfloat16",
-            "max_number": 199,
+            "number_limit": 199,
             "prompts": prompts,
         }
     }
@@ -405,7 +405,7 @@ def test_a_model_without_correct_prompts_stops_before_its_model_jobs(tmp_path):
         "device": "cpu",
         "batch_size": 2048,
         "accuracy": {"tasks": ["add"]},
-        "cache": {"max_number": 99},
+        "cache": {"largest_bare_number": 99},
         "helix": {"n_pairs": 4, "bootstrap": 20},
         "clock": {"n_pairs": 4, "fit_prompts": 40},
         "neurons": {"attribution_pairs": 6, "de_pairs": 2, "ablation_prompts": 4, "mean_prompts": 4},

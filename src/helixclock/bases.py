@@ -15,8 +15,11 @@ Two more kinds serve the question of what a number's last token encodes when the
 splits numbers into digits (README, "Numbers of several tokens"; helixclock's, not the
 paper's): *digits*, the per-digit circles of Levy & Geva (NAACL 2025) - cos/sin 2 pi d / 10 of
 the tens, hundreds ... digit d of n - and *classes*, the linear term with one indicator per
-digit-count class (a digit tokenizer's token count).  :class:`Combined` joins bases into one
-design; :func:`number_bases` names the competing sets.  Neither changes the paper's kinds.
+digit-count class (a digit tokenizer's token count).  A third, *onehot*, is the richest
+function of each digit alone (one indicator per nonzero digit at each place, 9 a place): the
+base of the nested T = 100 test (:mod:`helixclock.stages.structure.nested`), over which every
+period dividing 10 adds nothing (a function of the units digit).  :class:`Combined` joins bases
+into one design; :func:`number_bases` names the competing sets.  None changes the paper's kinds.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 PERIODS = (2, 5, 10, 100)
-KINDS = ("helix", "circle", "poly", "digits", "classes")
+KINDS = ("helix", "circle", "poly", "digits", "classes", "onehot")
 PLACES = ("units", "tens", "hundreds", "thousands")
 
 
@@ -59,8 +62,10 @@ class Basis:
     circles with ``periods=(10,)``, 2 parameters a place) or "classes" (the linear term, then
     the indicator of "n has p + 1 digits", 10^p <= n < 10^(p+1), for each p of ``places``:
     1 + len(places) parameters; with p = 1, 2 the constants of the two- and three-digit classes
-    beside the one-digit class, a digit tokenizer's token counts).  "digits" and "classes"
-    read non-negative integers.  A constant column is always last.  ``scaled=False``
+    beside the one-digit class, a digit tokenizer's token counts) or "onehot" (the indicator of
+    "digit d_p = k" for k = 1..9 at each place p of ``places``, 9 parameters a place, digit 0
+    the constant's: any function of each digit alone, summed over places).  "digits",
+    "classes" and "onehot" read non-negative integers.  A constant column is always last.  ``scaled=False``
     (``compat: authors``) makes a polynomial of raw powers a^1..a^degree, solved as the
     authors did with scikit-learn's LinearRegression: with powers up to 99^9 the basis'
     condition number is ~1e18 and least squares keeps only a few of its directions.
@@ -82,16 +87,16 @@ class Basis:
             raise ValueError(f"a {self.kind} basis needs at least one period")
         if not self.scaled and self.kind != "poly":
             raise ValueError("only a polynomial basis can be unscaled (compat: authors)")
-        if self.kind in ("digits", "classes"):
+        if self.kind in ("digits", "classes", "onehot"):
             if not self.places:
                 raise ValueError(f"a {self.kind} basis needs at least one digit place (0 units, 1 tens, ...)")
             lowest = 1 if self.kind == "classes" else 0
             if min(self.places) < lowest or len(set(self.places)) < len(self.places):
                 raise ValueError(f"{self.kind} basis places {self.places}: distinct integers >= {lowest} allowed")
-            if self.kind == "classes" and self.periods:
-                raise ValueError("a classes basis takes no periods")
+            if self.kind in ("classes", "onehot") and self.periods:
+                raise ValueError(f"a {self.kind} basis takes no periods")
         elif self.places:
-            raise ValueError(f"a {self.kind} basis takes no digit places (only digits and classes do)")
+            raise ValueError(f"a {self.kind} basis takes no digit places (only digits, classes and onehot do)")
 
     @property
     def k(self) -> int:
@@ -108,6 +113,8 @@ class Basis:
             return f"digits({var})[{what}; T={','.join(map(str, self.periods))}]"
         if self.kind == "classes":
             return f"classes({var})[{','.join(str(p + 1) for p in self.places)} digits]"
+        if self.kind == "onehot":
+            return f"onehot({var})[{','.join(place_name(p) for p in self.places)}]"
         return f"{self.kind}({var})[{','.join(str(t) for t in self.periods)}]"
 
     def columns(self) -> list[str]:
@@ -120,6 +127,9 @@ class Basis:
                 cols += [
                     f"{c} {v} {place_name(p)} T={T}" for p in self.places for T in self.periods for c in ("cos", "sin")
                 ]
+                continue
+            if self.kind == "onehot":
+                cols += [f"{v} {place_name(p)}={k}" for p in self.places for k in range(1, 10)]
                 continue
             if self.kind in ("helix", "classes"):
                 cols.append(v)
@@ -151,6 +161,11 @@ class Basis:
                     d = digit(x, p, v)
                     for T in self.periods:
                         cols += [np.cos(2 * np.pi * d / T), np.sin(2 * np.pi * d / T)]
+                continue
+            if self.kind == "onehot":
+                for p in self.places:
+                    d = digit(x, p, v)
+                    cols += [(d == k).astype(np.float64) for k in range(1, 10)]
                 continue
             if self.kind in ("helix", "classes"):
                 cols.append(s)

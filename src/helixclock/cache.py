@@ -11,7 +11,7 @@ a          [n_prompts, n_layers + 1, d]      resid_pre at the a token of each co
 b          [n_prompts, n_layers + 1, d]      ... at the b token
 last       [n_prompts, n_layers + 1, d]      ... at the last token ("=")
 ab         [n_prompts, 2] int                (a, b) of each row
-numbers    [max_number + 1, n_layers + 1, d] the numbers 0..max_number, each in the
+numbers    [N + 1, n_layers + 1, d]          the numbers 0..N, each in the
                                              registry's ``number_prompt`` (the bare number
                                              token by default)
 =========  ================================  ===============================================

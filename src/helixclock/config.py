@@ -12,9 +12,11 @@ This module imports no torch, so the Snakefile can use it while building the DAG
 from __future__ import annotations
 
 import copy
+import string
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from .adapters import FAMILIES as _FAMILY_TABLE
@@ -105,8 +107,6 @@ def _coerce(schema: dict, value: Any) -> Any:
 
 def validate(instance: Any, schema_file: str | Path, what: str) -> Any:
     """Validate against a YAML JSON-schema; return the instance with defaults filled."""
-    import jsonschema
-
     schema = load_yaml(schema_file)
     instance = _defaults(schema, _coerce(schema, instance if instance is not None else {}))
     validator = jsonschema.Draft7Validator(schema)
@@ -135,10 +135,37 @@ def training_settings(toy_config: dict, spec: dict) -> dict:
     return {**toy_config, **own}
 
 
+# Keys with a new name: the old one is refused with what it is called now (config/README.md)
+RENAMED_CONFIG_KEYS = {
+    ("cache", "max_number"): "cache.largest_bare_number",  # the largest bare number the cache holds
+}
+RENAMED_REGISTRY_KEYS = {
+    "max_number": "number_limit",  # the largest number a model is studied with (one token each, where it is one)
+}
+
+
+def _refuse_renamed(config: dict, registry: dict | None = None) -> None:
+    """A :class:`ConfigError` for a key used under its old name: which key, what it is called now."""
+    for (section, key), new in RENAMED_CONFIG_KEYS.items():
+        if isinstance(config.get(section), dict) and key in config[section]:
+            raise ConfigError(
+                f"config key '{section}.{key}' is now called '{new}' (same meaning); rename it "
+                f"(registry key 'max_number', the model's own limit, is now 'number_limit')"
+            )
+    for name, spec in (registry or {}).items():
+        for key, new in RENAMED_REGISTRY_KEYS.items():
+            if isinstance(spec, dict) and key in spec:
+                raise ConfigError(
+                    f"registry key '{name}.{key}' is now called '{name}.{new}' (same meaning); rename it "
+                    f"(config key 'cache.max_number', the cache's range, is now 'cache.largest_bare_number')"
+                )
+
+
 def load_registry(path: str | Path) -> dict:
     reg = load_yaml(path)
     if not isinstance(reg, dict) or not reg:
         raise ConfigError(f"model registry {path} must map model names to specs")
+    _refuse_renamed({}, reg)
     return validate(reg, SCHEMAS / "models.schema.yaml", "model registry")
 
 
@@ -151,6 +178,7 @@ def check_config(
     name lists the registered ones.
     """
     schemas = Path(schema_dir) if schema_dir else SCHEMAS
+    _refuse_renamed(config or {})
     config = validate(config, schemas / "config.schema.yaml", "config")
     reg_path = Path(registry_path or config["registry"])
     if not reg_path.is_absolute() and not reg_path.exists():
@@ -180,7 +208,7 @@ def check_config(
 # -- what the config and the registry tell without a model or a tokenizer ------------------------
 # Every check a job would otherwise make on its own settings, made while the DAG is built, so
 # that a rejected setting costs no job (README, "When a run fails").
-FEWEST_NUMBERS = 99  # the schema's minimum of cache.max_number: App. E's line and Fig. 2's PC1 read 0..99
+FEWEST_NUMBERS = 99  # the schema's minimum of cache.largest_bare_number: App. E's line and Fig. 2's PC1 read 0..99
 OPERANDS = {"add": ("a", "b")}  # every other task has the one operand a
 
 
@@ -188,8 +216,6 @@ def check_prompt(name: str, task: str, template: str, key: str | None = None) ->
     """A prompt template has exactly its task's placeholders ({a} and {b} for a+b, {a} alone
     for the other tasks and for the bare numbers' ``number_prompt``), each once, no other
     field, and braces that ``str.format`` accepts."""
-    import string
-
     key = key or f"registry key '{name}.prompts.{task}'"
     wanted = OPERANDS.get(task, ("a",))
     allowed = ", ".join("{" + w + "}" for w in wanted)
@@ -255,7 +281,7 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
 
 def check_settings(config: dict, registry: dict) -> None:
     """Raise :class:`ConfigError` for a setting that would fail inside a job but needs no model
-    or tokenizer to tell: the cache's numbers against each model's registry ``max_number``,
+    or tokenizer to tell: the cache's numbers against each model's registry ``number_limit``,
     prompt placeholders, settings that contradict each other, a toy's architecture."""
     tasks = config["accuracy"]["tasks"]
     for key, values in (
@@ -275,7 +301,7 @@ def check_settings(config: dict, registry: dict) -> None:
             f"config key 'accuracy.tasks': value {tasks} lacks 'add'; every stage after the "
             "accuracy sweep studies a+b, so the list must include add"
         )
-    max_number = config["cache"]["max_number"]
+    largest = config["cache"]["largest_bare_number"]
     neurons = config["neurons"]
     if neurons["de_pairs"] > neurons["attribution_pairs"]:
         raise ConfigError(
@@ -285,12 +311,12 @@ def check_settings(config: dict, registry: dict) -> None:
         )
     for name in config["models"]:
         spec = registry[name]
-        limit = spec.get("max_number")
-        if limit is not None and max_number > limit:
+        limit = spec.get("number_limit")
+        if limit is not None and largest > limit:
+            kept = "checks in its number prompt" if several_tokens(spec) else "keeps as one token"
             raise ConfigError(
-                f"config key 'cache.max_number': value {max_number} is more than model {name!r} "
-                f"keeps as one token (registry key '{name}.max_number': {limit}); allowed: "
-                f"{FEWEST_NUMBERS}..{limit}"
+                f"config key 'cache.largest_bare_number': value {largest} is more than model {name!r} "
+                f"{kept} (registry key '{name}.number_limit': {limit}); allowed: {FEWEST_NUMBERS}..{limit}"
             )
         for task in tasks:
             check_prompt(name, task, spec["prompts"][task])
@@ -366,6 +392,14 @@ def model_files(name: str, spec: dict, resources: str | Path = "resources/models
 NOT_RUN_FOR_SEVERAL: dict[str, str] = {}  # every part of the paper runs on them (README)
 
 
-def several_tokens(spec: dict) -> bool:
-    """Whether a registry entry declares numbers of several tokens."""
-    return spec.get("number_tokens", "one") == "several"
+def several_tokens(of) -> bool:
+    """Whether a model's numbers may take several tokens: registry key ``number_tokens:
+    several``, helixclock's extension of the paper (README, "Numbers of several tokens").
+
+    The one switch between the paper's path (every number one token, read at shared positions)
+    and the several-token path (numbers read at roles of each prompt's token layout, answers
+    scored by their log-likelihood): the rule files and every rule's library entry point choose
+    by it, no script does.  ``of`` is what carries the key: the model's registry entry, its model
+    card (which copies it), its residual cache's attributes, or the loaded model
+    (:class:`helixclock.models.LoadedModel`, whose ``info`` holds the entry's key)."""
+    return getattr(of, "info", of).get("number_tokens", "one") == "several"

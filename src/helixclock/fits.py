@@ -139,6 +139,7 @@ def authors_least_squares(B: Tensor, P: Tensor) -> Tensor:
     (the authors') solved with scipy's default cutoff for small singular values, machine
     epsilon relative to the largest; 1.9 made the cutoff its ``tol`` (1e-6), so the cutoff is
     set explicitly to keep the directions their fit kept."""
+    # deferred: scikit-learn (about a second) only for config key compat: authors
     from sklearn.linear_model import LinearRegression
 
     X = to_numpy(B)

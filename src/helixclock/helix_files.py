@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import h5py
 import numpy as np
 import torch
 
@@ -16,8 +17,6 @@ from .io import to_numpy
 
 def save_helix_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | None = None, **attrs) -> None:
     """Write fits to HDF5: one group per basis with C [L, m, d], R^2 [L] and its columns."""
-    import h5py
-
     with h5py.File(path, "w") as f:
         f.create_dataset("pca/mean", data=to_numpy(fits.pca.mean, "float32"))
         f.create_dataset("pca/components", data=to_numpy(fits.pca.components, "float32"))
@@ -46,8 +45,6 @@ def save_helix_fits(path, fits: Fits, layer_values: Mapping[str, np.ndarray] | N
 
 
 def load_helix_fits(path) -> Fits:
-    import h5py
-
     with h5py.File(path, "r") as f:
         pca = PCA(*(torch.from_numpy(f[f"pca/{k}"][...]).double() for k in ("mean", "components", "variance")))
         bases, Cs, r2 = [], [], []

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 
 
@@ -39,6 +40,7 @@ def to_numpy(tensor, dtype: str | None = None) -> np.ndarray:
     storage dtype).  Every tensor that becomes a table or a file goes through here."""
     tensor = tensor.detach()
     if dtype is not None:
+        # deferred: torch stays out of the table and plotting jobs, which import this module
         import torch
 
         tensor = tensor.to(getattr(torch, dtype))
@@ -94,6 +96,7 @@ def markdown_table(df, floatfmt: str = ".4g") -> str:
 
 def save_figure(fig, outputs) -> None:
     """Save a matplotlib figure to every path in ``outputs`` (pdf and png)."""
+    # deferred: matplotlib stays out of the model and table jobs, which import this module
     import matplotlib.pyplot as plt
 
     for path in outputs:
@@ -104,7 +107,5 @@ def save_figure(fig, outputs) -> None:
 
 def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Every dataset of an HDF5 file as a numpy array (e.g. the neuron stage's grids.h5)."""
-    import h5py
-
     with h5py.File(path, "r") as f:
         return {key: f[key][...] for key in f}

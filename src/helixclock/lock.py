@@ -18,7 +18,10 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from importlib.metadata import distributions
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 LOCK = "requirements/lock.txt"
 GPU_LOCK = "requirements/gpu.txt"
@@ -145,6 +148,7 @@ def derive(root: str | Path = ".") -> None:
 def project_requirements(pyproject: str | Path = "pyproject.toml", extras=EXTRAS) -> dict[str, str]:
     """The project's direct dependencies and those of ``extras``: normalised name -> the
     requirement as written."""
+    # deferred: tomllib is Python 3.11's (pyproject.toml allows 3.10): only this check needs it
     import tomllib
 
     project = tomllib.loads(Path(pyproject).read_text())["project"]
@@ -158,8 +162,6 @@ def disagreements(pyproject: str | Path = "pyproject.toml", lock: str | Path = L
     """Where pyproject.toml (its dependencies and the extras `make` installs) and the lock part:
     a dependency the lock does not pin, a pin whose version is outside its range, a package the
     lock pins for the project that pyproject.toml no longer lists.  Empty when they agree."""
-    from packaging.requirements import Requirement
-
     wanted = project_requirements(pyproject)
     pins = read_lock(lock)
     problems = []
@@ -203,8 +205,6 @@ def environment_differences(
 
 def installed_distributions() -> dict[str, str]:
     """Every distribution of the running Python's environment: name -> version."""
-    from importlib.metadata import distributions
-
     return {d.metadata["Name"]: d.version for d in distributions()}
 
 

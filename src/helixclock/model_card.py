@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
-from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files
-from .numbers import describe_classes, number_prompt_tokens, several_task_tokens
+from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens
+from .numbers import describe_classes, number_prompt_tokens, several_task_tokens, task_shapes
 from .provenance import environment
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
-SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no max_number
-SEVERAL_MAX_NUMBER = 360  # the bare numbers a model of several-token numbers is checked on without max_number
+SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no number_limit
+SEVERAL_NUMBER_LIMIT = 360  # the bare numbers a model of several-token numbers is checked on without number_limit
 
 
 def load_tokenizer(name: str, spec: dict, resources: str = "resources/models"):
     """The tokenizer of a registered model (from a GGUF file where the source is one)."""
+    # deferred: transformers (about a second) only where a tokenizer loads, not in a table job of one-token numbers
     from transformers import AutoTokenizer
 
     path, kwargs = model_files(name, spec, resources)
     return AutoTokenizer.from_pretrained(path, **kwargs)
 
 
+def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = "resources/models") -> dict | None:
+    """Numbers of several tokens: each task's correct prompts' token shapes
+    (:func:`helixclock.numbers.task_shapes`; ``frames``: task -> accuracy table), from the model's
+    tokenizer alone, with which a table job counts the pairs a model job will draw (partners of
+    one shape); None where every number is one token (a task's prompts then share one shape)."""
+    if not several_tokens(spec):
+        return None
+    return task_shapes(load_tokenizer(name, spec, resources), spec["prompts"], frames)
+
+
 def model_card(name: str, spec: dict, tasks, resources: str = "resources/models") -> dict:
     """Load config and tokenizer only; check every task's numbers are single tokens, and the
-    bare numbers 0..the registry's ``max_number`` (or find how far they are, up to
+    bare numbers 0..the registry's ``number_limit`` (or find how far they are, up to
     :data:`SCAN_NUMBERS`, when the entry gives none); return what later stages need to know.
     With ``number_tokens: several`` (helixclock's extension) the card records instead, per
     task, the length classes of the prompts and the token spans of the operands (see
@@ -31,6 +42,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
     other run setting remakes it (and reruns what reads it).  It also records the environment
     (:func:`helixclock.provenance.environment`) its model's jobs run on; a change of versions
     does not remake it (a model job then warns)."""
+    # deferred: transformers (about a second) only where a tokenizer loads, not in a table job of one-token numbers
     from transformers import AutoConfig
 
     path, kwargs = model_files(name, spec, resources)
@@ -55,14 +67,14 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         "number_tokens": spec.get("number_tokens", "one"),
         "environment": environment(),  # the versions the model's jobs run on (README, "Provenance of a run")
     }
-    if card["number_tokens"] == "several":
+    if several_tokens(card):
         return {**card, **_several(tokenizer, name, spec, tasks)}
     try:
         positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)
-        max_number = spec.get("max_number")
-        if max_number is None:
-            max_number = single_token_limit(tokenizer, SCAN_NUMBERS)
-        number_ids = number_token_ids(tokenizer, name, list(range(max_number + 1)))
+        limit = spec.get("number_limit")
+        if limit is None:
+            limit = single_token_limit(tokenizer, SCAN_NUMBERS)
+        number_ids = number_token_ids(tokenizer, name, list(range(limit + 1)))
     except TokenisationError as err:
         raise TokenisationError(
             f"{err}. helixclock studies such a model as an extension of the paper: set registry key "
@@ -73,7 +85,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = "resources/models"
         "positions": {t: p.as_dict() for t, p in positions.items()},
         "spans": {t: _single_spans(p) for t, p in positions.items()},
         "number_length": len(number_ids[0]),
-        "max_number": int(max_number),
+        "number_limit": int(limit),
     }
 
 
@@ -93,12 +105,12 @@ def _several(tokenizer, name: str, spec: dict, tasks) -> dict:
     for task in tasks:
         tokens = several_task_tokens(tokenizer, name, get_task(task), spec["prompts"][task])
         classes[task] = describe_classes(tokens)
-    max_number = int(spec.get("max_number", SEVERAL_MAX_NUMBER))
-    numbers = number_prompt_tokens(tokenizer, name, spec.get("number_prompt", "{a}"), range(max_number + 1))
+    limit = int(spec.get("number_limit", SEVERAL_NUMBER_LIMIT))
+    numbers = number_prompt_tokens(tokenizer, name, spec.get("number_prompt", "{a}"), range(limit + 1))
     widths = numbers.spans["a"][:, 1] - numbers.spans["a"][:, 0]
     return {
         "classes": classes,
         "number_prompt": spec.get("number_prompt", "{a}"),
         "number_token_counts": {str(int(w)): int((widths == w).sum()) for w in sorted(set(widths.tolist()))},
-        "max_number": max_number,
+        "number_limit": limit,
     }

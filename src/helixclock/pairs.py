@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .config import several_tokens
 from .layout import groups_of, layout_order
-from .models import LoadedModel, several_tokens
+from .models import LoadedModel
 from .numbers import digit_tokens, ordered, padded, rows_tokens, token_shapes
 from .patching import Pairs
 from .sampling import pair_indices

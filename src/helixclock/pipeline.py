@@ -24,14 +24,17 @@ from . import preconditions as pre
 from .gpus import claim_gpu
 from .io import save_figure, start_log
 from .preconditions import Minimum, Need, PreconditionError, check
+from .progress import quiet_third_party_bars
 from .statistics import Resampling, primary
 
 
 def start(snakemake) -> logging.Logger:
-    """Route stderr and the library's logger to the rule's log; set torch threads; a rule
-    with ``resources: gpu`` claims a GPU slot of its own before CUDA starts."""
+    """Route stderr and the library's logger to the rule's log (progress as a line now and then,
+    no bars: :mod:`helixclock.progress`); set torch threads; a rule with ``resources: gpu``
+    claims a GPU slot of its own before CUDA starts."""
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
+    quiet_third_party_bars()  # a log file gets progress lines, not bars (helixclock.progress)
     logger.info("rule %s, wildcards %s, process %d", snakemake.rule, dict(snakemake.wildcards), os.getpid())
     sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)

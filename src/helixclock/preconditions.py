@@ -149,19 +149,23 @@ def _rows_need(found: int, what: str, basis: str, columns: int, minimum: Minimum
 
 # -- the stages --------------------------------------------------------------------------------
 def cache_needs(
-    accuracy: pd.DataFrame, minimum: Minimum, max_number: int | None = None, card_max_number: int | None = None
+    accuracy: pd.DataFrame,
+    minimum: Minimum,
+    largest_bare_number: int | None = None,
+    number_limit: int | None = None,
 ) -> list[Need]:
-    """residual_cache: correct a+b prompts to cache, and bare numbers 0..``max_number`` that
-    the model card found to be single tokens (a registry entry without ``max_number`` leaves
-    this to the card; with one, the config is checked against it before any job)."""
+    """residual_cache: correct a+b prompts to cache, and bare numbers 0..``largest_bare_number``
+    (config key cache.largest_bare_number) that the model card found to be single tokens, 0..its
+    ``number_limit`` (a registry entry without ``number_limit`` leaves this to the card; with one,
+    the config is checked against it before any job)."""
     needs = [_prompts_need(accuracy, minimum)]
-    if max_number is not None and card_max_number is not None:
+    if largest_bare_number is not None and number_limit is not None:
         needs.append(
             Need(
-                "bare numbers that are single tokens (the model card's max_number + 1)",
-                card_max_number + 1,
-                max_number + 1,
-                f"config cache.max_number={max_number}",
+                "bare numbers that are single tokens (the model card's number_limit + 1)",
+                number_limit + 1,
+                largest_bare_number + 1,
+                f"config cache.largest_bare_number={largest_bare_number}",
             )
         )
     return needs
@@ -281,6 +285,21 @@ def left_out(needs: Mapping[str, Sequence[Need]], accuracy: Mapping[str, pd.Data
                 }
             )
     return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
+
+
+def other_tasks_left_out(
+    accuracy: Mapping[str, pd.DataFrame],
+    periods: Sequence[int],
+    n_pairs: int,
+    minimum: Minimum,
+    model: str,
+    shapes: Mapping[str, Sequence] | None = None,
+) -> pd.DataFrame:
+    """Rule other_tasks_left_out: the tasks other_tasks_patching leaves out of Table 1, and why
+    (:func:`left_out` of :func:`other_tasks_needs`; ``shapes`` as there, for numbers of several
+    tokens: :func:`helixclock.model_card.tokenizer_task_shapes`)."""
+    needs = other_tasks_needs(accuracy, periods, n_pairs, minimum, shapes)
+    return left_out(needs, accuracy, model, "other_tasks_patching")
 
 
 def clock_needs(

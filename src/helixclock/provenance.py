@@ -105,6 +105,7 @@ def lock_digests(root: str | Path) -> dict[str, str]:
 def environment() -> dict:
     """What a model card records of its job's environment: Python, the versions of
     :data:`PACKAGES`, the CUDA torch was built with (None for a CPU build)."""
+    # deferred: torch stays out of the DAG's build and the table jobs, which import this module
     import torch
 
     return {"python": platform.python_version(), "packages": package_versions(), "torch_cuda": torch.version.cuda}
@@ -113,6 +114,7 @@ def environment() -> dict:
 def device(setting: str) -> dict:
     """The device model jobs get on this machine under config key ``device``: the setting, the
     device ``auto`` resolves to, and the GPUs torch sees."""
+    # deferred: torch stays out of the DAG's build and the table jobs, which import this module
     import torch
 
     available = torch.cuda.is_available()
@@ -150,6 +152,7 @@ def provenance_table(record: dict, lock_versions: dict[str, str]):
     """The report's table: one row per item (helixclock, its commit, Python, torch's CUDA, the
     device, each package, whether the environment is the lock) with the run's value, the
     lock's (``lock_versions``: package -> version) and each model card's."""
+    # deferred: pandas stays out of the DAG's build, which imports this module
     import pandas as pd
 
     src, dev, models = record["helixclock"], record["device"], record["models"]
@@ -199,8 +202,6 @@ def differences(recorded: dict, installed: dict) -> list[str]:
 def changed_records(cards: dict[str, str | Path], record: str | Path = RECORD) -> list[str]:
     """One line for each existing record (the run's, each model card) whose versions are not the
     installed ones: what the Snakefile warns about before a run."""
-    import json
-
     installed = {"python": platform.python_version(), "packages": package_versions()}
     lines = []
     for path in [record, *cards.values()]:

@@ -17,6 +17,10 @@ from .io import to_numpy
 
 PAIR = "pair_"
 MIN_INTERVAL_PAIRS = 2  # bootstrap intervals need at least two pairs
+# The fewest numeric wrong answers for which App. F's Figs. F1 and F2 make a statement: the
+# chi-squared test of a 2x2 table wants expected counts of about 5 in each cell, i.e. 20 answers
+# at least (the mistakes stage runs the test; the report says why a model's test did not run)
+MIN_ERRORS = 20
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
     gives the same kind of interval: on a Fig. 4 table of GPT-J's size (1,092 rows of 100
     pairs, 1,000 resamples) this is 7.9x faster (0.27 s against 2.1 s; benchmarks/bootstrap.py),
     its bounds within 0.4 standard errors of scipy's (resampling noise: scipy draws per row)."""
+    # deferred: torch stays out of the table jobs, which import this module
     import torch
 
     values = torch.as_tensor(values).float()

@@ -3,11 +3,21 @@
 Figures are drawn from saved tables, never from the model, and this module imports no torch.
 Layers are numbered as the paper numbers them; the axis label says which convention a
 figure uses (see README, "Layer numbering").
+
+What every figure keeps to, whatever the model (tests/helpers/figures.py checks it on the
+figure's objects): a legend never covers data (it goes beside or below the panels:
+:func:`legend_outside`, :func:`shared_legend`), a grid of panels has no empty cell
+(:func:`panel_grid`), and titles fit the figure (:func:`suptitle`, :func:`title` break long
+ones at spaces; every figure lays itself out with matplotlib's constrained layout, which makes room for titles, labels,
+colorbars and the legends outside).
 """
 
 from __future__ import annotations
 
 import matplotlib
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -15,12 +25,19 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-# the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines
+# the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines, laid
+# out by matplotlib's constrained layout (a figure function never calls tight_layout)
 sns.set_theme(
     context="paper",
     style="ticks",
     font_scale=1.1,
-    rc={"axes.spines.top": False, "axes.spines.right": False, "figure.dpi": 100, "legend.frameon": False},
+    rc={
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "figure.dpi": 100,
+        "legend.frameon": False,
+        "figure.constrained_layout.use": True,
+    },
 )
 
 # colours of the errors and report stages' figures (the model, linear addition, the paper, a, b, a+b)
@@ -102,8 +119,6 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
 def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None):
     """Axes of LD against layers; with ``pairs`` (the panel's summary) the title says "n = k
     pairs"."""
-    from matplotlib.ticker import MaxNLocator
-
     if pairs is not None:
         title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
@@ -140,10 +155,27 @@ def heatmap(
         yticklabels=ticks,
         rasterized=True,
     )
+    ax.collections[-1].set_zorder(1)  # above mark_unmeasured's hatching
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelrotation=0)  # seaborn's vertical row labels run into each other
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+
+
+# the gid of a label set at a data point (a class mean on a helix circle): it sits where the data
+# is, so two may overlap where their points do (tests/helpers/figures.py allows that, and only that)
+DATA_LABEL = "data-label"
+
+UNMEASURED = {"facecolor": "0.88", "edgecolor": "0.6", "hatch": "///", "linewidth": 0}
+
+
+def mark_unmeasured(ax, shape: tuple[int, int]):
+    """Under a heatmap of ``shape`` (rows, columns) drawn by :func:`heatmap`, grey hatching that
+    shows through its empty (NaN) cells: the cells never measured, which a white cell would pass
+    off as an effect of zero.  Returns a legend handle (label "not patched")."""
+
+    ax.add_patch(Rectangle((0, 0), shape[1], shape[0], zorder=0.5, **UNMEASURED))
+    return Patch(label="not patched", **UNMEASURED)
 
 
 def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, label: str, by: str = "fraction"):
@@ -157,7 +189,6 @@ def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, lab
         ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
     ax.set_xlabel(label)
     ax.set_ylabel("fraction of the all-components effect" if by == "fraction" else "fraction of the largest effect")
-    from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
@@ -174,18 +205,13 @@ def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> Non
     """One top-k curve on ``ax``, with the smallest k reaching its threshold marked."""
     thr = float(topk["threshold"].iloc[0])
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
-    k = int(topk["smallest_k"].iloc[0])
-    ax.axvline(
-        k,
-        color="C3",
-        ls=":",
-        lw=1,
-        label=f"smallest k for {thr:.0%}: {k} ({int(topk['smallest_k_all'].iloc[0])} of the all-{what} effect)",
-    )
+    k, k_all = int(topk["smallest_k"].iloc[0]), int(topk["smallest_k_all"].iloc[0])
+    label = f"smallest k for {thr:.0%}: {k}\n({k_all} for {thr:.0%} of all {what} patched)"
+    ax.axvline(k, color="C3", ls=":", lw=1, label=label)
     if annotate:
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
-    ax.legend()
+    legend_outside(ax)
 
 
 # a reading's positions in words, for titles (helixclock.layout.READINGS)
@@ -201,10 +227,102 @@ def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 
+def wrapped(fig, text: str, fontsize=None, width: float | None = None) -> str:
+    """``text`` with each of its lines broken at spaces so that none is wider than ``width``
+    inches (default: the figure's width less 5%) in the font of size ``fontsize`` (points or
+    a name, default a figure title's); text with mathtext ($...$) is left as it is.  The
+    breaks are made once, here: matplotlib's own ``wrap=True`` wraps again at each draw and
+    does not hold under ``savefig(bbox_inches="tight")``."""
+
+    if "$" in text:
+        return text
+    renderer = fig.canvas.get_renderer()
+    font = FontProperties(size=fontsize if fontsize is not None else plt.rcParams["figure.titlesize"])
+    limit = (width if width is not None else 0.95 * fig.get_figwidth()) * fig.dpi
+
+    def too_wide(line: str) -> bool:
+        return renderer.get_text_width_height_descent(line, font, ismath=False)[0] > limit
+
+    lines = []
+    for line in text.split("\n"):
+        current = ""
+        for word in line.split(" "):
+            candidate = f"{current} {word}" if current else word
+            if current and too_wide(candidate):
+                lines.append(current)
+                current = word
+            else:
+                current = candidate
+        lines.append(current)
+    return "\n".join(lines)
+
+
+def suptitle(fig, text: str, **kwargs):
+    """The figure's title, broken at spaces to fit the figure's width (:func:`wrapped`): a
+    model's long name or a long note never runs past the edge."""
+    return fig.suptitle(wrapped(fig, text, kwargs.get("fontsize")), **kwargs)
+
+
+def title(ax, text: str, **kwargs):
+    """``ax``'s title, broken at spaces to fit the axes' width (:func:`wrapped`; the width of
+    the axes as placed now, before the layout: a little narrower or wider after it; for a figure
+    title use :func:`suptitle`)."""
+    size = kwargs.get("fontsize", plt.rcParams["axes.titlesize"])
+    width = ax.get_position().width * ax.figure.get_figwidth()
+    return ax.set_title(wrapped(ax.figure, text, size, width), **kwargs)
+
+
+def legend_outside(ax, **kwargs):
+    """``ax``'s legend beside the axes, on its right, never over the data; the constrained layout
+    makes room for it.  (A legend under the panels: :func:`shared_legend` with "lower".)"""
+    kwargs.setdefault("fontsize", 8)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kwargs)
+
+
+def shared_legend(fig, axes, where: str = "right", **kwargs):
+    """One legend for the figure: the entries of every axes in ``axes`` (each label once, in the
+    order first met), their own legends removed.  Beside the panel when there is one and
+    ``where`` is "right" (:func:`legend_outside`); under the panels otherwise (a figure legend
+    at the top right would run into the figure's title, which the layout centres over the whole
+    figure)."""
+    axes = list(axes)
+    if len(axes) == 1 and where == "right":
+        return legend_outside(axes[0], **kwargs)
+    entries: dict = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if not label.startswith("_"):
+                entries.setdefault(label, handle)
+        if ax.get_legend():
+            ax.get_legend().remove()
+    if not entries:
+        return None
+    kwargs.setdefault("fontsize", 8)
+    kwargs.setdefault("ncols", min(len(entries), 4))
+    return fig.legend(list(entries.values()), list(entries.keys()), loc="outside lower center", **kwargs)
+
+
+def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4), **kwargs):
+    """A figure with ``n`` panels, at most ``max_cols`` a row and no empty cell: the rows are as
+    even as they can be (4 panels: 2 x 2) and a shorter last row is centred.  Returns the figure
+    and its ``n`` axes, row by row."""
+    rows = max(1, int(np.ceil(n / max_cols)))
+    cols = max(1, int(np.ceil(n / rows)))
+    fig = plt.figure(figsize=(size[0] * cols, size[1] * rows), **kwargs)
+    grid = fig.add_gridspec(rows, 2 * cols)
+    axes = []
+    for i in range(n):
+        row, col = divmod(i, cols)
+        in_row = min(cols, n - row * cols)
+        start = (cols - in_row) + 2 * col  # a shorter row starts half a panel in per missing panel
+        axes.append(fig.add_subplot(grid[row, start : start + 2]))
+    return fig, axes
+
+
 def empty(message: str):
     """A figure that says why there is nothing to draw (instead of a misleading plot)."""
     fig, ax = plt.subplots(figsize=(6, 2))
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    ax.text(0.5, 0.5, wrapped(fig, message, plt.rcParams["font.size"]), ha="center", va="center")
     ax.axis("off")
     return fig
 
@@ -218,6 +336,4 @@ def paper_note(ax, text: str, loc: str = "lower right") -> None:
 
 def percent_axis(ax, axis: str = "y") -> None:
     """Tick labels of a share as percentages."""
-    from matplotlib.ticker import PercentFormatter
-
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(PercentFormatter(1.0))

@@ -3,7 +3,7 @@
 Without a GPU or the hub, the pipeline trains its own models so that every stage runs
 end to end.  A toy model is a real Hugging Face model (``GPTJForCausalLM`` or
 ``LlamaForCausalLM``) saved with ``save_pretrained`` next to a word-level tokenizer in
-which every number 0..max_number and every word and symbol of the prompts is one token,
+which every number 0..number_limit (the registry's) and every word and symbol of the prompts is one token,
 so it loads through exactly the code path of hub models.
 
 The corpus uses the registry's prompt templates for all six task families and, in
@@ -15,9 +15,11 @@ next-token prediction of the answer token only.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from .progress import progress as progress_bar
 from .tasks import TASKS, Problems, Task, render
 
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
@@ -74,20 +79,17 @@ def digit_templates(prompts: dict[str, str]) -> dict[str, str]:
     return {t.name: prefix + t.suffix for t in NUMBER_TASKS}
 
 
-def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool, digits: bool = False):
-    """Word-level tokenizer: numbers 0..max_number, prompt words and symbols, specials; with
+def build_tokenizer(prompts: dict[str, str], number_limit: int, bos: bool, digits: bool = False):
+    """Word-level tokenizer: numbers 0..number_limit, prompt words and symbols, specials; with
     ``digits``, numbers split into digit tokens 0..9 (as Gemma's and SmolLM2's tokenizers do:
     numbers of several tokens)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
     words: list[str] = []
     for text in list(prompts.values()) + list(digit_templates(prompts).values()):
         for w in _WORD.findall(text.replace("{a}", " ").replace("{b}", " ")):
             if w not in words:
                 words.append(w)
     vocab = {tok: i for i, tok in enumerate(SPECIAL)}
-    for n in range(10 if digits else max_number + 1):
+    for n in range(10 if digits else number_limit + 1):
         vocab[str(n)] = len(vocab)
     for w in words:
         vocab.setdefault(w, len(vocab))
@@ -112,8 +114,6 @@ def build_tokenizer(prompts: dict[str, str], max_number: int, bos: bool, digits:
 
 def build_hf_model(family: str, arch: dict, vocab_size: int, tokenizer, seed: int):
     """A freshly initialised Hugging Face model of the toy architecture."""
-    from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM
-
     torch.manual_seed(seed)
     d, L, H = arch["d_model"], arch["n_layers"], arch["n_heads"]
     d_mlp = arch.get("d_mlp", 4 * d)
@@ -214,7 +214,7 @@ def holdout_mask(n_a: int, n_b: int, frac: float, seed: int) -> np.ndarray:
 
 
 def build_corpus(
-    tokenizer, prompts: dict[str, str], max_number: int, holdout: float, seed: int, digits: bool = False
+    tokenizer, prompts: dict[str, str], number_limit: int, holdout: float, seed: int, digits: bool = False
 ) -> tuple[dict[str, Split], dict[str, Split]]:
     """Training splits by task, and evaluation splits (held-out a+b and every task); with
     ``digits`` (numbers of several tokens) each answer digit is a row of its own."""
@@ -233,7 +233,7 @@ def build_corpus(
         else:
             train[name] = split.rows(torch.ones(len(probs), dtype=torch.bool), name)
             evals[name] = train[name]
-    numbers = np.arange(max_number + 1)
+    numbers = np.arange(number_limit + 1)
     for task, template in zip(NUMBER_TASKS, digit_templates(prompts).values()):
         answers = np.array([task.answer(int(a)) for a in numbers])
         split = encode(tokenizer, [render(template, int(a)) for a in numbers], answers)
@@ -291,13 +291,11 @@ TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout
 
 def toy_settings(spec: dict, training: dict) -> dict:
     """Everything that decides a toy's weights: registry entry and training settings."""
-    import inspect
-
     defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
     arch = {k: v for k, v in spec["toy"].items() if k not in TRAINING_KEYS}
     return {
         "family": spec["family"],
-        "max_number": spec.get("max_number", 399),
+        "number_limit": spec.get("number_limit", 399),
         "prompts": dict(spec["prompts"]),
         "architecture": arch,
         **{k: training.get(k, defaults[k]) for k in TRAINING_KEYS},
@@ -319,8 +317,6 @@ def matching_checkpoint(directory: str | Path, spec: dict, training: dict) -> Pa
 def install_checkpoint(source: str | Path, out_dir: str | Path) -> dict:
     """Copy a committed toy (weights, tokenizer, training.json) to ``out_dir``; training.json
     is written last, as a finished training writes it."""
-    import shutil
-
     source, out_dir = Path(source), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for f in sorted(source.iterdir()):
@@ -373,16 +369,14 @@ def train_toy(
 
 
 def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> dict:
-    from tqdm.auto import tqdm
-
     steps, batch_size, lr, weight_decay, warmup, holdout, seed = (
         training[k] for k in ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed")
     )
     family = spec["family"]
-    max_number = spec.get("max_number", 399)
+    number_limit = spec.get("number_limit", 399)
     digits = bool(spec["toy"].get("digits", False))  # numbers of several tokens
-    tokenizer = build_tokenizer(spec["prompts"], max_number, bos=(family == "llama"), digits=digits)
-    train, evals = build_corpus(tokenizer, spec["prompts"], max_number, holdout, seed, digits)
+    tokenizer = build_tokenizer(spec["prompts"], number_limit, bos=(family == "llama"), digits=digits)
+    train, evals = build_corpus(tokenizer, spec["prompts"], number_limit, holdout, seed, digits)
     model = build_hf_model(family, spec["toy"], len(tokenizer), tokenizer, seed)  # (training keys are ignored)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
@@ -398,7 +392,7 @@ def _train(name, spec, out_dir, training, eval_every, progress, stop_after) -> d
     history = []
     t0 = time.time()
     run = steps if stop_after is None else min(steps, stop_after)
-    bar = tqdm(range(run), desc=f"train {name}", disable=not progress, mininterval=5)
+    bar = progress_bar(range(run), desc=f"train {name}", disable=not progress)
     for step in bar:
         ids, last, ans = _batch(train, batch_size, rng, tokenizer.pad_token_id)
         hidden = model.base_model(ids).last_hidden_state[torch.arange(ids.shape[0]), last]

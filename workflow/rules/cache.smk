@@ -1,5 +1,5 @@
 # Stage 3 - residual cache: resid_pre of the correct a+b prompts at the a, b and last
-# tokens, and of the bare numbers 0..max_number, at every layer (HDF5).
+# tokens, and of the bare numbers 0..cache.largest_bare_number, at every layer (HDF5).
 
 
 model_job(
@@ -8,7 +8,7 @@ model_job(
     params=dict(
         minimum=minimum("correct_prompts"),
         dtype=config["cache"]["dtype"],
-        max_number=config["cache"]["max_number"],
+        largest_bare_number=config["cache"]["largest_bare_number"],
     ),
 )
 

@@ -115,7 +115,7 @@ MODEL_KEYS = (
     "source",
     "family",
     "dtype",
-    "max_number",
+    "number_limit",
     "prompts",
     "toy",
     "number_tokens",

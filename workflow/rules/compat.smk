@@ -24,7 +24,7 @@ rule compat_numbers:
         ENV
     params:
         compat=config["compat"],
-        spectrum_main=config["cache"]["max_number"] + (1 if config["compat"] == "authors" else 0),
+        spectrum_main=config["cache"]["largest_bare_number"] + (1 if config["compat"] == "authors" else 0),
     script:
         "../../scripts/compat_numbers.py"
 

@@ -20,7 +20,7 @@ rule number_structure:
         ENV
     params:
         layer=per_model("structure", "layer"),
-        n_fourier=config["cache"]["max_number"],
+        n_fourier=config["cache"]["largest_bare_number"],
         compat=config["compat"],
     script:
         "../../scripts/number_structure.py"
@@ -39,7 +39,7 @@ rule number_bases:
         ENV
     params:
         periods=config["helix"]["periods"],
-        n_fourier=config["cache"]["max_number"],
+        n_fourier=config["cache"]["largest_bare_number"],
         bootstrap=config["helix"]["bootstrap"],
         seed=config["seed"],
     script:
@@ -66,7 +66,7 @@ figure_rule(
     [outputs.STRUCTURE["spectrum"]],
     f"{STRUCTURE_FIGURES}:figB1_fourier_360_vs_361",
     "structure",
-    n=config["cache"]["max_number"],
+    n=config["cache"]["largest_bare_number"],
 )
 figure_rule(
     "fig_distance_similarity",

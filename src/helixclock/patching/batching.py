@@ -8,13 +8,16 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
+from ..progress import progress as progress_bar
+
 log = logging.getLogger("helixclock")
 
 
 class OOMRetry:
     """Run ``fn(start, stop)`` over ``n`` rows in chunks of ``batch_size``; on CUDA
     out-of-memory halve the chunk, say so in the log, and retry the same rows.  A halved
-    batch size sticks for later calls."""
+    batch size sticks for later calls.  ``progress``: the rows done shown
+    (:func:`helixclock.progress.progress`: a bar on a terminal, a line now and then in a log)."""
 
     def __init__(self, batch_size: int, progress: bool = True):
         self.batch_size = max(1, int(batch_size))
@@ -25,9 +28,7 @@ class OOMRetry:
     ) -> Iterator[object]:
         """``fn(start, stop)`` over chunks of the rows; no chunk crosses a row index in
         ``boundaries`` (where the rows' token layout changes)."""
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n, desc=desc, disable=not self.progress or n <= self.batch_size, file=sys.stderr, leave=False)
+        bar = progress_bar(total=n, desc=desc, disable=not self.progress or n <= self.batch_size)
         ends = sorted({int(b) for b in boundaries if 0 < b < n} | {n})
         start = 0
         while start < n:

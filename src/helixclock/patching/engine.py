@@ -42,6 +42,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ..config import several_tokens
 from ..layout import Group, Layout, boundaries, group_at, single_group
 from ..models import LoadedModel, Site
 from .batching import OOMRetry
@@ -87,7 +88,7 @@ class PatchingEngine:
         self.skip_blocks = skip_blocks  # patched runs start at the first block they touch (_Sweep)
         # ... and, with numbers of several tokens, at the first position they touch (_Sweep; one-token
         # models' runs stay bit for bit, as with logits_to_keep)
-        self.skip_positions = skip_positions and model.info.get("number_tokens") == "several"
+        self.skip_positions = skip_positions and several_tokens(model)
         self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
@@ -352,6 +353,7 @@ class PatchingEngine:
         offset = prefix[0]
         if offset in run.kv:
             return run.kv[offset]
+        # deferred: transformers stays out of the jobs that load no model (neuron_fits)
         from transformers import DynamicCache
 
         ids = run.ids.to(self.model.device)

@@ -8,6 +8,7 @@ or recorded one onwards (exact up to float rounding).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -61,8 +62,6 @@ class PrefixCache:
     def cache_kwargs(self, cache) -> dict:
         """Forward keywords that hand ``cache`` to the model: ``cache=`` where its forward takes
         it (transformers 5.x deprecates ``past_key_values=``), else ``past_key_values=``."""
-        import inspect
-
         if self._cache_key is None:
             params = inspect.signature(self.hf.forward).parameters
             self._cache_key = "cache" if "cache" in params else "past_key_values"
@@ -71,6 +70,7 @@ class PrefixCache:
     @staticmethod
     def expand(kv: list, rows: int):
         """A transformers cache holding the prefix for ``rows`` rows (views, no copies)."""
+        # deferred: transformers stays out of the jobs that load no model (neuron_fits)
         from transformers import DynamicCache
 
         cache = DynamicCache()

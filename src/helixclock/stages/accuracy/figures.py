@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from ...style import heatmap
@@ -13,8 +14,6 @@ from .tables import accuracy_grid
 
 def figA1_accuracy_heatmap(df: pd.DataFrame, model: str):
     """figA1: correct (1) / wrong (0) over the 100 x 100 grid of a+b."""
-    from matplotlib.colors import ListedColormap
-
     grid = accuracy_grid(df)
     fig, ax = plt.subplots(figsize=(5.4, 4.6))
     heatmap(ax, grid, ListedColormap(["#d62728", "#2ca02c"]), "", vmin=0, vmax=1, xlabel="b", ylabel="a", ticks=10)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import torch
+from transformers import DynamicCache
 
 from ...io import to_numpy
 from ...layout import boundaries, group_at
@@ -93,8 +94,6 @@ def _decoding_rows(tokens, device) -> _Rows:
 def _decode(engine: PatchingEngine, rows: _Rows, digits: torch.Tensor, desc: str) -> _Decoded:
     """Every row decoded greedily, batch by batch within one token layout; the shared prompt
     prefix is run once and each batch starts from its key/value cache."""
-    from transformers import DynamicCache
-
     ids, groups = rows.ids, rows.groups
     steps = int(rows.bound.max())
     prefix = engine.prefix.get(ids, engine.prefix.length([ids], [], groups))

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import h5py
 import numpy as np
 import pandas as pd
+import torch
 
+from ...config import several_tokens
 from ...io import to_numpy
 from ...tasks import N_ANSWERS, Task, check_all_tasks, check_task_tokens, get_task
 from .greedy import greedy_accuracy
@@ -34,8 +37,6 @@ def task_accuracy(
 
     With ``keep`` (numbers, each an answer of the task), the last-token logits of those
     numbers' tokens are returned too, [n_prompts, len(keep)] float16 (App. F reads them)."""
-    import torch
-
     problems = task.problems()
     found = check_task_tokens(model.tokenizer, model.name, task, template, problems)
     answer_ids = found.answer_ids
@@ -81,7 +82,7 @@ def model_accuracy(model: LoadedModel, spec: dict, tasks, engine: PatchingEngine
     greedy decoding with numbers of several tokens (:mod:`.greedy`, whose models have no
     answer logits over the tokens 0..198)."""
     prompts = spec["prompts"]
-    several = spec.get("number_tokens", "one") == "several"
+    several = several_tokens(model)
     if not several:
         check_all_tasks(model.tokenizer, model.name, prompts, tasks)
     for task, path in zip(tasks, paths):
@@ -102,8 +103,6 @@ def save_answer_logits(path, logits: np.ndarray | None, accuracy: pd.DataFrame, 
     """``logits`` [n_prompts, len(numbers)] (rows as in the task's accuracy table) to HDF5,
     with the token ids of the numbers; None (numbers of several tokens) writes an empty file
     whose attribute ``not_defined`` says why."""
-    import h5py
-
     with h5py.File(path, "w") as f:
         f.attrs["numbers"] = numbers
         f.attrs["template"] = template

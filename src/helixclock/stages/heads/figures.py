@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from ...style import (
     CATEGORY_COLOR,
@@ -15,18 +16,35 @@ from ...style import (
     empty,
     fraction_curve,
     heatmap,
+    legend_outside,
+    mark_unmeasured,
+    suptitle,
     topk_figure,
     topk_panel,
     with_pairs,
 )
+from ...style import title as set_title
 
 
-def head_grid(df: pd.DataFrame, col: str) -> np.ndarray:
-    """A [layers, heads] grid of one column."""
-    L, H = int(df["layer"].max()) + 1, int(df["head"].max()) + 1
+def head_grid(df: pd.DataFrame, col: str, shape: tuple[int, int] | None = None) -> np.ndarray:
+    """A [layers, heads] grid of one column (``shape``: the model's, default the table's extent);
+    NaN where the table has no row."""
+    L, H = shape or (int(df["layer"].max()) + 1, int(df["head"].max()) + 1)
     grid = np.full((L, H), np.nan)
     grid[df["layer"].to_numpy(), df["head"].to_numpy()] = df[col].to_numpy()
     return grid
+
+
+def _screen_and_model(screen, model):
+    """(screen, model) of a heads figure called with or without the raw screen table (the rule
+    passes raw/screen.csv after the effects: every head of the model, ``screened`` or not)."""
+    return (None, screen) if model is None else (screen, model)
+
+
+def _shape(effects: pd.DataFrame, screen: pd.DataFrame | None) -> tuple[int, int]:
+    """The model's [layers, heads]: the screen's (every head) or, without it, the effects'."""
+    heads = effects if screen is None else screen
+    return int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
 
 
 def ld_label(table: pd.DataFrame) -> str:
@@ -36,20 +54,34 @@ def ld_label(table: pd.DataFrame) -> str:
     return "LD (log-likelihood ratio)" if several else "logit difference"
 
 
-def figD2_head_patching(effects: pd.DataFrame, model: str):
+def figD2_head_patching(effects: pd.DataFrame, screen: pd.DataFrame | None, model: str | None = None):
     """Fig. D2: total (and direct) effect of every head at the last token (answers of several
-    tokens: a row of panels per reading; heads a screen left out are blank)."""
+    tokens: a row of panels per reading).  With the raw ``screen`` (every head of the model), the
+    heads the attribution screen left out (config ``clock.head_screen``) are hatched grey, "not
+    patched", never white, the colour of no effect.  Called as ``(effects, model)``, the heads of
+    the effects table are the model's."""
+    screen, model = _screen_and_model(screen, model)
+    shape = _shape(effects, screen)
     readings = by_reading(effects)
     fig, axes = plt.subplots(len(readings), 2, figsize=(10.5, 4.4 * len(readings)), squeeze=False)
+    unmeasured = None
     for row, (reading, part) in zip(axes, readings):
         for ax, col, title in zip(row, ("te", "de"), ("total effect", "direct effect")):
-            grid = head_grid(part, col)
+            grid = head_grid(part, col, shape)
             lim = float(np.nanmax(np.abs(grid))) or 1.0
             heatmap(ax, grid, "RdBu_r", ld_label(part), center=0, vmin=-lim, vmax=lim, xlabel="head", ylabel="layer")
+            if np.isnan(grid).any():
+                unmeasured = mark_unmeasured(ax, shape)
             ax.set_title(f"{title} {WHERE[reading]}" if len(readings) > 1 else title)
     where = WHERE[readings[0][0]] if len(readings) == 1 else f"({len(readings[0][1])} heads a reading)"
-    fig.suptitle(with_pairs(f"{model}: attention heads patched {where}", effects))
-    fig.tight_layout()
+    title = with_pairs(f"{model}: attention heads patched {where}", effects)
+    if unmeasured is not None:
+        n = len(readings[0][1])
+        unmeasured.set_label(
+            f"not patched: outside the attribution screen ({n} of {shape[0] * shape[1]} heads patched)"
+        )
+        fig.legend(handles=[unmeasured], loc="outside lower center", fontsize=8)
+    suptitle(fig, title)
     return fig
 
 
@@ -62,33 +94,33 @@ def figD3_head_topk(topk: pd.DataFrame, model: str):
     for ax, (reading, part) in zip(axes[0], readings):
         topk_panel(ax, part, "heads")
         ax.set_title(f"{WHERE[reading]} ({len(part) - 1} heads)")
-    fig.suptitle(with_pairs(f"{model}: top-k heads", topk))
-    fig.tight_layout()
+    suptitle(fig, with_pairs(f"{model}: top-k heads", topk))
     return fig
 
 
-def figD4_head_helix_fit(effects: pd.DataFrame, model: str):
-    """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit (a panel per reading)."""
+def figD4_head_helix_fit(effects: pd.DataFrame, screen: pd.DataFrame | None, model: str | None = None):
+    """Fig. D4: fraction of each head's TE kept by its helix(a,b,a+b) fit (a panel per reading);
+    white where the TE is below 5% of the largest (a ratio of noise), hatched grey where the
+    head was never patched (outside the attribution screen, as in Fig. D2)."""
+    screen, model = _screen_and_model(screen, model)
+    shape = _shape(effects, screen)
     readings = by_reading(effects)
     fig, axes = plt.subplots(1, len(readings), figsize=(6 * len(readings), 4.6), squeeze=False)
+    handles = [Patch(facecolor="white", edgecolor="0.6", lw=0.5, label="TE below 5% of the largest")]
     for ax, (reading, part) in zip(axes[0], readings):
         weak = part["te"].abs() < 0.05 * part["te"].abs().max()  # ratios of negligible effects are noise
         df = part.assign(fraction=np.where(weak, np.nan, part["fit_all"] / part["te"]))
-        heatmap(
-            ax,
-            head_grid(df, "fraction"),
-            "viridis",
-            "helix(a,b,a+b) fit LD / TE",
-            vmin=0,
-            vmax=1,
-            xlabel="head",
-            ylabel="layer",
-        )
+        grid = head_grid(df, "fraction", shape)
+        heatmap(ax, grid, "viridis", "helix(a,b,a+b) fit LD / TE", vmin=0, vmax=1, xlabel="head", ylabel="layer")
+        patched = head_grid(part, "te", shape)
+        if np.isnan(patched).any():  # white over the hatching where the head was patched
+            ax.pcolormesh(np.where(np.isnan(patched), np.nan, 1.0), cmap="gray", vmin=0, vmax=1, zorder=0.7)
+            handle = mark_unmeasured(ax, shape)
+            handle.set_label("not patched (outside the attribution screen)")
+            handles = handles[:1] + [handle]
         ax.set_title(WHERE[reading] if len(readings) > 1 else "")
-    fig.suptitle(
-        with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects) + "\n(blank: TE below 5% of the largest)"
-    )
-    fig.tight_layout()
+    fig.legend(handles=handles, loc="outside lower center", fontsize=8, ncols=len(handles))
+    suptitle(fig, with_pairs(f"{model}: heads modelled by helix(a,b,a+b)", effects))
     return fig
 
 
@@ -106,19 +138,20 @@ def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
         label = f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "")
         ax.axvline(used, color="C2", ls="--", lw=1, label=label)
         ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
-        ax.set_ylabel("fraction of patching the top heads' actual outputs")
-        ax.legend(fontsize=8)
+        ax.set_ylabel("fraction of the top heads' effect")
+        legend_outside(ax)
         if len(readings) > 1:
             ax.set_title(WHERE[reading], fontsize=9)
-    fig.suptitle(
+    suptitle(
+        fig,
         with_pairs(
-            f"{model}: a,b heads as helix(a,b) (indirect only), a+b heads as helix(a+b) to the\n"
-            "logits, mixed heads as helix(a,b,a+b) (paper: m = 4 → ~80%, m = 0 → ~70%)",
+            f"{model}: the top heads patched as a,b heads = helix(a,b) (indirect only), a+b heads = "
+            "helix(a+b) (to the logits), mixed heads = helix(a,b,a+b), against patching their actual "
+            "outputs (paper: m = 4 → ~80%, m = 0 → ~70%)",
             mixed,
         ),
-        fontsize=9,
+        fontsize=10,
     )
-    fig.tight_layout()
     return fig
 
 
@@ -134,8 +167,7 @@ def figD6_head_categories(props: pd.DataFrame, model: str):
         _categories_row(row, part, digits)
         if len(readings) > 1:
             row[0].set_title(f"from {'the last token' if reading == 'last token' else 'the answer positions'}")
-    fig.suptitle(f"{model}: properties of the top heads by category")
-    fig.tight_layout()
+    suptitle(fig, f"{model}: properties of the top heads by category")
     return fig
 
 
@@ -148,6 +180,7 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
         part = props[props["category"] == cat]
         axes[2].scatter(part["attn_a"], part["attn_b"], color=CATEGORY_COLOR[cat], s=30, label=f"{cat} ({len(part)})")
     axes[0].set_ylabel("layer")
+    axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[1].set_ylabel("attention to the last token")
     for ax in axes[:2]:
         ax.set_xlabel("")
@@ -155,7 +188,7 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
     span = " (all its tokens)" if digits else " token"
     axes[2].set_xlabel(f"attention to a{span}")
     axes[2].set_ylabel(f"attention to b{span}")
-    axes[2].legend()
+    legend_outside(axes[2])
     if digits:
         keys = ["attn_a_units", "attn_a_tens", "attn_b_units", "attn_b_tens"]
         long = props.melt(id_vars=["category"], value_vars=keys, var_name="key", value_name="attention")
@@ -205,10 +238,14 @@ def figD7_head_paths(paths: pd.DataFrame, model: str):
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"
         at = f" ({WHERE[reading]})" if reading else ""
-        ax.set_title(f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
+        set_title(ax, f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)
-    axes[0, 0].legend(handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")])
-    fig.suptitle(with_pairs(f"{model}: path patching of heads", paths))
-    fig.tight_layout()
+    fig.legend(
+        handles=[Patch(color="C1", label="MLP"), Patch(color="C0", label="head")],
+        loc="outside lower center",
+        ncols=2,
+        fontsize=8,
+    )
+    suptitle(fig, with_pairs(f"{model}: path patching of heads", paths))
     return fig

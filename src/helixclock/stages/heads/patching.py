@@ -1,4 +1,5 @@
-"""Attention heads at the last token (section 5.2, appendix D.1): the model job.
+"""Attention heads at the last token (section 5.2, appendix D.1): the model job's experiments
+(rule head_patching's entry point: :mod:`.jobs`).
 
 Heads are activation- and path-patched at the last token and ranked by total effect (TE).
 The top heads' outputs are modelled with helix fits and categorised (see
@@ -235,7 +236,7 @@ def _most_confident(
     return Point("head_out", int(rows.iloc[0]["layer"]), (position,), index=int(rows.iloc[0]["head"]))
 
 
-def head_patching(
+def last_token_heads(
     engine: PatchingEngine,
     pairs: Pairs,
     fit_ids: torch.Tensor,
@@ -244,8 +245,10 @@ def head_patching(
     positions: dict[str, int],
     settings: HeadSettings = HeadSettings(),
 ) -> dict[str, pd.DataFrame]:
-    """Everything of section 5.2 that runs the model: raw tables (screen, effects, fits, topk,
-    mixed, paths) and the categorised top heads and the heads' attention (plain tables).  The
+    """Everything of section 5.2 that runs the model, where every number is one token (the
+    paper's path of rule head_patching, :func:`helixclock.stages.heads.jobs.head_patching`): raw
+    tables (screen, effects, fits, topk, mixed, paths) and the categorised top heads and the
+    heads' attention (plain tables), at the card's ``positions``.  The
     steps, in the order they run the model: the helix fits of every head's output, the heads'
     attribution scores, every head's TE and DE, the top-k sweep by TE, the fits patched in, the
     mixed-heads sweep (Fig. D5), the path analysis (Fig. D7), the attention to a, b and the last

@@ -12,7 +12,8 @@ their positions; categories, the mixed-head sweep and path patching follow the p
 definitions on those positions (:func:`.patching.head_reading`).  Fig. D6's attention is read
 from t0 and from each answer position to a's and b's spans and to each of their digits
 (:func:`span_attention`).  A one-token answer keeps the paper's tables
-(:func:`.patching.head_patching`).
+(:func:`.patching.last_token_heads`); rule head_patching's entry point chooses
+(:func:`.jobs.head_patching`).
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ from torch import Tensor
 
 from ...bases import clock_bases
 from ...experiments import answer_position_fits
-from ...layout import Group
+from ...layout import READINGS, Group
 from ...pairs import forced_rows
 from ...patching import Pairs, PatchingEngine, Point
 from ...sampling import seeded_rows
-from ..last_token.patching import READINGS
 from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, head_reading
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
@@ -54,7 +54,7 @@ def head_patching_readings(
     engine: PatchingEngine, pairs: Pairs, sample: pd.DataFrame, template: str, settings: HeadSettings
 ) -> dict[str, pd.DataFrame]:
     """Rule head_patching for answers of several tokens: the tables of
-    :func:`.patching.head_patching` at the last prompt token and at every position that predicts
+    :func:`.patching.last_token_heads` at the last prompt token and at every position that predicts
     an answer token (column ``reading``), and the attention of :func:`span_attention` (column
     ``position``: 0 is the last prompt token)."""
     ad = engine.adapter

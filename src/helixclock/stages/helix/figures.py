@@ -7,7 +7,18 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...style import METHOD_STYLE, band, layer_name, ld_axes
+from ...style import (
+    DATA_LABEL,
+    METHOD_STYLE,
+    band,
+    layer_name,
+    ld_axes,
+    legend_outside,
+    panel_grid,
+    shared_legend,
+    suptitle,
+    with_pairs,
+)
 from ...tasks import TASKS
 
 
@@ -33,6 +44,7 @@ def fig03_helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 10
                     ha="center",
                     va="center",
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7),
+                    gid=DATA_LABEL,  # at the class's mean: overlaps another only where the classes do
                 )
         ax.set_title(f"T = {T}")
         ax.set_xlabel(f"cos(2πa/{T})")
@@ -43,11 +55,11 @@ def fig03_helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 10
     ax.set_xlabel("a")
     ax.set_ylabel("linear component")
     layer = int(proj["layer"].iloc[0]) if "layer" in proj else 0
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{model}: a projected onto the T={periods} helix subspace, {layer_name(layer)}"
-        "\n(labels: mean of each class a mod T)"
+        "\n(labels: mean of each class a mod T)",
     )
-    fig.tight_layout()
     return fig
 
 
@@ -93,12 +105,12 @@ def figC3_continuity(cont: pd.DataFrame, model: str):
     sc = ax.scatter(train["cos a T=100"], train["sin a T=100"], c=train["a"], cmap="viridis", s=14, label="fitted a")
     ax.scatter(held["cos a T=100"], held["sin a T=100"], color="C3", marker="*", s=80, label="held-out a (…3)")
     for a, x, y in zip(held["a"], held["cos a T=100"], held["sin a T=100"]):
-        ax.annotate(str(a), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color="C3")
+        ax.annotate(str(a), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8, color="C3", gid=DATA_LABEL)
     fig.colorbar(sc, ax=ax, shrink=0.8, label="a")
     ax.set_xlabel("cos(2πa/100)")
     ax.set_ylabel("sin(2πa/100)")
     ax.set_aspect("equal", adjustable="datalim")
-    ax.legend(loc="lower left")
+    shared_legend(fig, [ax], "lower", ncols=2)
     ax.set_title(f"{model}: continuity of the T=100 helix")
     return fig
 
@@ -111,24 +123,28 @@ def _references(ax, table: pd.DataFrame) -> None:
 
 
 def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
-    """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial."""
+    """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial; one
+    legend for the panels, each panel's title naming its k's periods."""
     ks = sorted(int(k) for k in best["k"].unique())
     fig, axes = plt.subplots(1, len(ks), figsize=(4.0 * len(ks), 3.8), sharey=True)
     for ax, k in zip(np.atleast_1d(axes), ks):
         band(ax, sweep[sweep["method"] == "layer"], "layer patch", "k")
         _references(ax, sweep)
-        band(ax, sweep[(sweep["method"] == "pca") & (sweep["k"] == k)], f"PCA ({2 * k + 1} comps)", "C0")
+        band(ax, sweep[(sweep["method"] == "pca") & (sweep["k"] == k)], "PCA (2k + 1 components)", "C0")
+        periods = {}
         for kind in ("helix", "circle"):
             row = best[(best["method"] == kind) & (best["k"] == k)]
             if len(row):
                 per = row["periods"].iloc[0]
                 part = sweep[(sweep["method"] == kind) & (sweep["periods"].astype(str) == str(per))]
-                band(ax, part, f"{kind} T=[{per}]", METHOD_STYLE[kind][1])
-        band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], f"poly (deg {2 * k + 1})", "C1")
-        ld_axes(ax, f"k = {k}", pairs=sweep)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
-    fig.tight_layout()
+                band(ax, part, f"{kind} (the best periods T for k)", METHOD_STYLE[kind][1])
+                periods[kind] = f"T=[{per}]"
+        band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], "polynomial (degree 2k + 1)", "C1")
+        same = len(periods) == 2 and len(set(periods.values())) == 1
+        names = f"helix and circle {periods['helix']}" if same else ", ".join(f"{m} {t}" for m, t in periods.items())
+        ld_axes(ax, with_pairs(f"k = {k}", sweep) + (f"\n{names}" if names else ""))
+    shared_legend(fig, np.atleast_1d(axes), "right")
+    suptitle(fig, f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
     return fig
 
 
@@ -149,9 +165,8 @@ def figC5_helix_controls(controls: pd.DataFrame, model: str):
             label, color = METHOD_STYLE.get(method, (method, None))
             band(ax, part[part["method"] == method], label, color)
         ld_axes(ax, CONTROL_TITLES.get(name, name), pairs=part)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"{model}: helix controls (mean LD over pairs, 95% CI)")
-    fig.tight_layout()
+    shared_legend(fig, np.atleast_1d(axes), "right")
+    suptitle(fig, f"{model}: helix controls (mean LD over pairs, 95% CI)")
     return fig
 
 
@@ -162,28 +177,22 @@ def figC6_helix_ablation(abl: pd.DataFrame, model: str):
         band(ax, abl[abl["method"] == method], f"ablate {method}", color)
     ld_axes(ax, f"{model}: ablation at the a token", pairs=abl)
     ax.set_ylabel("change of the clean answer's logit")
-    ax.legend()
+    legend_outside(ax)
     return fig
 
 
 def figC7_other_tasks_patching(curves: pd.DataFrame, model: str):
-    """Fig. C7: full fits patched at the a token on six tasks."""
+    """Fig. C7: full fits patched at the a token on the tasks the model has (a task left out of
+    Table 1 has no panel; helix/other_tasks_left_out.csv says why), one legend for the panels."""
     tasks = list(dict.fromkeys(curves["task"]))
-    cols = 3
-    rows = int(np.ceil(len(tasks) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
-    for ax, task in zip(axes.ravel(), tasks):
+    fig, axes = panel_grid(len(tasks), 3, (4.2, 3.4))
+    for ax, task in zip(axes, tasks):
         part = curves[curves["task"] == task]
         _references(ax, part)
         for method in ("layer", "pca", "helix", "circle", "poly"):
             label, color = METHOD_STYLE[method]
             band(ax, part[part["method"] == method], label, color)
         ld_axes(ax, TASKS[task].label if task in TASKS else task, pairs=part)
-        if ax is not axes.ravel()[0]:
-            ax.get_legend().remove()
-    for ax in axes.ravel()[len(tasks) :]:
-        ax.axis("off")
-    axes.ravel()[0].legend(fontsize=7)
-    fig.suptitle(f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")
-    fig.tight_layout()
+    shared_legend(fig, axes, "right")
+    suptitle(fig, f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")
     return fig

@@ -21,9 +21,9 @@ from torch import Tensor
 
 from ...bases import Basis, FitSettings, full_bases
 from ...cache import ResidualCache
+from ...config import several_tokens
 from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
-from ...models import several_tokens
 from ...numbers import changed_places, prompt_shapes
 from ...pairs import model_pairs, prompt_rows
 from ...patching import Patch, PatchingEngine, Point

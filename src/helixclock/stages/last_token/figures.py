@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import band, by_reading, ld_axes
+from ...style import band, by_reading, ld_axes, shared_legend, suptitle
 
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
 
@@ -25,9 +25,14 @@ def fig05_last_token_helix(curves: pd.DataFrame, model: str):
             color = FIT_COLOR.get(fit) or next(pca_colors)
             band(ax, part[part["fit"] == fit], label, color, x="block_output")
         where = "the last-token residual" if reading == "last token" else "the residuals at the answer positions"
-        ld_axes(ax, f"{model}: fits of {where} (clean a+b, corrupted a'+b')", convention="output", pairs=part)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        if len(readings) == 1:
+            ld_axes(ax, f"{model}: fits of {where} (clean a+b, corrupted a'+b')", convention="output", pairs=part)
+        else:
+            ld_axes(ax, f"fits of {where}", convention="output", pairs=part)
+    if len(readings) > 1:
+        suptitle(fig, f"{model}: fits of the residual patched at the last token and at the answer positions "
+                 "(clean a+b, corrupted a'+b')")  # fmt: skip
+    shared_legend(fig, axes[0], "right")
     return fig
 
 
@@ -39,8 +44,8 @@ def fig06_layer_patching(effects: pd.DataFrame, model: str):
     fig, grid = plt.subplots(len(readings), 2, figsize=(11, 3.8 * len(readings)), sharey=True, squeeze=False)
     for axes, (reading, table) in zip(grid, readings):
         _effect_panels(axes, table, reading)
-    fig.suptitle(f"{model}: which layers compute a+b")
-    fig.tight_layout()
+    shared_legend(fig, grid.ravel(), "lower", ncols=2)
+    suptitle(fig, f"{model}: which layers compute a+b")
     return fig
 
 
@@ -76,4 +81,3 @@ def _effect_panels(axes, effects: pd.DataFrame, reading: str) -> None:
             )
         where = "the last token" if reading == "last token" else "the answer positions"
         ld_axes(ax, f"{comp} outputs at {where}", convention="block", pairs=part)
-        ax.legend(fontsize=8, title=None)

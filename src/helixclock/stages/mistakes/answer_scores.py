@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import h5py
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from ...numbers import rows_tokens
 from ...patching.metrics import log_softmax_at
+from ...progress import progress as progress_bar
 from ...tasks import N_ANSWERS
 
 ANSWER_NUMBERS = np.arange(N_ANSWERS)
@@ -127,7 +128,7 @@ def node_scores(
         for i in range(0, len(idx), batch)
     ]
     with torch.no_grad():
-        for rows in tqdm(chunks, desc="answer log-likelihoods", disable=not progress):
+        for rows in progress_bar(chunks, desc="answer log-likelihoods", disable=not progress):
             ids = torch.tensor([prompt_ids[r] for r in rows], device=device)
             res = hf(input_ids=ids, use_cache=True, logits_to_keep=1)
             cache, B = res.past_key_values, len(rows)
@@ -212,9 +213,8 @@ def answer_scores(
 
 
 def save_answer_scores(path, out: dict[str, np.ndarray], template: str) -> None:
-    """:func:`answer_scores`'s arrays to HDF5 (what :func:`read_answer_scores` reads)."""
-    import h5py
-
+    """:func:`answer_scores`'s arrays to HDF5 (what :func:`.wrong_answers.read_answer_scores` reads:
+    the table job that reads them imports no torch)."""
     with h5py.File(path, "w") as f:
         for name, values in out.items():
             f.create_dataset(name, data=values)
@@ -224,11 +224,3 @@ def save_answer_scores(path, out: dict[str, np.ndarray], template: str) -> None:
             "log-likelihood L(n) of each answer n = 0..198 (its tokens and the answer's end) after the a+b prompts "
             "of add.csv's rows `rows`, and the independent-digits control"
         )
-
-
-def read_answer_scores(path) -> dict[str, np.ndarray]:
-    """``rows``, ``scores`` and ``control`` of a file :func:`save_answer_scores` wrote."""
-    import h5py
-
-    with h5py.File(path, "r") as f:
-        return {name: f[name][...] for name in ("rows", "scores", "control")}

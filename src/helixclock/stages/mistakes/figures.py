@@ -11,7 +11,19 @@ import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from ...fourier import dominant_periods
-from ...style import PALETTE, layer_name, paper_note, percent_axis
+from ...style import (
+    PALETTE,
+    empty,
+    layer_name,
+    legend_outside,
+    panel_grid,
+    paper_note,
+    percent_axis,
+    shared_legend,
+    suptitle,
+    title,
+)
+from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
 from .wrong_answers import (
@@ -94,8 +106,7 @@ def figE1_linear_addition(
     ax2.set_ylabel("t(a) − a (position on the line − a)")
     ax2.set_title("each number's position on the line", fontsize=10)
     ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
-    fig.suptitle(f"{model}: why not linear addition? (numbers 0-99, {layer_name(layer)}, first 50 PCA dims)")
-    fig.tight_layout()
+    suptitle(fig, f"{model}: why not linear addition? (numbers 0-99, {layer_name(layer)}, first 50 PCA dims)")
     return fig
 
 
@@ -109,22 +120,27 @@ def figF1_error_distribution(errors: pd.DataFrame, summary: pd.DataFrame, model:
     if len(num):
         err = num["error"].clip(-xlim, xlim)
         sns.histplot(x=err, discrete=True, ax=ax, color=PALETTE["other"], edgecolor="none")
+        near = pd.notna(s["top1_error"]) and pd.notna(s["top2_error"]) and abs(s["top1_error"] - s["top2_error"]) < 6
         for rank, col in ((1, "top1"), (2, "top2")):
             e = s[f"{col}_error"]
             if pd.notna(e):
                 count = int((num["error"] == e).sum())
                 ax.bar([e], [count], width=1.0, color=PALETTE["highlight"] if rank == 1 else PALETTE["model"])
+                other = s["top2_error" if rank == 1 else "top1_error"]
+                side = "center" if not near else ("right" if e < other else "left")  # close bars: apart
                 ax.annotate(
                     f"{int(e):+d}: {s[f'{col}_share']:.1%}",
                     (e, count),
-                    xytext=(0, 3),
+                    xytext=({"center": 0, "right": -2, "left": 2}[side], 3),
                     textcoords="offset points",
-                    ha="center",
+                    ha=side,
                     fontsize=9,
                 )
         reach = min(xlim, int(np.abs(err).max()) + 2)
         ax.set_xlim(-reach - 0.5, reach + 0.5)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # headroom for the labels and the paper's values
+    else:
+        ax.text(0.5, 0.5, "no wrong answer is a number", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(f"error = prediction − answer (clipped to ±{xlim})")
     ax.set_ylabel("wrong numeric answers")
     ax.set_title(
@@ -155,7 +171,7 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
             hue_order=[f"error = {error_value}", "other errors"],
             palette=[PALETTE["highlight"], PALETTE["other"]],
         )
-        ax.get_legend().set_title(None)
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, title=None, fontsize=8)
     ax.axvline(9.5, color="k", ls="--", lw=0.8)
     ax.text(9.6, 0.98, "carry (≥ 10) →", transform=ax.get_xaxis_transform(), va="top", fontsize=8)
     few = too_few_errors(len(num))
@@ -175,15 +191,12 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
 
 
 def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, float], **kw):
-    """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, panels of
-    ``size`` inches, the unused ones hidden; (figure, [(axes, (label, its rows))])."""
+    """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, no empty cell
+    (:func:`helixclock.style.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
+    its rows))])."""
     labels = list(dict.fromkeys(lens_table["label"]))
-    cols = max(1, min(max_cols, len(labels)))
-    rows = int(np.ceil(len(labels) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False, **kw)
-    for ax in axes.ravel()[len(labels) :]:
-        ax.axis("off")
-    return fig, list(zip(axes.ravel(), [(label, lens_table[lens_table["label"] == label]) for label in labels]))
+    fig, axes = panel_grid(len(labels), max_cols, size, **kw)
+    return fig, list(zip(axes, [(label, lens_table[lens_table["label"] == label]) for label in labels]))
 
 
 def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
@@ -191,22 +204,22 @@ def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     prompt, the answer of that prompt marked (answers of several tokens: :func:`_digit_lens_figure`)."""
     if "place" in lens_table:
         return _digit_lens_figure(lens_table, model)
-    fig, panels = _lens_panels(lens_table, 2, (6.0, 3.0), sharex=True)
+    fig, panels = _lens_panels(lens_table, 2, (6.0, 3.0))
     for ax, (label, part) in panels:
         sns.lineplot(part, x="token", y="logit", ax=ax, lw=1.0, color=PALETTE["model"])
         ans = int(part["answer"].iloc[0])
-        ax.axvline(ans, color=PALETTE["highlight"], ls="--", lw=0.8, label=f"answer {ans}")
+        ax.axvline(ans, color=PALETTE["highlight"], ls="--", lw=0.8)
         ax.axhline(0, color="grey", lw=0.5)
         top = dominant_periods(part["logit"].to_numpy()[None])
         ax.set_title(
-            f"{label} at {int(part['max_a'].iloc[0])}+{int(part['max_b'].iloc[0])}: "
+            f"{label} at {int(part['max_a'].iloc[0])}+{int(part['max_b'].iloc[0])} = {ans}: "
             f"top period {_period_label(top['period'][0])}"
         )
         ax.set_xlabel("answer token (0..198)")
         ax.set_ylabel("logit lens (post × W_U W_out)")
-        ax.legend(loc="lower left", fontsize=8)
-    fig.suptitle(f"{model}: what top neurons write to the answer logits (logit lens, no final norm)")
-    fig.tight_layout()
+    suptitle(
+        fig, f"{model}: what top neurons write to the answer logits (logit lens, no final norm; red dashed: the answer)"
+    )
     return fig
 
 
@@ -227,8 +240,7 @@ def _digit_lens_figure(lens_table: pd.DataFrame, model: str):
         )
         ax.set_xlabel("token")
         ax.set_ylabel("logit lens (post × final norm, W_U)", fontsize=8)
-    fig.suptitle(f"{model}: what top units write to the digit tokens (logit lens through the final norm)")
-    fig.tight_layout()
+    suptitle(fig, f"{model}: what top units write to the digit tokens (logit lens through the final norm)")
     return fig
 
 
@@ -257,16 +269,26 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
         sns.barplot(counts, x="group", y="units", hue="outcome", palette=palette, ax=ax)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(axis="x", labelsize=8, rotation=30)
+        legend_outside(ax)
     ax.set_xlabel("place of the unit, period of its largest a+b fit term")
     shares = table.loc[table["predicted_period"].notna(), "matches"]
-    ax.set_title(
+    base = ""
+    if "q" in table and table["q"].notna().any():  # the base rate (lens_null): other units of the layer
+        counted = table[table["q"].notna()]
+        m = int(counted["matches"].sum())
+        base = (
+            f"; by chance {counted['q'].sum():.1f} of {len(counted)} expected, "
+            f"P(≥ {m}) = {poisson_binomial_sf(m, counted['q'].to_numpy()):.2g} "
+            "(lens: norms applied to the column alone)"
+        )
+    title(
+        ax,
         f"{model}: digit-lens periods of the 80% DE units\n"
-        f"{shares.mean():.0%} of {len(shares)} with a prediction show it"
+        f"{shares.mean():.0%} of {len(shares)} with a prediction show it{base}"
         if len(shares)
         else f"{model}: no prediction",
         fontsize=10,
     )
-    fig.tight_layout()
     return fig
 
 
@@ -277,16 +299,13 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
     tokens: :func:`_digit_periods_figure`)."""
     if "place" in periods_table:
         return _digit_periods_figure(periods_table, model)
-    fig, axes = plt.subplots(2, 2, figsize=(11, 6.6), squeeze=False)
+    present = [T for T in fitted_periods if (periods_table["fitted_period"] == T).any()]
+    if not present:
+        return empty(f"{model}: no neuron of the 80% DE set has an (a+b) term of T in {list(fitted_periods)} largest")
+    fig, axes = panel_grid(len(present), 2, (5.5, 3.3))
     harmonic_color = "#ff7f0e"
-    for ax, T in zip(axes.ravel(), fitted_periods):
+    for ax, T in zip(axes, present):
         part = periods_table[periods_table["fitted_period"] == T]
-        if part.empty:
-            ax.text(0.5, 0.5, "no neurons", ha="center", transform=ax.transAxes)
-            ax.set_title(f"largest fitted term c(T = {T}, a+b) (n = 0)", fontsize=10)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            continue
         counts = period_counts(part["lens_period"]).head(top).sort_values("period")
         labels = [_period_label(p) for p in counts["period"]]
         orders = harmonic_order(counts["period"].to_numpy(), float(T))
@@ -297,7 +316,7 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
         shares = match_shares(part)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
         ax.set_title(
-            f"largest fitted term c(T = {T}, a+b) (n = {shares['n']}): {shares['strict']:.0%} at T, "
+            f"largest fitted term c(T = {T}, a+b) (n = {shares['n']}):\n{shares['strict']:.0%} at T, "
             f"{shares['harmonic']:.0%} at T/k (k ≤ {HARMONICS})",
             fontsize=10,
         )
@@ -305,13 +324,15 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
         ax.set_ylabel("neurons")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     total = match_shares(periods_table)
-    fig.suptitle(
+    missing = [T for T in fitted_periods if T not in present]
+    none = f"; no neuron's largest term at T = {', '.join(f'{T:g}' for T in missing)}" if missing else ""
+    suptitle(
+        fig,
         f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
         f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
-        f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common",
+        f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common{none}",
         fontsize=11,
     )
-    fig.tight_layout()
     return fig
 
 
@@ -332,25 +353,22 @@ def figF5_logit_examples(examples: pd.DataFrame, model: str):
             )
         sns.lineplot(part, x="token", y="line", ax=ax, lw=1.0, ls="--", color="k", label="line fit")
         r = part.iloc[0]
-        ax.axvline(r["answer"], color=PALETTE["highlight"], ls=":", lw=1.0, label=f"answer {int(r['answer'])}")
+        ax.axvline(r["answer"], color=PALETTE["highlight"], ls=":", lw=1.0, label="the answer")
         verdict = "correct" if r["correct"] else f"wrong: {r['pred']}"
         ax.set_title(
-            f"{int(r['a'])}+{int(r['b'])} ({verdict})\nslope {r['slope']:.3f}, "
+            f"{int(r['a'])}+{int(r['b'])} = {int(r['answer'])} ({verdict})\nslope {r['slope']:.3f}, "
             f"top period of detrended {_period_label(r['top_period'])}",
             fontsize=10,
         )
         ax.set_xlabel("answer n (0..198)" if several else "answer token (0..198)")
         ax.set_ylabel(score if several else "final logit")
-        ax.legend(
-            fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.27 if several else -0.2), ncol=2 if several else 3
-        )
+    shared_legend(fig, axes[0], "lower")
     what = (
         "the answers' log-likelihoods (their digit tokens and the end)"
         if several
         else "final logits over the answer tokens"
     )
-    fig.suptitle(f"{model}: {what} for randomly drawn prompts")
-    fig.tight_layout()
+    suptitle(fig, f"{model}: {what} for randomly drawn prompts")
     return fig
 
 
@@ -418,6 +436,5 @@ def figF6_logit_slope_fourier(per_prompt: pd.DataFrame, model: str, top: int = 1
     what = (
         "the answers' log-likelihoods L(n) over 0..198" if several else "the final logits over the answer tokens 0..198"
     )
-    fig.suptitle(f"{model}: {what}")
-    fig.tight_layout()
+    suptitle(fig, f"{model}: {what}")
     return fig

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...fourier import dominant_periods
 from ...statistics import positions_of, share_set
+from .lens_null import NULL_COLUMNS, digit_lens_period, lens_null
 from .wrong_answers import NEAR, PERIODS, near
 
 # ---------------------------------------------------------------- F3, F4: neuron logit lens
@@ -159,7 +160,9 @@ def neuron_logit_lens(
     attribution-rank order as the rows of ``grids``: the neuron stage's grids.h5, with ``rank``
     and ``lens``), Fig. F3 showing the neurons of Fig. 8's ``figure_ranks``; units of several
     places (``lens_tokens`` in the grids): :func:`digit_lens_tables`, F3 showing those ranks of
-    every place."""
+    every place, F4 with its base rate (``logit_lens_null``; the grids' ``layer_lens``, every
+    neuron's lens, where saved).  Models of one-token numbers: ``logit_lens_null`` has no rows
+    (the paper's F4 over 199 answer tokens keeps its definition)."""
     if "lens_tokens" in grids:
         tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in grids["lens_tokens"]]
         units = [p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]]
@@ -170,19 +173,16 @@ def neuron_logit_lens(
         places = neurons["place"].to_numpy()
         at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
         rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
-        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods)
+        every = grids.get("layer_lens")  # every neuron's lens: F4's base rate
+        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods, layer_lens=every)
     rows = positions_of(grids["rank"], figure_ranks)
-    return neuron_lens_tables(neurons, grids["lens"], rows, periods=periods)
+    return {
+        **neuron_lens_tables(neurons, grids["lens"], rows, periods=periods),
+        "logit_lens_null": pd.DataFrame(columns=list(NULL_COLUMNS)),  # the digit lens's null only
+    }
 
 
 # ------------------------------------------- F3, F4 for answers of several tokens: the digit lens
-def digit_lens_period(lens: np.ndarray) -> np.ndarray:
-    """The strongest period of each lens over the ten digit tokens (its first ten columns): 10 / f
-    for the largest Fourier magnitude at f = 1..5 (10, 5, 3.33, 2.5, 2; DC dropped)."""
-    spectrum = np.abs(np.fft.rfft(np.asarray(lens, np.float64)[:, :10], axis=1))[:, 1:]
-    return 10 / (1 + spectrum.argmax(1))
-
-
 def predicted_digit_period(place, fitted_period) -> np.ndarray:
     """What a unit's fitted a+b period predicts for its lens over the digit tokens, by its place:
     at the units place a period T of a+b that divides 10 (2, 5, 10) is a period T of the units
@@ -198,7 +198,14 @@ def predicted_digit_period(place, fitted_period) -> np.ndarray:
 
 
 def digit_lens_tables(
-    neurons: pd.DataFrame, lens: np.ndarray, tokens: Sequence[str], rows=None, fraction: float = 0.8, periods=PERIODS
+    neurons: pd.DataFrame,
+    lens: np.ndarray,
+    tokens: Sequence[str],
+    rows=None,
+    fraction: float = 0.8,
+    periods=PERIODS,
+    layer_lens: np.ndarray | None = None,
+    seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
     """Figs. F3 and F4 for answers of several tokens, from the units' digit logit lens (their write
     through the final norm and unembedding over the digit tokens 0..9 and the token that ends an
@@ -209,7 +216,12 @@ def digit_lens_tables(
     * logit_lens_periods (F4): the units of the ``fraction`` DE set whose fit's largest term is
       an a+b term of a period in ``periods``: place, fitted_period, lens_period (over the digits),
       predicted_period (:func:`predicted_digit_period`) and matches (lens = predicted; False where
-      nothing is predicted)."""
+      nothing is predicted); with its base rate (:func:`.lens_null.lens_null`: power_share, q,
+      null_power_share, power_rank, n_null).
+    * logit_lens_null: matches against the base rate, per place and over all
+      (:data:`.lens_null.NULL_COLUMNS`); the null of each unit is the other neurons of its layer
+      (``layer_lens`` [layers, d_mlp, tokens], every neuron's lens), or without it the other top
+      units of its layer and place."""
     _check_neurons(neurons, lens, ("place", "layer", "neuron", "de", "max_post", "max_a", "max_b"))
     rows = np.arange(min(4, len(neurons))) if rows is None else np.asarray(rows)
     sub = neurons.iloc[rows]
@@ -242,4 +254,5 @@ def digit_lens_tables(
     per["predicted_period"] = predicted_digit_period(per["place"], per["fitted_period"])
     per["matches"] = near(per["lens_period"], per["predicted_period"]) & per["predicted_period"].notna()
     per["matches_harmonic"] = per["matches"]  # over ten digits a harmonic T/k is another prediction: none counted
-    return {"logit_lens": table, "logit_lens_periods": per}
+    per, null = lens_null(per, lens, neurons[["place", "layer", "neuron"]], layer_lens, seed=seed)
+    return {"logit_lens": table, "logit_lens_periods": per, "logit_lens_null": null}

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pandas as pd
 
 from ...fourier import dominant_periods
+from ...statistics import MIN_ERRORS
 from ...tasks import N_ANSWERS
 
 PERIODS = (2, 5, 10, 100)
@@ -133,9 +135,6 @@ def error_summary(accuracy: pd.DataFrame, errors: pd.DataFrame | None = None) ->
 # ---------------------------------------------------------------- F2: carry test
 
 CARRY_SPLITS = {">= 10 (carry)": lambda s: s >= 10, "> 10 (authors' code)": lambda s: s > 10}
-# The fewest numeric wrong answers for which Figs. F1 and F2 make a statement: the chi-squared
-# test of a 2x2 table wants expected counts of about 5 in each cell, i.e. 20 answers at least.
-MIN_ERRORS = 20
 
 
 def too_few_errors(n: int, minimum: int = MIN_ERRORS) -> str:
@@ -164,6 +163,7 @@ def carry_test(errors: pd.DataFrame, error_value: int = -10, minimum: int = MIN_
     carry_share_other, chi2, p, dof, note (why chi2 is NaN, if it is: fewer than ``minimum``
     numeric wrong answers, or an empty row or column).
     """
+    # deferred: scipy.stats (about 0.5 s) only for the carry test, not in neuron_logit_lens
     from scipy.stats import chi2_contingency
 
     rows = []
@@ -233,8 +233,6 @@ def read_answer_logits(path: str | Path) -> np.ndarray | None:
     """``add_logits.h5``: the final last-token logits of the answer tokens 0..198, [n, 199]
     float64, rows in ``add.csv``'s order; None where the file says they are not defined
     (numbers of several tokens)."""
-    import h5py
-
     with h5py.File(path, "r") as f:
         if "not_defined" in f.attrs:
             return None
@@ -246,6 +244,14 @@ def read_answer_logits(path: str | Path) -> np.ndarray | None:
             f"got {logits.shape[1]} columns for numbers {numbers[:3]}..{numbers[-3:]}"
         )
     return logits
+
+
+def read_answer_scores(path) -> dict[str, np.ndarray]:
+    """``answer_scores.h5`` (numbers of several tokens, :mod:`.answer_scores`): ``rows`` (a
+    sample of add.csv's rows), ``scores`` (the log-likelihoods L(n) of the answers 0..198 after
+    them) and ``control`` (the independent-digits control)."""
+    with h5py.File(path, "r") as f:
+        return {name: f[name][...] for name in ("rows", "scores", "control")}
 
 
 def _check_rows(logits: np.ndarray, accuracy: pd.DataFrame) -> None:
@@ -342,7 +348,22 @@ def logit_examples(
 # ---------------------------------------------------------------- all tables of a stage
 
 
-def model_errors(
+def wrong_answers(
+    accuracy: pd.DataFrame, final_scores: str | Path, several: bool, seed: int = 0
+) -> dict[str, pd.DataFrame]:
+    """Rule model_errors' entry point: :func:`wrong_answer_tables` of ``add.csv`` and the final
+    scores over the answers 0..198 in the file ``final_scores``: the final logits of
+    ``add_logits.h5`` (:func:`read_answer_logits`), or for numbers of several tokens (``several``:
+    :func:`helixclock.config.several_tokens` of the model's registry entry, the rule's param) the
+    log-likelihoods L(n) of a sample of prompts and their control in ``answer_scores.h5``
+    (:func:`read_answer_scores`)."""
+    if several:
+        s = read_answer_scores(final_scores)
+        return wrong_answer_tables(accuracy, s["scores"], seed=seed, rows=s["rows"], control=s["control"])
+    return wrong_answer_tables(accuracy, read_answer_logits(final_scores), seed=seed)
+
+
+def wrong_answer_tables(
     accuracy: pd.DataFrame,
     logits: np.ndarray | None = None,
     n_examples: int = 3,

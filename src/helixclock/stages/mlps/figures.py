@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
+from ...style import WHERE, by_reading, legend_outside, suptitle, topk_figure, topk_panel, with_pairs
+from ...style import title as set_title
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):
@@ -19,8 +20,7 @@ def figD8_mlp_topk(topk: pd.DataFrame, model: str):
     for ax, (reading, part) in zip(axes[0], readings):
         topk_panel(ax, part, "MLPs", annotate=True)
         ax.set_title(f"{WHERE[reading]} ({len(part) - 1} MLPs)")
-    fig.suptitle(with_pairs(f"{model}: top-k MLPs", topk))
-    fig.tight_layout()
+    suptitle(fig, with_pairs(f"{model}: top-k MLPs", topk))
     return fig
 
 
@@ -34,10 +34,9 @@ def fig07_mlp_stages(stages: pd.DataFrame, model: str):
             ax.set_title(f"circuit MLPs {WHERE[reading]}")
     title = with_pairs(f"{model}: circuit MLPs build (helix) or read out (DE) a+b", stages)
     if len(readings) == 1:
-        axes[0, 0].set_title(title)
+        set_title(axes[0, 0], title)
     else:
-        fig.suptitle(title)
-        fig.tight_layout()
+        suptitle(fig, title)
     return fig
 
 
@@ -63,4 +62,4 @@ def _stages_panel(ax, stages: pd.DataFrame) -> None:
     ax.set_xlabel("circuit MLP")
     ax.set_ylabel("fraction of total effect")
     ax.axhline(0, color="grey", lw=0.6)
-    ax.legend(title=None)
+    legend_outside(ax, title=None)

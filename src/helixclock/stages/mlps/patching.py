@@ -11,6 +11,9 @@ that predicts an answer token, patched together; TE, DE, the top-k curve and the
 fits on the same positions and the same LD, so that DE/TE and helix(a+b)/TE mean what they
 mean in the paper.  There the fits are fitted per answer position (as Fig. 5's), and the raw
 tables keep LD's terms by place value (``term``).  A one-token answer keeps the paper's tables.
+Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two paths
+(:func:`last_token_mlps`, :func:`mlp_patching_readings`) by
+:func:`helixclock.config.several_tokens`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from ...bases import PERIODS, SUM, Basis, sum_values
+from ...config import several_tokens
 from ...experiments import (
     answer_position_fits,
     ld_table,
@@ -34,10 +38,10 @@ from ...experiments import (
 )
 from ...fits import fit_token
 from ...io import to_numpy
-from ...pairs import forced_rows
+from ...layout import READINGS
+from ...pairs import forced_rows, prompt_ids
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import pair_values, primary
-from ..last_token.patching import READINGS
 
 
 def mlp_te(effects: pd.DataFrame) -> np.ndarray:
@@ -79,6 +83,27 @@ def _topk(engine: PatchingEngine, pairs: Pairs, effects: pd.DataFrame, position)
 def mlp_patching(
     engine: PatchingEngine,
     pairs: Pairs,
+    sample: pd.DataFrame,
+    template: str,
+    positions: dict[str, int] | None,
+    layer_effects: pd.DataFrame,
+    periods: Sequence[int] = PERIODS,
+    n_components: int = 100,
+) -> dict[str, pd.DataFrame]:
+    """Rule mlp_patching's entry point: the MLPs' helix(a+b) fits fitted to the outputs of
+    ``sample`` (correct a+b prompts of ``template``).  Numbers of one token: at the card's last
+    token (``positions["last"]``, :func:`last_token_mlps`); numbers of several tokens (whose
+    ``positions`` are None): at both readings (:func:`mlp_patching_readings`)."""
+    if several_tokens(engine.model):
+        return mlp_patching_readings(engine, pairs, sample, template, layer_effects, periods, n_components)
+    ids = prompt_ids(engine.model.tokenizer, template, sample)
+    a, b = sample["a"].to_numpy(), sample["b"].to_numpy()
+    return last_token_mlps(engine, pairs, ids, a, b, positions["last"], layer_effects, periods, n_components)
+
+
+def last_token_mlps(
+    engine: PatchingEngine,
+    pairs: Pairs,
     fit_ids: torch.Tensor,
     fit_a: np.ndarray,
     fit_b: np.ndarray,
@@ -87,9 +112,10 @@ def mlp_patching(
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
 ) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching, raw tables: ``effects`` (TE and DE of every MLP, :func:`mlp_effects`),
-    ``topk`` (the top k MLPs by TE, patched together, for every k, and all of them) and
-    ``fits`` (each MLP's output replaced by its helix(a+b) fit, with the fit's R²)."""
+    """Rule mlp_patching where every number is one token (the paper's path), raw tables:
+    ``effects`` (TE and DE of every MLP, :func:`mlp_effects`), ``topk`` (the top k MLPs by TE,
+    patched together, for every k, and all of them) and ``fits`` (each MLP's output replaced by
+    its helix(a+b) fit, with the fit's R²)."""
     effects = mlp_effects(engine, pairs, layer_effects, last)
     mlps = [Point("mlp_out", layer, (last,)) for layer in range(engine.adapter.n_layers)]
     basis = Basis("helix", tuple(periods), variables=(SUM,))
@@ -131,7 +157,7 @@ def mlp_patching_readings(
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
 ) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching for answers of several tokens: the tables of :func:`mlp_patching` at
+    """Rule mlp_patching for answers of several tokens: the tables of :func:`last_token_mlps` at
     the last prompt token and at every position that predicts an answer token (patched
     together), column ``reading``.  The helix(a+b) fits are fitted to the MLP outputs of the
     correct prompts of ``sample`` (teacher-forced), at the last token and per answer position

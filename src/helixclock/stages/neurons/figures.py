@@ -8,6 +8,7 @@ figD12_neuron_fourier and figD13_neuron_nrmse from here.
 from __future__ import annotations
 
 import matplotlib
+from matplotlib.patches import Patch as Swatch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -15,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ...style import with_pairs  # noqa: E402
+from ...style import legend_outside, shared_legend, suptitle, with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)
@@ -80,21 +81,19 @@ def figD9_neuron_ablation(ablation: pd.DataFrame, model: str):
     left.axhline(0.8, color="grey", ls="--", lw=0.8, label="80% accuracy")
     left.axvline(1, color="C3", ls=":", lw=1, label="1% of neurons (paper: ~80% accuracy)")
     left.set_ylim(-0.02, 1.02)
-    left.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     right.axhline(0, color="grey", lw=0.6)
+    shared_legend(fig, [left, right], "lower", ncols=2)
     ranked = f", ranked by {RANKING_WORDS.get(ranking, ranking)}" if ranking else ""
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{model}: the top neurons kept{ranked},\nevery other last-token neuron mean-ablated "
-        f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)"
+        f"(n = {int(ablation['n_prompts'].iloc[0])} prompts)",
     )
-    fig.tight_layout()
     return fig
 
 
 def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str):
     """figD10: layers of the top neurons; circuit-MLP layers outlined, their share in the legend."""
-    from matplotlib.patches import Patch as Swatch
-
     circuit = set(stages["layer"].tolist())
     counts = neurons["layer"].value_counts().sort_index()
     layers = np.arange(int(max(neurons["layer"].max(), max(circuit, default=0))) + 1)
@@ -118,8 +117,8 @@ def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str
     ax.set_xticks(layers)
     ax.set_xlabel("layer (block)")
     ax.set_ylabel("top neurons")
-    ax.legend(handles=handles, frameon=False)
-    ax.set_title(f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)")
+    legend_outside(ax, handles=handles)
+    suptitle(fig, f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)")
     return fig
 
 
@@ -131,16 +130,19 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
     for row in cumulative[cumulative["reaches"] != ""].itertuples():
         top.axvline(row.count, color="grey", ls=":", lw=0.8)
-        top.annotate(
-            f"{row.reaches}: {row.count}",
-            (row.count, row.cumulative_share),
-            textcoords="offset points",
-            xytext=(4, -10),
+        top.text(  # upright at the foot of its line, under the curve (which is past the share there)
+            row.count,
+            0.03,
+            f" {row.reaches}: {row.count}",
+            transform=top.get_xaxis_transform(),
+            rotation=90,
+            ha="right",
+            va="bottom",
             fontsize=8,
         )
     top.set_xlabel("top neurons, sorted by direct effect")
     top.set_ylabel("running share of their total DE")
-    top.set_title(with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
+    suptitle(fig, with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
     n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
     n80 = int(n80.min()) if len(n80) else len(cumulative)
     both = pd.concat(
@@ -150,7 +152,7 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     bottom.set_xticks(range(int(both["layer"].min()), int(both["layer"].max()) + 1))
     bottom.set_xlabel("layer")
     bottom.set_ylabel("neurons")
-    fig.tight_layout()
+    sns.move_legend(bottom, "upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, title_fontsize=8)
     return fig
 
 
@@ -177,10 +179,11 @@ def fig09_neuron_fit_eval(evaluation: pd.DataFrame, model: str):
     ax.set_ylabel("accuracy")
     mean_ratio = float(np.nanmean(evaluation["fitted_over_actual"]))
     prompts = f", n = {int(evaluation['n_prompts'].min())} prompts" if "n_prompts" in evaluation else ""
-    ax.set_title(
+    suptitle(
+        fig,
         f"{model}: fits recover {mean_ratio:.0%} of the actual accuracy on average{prompts}\n"
         "(mean over k of fitted / actual; paper: roughly 75%)",
         fontsize=10,
     )
-    ax.legend(frameon=False)
+    legend_outside(ax)
     return fig

@@ -47,8 +47,10 @@ reaches and why it can fall short of the least-squares optimum).
 Models that split numbers into digit tokens are studied at each answer position, and there
 N(a, b) exists only on part of the grid (at the position that predicts the answer's 2nd token,
 only where a+b >= 10): ``fit_neurons(mask=...)`` fits Eq. 5 on those cells only, and
-:func:`fit_digit_basis` fits helixclock's digit basis (:func:`.basis.digit_design`) beside it
-with the same closed form; :func:`compare_bases` tabulates which fits each neuron better.
+:func:`fit_digit_basis` fits helixclock's digit basis (:func:`.basis.digit_design`, 24 columns:
+Eq. 5's capacity, with its units-digit harmonics as a common core) beside it with the same
+closed form; :func:`compare_bases` tabulates which fits each neuron better, and
+:mod:`.capacity` bootstraps the paired comparison over units.
 
 The basis is in :mod:`.basis`, the SGD in :mod:`.sgd`, Fig. D12's periods in :mod:`.periods`,
 tables and files in :mod:`.neuron_files`.
@@ -405,8 +407,9 @@ class DigitFits:
 
 
 def fit_digit_basis(grids, mask=None, layer=None, neuron=None, chunk_size: int = 1024) -> DigitFits:
-    """Fit the digit basis (:func:`.basis.digit_design`: cos/sin of the units and tens digits
-    of a, b, a+b, the carry, a+b's hundreds digit and a constant) to every neuron's grid at once,
+    """Fit the digit basis (:func:`.basis.digit_design`: the units-digit harmonics T = 10, 5, 2
+    and cos/sin of the tens digit of a, b, a+b, the carry, a+b's hundreds digit and a constant;
+    24 columns, the rank of Eq. 5's design) to every neuron's grid at once,
     by the closed-form least squares of :func:`fit_neurons` (same arguments; same meaning of
     ``mask``, rmse, nrmse, value_range).  helixclock's extension beside Eq. 5 (section 5.4)
     for models that split numbers into digit tokens; :func:`compare_bases` puts the two side
@@ -434,7 +437,9 @@ def fit_digit_basis(grids, mask=None, layer=None, neuron=None, chunk_size: int =
 
 def compare_bases(eq5: NeuronFits, digits: DigitFits) -> pd.DataFrame:
     """One row per neuron: layer, neuron, nrmse_eq5, nrmse_digits, n_params_eq5,
-    n_params_digits and ``better``: "digits" where the digit basis's NRMSE is lower, else
+    n_params_digits (both 24 on the whole grid: a comparison at equal capacity; 23 for the
+    digits at the hundreds place, where a+b's hundreds digit is constant) and ``better``:
+    "digits" where the digit basis's NRMSE is lower, else
     "Eq. 5" (ties, and NaN NRMSEs of constant grids, go to Eq. 5).  The two fits must be of
     the same neurons (ids) on the same cells."""
     if len(eq5) != len(digits) or not (

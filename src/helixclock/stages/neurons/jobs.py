@@ -1,4 +1,4 @@
-"""Neurons at the last token (section 5.4, appendix D.2): the model jobs.
+"""Neurons at the last token (section 5.4, appendix D.2): the model jobs' entry points.
 
 * :func:`neuron_attribution` - attribution of every neuron, DE of the top neurons and figD9's
   ablation sweep, with the mean activations the ablations use.
@@ -6,21 +6,26 @@
   post-activation and logit lens (figs. 8, F3, F4); :func:`save_grids` writes them.
 * :func:`neuron_fit_eval` - fig09 with the fitted grids.
 
-Each job composes the experiments of :mod:`.patching`.
+Each entry point chooses its path by :func:`helixclock.config.several_tokens`: the paper's
+neurons at the last token (``last_token_*``, composing the experiments of :mod:`.patching`) or,
+for answers of several tokens, units by place (``place_*_job``, those of :mod:`.places`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import h5py
 import numpy as np
 import pandas as pd
 import torch
 
+from ...config import several_tokens
 from ...io import to_numpy
 from ...pairs import draw_pairs, model_pairs, prompt_ids, same_forced_pairs, same_prompt_pairs
 from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
+from .layer_lens import layer_digit_lens
 from .patching import (
     NeuronSettings,
     attribution_scores,
@@ -50,8 +55,61 @@ from .places import (
 )
 
 
-# -- the model jobs ---------------------------------------------------------------------------
+# -- the rules' entry points -----------------------------------------------------------------
 def neuron_attribution(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    positions: dict[str, int] | None,
+    settings: NeuronSettings = NeuronSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+) -> dict:
+    """Rule neuron_attribution: :func:`last_token_attribution` at the card's last token
+    (``positions["last"]``), or for numbers of several tokens (``positions`` None)
+    :func:`place_attribution_job`."""
+    if several_tokens(engine.model):
+        return place_attribution_job(engine, accuracy, template, settings)
+    return last_token_attribution(engine, accuracy, template, positions["last"], settings)
+
+
+def neuron_grids(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    positions: dict[str, int] | None,
+    scores: pd.DataFrame,
+    settings: NeuronSettings = NeuronSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+) -> dict:
+    """Rule neuron_grids: the grids of the top ``settings.top_share`` of the attribution table
+    ``scores`` (its rows ranked), :func:`last_token_grids` at the card's last token, or for
+    numbers of several tokens (``positions`` None) the first units of every place,
+    :func:`place_grids_job`."""
+    if several_tokens(engine.model):
+        top = top_units(scores, n_top(int(scores.groupby("place").size().iloc[0]), settings.top_share))
+        return place_grids_job(engine, accuracy, template, top, settings)
+    top = scores.iloc[: n_top(len(scores), settings.top_share)]
+    return last_token_grids(engine, accuracy, template, positions["last"], top, settings)
+
+
+def neuron_fit_eval(
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    positions: dict[str, int] | None,
+    top: pd.DataFrame,
+    fitted_grids: Sequence[np.ndarray],
+    means: np.ndarray,
+    settings: NeuronSettings = NeuronSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+) -> pd.DataFrame:
+    """Rule neuron_fit_eval (``top`` and ``fitted_grids``:
+    :func:`~.neuron_files.fitted_units`): :func:`last_token_fit_eval` at the card's last token,
+    or for numbers of several tokens (``positions`` None) :func:`place_fit_eval_job`."""
+    if several_tokens(engine.model):
+        return place_fit_eval_job(engine, accuracy, template, top, fitted_grids, means, settings)
+    return last_token_fit_eval(engine, accuracy, template, positions["last"], top, fitted_grids, means, settings)
+
+
+# -- the paper's path: neurons at the last token ------------------------------------------------
+def last_token_attribution(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,
@@ -78,7 +136,7 @@ def neuron_attribution(
     return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
 
 
-def neuron_grids(
+def last_token_grids(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,
@@ -102,7 +160,7 @@ def neuron_grids(
     }
 
 
-def neuron_fit_eval(
+def last_token_fit_eval(
     engine: PatchingEngine,
     accuracy: pd.DataFrame,
     template: str,
@@ -135,7 +193,7 @@ def neuron_fit_eval(
 def place_attribution_job(
     engine: PatchingEngine, accuracy: pd.DataFrame, template: str, settings: NeuronSettings
 ) -> dict:
-    """:func:`neuron_attribution` for answers of several tokens: every unit's attribution by
+    """:func:`last_token_attribution` for answers of several tokens: every unit's attribution by
     place, the top units' DE, Fig. D9's sweep and the ablation means (``means`` [L, n_prompts,
     slots, d_mlp], per ablation prompt in the order of :func:`~helixclock.pairs.same_forced_pairs`)."""
     model, ad = engine.model, engine.adapter
@@ -155,16 +213,17 @@ def place_attribution_job(
 def place_grids_job(
     engine: PatchingEngine, accuracy: pd.DataFrame, template: str, top: pd.DataFrame, settings: NeuronSettings
 ) -> dict:
-    """:func:`neuron_grids` for answers of several tokens: each top unit's N(a, b) at its place
+    """:func:`last_token_grids` for answers of several tokens: each top unit's N(a, b) at its place
     [n_units, 100, 100] (NaN where a + b lacks the place), ``place`` per unit, and the digit
     logit lens ``lens`` [n_units, 10 or 11] over ``lens_tokens`` (the digits, and the token that
-    ends an answer)."""
+    ends an answer), and every neuron's ``layer_lens`` [n_layers, d_mlp, 10 or 11]."""
     grid = _grid(accuracy).assign(answer=lambda g: g["a"] + g["b"])
     kinds = preactivation_kinds(engine.adapter, settings.gated_preactivation)
     out = place_grids(engine, grid, template, top, kinds)
     labels, ids = lens_tokens(engine.model.tokenizer, engine.model.info.get("answer_end"))
     return {
         **_grid_arrays(out, grid, top, digit_lens(engine, top, ids)),
+        "layer_lens": layer_digit_lens(engine, ids),  # every neuron's lens: Fig. F4's base rate
         "lens_tokens": np.array(labels, dtype="S"),
         "place": np.array(list(top["place"]), dtype="S"),
         "quantity": preactivation_name(engine.adapter.gated, settings.gated_preactivation),
@@ -180,7 +239,7 @@ def place_fit_eval_job(
     means: np.ndarray,
     settings: NeuronSettings,
 ) -> pd.DataFrame:
-    """:func:`neuron_fit_eval` for answers of several tokens (``top``: layer, neuron, place, rank
+    """:func:`last_token_fit_eval` for answers of several tokens (``top``: layer, neuron, place, rank
     of the fitted units, in the fits' order)."""
     model = engine.model
     prompts = same_forced_pairs(
@@ -228,8 +287,6 @@ def _grid(accuracy: pd.DataFrame) -> pd.DataFrame:
 def save_grids(path, grids: dict, model: str) -> None:
     """The grids job's arrays to HDF5: pre [n_top, 100, 100] (a, b), post_max, max_a, max_b,
     lens [n_top, 199], layer, neuron, rank, and quantity (a string: what ``pre`` holds)."""
-    import h5py
-
     with h5py.File(path, "w") as f:
         for key, value in grids.items():
             f.create_dataset(

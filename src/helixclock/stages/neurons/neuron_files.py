@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import h5py
 import numpy as np
 import pandas as pd
 
@@ -62,8 +63,6 @@ def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units
     attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
     fits of a gated MLP's up projection (when gate and up are both fitted), in group "up".
     ``units`` (answers of several tokens): each unit's ``place`` and ``rank``, in group "units"."""
-    import h5py
-
     with h5py.File(path, "w") as f:
         _write_fits(f, fits)
         if up is not None:
@@ -76,8 +75,6 @@ def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units
 
 def load_units(path) -> pd.DataFrame | None:
     """The units' places and ranks of a fits file (answers of several tokens), or None."""
-    import h5py
-
     with h5py.File(path, "r") as f:
         if "units" not in f:
             return None
@@ -103,8 +100,6 @@ def _write_fits(f, fits: NeuronFits) -> None:
 
 def has_up_fits(path) -> bool:
     """Whether a fits file holds a gated MLP's up-projection fits beside the gate's."""
-    import h5py
-
     with h5py.File(path, "r") as f:
         return "up" in f
 
@@ -112,8 +107,6 @@ def has_up_fits(path) -> bool:
 def load_neuron_fits(path, group: str | None = None) -> NeuronFits:
     """Inverse of :func:`save_neuron_fits` (``group="up"``: the up projection's fits); checks that
     the stored columns match the periods."""
-    import h5py
-
     with h5py.File(path, "r") as h5:
         f = h5[group] if group else h5
         periods = tuple(int(T) if float(T).is_integer() else float(T) for T in f.attrs["periods"])
@@ -137,6 +130,17 @@ def load_neuron_fits(path, group: str | None = None) -> NeuronFits:
             tuple(int(x) for x in f.attrs["grid_shape"]),
             info,
         )
+
+
+def fitted_units(path) -> tuple[pd.DataFrame, list[np.ndarray]]:
+    """What Fig. 9 (rule neuron_fit_eval) patches in from a fits file: the fitted units, in the
+    fits' order (layer, neuron; of answers of several tokens also place and rank,
+    :func:`load_units`), and their fitted grids [n, 100, 100], the gate's then, for a gated MLP
+    with both fitted, the up projection's."""
+    fits = load_neuron_fits(path)
+    fitted = [fits.predict()] + ([load_neuron_fits(path, "up").predict()] if has_up_fits(path) else [])
+    top = pd.concat([pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron}), load_units(path)], axis=1)
+    return top, fitted
 
 
 def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import matplotlib
+from matplotlib.ticker import LogLocator
+from scipy.stats import spearmanr
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -19,6 +21,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from ... import style  # noqa: E402 (the figures' shared look and constrained layout)
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
@@ -100,7 +104,7 @@ def neuron_preacts_panel(
     for sub in subs[k:]:
         sub.set_visible(False)
     what = "preactivations" if quantity == "preactivation" else f"N(a, b) = {quantity} (gated MLP)"
-    fig.suptitle(f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
+    style.suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
     return fig
 
 
@@ -142,10 +146,9 @@ def figD12_neuron_fourier(
             title_fontsize=8,
             loc="upper center",
             bbox_to_anchor=(0.5, -0.2),
-            ncol=2,
+            ncol=1,
         )
-    fig.suptitle(f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
-    fig.tight_layout()
+    style.suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     return fig
 
 
@@ -155,9 +158,6 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     The effect is the ranked size (``effect``: by default the mean |attribution| over pairs)
     where the table has it, else the signed TE; values <= 0 cannot sit on a log axis and are
     counted in the title."""
-    from matplotlib.ticker import LogLocator
-    from scipy.stats import spearmanr
-
     _need(neurons, ("te", "nrmse", "layer"), "figD13_neuron_nrmse")
     x = "effect" if "effect" in neurons.columns else "te"
     pos = neurons[neurons[x] > 0]
@@ -189,7 +189,6 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     )
     if several:
         _bases_panel(axes[0, 1], neurons)
-        fig.tight_layout()
     return fig
 
 
@@ -199,7 +198,7 @@ def _bases_panel(ax2, neurons: pd.DataFrame) -> None:
     sns.scatterplot(data=neurons, x="nrmse_digits", y="nrmse", hue="place", s=14, linewidth=0, ax=ax2)
     hi = float(np.nanmax(neurons[["nrmse", "nrmse_digits"]].to_numpy()))
     ax2.plot([0, hi], [0, hi], color="grey", lw=0.8, ls="--")
-    ax2.set_xlabel("NRMSE of the digit basis (15 columns)")
+    ax2.set_xlabel("NRMSE of the digit basis (24 columns, as Eq. 5)")
     ax2.set_ylabel("NRMSE of Eq. 5 (24 independent columns)")
     shares = neurons.groupby("place", sort=False)["better"].apply(lambda b: (b == "digits").mean())
     ax2.set_title(
@@ -247,10 +246,9 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
     _read_vs_write_panel(fig, left, trends, norm)
     _by_layer_panel(right, trends)
-    fig.suptitle(
-        f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
+    style.suptitle(
+        fig, f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
     )
-    fig.tight_layout()
     return fig
 
 
@@ -302,7 +300,7 @@ def _least_squares_line(ax, x: np.ndarray, y: np.ndarray) -> list[str]:
     r2 = 1 - resid.var() / y[ok].var() if y[ok].var() > 0 else 1.0
     xs = np.linspace(x[ok].min(), x[ok].max(), 2)
     ax.plot(xs, slope * xs + intercept, color="grey", lw=1.2, label=f"least squares, R² = {r2:.2f}")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     return []
 
 
@@ -328,7 +326,7 @@ def _by_layer_panel(ax, trends: pd.DataFrame) -> None:
         ax.set_xlim(trends["layer"].iloc[0] - 1, trends["layer"].iloc[0] + 1)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_ylabel("mean over the layer's top neurons")
-    ax.legend(frameon=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     ax.set_title("by layer (number of top neurons under each point)", fontsize=10)
     for row in trends.itertuples():
         ax.annotate(

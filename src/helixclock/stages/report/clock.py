@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...bases import PERIODS, SUM, Basis
+from ...layout import READINGS
 from ...statistics import primary
 
 
@@ -72,7 +73,7 @@ def best_sum_layer(last_token: pd.DataFrame, fit: str = "helix(a+b)") -> int:
     reading whose residual the cache holds, where a table has several)."""
     last_token = primary(last_token)
     if "reading" in last_token:
-        last_token = last_token[last_token["reading"] == "last token"]  # stages.last_token.patching.READINGS
+        last_token = last_token[last_token["reading"] == READINGS["last"]]
     part = last_token[last_token["fit"] == fit]
     if part.empty:
         raise KeyError(f"no rows with fit == {fit!r} in the last-token table; fits: {sorted(set(last_token['fit']))}")

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from ...config import several_tokens
 from ...io import markdown_table
 from ...tasks import TASKS
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
@@ -41,8 +43,6 @@ def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataF
     """The paper's numbers, one row per (quantity, model): id, description, section, model,
     value, approx, relation, defined_by ("paper", or "helixclock" where the quantity is
     helixclock's own definition or reading of what the paper states in words), quote."""
-    import yaml
-
     data = yaml.safe_load(Path(path).read_text())
     rows, seen = [], set()
     for i, q in enumerate(data.get("quantities", [])):
@@ -140,7 +140,7 @@ def run_values(
             return cache[key]
 
         card = table("card") if "card" in files else None
-        several = isinstance(card, dict) and card.get("number_tokens", "one") == "several"
+        several = isinstance(card, dict) and several_tokens(card)
         not_run = table("not_run") if "not_run" in files else None
         parts = dict(zip(not_run["part"], not_run["reason"])) if not_run is not None else {}
         for qid, q in registry.items():

@@ -9,9 +9,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.transforms import blended_transform_factory
 
 from ...bases import SUM
-from ...style import PALETTE, percent_axis
+from ...style import DATA_LABEL, PALETTE, percent_axis, suptitle
 from ...tasks import TASKS
 from .clock import available_example, clock_angles
 
@@ -54,6 +55,7 @@ def _clock_face(
                 va="center",
                 fontsize=7,
                 color="grey",
+                gid=DATA_LABEL,  # beside its class's mean: overlaps another only where the classes do
             )
     for name, (v, color) in marks.items():
         row = coords[coords[value] == v]
@@ -109,13 +111,13 @@ def fig01_clock(
             fontsize=10,
         )
     swap = "" if (a, b) == asked else f" (nearest to the configured {asked[0]}+{asked[1]} the fits cover)"
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{model}: the Clock algorithm for {a}+{b}={a + b}{swap}, drawn from the model's own helix fits\n"
         "(an illustration built from the data: points are projections into the fitted helix "
         "subspaces; the paper's Fig. 1 is a schematic)",
         fontsize=11,
     )
-    fig.tight_layout()
     return fig
 
 
@@ -149,8 +151,6 @@ def not_run_marks(models: Sequence[str], tasks: Sequence[str], has: Mapping[str,
 def _mark_bars(ax, tasks: Sequence[str], hues: Sequence[str], marks: Mapping[tuple[str, str], str], palette, y=None):
     """Write each mark upright where its bar would stand (seaborn's dodged bars: the default
     width 0.8 shared by the hues), from the foot of the axes or from ``y[(model, task)]``."""
-    from matplotlib.transforms import blended_transform_factory
-
     where = blended_transform_factory(ax.transData, ax.transAxes)
     width = 0.8 / len(hues)
     for (model, task), text in marks.items():
@@ -259,6 +259,5 @@ def figAll_ld_ratios(
         ax.set_ylabel("max-over-layers LD, fit / layer patch")
         ax.tick_params(axis="x", rotation=30)
     axes[0, -1].legend(title=None, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle("fits of h_a patched at the a token, relative to the layer patch (Table 1 per model)")
-    fig.tight_layout()
+    suptitle(fig, "fits of h_a patched at the a token, relative to the layer patch (Table 1 per model)")
     return fig

@@ -17,9 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ...outputs import COMPARED_TABLES, table
-from ...statistics import share_set, smallest_k
+from ...statistics import MIN_ERRORS, share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
-from ..mistakes.wrong_answers import MIN_ERRORS
 
 # Where each table lives (relative to the project folder; one place for every output path:
 # helixclock.outputs), and the not_run table a model with numbers of several tokens writes (read

@@ -15,10 +15,17 @@ circle at T = 90: the spectrum cannot tell them from a T = 100 helix.  Two tests
   errors / total sum of squares about the mean of all numbers, summed over every dimension.
   A percentile bootstrap over numbers (the held-out errors of the numbers resampled, the fits
   kept) gives each R^2 and each paired difference its 95% interval; one basis explains more
-  than another only where the interval of the difference excludes 0 (:func:`winner`).
+  than another only where the interval of the difference excludes 0 (:func:`winner`: which
+  single basis explains most, a description; not the verdict on T = 100, since a
+  representation that holds digit features *and* a T = 100 component loses this race).
+* **The nested test of T = 100** (:mod:`.nested`, the verdict): what cos/sin n T=100 adds,
+  held out, to the digit one-hot with the digit-count classes, Holm across layers, with the
+  smallest planted T = 100 amplitude it detects.
 * **The spectrum without the class step.**  The spectrum of Fig. 2
   (:func:`helixclock.fourier.fourier_spectrum`) of the numbers with each digit-count class's
-  mean removed, and of the two-digit class 10..99 alone (:func:`class_spectra`).
+  mean removed, and of the two-digit class 10..99 alone (:func:`class_spectra`): which periods
+  stand out once the step is gone.  It cannot decide T = 100: over 10..99 a trend and a T = 100
+  circle land in the same lowest bin (T = 90).
 
 All functions take the residual cache's bare numbers ``numbers`` [N, L+1, d], row n holding
 the number n, and return tidy tables with ``layer`` = resid_pre[layer].  numpy and pandas only.
@@ -227,9 +234,12 @@ def compare_number_bases(
 
 
 def winner(pairs: pd.DataFrame, among: Sequence[str] = CANDIDATES) -> pd.DataFrame:
-    """Which basis explains a number at each layer, among ``among`` (by default the units digit
-    alone, the helix, the digit circles and the digit-count classes: the sets that share the
-    units part and differ in the rest, the combinations left to say what one adds to another).
+    """Which single basis explains a number best at each layer, among ``among`` (by default the
+    units digit alone, the helix, the digit circles and the digit-count classes: the sets that
+    share the units part and differ in the rest, the combinations left to say what one adds to
+    another).  A description, not the verdict on a T = 100 component: that is the nested test
+    of :mod:`.nested` (the helix alone lacks the class step and the tens circle, so a
+    representation with digits and a T = 100 component loses this race).
 
     Rule: the *best* is the candidate of the highest held-out R^2; it is the *winner* when the
     interval (95% by default) of its paired difference from every other candidate lies above 0

@@ -1,0 +1,352 @@
+"""Each declared finding computed from the saved tables (README, "Findings"): its rows, its
+choice (cross-fitted, or on the same pairs under ``compat: authors``), its per-pair values, its
+estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`).
+
+Per-pair values are aligned by pair column (``pair_i`` of one model job is one pair in every table
+of that job), a difference is taken pair by pair over the pairs both quantities have, and the
+pairs are resampled by the clusters of the job's prompts table where it has one
+(:func:`helixclock.inference.prompt_clusters`), else each pair alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...crossfit import cross_fit, fold_bound, folds
+from ...inference import (
+    per_pair_sd,
+    prompt_clusters,
+    ratio_of_means,
+    resample,
+    singletons,
+    standard_error,
+    t_interval,
+)
+from ...statistics import PAIR, TERM, Resampling
+from .registry import RESERVED, TABLES
+
+# how the run chose the objects of an `each` list, against the pairs that measure them
+SPLITS = {
+    "same pairs": "the run's choice, on the same pairs",
+    "separate draw": "the run's choice, on a separate draw of pairs",
+    "fixed by the paper": "fixed by the paper",
+}
+CLUSTERED = "prompt-sharing components"
+UNCLUSTERED = "pairs (the job records no prompts)"
+
+
+@dataclass(frozen=True)
+class Values:
+    """Per-pair (or per-unit) values of one finding and how to resample them."""
+
+    values: np.ndarray  # [n] (NaN: a pair the quantity lacks)
+    clusters: np.ndarray
+    unit: str  # what a cluster is
+
+
+def _same(a, b) -> bool:
+    """A label value equals a registry value: as numbers where both read as numbers ("4.0" and 4),
+    else as text."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def match(frame: pd.DataFrame, filters: Mapping, where: str) -> pd.DataFrame:
+    """The rows of ``frame`` whose label columns equal ``filters`` (a column the table lacks is
+    an error naming the columns it has)."""
+    mask = np.ones(len(frame), bool)
+    for col, value in filters.items():
+        if col not in frame:
+            labels = [c for c in frame.columns if not c.startswith(PAIR)]
+            raise KeyError(f"{where}: no column {col!r}; the table has {', '.join(labels)}")
+        mask &= np.array([_same(v, value) for v in frame[col]], bool)
+    return frame[mask]
+
+
+def prepared(frame: pd.DataFrame, finding: Mapping) -> pd.DataFrame:
+    """A table cut to the finding's reading and term where it has those columns (answers of
+    several tokens; tables of one-token models have neither)."""
+    if "reading" in frame:
+        frame = frame[frame["reading"] == finding["reading"]].drop(columns="reading")
+    if TERM in frame:
+        frame = frame[frame[TERM] == finding["term"]].drop(columns=TERM)
+    return frame.reset_index(drop=True)
+
+
+def filters(spec: Mapping, fill: Mapping) -> dict:
+    """A row spec's label filters, ``$column`` values filled from ``fill`` (the ``each`` row)."""
+    out = {}
+    for k, v in spec.items():
+        if k in RESERVED:
+            continue
+        out[k] = fill[v[1:]] if isinstance(v, str) and v.startswith("$") else v
+    return out
+
+
+def expand(finding: Mapping, frames: Mapping[str, pd.DataFrame]) -> list[dict]:
+    """One concrete finding per row of its ``each`` list (id suffixed, ``$column`` filled into its
+    rows and claim; ``fill`` holds the values), or the finding itself."""
+    if "each" not in finding:
+        return [{**finding, "fill": {}}]
+    each = finding["each"]
+    table = prepared(frames[each["table"]], finding)
+    table = match(table, each.get("where", {}), f"{finding['id']}: each")
+    for col, values in each.get("exclude", {}).items():
+        table = table[[not any(_same(v, x) for x in values) for v in table[col]]]
+    rows = table[each["columns"]].drop_duplicates().to_dict("records")
+    out = []
+    for row in rows:
+        fill = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in row.items()}
+        suffix = ",".join(f"{k}={v}" for k, v in fill.items())
+        claim = finding["claim"]
+        for k, v in fill.items():
+            claim = claim.replace(f"${k}", str(v))
+        out.append({**finding, "id": f"{finding['id']}[{suffix}]", "claim": claim, "fill": fill})
+    return out
+
+
+class Tables:
+    """The saved tables of one model, by registry name, with each job's clusters."""
+
+    def __init__(self, frames: Mapping[str, pd.DataFrame], prompts: Mapping[str, pd.DataFrame | None]):
+        self.frames = dict(frames)
+        self.prompts = dict(prompts)
+
+    def pair_columns(self, name: str) -> list[str]:
+        return [c for c in self.frames[name].columns if c.startswith(PAIR)]
+
+    def clusters(self, name: str) -> tuple[np.ndarray, str]:
+        """The cluster of each pair column of table ``name`` and what the clusters are."""
+        cols = self.pair_columns(name)
+        prompts = self.prompts.get(name)
+        if prompts is None:
+            return singletons(len(cols)), UNCLUSTERED
+        by_pair = prompts.set_index("pair")
+        missing = [c for c in cols if c not in by_pair.index]
+        if missing:
+            raise ValueError(f"table {name}: pair column(s) {', '.join(missing[:3])} not in its prompts table")
+        return prompt_clusters(by_pair.loc[cols].reset_index()), CLUSTERED
+
+
+def side(tables: Tables, finding: Mapping, key: str) -> tuple[pd.DataFrame, str]:
+    """The rows of side ``key`` (x or y) and their table's name."""
+    spec = finding[key]
+    name = spec.get("table", finding["table"])
+    frame = prepared(tables.frames[name], finding)
+    return match(frame, filters(spec, finding["fill"]), f"{finding['id']}: {key}"), name
+
+
+def pair_values(rows: pd.DataFrame, spec: Mapping, where: str) -> np.ndarray:
+    """[n] per-pair values of one row, or of the rows summed pair by pair (``combine: sum``; a
+    pair missing from any row is missing from the sum)."""
+    cols = [c for c in rows.columns if c.startswith(PAIR)]
+    values = rows[cols].to_numpy(np.float64)
+    if spec.get("combine") == "sum":
+        if len(values) == 0:
+            raise ValueError(f"{where}: no rows to sum")
+        return values.sum(0)
+    if len(values) != 1:
+        raise ValueError(f"{where}: {len(values)} rows match where one should (say which, or combine: sum)")
+    return values[0]
+
+
+def unit_values(tables: Tables, finding: Mapping, key: str) -> np.ndarray:
+    """[n units] column ``column`` of the rows of side ``key`` of a table of units."""
+    rows, _ = side(tables, finding, key)
+    return rows[finding[key]["column"]].to_numpy(np.float64)
+
+
+def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Resampling) -> dict:
+    """A mean or difference at an object chosen from the tables (``select``): candidates are the
+    values of ``select.over`` both sides have; cross-fitted (:func:`helixclock.crossfit.cross_fit`,
+    :func:`fold_bound`), or under ``compat: authors`` chosen and measured on all pairs."""
+    sel = finding["select"]
+    over = sel["over"]
+    x, name = side(tables, finding, "x")
+    y = side(tables, finding, "y")[0] if "y" in finding else None
+    cands = sorted(set(x[over]) & (set(y[over]) if y is not None else set(x[over])), key=float)
+    if not cands:
+        raise ValueError(f"{finding['id']}: no {over} that both sides have")
+
+    def at(rows, spec, v, key):
+        return pair_values(match(rows, {over: v}, finding["id"]), spec, f"{finding['id']}: {key} at {over} {v}")
+
+    X = np.stack([at(x, finding["x"], v, "x") for v in cands])
+    Y = np.stack([at(y, finding["y"], v, "y") for v in cands]) if y is not None else None
+    d = X - Y if Y is not None else X
+    by = sel["by"]
+    if by == "x":
+        crit = X
+    elif by == "y":
+        crit = Y
+    else:
+        frame = prepared(tables.frames[by.get("table", finding["table"])], finding)
+        rows = match(frame, filters(by, finding["fill"]), "by")
+        crit = np.stack([at(rows, by, v, "by") for v in cands])
+    clusters, unit = tables.clusters(name)
+    fmt = lambda k: f"{over} {_number(cands[int(k)])}"  # noqa: E731
+    if compat == "authors":
+        chosen = cross_fit(d, crit, None, sel["rule"])
+        out = mean_of(Values(chosen.values, clusters, unit), resampling)
+        return {**out, "selection": f"{fmt(chosen.choice[0])}, on all pairs", "split": "same pairs (compat: authors)"}
+    fold = folds(clusters, resampling.seed)
+    chosen = cross_fit(d, crit, fold, sel["rule"])
+    bound = fold_bound(chosen.values, fold, clusters, resampling.bootstrap, resampling.seed)
+    low, high = t_interval(bound.estimate, bound.se, bound.df)
+    return {
+        "estimate": float(bound.estimate),
+        "se": float(bound.se),
+        "df": bound.df,
+        "low": float(low),
+        "high": float(high),
+        "n_pairs": int(bound.n_pairs),
+        "n_clusters": bound.n_clusters,
+        "clusters": unit,
+        "sd_diff": per_pair_sd(chosen.values, clusters),
+        "selection": f"{fmt(chosen.choice[0])} (fold 1) | {fmt(chosen.choice[1])} (fold 2)",
+        "split": "cross-fitted",
+    }
+
+
+def _number(v):
+    f = float(v)
+    return int(f) if f.is_integer() else f
+
+
+def mean_of(v: Values, resampling: Resampling) -> dict:
+    """Estimate, standard error (cluster bootstrap), t interval of the mean of ``v``."""
+    r = resample(v.values[None], v.clusters, resampling.bootstrap, resampling.seed)
+    se = standard_error(r.boot, r.n_clusters)
+    df = max(r.n_clusters - 1, 1)
+    low, high = t_interval(r.estimate, se, df)
+    return {
+        "estimate": float(r.estimate[0]),
+        "se": float(se[0]),
+        "df": df,
+        "low": float(low[0]),
+        "high": float(high[0]),
+        "n_pairs": int(r.n_pairs[0]),
+        "n_clusters": r.n_clusters,
+        "clusters": v.unit,
+        "sd_diff": per_pair_sd(v.values, v.clusters),
+    }
+
+
+def ratio_of(num: np.ndarray, den: np.ndarray, clusters, unit: str, resampling: Resampling) -> dict:
+    """mean(num) / mean(den) over the pairs both have: Fieller's 95% interval, "not defined"
+    where the denominator's interval includes 0 (its estimate and interval in den_*)."""
+    both = ~np.isnan(num) & ~np.isnan(den)
+    x = np.where(both, np.stack([num, den]), np.nan)
+    r = resample(x, clusters, resampling.bootstrap, resampling.seed)
+    ratio = ratio_of_means(r)
+    se = standard_error(r.boot, r.n_clusters)
+    den_low, den_high = t_interval(r.estimate[1], se[1], max(r.n_clusters - 1, 1))
+    return {
+        "estimate": float(ratio.estimate),
+        "low": float(ratio.low),
+        "high": float(ratio.high),
+        "defined": bool(ratio.defined),
+        "n_pairs": int(both.sum()),
+        "n_clusters": r.n_clusters,
+        "clusters": unit,
+        "den_estimate": float(r.estimate[1]),
+        "den_low": float(den_low),
+        "den_high": float(den_high),
+    }
+
+
+def category_of(tables: Tables, finding: Mapping, compat: str, resampling: Resampling) -> dict:
+    """A head's category (the paper's rule, section 5.2: c_ab = (1 - DE/TE) helix(a,b) /
+    helix(a,b,a+b), c_a+b = (DE/TE) helix(a+b) / helix(a,b,a+b), ratios clipped to [0, 1], a,b
+    where c_ab >= c_a+b) chosen on one fold and confirmed on the other: each pair's DE - TE / 2
+    signed by the other fold's category (+ for a+b, which says DE > TE / 2, - for a,b).  Only a
+    head whose TE's interval lies above 0 is categorised."""
+    head = filters(finding["x"], finding["fill"])
+    effects = match(prepared(tables.frames["head_effects"], finding), head, finding["id"])
+    fits = match(prepared(tables.frames["head_fits"], finding), head, finding["id"])
+
+    def row(frame, col, value):
+        return pair_values(match(frame, {col: value}, finding["id"]), {}, f"{finding['id']}: {value}")
+
+    te, de = row(effects, "effect", "te"), row(effects, "effect", "de")
+    fit = {k: row(fits, "fit", k) for k in ("helix(a,b,a+b)", "helix(a+b)", "helix(a,b)")}
+    clusters, unit = tables.clusters("head_effects")
+    te_mean = mean_of(Values(te, clusters, unit), resampling)
+    base = {"den_estimate": te_mean["estimate"], "den_low": te_mean["low"], "den_high": te_mean["high"]}
+    if not te_mean["low"] > 0:
+        note = "not categorised: the head's TE interval does not lie above 0"
+        counts = {k: te_mean[k] for k in ("n_pairs", "n_clusters", "clusters")}
+        return {**base, **counts, "defined": False, "note": note}
+
+    def category(mask) -> int:
+        m = {k: np.nanmean(np.where(mask, v, np.nan)) for k, v in {"te": te, "de": de, **fit}.items()}
+        ratio = np.clip(m["de"] / m["te"], 0, 1)
+        c_ab = (1 - ratio) * np.clip(m["helix(a,b)"] / m["helix(a,b,a+b)"], 0, 1)
+        c_sum = ratio * np.clip(m["helix(a+b)"] / m["helix(a,b,a+b)"], 0, 1)
+        return -1 if c_ab >= c_sum else 1
+
+    margin = de - te / 2
+    name = {1: "a+b", -1: "a,b"}
+    if compat == "authors":
+        s = category(np.ones(len(te), bool))
+        out = mean_of(Values(s * margin, clusters, unit), resampling)
+        chosen = {"selection": f"{name[s]}, on all pairs", "split": "same pairs (compat: authors)"}
+        return {**out, **base, **chosen, "defined": True}
+    fold = folds(clusters, resampling.seed)
+    signs = [category(fold == f) for f in range(2)]
+    values = np.where(fold == 0, signs[1], signs[0]) * margin
+    bound = fold_bound(values, fold, clusters, resampling.bootstrap, resampling.seed)
+    low, high = t_interval(bound.estimate, bound.se, bound.df)
+    return {
+        **base,
+        "defined": True,
+        "estimate": float(bound.estimate),
+        "se": float(bound.se),
+        "df": bound.df,
+        "low": float(low),
+        "high": float(high),
+        "n_pairs": int(bound.n_pairs),
+        "n_clusters": bound.n_clusters,
+        "clusters": unit,
+        "sd_diff": per_pair_sd(values, clusters),
+        "selection": f"{name[signs[0]]} (fold 1) | {name[signs[1]]} (fold 2)",
+        "split": "cross-fitted",
+    }
+
+
+def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resampling) -> dict:
+    """One concrete finding's numbers before multiplicity (keys of :data:`helixclock.stages.
+    findings.verdicts.COLUMNS`)."""
+    q = finding["quantity"]
+    if q == "category":
+        return {"split": "cross-fitted", **category_of(tables, finding, compat, resampling)}
+    if "select" in finding:
+        return choose_values(tables, finding, compat, resampling)
+    kind = TABLES[finding["table"]].kind
+    if kind == "units":
+        x = unit_values(tables, finding, "x")
+        y = unit_values(tables, finding, "y") if "y" in finding else None
+        clusters, unit = singletons(len(x)), "units"
+    else:
+        rows, name = side(tables, finding, "x")
+        x = pair_values(rows, finding["x"], f"{finding['id']}: x")
+        y = pair_values(side(tables, finding, "y")[0], finding["y"], f"{finding['id']}: y") if "y" in finding else None
+        clusters, unit = tables.clusters(name)
+    split = SPLITS[finding["each"].get("split", "same pairs")] if "chosen_by" in finding.get("each", {}) else "fixed"
+    if q == "ratio":
+        return {**ratio_of(x, y, clusters, unit, resampling), "split": split}
+    if q == "share_below":
+        both = ~np.isnan(x) & ~np.isnan(y)
+        values = np.where(both, (x < y).astype(np.float64), np.nan)
+    else:
+        values = x - y if y is not None else x
+    out = mean_of(Values(values, clusters, unit), resampling)
+    if q == "share_below":
+        out["low"], out["high"] = max(out["low"], 0.0), min(out["high"], 1.0)
+    return {**out, "split": split}

@@ -1,0 +1,113 @@
+"""The findings page (``results/{model}/findings.md``), rendered from ``contrasts.csv`` alone:
+each sentence is chosen by the finding's verdict, and every number in it is a value of the table
+(tests/test_findings.py renders a planted table and checks each number of the page against it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+DIGITS = 2
+
+
+def num(x, digits: int = DIGITS) -> str:
+    """A value of the table as the page writes it (a minus sign for negatives)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    text = f"{float(x):.{digits}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")  # no "-0.00"
+    return text.replace("-", "−")
+
+
+def interval(low, high) -> str:
+    return f"[{num(low)}, {num(high)}]"
+
+
+def _quantity(row) -> str:
+    if row["quantity"] == "difference":
+        return f"{row['x']} − {row['y']}"
+    if row["quantity"] == "ratio":
+        return f"{row['x']} / {row['y']}"
+    if row["quantity"] == "share_below":
+        return f"share with {row['x']} below {row['y']}"
+    return str(row["x"])
+
+
+def _support(row) -> str:
+    """Where the numbers come from: pairs, clusters, split, choice."""
+    unit = "units" if row["clusters"] == "units" else "pairs"
+    parts = [f"{int(row['n_pairs'])} {unit}"]
+    if unit == "pairs":
+        if row["clusters"] == "prompt-sharing components":
+            parts.append(f"{int(row['n_clusters'])} clusters of pairs that share a prompt")
+        else:
+            parts.append("each pair its own cluster (the job records no prompts)")
+    if isinstance(row["selection"], str) and row["selection"]:
+        parts.append(f"{row['selection']} ({row['split']})")
+    return "; ".join(parts)
+
+
+def sentence(row) -> str:
+    """One finding's line, chosen by its verdict."""
+    v = row["verdict"]
+    q, claim = _quantity(row), row["claim"]
+    if v in ("holds", "reversed", "not distinguished"):
+        level = f"{num(row['adj_level'], 1)}% interval, {row['family_kind']} family of {int(row['m'])}"
+        shown = f"{q} = {num(row['estimate'])} {interval(row['adj_low'], row['adj_high'])} ({level})"
+        if v == "holds":
+            head = f"**Holds**: {claim}. {shown}."
+        elif v == "reversed":
+            head = f"**Reversed**: the opposite of the claim ({claim}) is shown. {shown}."
+        else:
+            head = (
+                f"**Not distinguished**: {claim} is not shown, nor its opposite. {shown}; with these "
+                f"{int(row['n_pairs'])} pairs the test detects a true effect of {num(row['mde'])} or more "
+                f"with power {num(row['power'])}, and cannot tell a smaller one from 0."
+            )
+        support = _support(row)
+        return f"- {head} {support[0].upper()}{support[1:]}."
+    if v == "estimate":
+        level = f"{num(row['level'], 0)}%, {row['interval']}"
+        shown = f"{num(row['estimate'])} {interval(row['low'], row['high'])} ({level})"
+        return f"- {claim}: {q} = {shown}; {_support(row)}."
+    if v == "not defined":
+        den = f"{num(row['den_estimate'])} {interval(row['den_low'], row['den_high'])} ({num(row['level'], 0)}%)"
+        if row["quantity"] == "category":
+            return f"- {claim}: not categorised: its TE, {den}, does not lie above 0; {_support(row)}."
+        return f"- {claim}: not defined: the denominator, {den}, does not exclude 0; {_support(row)}."
+    return f"- {claim}: not computed ({row['note']})."
+
+
+def findings_page(contrasts: pd.DataFrame, model: str) -> str:
+    """The page of one model: how to read it (read from the table), then each family's findings
+    under its title, in the table's order."""
+    if len(contrasts) == 0:
+        return f"# Findings: {model}\n\nNo declared finding applies to this model.\n"
+    first = contrasts.iloc[0]
+    counts = contrasts["verdict"].value_counts()
+    tally = ", ".join(f"{v} {int(counts[v])}" for v in ("holds", "reversed", "not distinguished") if v in counts)
+    lines = [
+        f"# Findings: {model}",
+        "",
+        "Generated from `findings/contrasts.csv` (every number below is a value of that table), for the "
+        "findings that `config/findings.yaml` declares for this model.",
+        "",
+        f"How to read it: every interval comes from {int(first['resamples'])} bootstrap resamples (seed "
+        f"{int(first['seed'])}) of whole clusters of pairs (pairs that share a prompt resample together); a "
+        "difference is paired, pair by pair over the pairs both quantities have. A verdict is a test at "
+        f"level {num(first['alpha'])} within the finding's family (Holm for a confirmatory family, "
+        "Benjamini-Hochberg for a screening list), and the interval shown beside it is at the level of the "
+        "step that decided it, so it excludes 0 exactly where the verdict says holds or reversed. An "
+        "object chosen after the run (a best layer, a block, a category) is chosen on one half of the pairs "
+        "and measured on the other (cross-fitted); an object the run chose itself (its MLP circuit, its "
+        "categorised heads) is measured on the pairs that chose it, and the line says so.",
+        "",
+        f"Verdicts: {tally}." if tally else "No tested finding.",
+    ]
+    for _, part in contrasts.groupby("family", sort=False):
+        lines += ["", f"## {part['family_title'].iloc[0]}", ""]
+        lines += [sentence(row) for _, row in part.iterrows()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,163 @@
+"""The registry of findings (README, "Findings"): ``config/findings.yaml``, checked against
+``workflow/schemas/findings.schema.yaml`` and against the tables the findings job reads.
+
+A finding names a table (:data:`TABLES`: which saved table, of which model job, with which table
+of prompts for its clusters), the rows of its quantity (x, and y for a difference or a ratio), how
+any object in it is chosen, its family for multiplicity and the models it applies to.  The file
+is the one place a claim is declared; the findings job computes every declared finding from the
+tables and nothing else, so a claim the file lacks cannot reach the page.
+
+The registry is a YAML file rather than a table in the library because it is what a reader
+changes (a claim, its expected sign, its family), and a file validated by a schema states it
+without code; the schema and :func:`check` reject a finding that names an unknown table, family
+or column before any job runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ... import outputs
+from ...config import REPO, SCHEMAS, ConfigError, load_yaml, validate
+
+REGISTRY = REPO / "config" / "findings.yaml"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A saved table a finding reads: its path (``{model}``), the job that wrote its pair
+    columns (x and y of one finding must come from one job: the same pairs), the table of that
+    job's prompts (clusters; None where the job records none) and what a row is: ``pairs``
+    (a raw table, one column per pair), ``units`` (one row per unit, e.g. a neuron), ``list``
+    (rows that name objects, read by ``each``)."""
+
+    path: str
+    job: str
+    prompts: str | None = None
+    kind: str = "pairs"
+
+
+TABLES: dict[str, Table] = {
+    "helix_sweep": Table(outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"]),
+    "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching"),
+    "last_token_fits": Table(outputs.LAST_TOKEN_RAW["fits"], "last_token_patching"),
+    "layer_effects": Table(outputs.LAST_TOKEN_RAW["layer_effects"], "last_token_patching"),
+    "head_effects": Table(outputs.HEADS_RAW["effects"], "head_patching"),
+    "head_fits": Table(outputs.HEADS_RAW["fits"], "head_patching"),
+    "head_categories": Table(outputs.HEADS_RAW["categories"], "head_patching", kind="list"),
+    "mlp_effects": Table(outputs.MLPS_RAW["effects"], "mlp_patching"),
+    "mlp_fits": Table(outputs.MLPS_RAW["fits"], "mlp_patching"),
+    "mlp_stages": Table(outputs.MLPS_SUMMARY["mlp_stages"], "mlp_summary", kind="list"),
+    "neuron_fits": Table(outputs.NEURON_FITS["table"], "neuron_fits", kind="units"),
+}
+RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that are not label filters
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The validated registry: alpha, power, families (id -> kind, title) and the findings (the
+    file's dicts, defaults filled)."""
+
+    alpha: float
+    power: float
+    families: dict
+    findings: list
+
+    def applying(self, several: bool) -> list[dict]:
+        """The findings that apply to a model of numbers of one token, or of several."""
+        kind = "several-token" if several else "one-token"
+        return [f for f in self.findings if f["models"] in ("both", kind)]
+
+    def tables(self, several: bool) -> list[str]:
+        """Every table the applying findings read (their rows, selections, ``each`` lists), and the
+        prompts tables of those that have one, in a fixed order."""
+        names = set()
+        for f in self.applying(several):
+            names |= set(tables_of(f))
+        return sorted(names)
+
+
+def params(registry: Registry, several: bool) -> dict:
+    """What the findings job of a model reads of the registry (its rule's params, so that a
+    changed finding reruns the jobs of the models it applies to, and no other)."""
+    findings = registry.applying(several)
+    used = {f["family"] for f in findings}
+    families = {k: v for k, v in registry.families.items() if k in used}
+    return {"alpha": registry.alpha, "power": registry.power, "families": families, "findings": findings}
+
+
+def inputs(registry: Registry, several: bool, model: str) -> dict[str, str]:
+    """The findings job's inputs for ``model``: each table its findings read, by registry name,
+    and the prompts table of each that has one, as ``prompts_<name>``."""
+    out = {}
+    for name in registry.tables(several):
+        out[name] = TABLES[name].path.format(model=model)
+        if TABLES[name].prompts:
+            out[f"prompts_{name}"] = TABLES[name].prompts.format(model=model)
+    return out
+
+
+def tables_of(finding: Mapping) -> list[str]:
+    """The tables one finding reads."""
+    names = [finding["table"]]
+    for side in ("x", "y"):
+        if side in finding:
+            names.append(finding[side].get("table", finding["table"]))
+    by = finding.get("select", {}).get("by")
+    if isinstance(by, Mapping):
+        names.append(by.get("table", finding["table"]))
+    if "each" in finding:
+        names.append(finding["each"]["table"])
+    if finding["quantity"] == "category":
+        names.append("head_fits")  # the fits of the paper's rule (section 5.2)
+    return list(dict.fromkeys(names))
+
+
+def load(path: str | Path = REGISTRY) -> Registry:
+    """Read, validate (schema and :func:`check`) and return the registry."""
+    raw = validate(load_yaml(path), SCHEMAS / "findings.schema.yaml", f"findings registry {Path(path).name}")
+    findings = [{"reading": "last token", "term": "ld", **f} for f in raw["findings"]]  # the schema's defaults
+    registry = Registry(raw["alpha"], raw["power"], raw["families"], findings)
+    check(registry)
+    return registry
+
+
+def check(registry: Registry) -> None:
+    """What the schema cannot say: unique ids, known families and tables, x and y of one job,
+    the quantity's sides and expected sign, ``$`` values that ``each`` fills, a selection only
+    of a difference or a mean of pairs."""
+    seen = set()
+    for f in registry.findings:
+        where = f"findings registry: finding {f['id']!r}"
+        if f["id"] in seen:
+            raise ConfigError(f"{where}: the id is used twice")
+        seen.add(f["id"])
+        if f["family"] not in registry.families:
+            declared = ", ".join(registry.families)
+            raise ConfigError(f"{where}: family {f['family']!r} is not declared; declared: {declared}")
+        unknown = [t for t in tables_of(f) if t not in TABLES]
+        if unknown:
+            raise ConfigError(f"{where}: table(s) {', '.join(unknown)} unknown; allowed: {', '.join(TABLES)}")
+        q = f["quantity"]
+        two = q in ("difference", "ratio", "share_below")
+        if two != ("y" in f) and q != "category":
+            raise ConfigError(f"{where}: quantity {q} {'needs' if two else 'takes no'} y")
+        jobs = {TABLES[t].job for t in tables_of(f) if TABLES[t].kind != "list"}
+        if len(jobs) > 1:
+            names = ", ".join(sorted(jobs))
+            raise ConfigError(f"{where}: x and y come from different jobs ({names}), not the same pairs")
+        kind = registry.families[f["family"]]["kind"]
+        if (kind != "estimate") != ("expect" in f):
+            need = "needs an expected sign (expect)" if kind != "estimate" else "is an estimate: no expect"
+            raise ConfigError(f"{where}: family {f['family']!r} is {kind}: the finding {need}")
+        if "select" in f and (q not in ("mean", "difference") or TABLES[f["table"]].kind != "pairs"):
+            raise ConfigError(f"{where}: a selection applies to a mean or a difference of pairs, not {q}")
+        filled = set(f.get("each", {}).get("columns", []))
+        for side in ("x", "y"):
+            for key, value in f.get(side, {}).items():
+                if isinstance(value, str) and value.startswith("$") and value[1:] not in filled:
+                    raise ConfigError(f"{where}: {side}.{key} = {value!r}, but `each` fills no column {value[1:]!r}")
+        if q == "category" and f["table"] != "head_effects":
+            raise ConfigError(f"{where}: a category reads head_effects (with head_fits)")

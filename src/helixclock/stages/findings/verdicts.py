@@ -1,0 +1,154 @@
+"""The contrasts table (``findings/contrasts.csv``): every declared finding that applies to a
+model, computed (:mod:`.contrasts`), tested within its family (Holm for a confirmatory family,
+Benjamini-Hochberg for a screening list, none for estimates) and given its verdict, the interval
+that agrees with it, and what its pair count can detect (README, "Findings")."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...inference import t_interval, t_test
+from ...multiplicity import benjamini_hochberg, holm, mde, verdict
+from ...statistics import Resampling
+from .contrasts import Tables, compute, expand
+from .registry import Registry
+
+log = logging.getLogger("helixclock")
+
+COLUMNS = [
+    "id",
+    "family",
+    "family_kind",
+    "family_title",
+    "section",
+    "claim",
+    "quantity",
+    "x",
+    "y",
+    "table",
+    "reading",
+    "expect",
+    "selection",
+    "split",
+    "estimate",
+    "low",
+    "high",
+    "level",
+    "interval",
+    "se",
+    "df",
+    "p",
+    "m",
+    "alpha_step",
+    "adj_level",
+    "adj_low",
+    "adj_high",
+    "verdict",
+    "den_estimate",
+    "den_low",
+    "den_high",
+    "n_pairs",
+    "n_clusters",
+    "clusters",
+    "resamples",
+    "seed",
+    "alpha",
+    "sd_diff",
+    "power",
+    "mde",
+    "note",
+]
+INTERVALS = {
+    "mean": "t on the bootstrap SE",
+    "difference": "t on the bootstrap SE, paired",
+    "share_below": "t on the bootstrap SE, over units",
+    "ratio": "Fieller",
+    "category": "t on the cross-fitted bound",
+}
+
+
+def _label(spec: Mapping | None, fill: Mapping) -> str:
+    if spec is None:
+        return ""
+    label = spec.get("label") or ", ".join(f"{k} {v}" for k, v in spec.items() if k not in ("table", "combine"))
+    for k, v in fill.items():
+        label = label.replace(f"${k}", str(v))
+    return label
+
+
+def contrasts_table(
+    registry: Registry, several: bool, tables: Tables, resampling: Resampling, compat: str = "corrected"
+) -> pd.DataFrame:
+    """Rule findings: every finding of ``registry`` that applies to a model of numbers of one
+    token (``several`` False) or several, computed from ``tables`` and judged within its family;
+    one row per concrete finding (columns :data:`COLUMNS`)."""
+    rows = []
+    for finding in registry.applying(several):
+        for concrete in expand(finding, tables.frames):
+            row = {
+                "id": concrete["id"],
+                "family": concrete["family"],
+                "family_kind": registry.families[concrete["family"]]["kind"],
+                "family_title": registry.families[concrete["family"]]["title"],
+                "section": concrete["section"],
+                "claim": concrete["claim"],
+                "quantity": concrete["quantity"],
+                "x": _label(concrete.get("x"), concrete["fill"]),
+                "y": _label(concrete.get("y"), concrete["fill"]),
+                "table": concrete["table"],
+                "reading": concrete["reading"],
+                "expect": concrete.get("expect", ""),
+                "selection": concrete.get("each", {}).get("chosen_by", ""),
+                "interval": INTERVALS[concrete["quantity"]],
+                "resamples": resampling.bootstrap,
+                "seed": resampling.seed,
+                "alpha": registry.alpha,
+                "level": 100 * (1 - registry.alpha),
+                "power": registry.power,
+            }
+            try:
+                numbers = compute(concrete, tables, compat, resampling)
+            except (KeyError, ValueError) as err:  # a table without the rows: said in the row, not a crash
+                log.warning("finding %s not computed: %s", concrete["id"], err)
+                numbers = {"note": f"not computed: {err}"}
+            if "select" in concrete:
+                numbers["selection"] = f"{concrete['select']['what']}: {numbers.get('selection', '')}"
+            elif row["selection"] and "selection" in numbers:
+                numbers["selection"] = f"{row['selection']}; {numbers['selection']}"
+            rows.append({**row, **numbers})
+    table = pd.DataFrame(rows)
+    for col in [*COLUMNS, "defined"]:
+        if col not in table:
+            table[col] = np.nan
+    return judge(table, registry.alpha, registry.power)[COLUMNS]
+
+
+def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
+    """p-values, the family's multiplicity (Holm, BH), verdicts, agreeing intervals and the
+    minimal detectable effect at alpha' = alpha / m (Holm's first step), in place of a copy."""
+    t = table.copy()
+    for col in ("verdict", "note"):
+        t[col] = t[col].astype(object)
+    tested = t["family_kind"].isin(["confirmatory", "screening"]) & t["se"].notna()
+    t.loc[tested, "p"] = t_test(t.loc[tested, "estimate"], t.loc[tested, "se"], t.loc[tested, "df"])
+    for _, part in t[tested].groupby("family", sort=False):
+        kind = part["family_kind"].iloc[0]
+        reject, level = (holm if kind == "confirmatory" else benjamini_hochberg)(part["p"].to_numpy(), alpha)
+        low, high = t_interval(part["estimate"], part["se"], part["df"], level)
+        t.loc[part.index, "m"] = len(part)
+        t.loc[part.index, "alpha_step"] = level
+        t.loc[part.index, "adj_level"] = 100 * (1 - level)
+        t.loc[part.index, "adj_low"], t.loc[part.index, "adj_high"] = low, high
+        t.loc[part.index, "verdict"] = [verdict(e, r, x) for e, r, x in zip(part["estimate"], reject, part["expect"])]
+        t.loc[part.index, "mde"] = mde(part["se"], 1, alpha / len(part), power)
+    estimates = t["family_kind"] == "estimate"
+    t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"
+    undefined = t["defined"].eq(False)
+    t.loc[undefined, "verdict"] = "not defined"
+    t.loc[undefined & t["note"].isna(), "note"] = "not defined: the denominator's interval includes 0"
+    t.loc[t["verdict"].isna(), "verdict"] = "not computed"
+    return t

@@ -1,0 +1,35 @@
+"""Attention heads (section 5.2, appendix D.1): rule head_patching's entry point.
+
+:func:`head_patching` chooses, by :func:`helixclock.config.several_tokens`, between the paper's
+heads at the last token (:func:`.patching.last_token_heads`, every number one token) and the two
+readings of answers of several tokens (:func:`.readings.head_patching_readings`; README, "Numbers
+of several tokens").
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...config import several_tokens
+from ...pairs import prompt_ids
+from ...patching import Pairs, PatchingEngine
+from .patching import HeadSettings, last_token_heads
+from .readings import head_patching_readings
+
+
+def head_patching(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    sample: pd.DataFrame,
+    template: str,
+    positions: dict[str, int] | None,
+    settings: HeadSettings = HeadSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+) -> dict[str, pd.DataFrame]:
+    """Rule head_patching: every table of section 5.2 that runs the model, its heads' helix fits
+    fitted to the outputs of ``sample`` (correct a+b prompts of ``template``).  Numbers of one
+    token: at the card's ``positions`` of a+b (a, b, last); numbers of several tokens (whose
+    ``positions`` are None): at both readings, column ``reading``."""
+    if several_tokens(engine.model):
+        return head_patching_readings(engine, pairs, sample, template, settings)
+    ids = prompt_ids(engine.model.tokenizer, template, sample)
+    return last_token_heads(engine, pairs, ids, sample["a"].to_numpy(), sample["b"].to_numpy(), positions, settings)

@@ -1,0 +1,172 @@
+"""Eq. 5 against the digit basis at equal capacity, and T = 100 beyond the digit one-hot
+(section 5.4, Eq. 5; helixclock's extension for numbers of several tokens, README "Numbers of
+several tokens").
+
+Does a unit read helices (Eq. 5) or digits?  Two bases of equal size answer it, 24 columns
+each with the constant, on the cells where the unit's place exists (:mod:`.basis`):
+
+* the common core: the constant and the units-digit harmonics T = 10, 5, 2 of a, b and a+b
+  (16 columns);
+* Eq. 5's side (:func:`.basis.eq5_side_design`): the core, the linear terms of a and b and
+  cos/sin T = 100 of a, b and a+b (8 more: Eq. 5 itself, whose 28 columns have rank 24);
+* the digits' side (:func:`.basis.digit_design`): the core, cos/sin of the tens digits of a, b
+  and a+b, the carry and the hundreds digit of a+b (8 more).
+
+Both are fitted by the closed-form least squares of :func:`.fit.fit_neurons` (the grid is
+deterministic, about 10^4 cells against 24 parameters, so held-out and in-sample errors nearly
+agree: matching the capacity is the fix).  Each unit gives a paired difference R^2(Eq. 5's
+side) - R^2(digits' side) on its own cells; :func:`capacity_summary` bootstraps over units.
+(At the hundreds place, a + b >= 100, the hundreds digit is constant: the digits' side has rank
+23 there, the tables say so.)
+
+The digit one-hot (:func:`.basis.onehot_design`: one indicator per nonzero units and tens digit
+of a, b and a+b, the hundreds digit, the carry) is only the base of a nested increment: what
+cos/sin T = 100 of a, b and a+b add to it (in-sample R^2, ``t100_increment``), i.e. the part of
+a unit that no sum of functions of single digits describes.  numpy/pandas, torch for the solver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .basis import as_grids, digit_design, eq5_side_design, onehot_design
+from .fit import _as_mask, _least_squares
+from .places import place_masks
+
+SIDES = {"Eq. 5": eq5_side_design, "digits": digit_design}
+BOOTSTRAP, SEED, LEVEL = 2000, 0, 0.95
+
+
+def _r2(g: torch.Tensor, X: np.ndarray, mask, chunk_size: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """In-sample R^2 [n] of the least-squares fit of design X on the (masked) cells, the range of
+    the grids there [n] and the design's rank."""
+    _, sse, vrange, _, rank = _least_squares(g, torch.as_tensor(X, device=g.device), chunk_size, mask, False)
+    y = g.reshape(len(g), -1).double()
+    if mask is not None:
+        y = y[:, torch.as_tensor(np.flatnonzero(mask), device=g.device)]
+    sst = y.var(1, correction=0) * y.shape[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(sst.cpu().numpy() > 0, 1 - sse.cpu().numpy() / sst.cpu().numpy(), np.nan)
+    return r2, vrange.cpu().numpy(), rank
+
+
+def capacity_table(pre, places=None, layer=None, neuron=None, chunk_size: int = 1024) -> pd.DataFrame:
+    """One row per unit (row i of ``pre`` [n, 100, 100], N(a, b); NaN allowed outside its place's
+    cells): ``place`` (``places``, default "units" for all: the whole grid), ``layer``,
+    ``neuron``, ``cells``, ``n_params_eq5``, ``n_params_digits`` (the two sides' ranks on those
+    cells), ``r2_eq5``, ``r2_digits``, ``r2_diff`` = r2_eq5 - r2_digits, ``nrmse_eq5``,
+    ``nrmse_digits`` (RMSE / (max - min) over the cells), ``better`` ("digits" where its R^2 is
+    higher, else "Eq. 5"), ``r2_onehot`` (the digit one-hot's R^2) and ``t100_increment`` (what
+    cos/sin T = 100 of a, b, a+b add to it)."""
+    g = as_grids(pre)
+    n, n_a, n_b = g.shape
+    places = np.array(["units"] * n if places is None else [str(p) for p in places])
+    if len(places) != n:
+        raise ValueError(f"{len(places)} places for {n} units: one place per unit")
+    ids = {k: np.full(n, -1) if v is None else np.asarray(v) for k, v in (("layer", layer), ("neuron", neuron))}
+    masks = place_masks(n_a, n_b)
+    unknown = sorted(set(places) - set(masks))
+    if unknown:
+        raise ValueError(f"places {unknown}: allowed {', '.join(masks)}")
+    parts = []
+    for place in dict.fromkeys(places):
+        idx = np.flatnonzero(places == place)
+        mask = None if masks[place].all() else _as_mask(masks[place], n_a, n_b)
+        sub = g[torch.as_tensor(idx)]
+        cells = n_a * n_b if mask is None else int(mask.sum())
+        row = {"place": place, "layer": ids["layer"][idx], "neuron": ids["neuron"][idx], "cells": cells}
+        fits = {name: _r2(sub, f(n_a, n_b), mask, chunk_size) for name, f in SIDES.items()}
+        (r2e, rng, pe), (r2d, _, pd_) = fits["Eq. 5"], fits["digits"]
+        base, _, _ = _r2(sub, onehot_design(n_a, n_b), mask, chunk_size)
+        full, _, _ = _r2(sub, onehot_design(n_a, n_b, t100=True), mask, chunk_size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            nrmse = {k: np.sqrt(np.maximum(1 - v[0], 0) * _var(sub, mask)) / rng for k, v in fits.items()}
+        parts.append(
+            pd.DataFrame(
+                {
+                    **row,
+                    "n_params_eq5": pe,
+                    "n_params_digits": pd_,
+                    "r2_eq5": r2e,
+                    "r2_digits": r2d,
+                    "r2_diff": r2e - r2d,
+                    "nrmse_eq5": nrmse["Eq. 5"],
+                    "nrmse_digits": nrmse["digits"],
+                    "better": np.where(r2d > r2e, "digits", "Eq. 5"),
+                    "r2_onehot": base,
+                    "t100_increment": full - base,
+                },
+                index=idx,
+            )
+        )
+    return pd.concat(parts).sort_index()
+
+
+def _var(g: torch.Tensor, mask) -> np.ndarray:
+    y = g.reshape(len(g), -1).double()
+    if mask is not None:
+        y = y[:, torch.as_tensor(np.flatnonzero(mask), device=g.device)]
+    return y.var(1, correction=0).cpu().numpy()
+
+
+def _boot(values: np.ndarray, stat, n_boot: int, seed: int, level: float) -> tuple[float, float, float]:
+    """``stat`` of the values and its percentile bootstrap interval over them (NaN with < 2)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return (float(stat(v)) if len(v) else np.nan), np.nan, np.nan
+    idx = np.random.default_rng(seed).integers(0, len(v), size=(n_boot, len(v)))
+    boots = stat(v[idx], axis=1)
+    a = (1 - level) / 2
+    return float(stat(v)), float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a))
+
+
+def capacity_summary(
+    table: pd.DataFrame, n_boot: int = BOOTSTRAP, seed: int = SEED, level: float = LEVEL
+) -> pd.DataFrame:
+    """One row per place of :func:`capacity_table`: ``n_units``, the sides' ranks
+    (``n_params_eq5``, ``n_params_digits``: the most common over the units), the median NRMSEs,
+    the paired R^2 difference (Eq. 5's side - the digits') as ``mean_r2_diff`` and
+    ``median_r2_diff`` with percentile bootstrap intervals over units (``_low``, ``_high``), the
+    share of units the digits' side fits better (``digits_better`` with its interval),
+    ``verdict`` ("Eq. 5" or "digits" where the interval of the mean difference excludes 0, else
+    "not distinguished"), and the nested ``t100_increment`` over the digit one-hot (median with
+    its interval, and mean)."""
+    rows = []
+    for place, g in table.groupby("place", sort=False):
+        mean = _boot(g["r2_diff"], np.mean, n_boot, seed, level)
+        med = _boot(g["r2_diff"], np.median, n_boot, seed, level)
+        share = _boot((g["better"] == "digits").astype(float), np.mean, n_boot, seed, level)
+        t100 = _boot(g["t100_increment"], np.median, n_boot, seed, level)
+        rows.append(
+            {
+                "place": place,
+                "n_units": len(g),
+                "n_params_eq5": int(g["n_params_eq5"].mode().iloc[0]),
+                "n_params_digits": int(g["n_params_digits"].mode().iloc[0]),
+                "median_nrmse_eq5": float(g["nrmse_eq5"].median()),
+                "median_nrmse_digits": float(g["nrmse_digits"].median()),
+                **dict(zip(("mean_r2_diff", "mean_r2_diff_low", "mean_r2_diff_high"), mean)),
+                **dict(zip(("median_r2_diff", "median_r2_diff_low", "median_r2_diff_high"), med)),
+                **dict(zip(("digits_better", "digits_better_low", "digits_better_high"), share)),
+                "verdict": "Eq. 5" if mean[1] > 0 else "digits" if mean[2] < 0 else "not distinguished",
+                **dict(zip(("t100_increment", "t100_increment_low", "t100_increment_high"), t100)),
+                "t100_increment_mean": float(g["t100_increment"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def capacity_tables(grids: dict, n_boot: int = BOOTSTRAP, seed: int = SEED, level: float = LEVEL) -> dict:
+    """Rule neuron_fits' equal-capacity comparison of the units in the neuron stage's grids.h5
+    arrays (``pre``, ``layer``, ``neuron``, ``rank``; ``place`` for answers of several tokens,
+    else every unit at the units place, the whole grid): ``bases`` (:func:`capacity_table` with
+    ``rank``) and ``bases_summary`` (:func:`capacity_summary`)."""
+    places = grids.get("place")
+    if places is not None:
+        places = [p.decode() if isinstance(p, bytes) else str(p) for p in places]
+    table = capacity_table(grids["pre"], places, grids["layer"], grids["neuron"])
+    table.insert(3, "rank", np.asarray(grids["rank"]))
+    return {"bases": table, "bases_summary": capacity_summary(table, n_boot, seed, level)}

@@ -1,0 +1,248 @@
+"""Figures a reader can read: every figure of the whole-DAG runs, redrawn in
+this process from the run's own tables by the function its plotting rule names, passes
+tests/helpers/figures.problems (no legend over data, no empty panel, titles and labels inside
+the figure and apart); and the cases the toys do not show, planted: Fig. C7 of a model that
+runs four of the six tasks, Fig. D2 of a model whose heads were screened, Fig. 2 of a spectrum
+whose low-frequency bumps outgrow the paper's peaks."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.dag import TINY
+from helpers.figures import problems, save
+from helpers.paths import REPO
+
+
+def plotting_jobs(workdir: Path, configfile: Path) -> list[dict]:
+    """Every job of the workflow's plotting rules (``figure_rule``: params ``function`` and
+    ``kwargs``) for the run in ``workdir``: its model, function, input tables and keyword
+    arguments, as Snakemake resolves them (a dry run through the API, every job planned)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+
+    cwd, path = os.getcwd(), list(sys.path)  # the API enters the work directory, the Snakefile adds src/
+    jobs = []
+    try:
+        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(configfiles=[Path(configfile)]),
+                snakefile=REPO / "Snakefile",
+                workdir=Path(workdir),
+            )
+            dag = workflow.dag(DAGSettings(forceall=True))
+            dag.execute_workflow(executor="dryrun")
+            for job in dag.workflow_api._workflow.dag.jobs:
+                params = job.params
+                if hasattr(params, "function") and hasattr(params, "kwargs"):
+                    jobs.append(
+                        {
+                            "model": job.wildcards["model"],
+                            "function": params.function,
+                            "inputs": [Path(workdir) / str(f) for f in job.input],
+                            "kwargs": dict(params.kwargs),
+                        }
+                    )
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+    return jobs
+
+
+def redraw(job: dict):
+    """The figure of one plotting job, drawn as scripts/figure.py draws it."""
+    from helixclock.statistics import primary
+
+    module, name = job["function"].split(":")
+    fn = getattr(importlib.import_module(module), name)
+    return fn(*[primary(pd.read_csv(p)) for p in job["inputs"]], job["model"], **job["kwargs"])
+
+
+def unreadable(workdir: Path, configfile: Path) -> tuple[int, dict[str, list[str]]]:
+    """How many figures the run's plotting jobs draw, and what :func:`problems` finds in each."""
+    import matplotlib.pyplot as plt
+
+    jobs = plotting_jobs(workdir, configfile)
+    found = {}
+    for job in jobs:
+        fig = redraw(job)
+        issues = problems(fig)
+        if issues:
+            found[f"{job['model']}: {job['function'].split(':')[1]}"] = issues
+        plt.close(fig)
+    return len(jobs), found
+
+
+@pytest.mark.slow
+def test_every_figure_of_the_tiny_run_reads_well(tiny_run):
+    work, _ = tiny_run
+    n, found = unreadable(work, TINY)
+    assert n == 2 * 41  # every plotting job of both toys
+    assert not found, found
+
+
+@pytest.mark.slow
+def test_every_figure_of_the_several_token_run_reads_well(digits_run):
+    work, config = digits_run
+    n, found = unreadable(work, config)
+    assert n > 30
+    assert not found, found
+
+
+# -- the cases the toys do not show ----------------------------------------------------------
+
+
+def _curves(tasks) -> pd.DataFrame:
+    """Fig. C7's table for ``tasks``: every method's mean LD at 4 layers, falling with the layer."""
+    rows = []
+    for t, task in enumerate(tasks):
+        for m, method in enumerate(("layer", "pca", "helix", "circle", "poly")):
+            for layer in range(4):
+                mean = (10 - 2 * m + t) * (3 - layer) / 3
+                rows.append(
+                    dict(task=task, method=method, layer=layer, ld_mean=mean, ld_low=mean - 1, ld_high=mean + 1)
+                )
+    return pd.DataFrame(rows).assign(n_pairs=100)
+
+
+@pytest.mark.parametrize("tasks", [["add", "sub23", "mul1p5", "solve_x"], ["add", "sub23", "div5", "mod2", "solve_x"]])
+def test_fig_c7_draws_a_panel_per_task_and_its_legend_beside_them(tasks, tmp_path):
+    """SmolLM2 runs four or five of the six tasks (Table 1 leaves the others out): a panel for each
+    task it has, none empty, one legend for all, over no curve."""
+    from helixclock.stages.helix.figures import figC7_other_tasks_patching
+
+    fig = figC7_other_tasks_patching(_curves(tasks), "four-tasks")
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == len(tasks) and all(len(ax.lines) >= 5 for ax in panels)
+    assert [ax.get_legend() for ax in panels] == [None] * len(tasks) and len(fig.legends) == 1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["layer patch", "PCA", "helix", "circle", "polynomial"]
+    rows = {round(ax.get_position().y0, 3) for ax in panels}
+    assert len(rows) == 2  # 4 tasks: 2 x 2; 5 tasks: 3 over 2, the second row centred
+    if len(tasks) == 5:
+        bottom = sorted(panels, key=lambda ax: ax.get_position().y0)[:2]
+        middle = np.mean([(ax.get_position().x0 + ax.get_position().x1) / 2 for ax in bottom])
+        assert middle == pytest.approx(0.5, abs=0.05)
+    save(fig, tmp_path, f"figC7_{len(tasks)}_tasks")  # and problems() finds nothing
+
+
+def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the_edge():
+    """The checker itself: a figure with each fault is caught, its fixed twin is not."""
+    import matplotlib.pyplot as plt
+
+    from helixclock import style
+
+    fig, axes = plt.subplots(1, 2, figsize=(6, 3))
+    x = np.linspace(0, 1, 50)
+    axes[0].plot(x, np.ones_like(x) * 0.9, label="a curve at the top")
+    axes[0].plot(x, x, label="a rising curve")
+    axes[0].legend(loc="upper left")  # over both curves
+    fig.suptitle("a title far too long for a figure six inches wide, " * 3)
+    found = problems(fig)
+    assert any("legend" in f and "covers line 'a curve at the top'" in f for f in found)
+    assert any(f.startswith("empty panel") for f in found)
+    assert any("runs past the figure's edge" in f for f in found)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(x, np.ones_like(x) * 0.9, label="a curve at the top")
+    ax.plot(x, x, label="a rising curve")
+    style.legend_outside(ax)
+    style.suptitle(fig, "a title far too long for a figure six inches wide, " * 3)
+    assert problems(fig) == []
+    assert fig.get_suptitle().count("\n") >= 2  # broken at spaces, not cut
+    plt.close(fig)
+
+
+def _screened(n_layers: int = 6, n_heads: int = 4, keep: int = 9, seed: int = 0):
+    """A model's head effects where the attribution screen kept the ``keep`` heads of largest
+    |attribution| (every head in the screen table, only those in the effects table)."""
+    rng = np.random.default_rng(seed)
+    layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
+    attribution = rng.normal(0, 1, len(layer))
+    screened = np.zeros(len(layer), bool)
+    screened[np.argsort(-np.abs(attribution))[:keep]] = True
+    screen = pd.DataFrame({"layer": layer, "head": head, "screened": screened, "pair_0": attribution})
+    te = attribution + rng.normal(0, 0.1, len(layer))
+    effects = pd.DataFrame({"layer": layer, "head": head, "te": te, "de": te / 2, "n_pairs": 100, "fit_all": te * 0.8})[
+        screened
+    ]
+    return effects.reset_index(drop=True), screen
+
+
+def test_fig_d2_marks_the_heads_the_screen_left_out_as_not_patched(tmp_path):
+    """Fig. D2 (and D4) of a screened model: the grid is the model's (6 layers x 4 heads, not the
+    patched heads' extent), the unpatched heads' cells are empty (NaN), hatched grey under the
+    colour mesh, and a legend entry names them; the patched heads keep their effects."""
+    from matplotlib.patches import Rectangle
+
+    from helixclock.stages.heads.figures import figD2_head_patching, figD4_head_helix_fit
+
+    effects, screen = _screened()
+    fig = figD2_head_patching(effects, screen, "screened")
+    te_ax = fig.axes[0]
+    mesh = te_ax.collections[0]
+    grid = np.ma.getdata(mesh.get_array()).reshape(6, 4)
+    mask = np.ma.getmaskarray(mesh.get_array()).reshape(6, 4) | np.isnan(grid)
+    patched = np.zeros((6, 4), bool)
+    patched[effects["layer"], effects["head"]] = True
+    assert (mask == ~patched).all()
+    assert np.allclose(grid[effects["layer"], effects["head"]], effects["te"])
+    hatch = [p for p in te_ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+    assert len(hatch) == 1 and hatch[0].get_width() == 4 and hatch[0].get_height() == 6
+    assert hatch[0].get_zorder() < mesh.get_zorder()
+    (legend,) = fig.legends
+    assert legend.get_texts()[0].get_text().startswith("not patched: outside the attribution screen (9 of 24")
+    assert legend.legend_handles[0].get_hatch() == "///"
+    save(fig, tmp_path, "figD2_screened")
+
+    fig = figD4_head_helix_fit(effects, screen, "screened")
+    assert any(p.get_hatch() for p in fig.axes[0].patches)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["TE below 5% of the largest", "not patched (outside the attribution screen)"]
+    save(fig, tmp_path, "figD4_screened")
+
+    fig = figD2_head_patching(_screened(keep=24)[0], "unscreened")  # called without a screen: nothing hatched
+    assert not fig.legends and not [p for p in fig.axes[0].patches if p.get_hatch()]
+
+
+def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
+    """A spectrum over 0..359 with peaks at T = 2, 2.5, 5, 10 and larger low-frequency bumps at
+    T = 36 and 90 (the toy's): every one of the paper's periods is labelled at its peak, T = 100
+    at the bin nearest it that peaks (90, as "T=90 ≈ 100"); the bumps get grey labels."""
+    from helixclock.stages.structure.figures import PAPER_PERIODS, fig02_fourier_pc1, paper_peaks
+
+    n = 360
+    k = np.arange(1, n // 2 + 1)
+    magnitude = np.full(len(k), 0.5)
+    for period, height in ((2, 3.4), (2.5, 3.9), (5, 4.8), (10, 3.8), (36, 4.6), (90, 5.1), (120, 4.1)):
+        magnitude[k == round(n / period)] = height
+    spectrum = pd.DataFrame(
+        {"n_numbers": n, "layer": 1, "frequency": k, "period": n / k, "magnitude": magnitude, "main": True}
+    ).assign(compat="corrected")
+    peaks = paper_peaks(spectrum)
+    assert list(peaks["paper_period"]) == list(PAPER_PERIODS)
+    assert np.allclose(peaks["period"].astype(float), [2, 2.5, 5, 10, 90])  # 100: bins 90 and 120, 90 stronger
+    a = np.arange(100)
+    pc1 = pd.DataFrame(
+        {"range": "0-99", "a": a, "pc1": a / 10, "line": a / 10, "line_r2": 1.0, "explained_variance": 0.5}
+    )
+    fig = fig02_fourier_pc1(spectrum, pc1, "planted")
+    top = fig.axes[0]
+    labels = {t.get_text(): t.xy for t in top.texts}
+    for T in (2, 2.5, 5, 10):
+        x, y = labels[f"T={T:g}"]
+        assert x == pytest.approx(T) and y == pytest.approx(magnitude[k == round(n / T)][0])
+    assert labels["T=90 ≈ 100"][0] == pytest.approx(90)
+    red = {t.get_text() for t in top.texts if t.get_color() == "#d62728"}
+    assert red == {"T=2", "T=2.5", "T=5", "T=10", "T=90 ≈ 100"}
+    assert "T=36" in labels  # the strongest bump beside them, in grey
+    save(fig, tmp_path, "fig02_planted")

@@ -1,0 +1,408 @@
+"""The findings job (helixclock.stages.findings): the registry and its checks, findings computed
+from planted raw tables (verdicts recovered, differences aligned pair by pair, choices
+cross-fitted), and the page, every number of which is a value of the contrasts table."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from helixclock.config import ConfigError
+from helixclock.sampling import pair_indices
+from helixclock.stages.findings import registry as reg
+from helixclock.stages.findings.contrasts import Tables
+from helixclock.stages.findings.page import findings_page
+from helixclock.stages.findings.tables import findings_tables
+from helixclock.statistics import Resampling
+
+RESAMPLING = Resampling(bootstrap=1000, seed=0)
+N = 60
+LAYERS = 4
+
+
+def planted_pairs(seed: int = 0) -> pd.DataFrame:
+    """The helix stage's pairs table of a draw by pair_indices (vary a, partners share b)."""
+    rng = np.random.default_rng(seed)
+    rows = [(int(a), b) for b in range(25) for a in rng.choice(100, 6, replace=False)]
+    correct = pd.DataFrame(rows, columns=["a", "b"]).assign(answer=lambda d: d["a"] + d["b"])
+    clean, corrupted = pair_indices(correct, N, seed, vary=("a",))
+    c, k = correct.iloc[clean], correct.iloc[corrupted]
+    return pd.DataFrame(
+        {
+            "pair": [f"pair_{i}" for i in range(len(clean))],
+            "clean_a": c["a"].to_numpy(),
+            "corrupted_a": k["a"].to_numpy(),
+            "clean_b": c["b"].to_numpy(),
+            "corrupted_b": k["b"].to_numpy(),
+        }
+    )
+
+
+def planted_sweep(n: int, seed: int = 0) -> pd.DataFrame:
+    """A Fig. 4 sweep: per pair a layer patch rising with the layer, the helix 1.0 below it, PCA
+    level with the helix (noise of mean exactly 0 over the pairs), the circle 0.6 below the
+    helix, the polynomial 2.0 above it (the opposite of the paper's)."""
+    rng = np.random.default_rng(seed)
+    pair = rng.normal(0, 2.0, n)
+    rows, labels = [], []
+    for layer in range(LAYERS):
+        full = 3.0 + layer + pair + rng.normal(0, 0.5, n)
+        helix = full - 1.0 + rng.normal(0, 0.5, n)
+        planted = {
+            ("layer", "", np.nan): full,
+            ("helix", "2,5,10,100", 4.0): helix,
+            ("pca", "", 4.0): helix + (e := rng.normal(0, 0.5, n)) - e.mean(),
+            ("circle", "2,5,10,100", 4.0): helix - 0.6 + rng.normal(0, 0.5, n),
+            ("poly", "", 4.0): helix + 2.0 + rng.normal(0, 0.5, n),
+        }
+        for (method, periods, k), values in planted.items():
+            labels.append({"layer": layer, "method": method, "periods": periods, "k": k})
+            rows.append(values)
+    values = pd.DataFrame(np.array(rows), columns=[f"pair_{i}" for i in range(n)])
+    return pd.concat([pd.DataFrame(labels), values], axis=1)
+
+
+REGISTRY = """
+families:
+  table1: {kind: confirmatory, title: "Table 1 (planted)"}
+  ratios: {kind: estimate, title: "Ratios (planted)"}
+findings:
+  - {id: below_full, section: "4.3", family: table1, models: both, claim: "the helix below Full", quantity: difference,
+     expect: negative, table: helix_sweep, x: {label: Helix, method: helix}, y: {label: Full, method: layer},
+     select: {over: layer, by: x, rule: max, what: "the helix's best layer"}}
+  - {id: above_pca, section: "4.3", family: table1, models: both, claim: "the helix above PCA", quantity: difference,
+     expect: positive, table: helix_sweep, x: {label: Helix, method: helix}, y: {label: PCA, method: pca},
+     select: {over: layer, by: x, rule: max, what: "the helix's best layer"}}
+  - {id: above_circle, section: "4.3", family: table1, models: one-token, claim: "the helix above the circle at layer 2",
+     quantity: difference, expect: positive, table: helix_sweep, x: {label: Helix, method: helix, layer: 2},
+     y: {label: Circle, method: circle, layer: 2}}
+  - {id: above_poly, section: "4.3", family: table1, models: both, claim: "the helix above Poly", quantity: difference,
+     expect: positive, table: helix_sweep, x: {label: Helix, method: helix}, y: {label: Poly, method: poly},
+     select: {over: layer, by: x, rule: max, what: "the helix's best layer"}}
+  - {id: helix_over_full, section: "4.3", family: ratios, models: both, claim: "Helix / Full at layer 1",
+     quantity: ratio, table: helix_sweep, x: {label: Helix, method: helix, layer: 1}, y: {label: Full, method: layer, layer: 1}}
+  - {id: pca_over_zero, section: "4.3", family: ratios, models: several-token, claim: "PCA / (Helix - PCA)",
+     quantity: ratio, table: helix_sweep, x: {label: PCA, method: pca, layer: 0}, y: {label: Circle, method: circle, layer: 0}}
+"""
+
+
+def load_registry(tmp_path, text: str = REGISTRY) -> reg.Registry:
+    path = tmp_path / "findings.yaml"
+    path.write_text(text)
+    return reg.load(path)
+
+
+def run(registry, sweep, pairs=None, several=False, compat="corrected") -> pd.DataFrame:
+    prompts = {"helix_sweep": pairs} if pairs is not None else {}
+    out = findings_tables(registry, several, {"helix_sweep": sweep}, prompts, RESAMPLING, compat, "planted")
+    return out["contrasts"].set_index("id")
+
+
+# -- the registry ---------------------------------------------------------------------------------
+def test_the_committed_registry_loads_and_names_known_tables():
+    registry = reg.load()
+    assert len(registry.findings) >= 15
+    assert {f["family"] for f in registry.findings} == set(registry.families)
+    assert "neuron_fits" in registry.tables(several=True) and "neuron_fits" not in registry.tables(several=False)
+    inputs = reg.inputs(registry, False, "toy-gptj")
+    assert inputs["helix_sweep"] == "results/toy-gptj/helix/raw/sweep.csv"
+    assert inputs["prompts_helix_sweep"] == "results/toy-gptj/helix/raw/pairs.csv"
+    assert set(reg.params(registry, False)["families"]) < set(registry.families)  # neurons: several tokens only
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"table": "helix_swep"}, "table(s) helix_swep unknown"),
+        ({"family": "tabel1"}, "family 'tabel1' is not declared"),
+        ({"expect": None}, "needs an expected sign"),
+        ({"y": {"method": "layer", "table": "last_token_fits"}}, "different jobs"),
+        ({"x": {"method": "helix", "layer": "$layer"}}, "`each` fills no column 'layer'"),
+        ({"quantity": "mean"}, "quantity mean takes no y"),
+        ({"models": "all"}, "not one of the allowed values"),
+    ],
+)
+def test_a_bad_finding_is_refused_with_what_is_wrong(tmp_path, change, message):
+    data = yaml.safe_load(REGISTRY)
+    finding = data["findings"][0]
+    for k, v in change.items():
+        if v is None:
+            finding.pop(k)
+        else:
+            finding[k] = v
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_registry(tmp_path, yaml.safe_dump(data))
+
+
+# -- computed from planted tables ----------------------------------------------------------------
+def test_planted_orderings_are_recovered_with_their_verdicts(tmp_path):
+    pairs = planted_pairs()
+    t = run(load_registry(tmp_path), planted_sweep(len(pairs)), pairs)
+    assert t.loc["below_full", "verdict"] == "holds"
+    assert t.loc["above_pca", "verdict"] == "not distinguished"
+    assert t.loc["above_circle", "verdict"] == "holds"
+    assert t.loc["above_poly", "verdict"] == "reversed"
+    for fid, planted in (("below_full", -1.0), ("above_circle", 0.6), ("above_poly", -2.0)):
+        assert t.loc[fid, "low"] <= planted <= t.loc[fid, "high"], fid
+    assert t.loc["below_full", "selection"] == "the helix's best layer: layer 3 (fold 1) | layer 3 (fold 2)"
+    assert t.loc["below_full", "split"] == "cross-fitted" and t.loc["above_circle", "split"] == "fixed"
+    # clusters: the components of the prompt-sharing graph, fewer than the pairs (partners repeat)
+    assert t.loc["below_full", "clusters"] == "prompt-sharing components"
+    assert 0 < t.loc["above_circle", "n_clusters"] < t.loc["above_circle", "n_pairs"] == len(pairs)
+    assert (t["resamples"] == 1000).all() and (t["m"].dropna() == 4).all()
+    # an interval that agrees with each verdict
+    tested = t[t["verdict"].isin(["holds", "reversed", "not distinguished"])]
+    excludes = (tested["adj_low"] > 0) | (tested["adj_high"] < 0)
+    assert (excludes == (tested["verdict"] != "not distinguished")).all()
+    # the ratio of two means with Fieller's interval; pca_over_zero applies to several tokens only
+    assert t.loc["helix_over_full", "verdict"] == "estimate" and "pca_over_zero" not in t.index
+    assert t.loc["helix_over_full", "low"] < t.loc["helix_over_full", "estimate"] < t.loc["helix_over_full", "high"]
+
+
+def test_a_ratio_whose_denominator_straddles_zero_is_not_defined(tmp_path):
+    sweep = planted_sweep(N)
+    circle = (sweep["method"] == "circle") & (sweep["layer"] == 0)
+    cols = [c for c in sweep if c.startswith("pair_")]
+    sweep.loc[circle, cols] = np.random.default_rng(1).normal(0, 1, (1, N))  # mean about 0
+    t = run(load_registry(tmp_path), sweep, several=True)
+    assert t.loc["pca_over_zero", "verdict"] == "not defined"
+    assert t.loc["pca_over_zero", "den_low"] < 0 < t.loc["pca_over_zero", "den_high"]
+    assert np.isnan(t.loc["pca_over_zero", "low"])
+    assert t.loc["pca_over_zero", "clusters"] == "pairs (the job records no prompts)"
+    assert t.loc["pca_over_zero", "n_clusters"] == N
+
+
+def test_a_difference_is_taken_pair_by_pair_over_the_pairs_both_rows_have(tmp_path):
+    """Rows with different missing pairs (terms of answers of several tokens): the difference is
+    the mean of x - y over the shared pairs, not a difference of means over different pairs (and
+    not statistics._present_first's reordered pairs)."""
+    sweep = planted_sweep(N)
+    cols = [c for c in sweep if c.startswith("pair_")]
+    helix2 = (sweep["method"] == "helix") & (sweep["layer"] == 2)
+    circle2 = (sweep["method"] == "circle") & (sweep["layer"] == 2)
+    sweep.loc[helix2, cols[:10]] = np.nan
+    sweep.loc[circle2, cols[-5:]] = np.nan
+    x, y = sweep.loc[helix2, cols].to_numpy()[0], sweep.loc[circle2, cols].to_numpy()[0]
+    t = run(load_registry(tmp_path), sweep)
+    assert t.loc["above_circle", "n_pairs"] == N - 15
+    assert t.loc["above_circle", "estimate"] == pytest.approx(np.nanmean(x - y))
+    assert t.loc["above_circle", "estimate"] != pytest.approx(np.nanmean(x) - np.nanmean(y))
+
+
+def test_reading_and_term_rows_pick_the_findings_rows(tmp_path):
+    """A table of several tokens has a reading column and term rows: a finding reads its own."""
+    sweep = planted_sweep(N)
+    other = sweep.assign(**{c: sweep[c] + 100 for c in sweep if c.startswith("pair_")})
+    table = pd.concat(
+        [sweep.assign(term="ld", reading="last token"), other.assign(term="units", reading="last token")],
+        ignore_index=True,
+    )
+    table = pd.concat([table, other.assign(term="ld", reading="answer positions")], ignore_index=True)
+    assert run(load_registry(tmp_path), table).loc["above_circle", "estimate"] == pytest.approx(
+        run(load_registry(tmp_path), sweep).loc["above_circle", "estimate"]
+    )
+
+
+def test_compat_authors_chooses_on_all_pairs_and_says_so(tmp_path):
+    """Ten layers of no difference: chosen on the pairs that measure it, the best is biased up;
+    the row names its split."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for layer in range(10):
+        for method in ("helix", "pca"):
+            rows.append(
+                {"layer": layer, "method": method, **{f"pair_{i}": v for i, v in enumerate(rng.normal(0, 1, N))}}
+            )
+    sweep = pd.DataFrame(rows)
+    text = REGISTRY.split("  - {id: above_circle")[0].replace("by: x", "by: y").replace("rule: max", "rule: min")
+    authors = run(load_registry(tmp_path, text), sweep, compat="authors").loc["above_pca"]
+    crossed = run(load_registry(tmp_path, text), sweep).loc["above_pca"]
+    assert authors["split"] == "same pairs (compat: authors)" and crossed["split"] == "cross-fitted"
+    assert authors["selection"].endswith(", on all pairs")
+
+
+# -- the page -------------------------------------------------------------------------------------
+NUMBER = re.compile(r"[−-]?\d+(?:\.\d+)?")
+
+
+def numbers_in_table(table: pd.DataFrame) -> tuple[set[str], list[float]]:
+    """The table's text (its string cells) and its numbers."""
+    text = {str(v) for col in table for v in table[col] if isinstance(v, str)}
+    values = [float(v) for col in table.select_dtypes("number") for v in table[col] if pd.notna(v)]
+    return text, values
+
+
+def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame) -> int:
+    text, values = numbers_in_table(table)
+    found = 0
+    for match in NUMBER.finditer(page):
+        token = match.group(0).replace("−", "-")
+        decimals = len(token.split(".")[1]) if "." in token else 0
+        as_text = any(match.group(0) in t or token in t for t in text)
+        as_value = any(round(v, decimals) == float(token) or round(abs(v), decimals) == float(token) for v in values)
+        assert as_text or as_value, (
+            f"{match.group(0)} in the page is not in the table: ...{page[max(0, match.start() - 80) : match.end() + 20]}"
+        )
+        found += 1
+    return found
+
+
+def test_every_number_of_the_page_is_a_value_of_the_table(tmp_path):
+    pairs = planted_pairs()
+    table = run(load_registry(tmp_path), planted_sweep(len(pairs)), pairs).reset_index()
+    page = findings_page(table, "planted")
+    assert assert_every_number_is_in_the_table(page, table) > 40
+    for verdict in ("**Holds**", "**Reversed**", "**Not distinguished**"):
+        assert verdict in page
+    assert "Fieller" in page and "detects a true effect of" in page
+
+
+def test_a_number_the_table_lacks_is_caught():
+    """The page check itself: a planted table of random numbers renders a page that passes, and
+    a number changed in the page fails it."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i, verdict in enumerate(["holds", "reversed", "not distinguished", "estimate", "not defined"]):
+        est, se = rng.normal(0, 3), rng.uniform(0.1, 1)
+        rows.append(
+            {
+                "id": f"f{i}",
+                "family": "fam",
+                "family_kind": "confirmatory",
+                "family_title": "Planted family",
+                "claim": "a planted claim",
+                "quantity": "difference",
+                "x": "X",
+                "y": "Y",
+                "expect": "positive",
+                "selection": "",
+                "split": "fixed",
+                "estimate": est,
+                "low": est - 2 * se,
+                "high": est + 2 * se,
+                "level": 95.0,
+                "interval": "t on the bootstrap SE",
+                "se": se,
+                "m": 5,
+                "adj_level": 98.75,
+                "adj_low": est - 2.5 * se,
+                "adj_high": est + 2.5 * se,
+                "verdict": verdict,
+                "den_estimate": rng.normal(),
+                "den_low": -rng.uniform(),
+                "den_high": rng.uniform(),
+                "n_pairs": 47,
+                "n_clusters": 41,
+                "clusters": "prompt-sharing components",
+                "resamples": 1000,
+                "seed": 7,
+                "alpha": 0.05,
+                "power": 0.8,
+                "mde": rng.uniform(0.2, 2),
+                "note": "",
+            }
+        )
+    table = pd.DataFrame(rows)
+    page = findings_page(table, "planted")
+    assert assert_every_number_is_in_the_table(page, table) > 30
+    est = f"{abs(table.loc[0, 'estimate']):.2f}"
+    with pytest.raises(AssertionError, match="is not in the table"):
+        assert_every_number_is_in_the_table(page.replace(est, "123.45", 1), table)
+
+
+def test_tables_cluster_pairs_by_the_jobs_prompts():
+    pairs = planted_pairs()
+    sweep = planted_sweep(len(pairs))
+    tables = Tables({"helix_sweep": sweep}, {"helix_sweep": pairs.iloc[::-1]})  # rows in any order
+    clusters, unit = tables.clusters("helix_sweep")
+    assert unit == "prompt-sharing components" and len(clusters) == len(pairs)
+    shared = pairs.groupby(["corrupted_a", "corrupted_b"]).size()
+    assert clusters.max() + 1 <= len(pairs) - (shared - 1).sum()
+
+
+# -- the heads' categories and the neurons' units ------------------------------------------------
+HEADS_REGISTRY = """
+families:
+  heads: {kind: confirmatory, title: "Categories (planted)"}
+  units: {kind: confirmatory, title: "Bases by place (planted)"}
+  shares: {kind: estimate, title: "Shares (planted)"}
+findings:
+  - {id: category, section: "5.2", family: heads, models: one-token, claim: "L$layerH$head keeps its category",
+     quantity: category, expect: positive, table: head_effects, x: {layer: $layer, head: $head},
+     each: {table: head_categories, columns: [layer, head], chosen_by: "the run's heads"}}
+  - {id: eq5, section: "5.4", family: units, models: several-token, claim: "Eq. 5 better at the $place place",
+     quantity: difference, expect: positive, table: neuron_fits, each: {table: neuron_fits, columns: [place]},
+     x: {column: nrmse_digits, place: $place}, y: {column: nrmse, place: $place}}
+  - {id: share, section: "5.4", family: shares, models: several-token, claim: "digits better at the $place place",
+     quantity: share_below, table: neuron_fits, each: {table: neuron_fits, columns: [place]},
+     x: {column: nrmse_digits, place: $place}, y: {column: nrmse, place: $place}}
+"""
+
+
+def planted_heads(n: int, seed: int = 4) -> dict[str, pd.DataFrame]:
+    """Three heads: L1H0 writes a+b (DE = TE, helix(a+b) keeps it), L0H1 moves a and b (DE 0,
+    helix(a,b) keeps it), L0H2 has no total effect."""
+    rng = np.random.default_rng(seed)
+    cols = [f"pair_{i}" for i in range(n)]
+    effects, fits = [], []
+    for (layer, head), (te_mean, de_share, kind) in {
+        (1, 0): (1.0, 1.0, "sum"),
+        (0, 1): (1.0, 0.0, "ab"),
+        (0, 2): (0.0, 0.5, "ab"),
+    }.items():
+        te = te_mean + rng.normal(0, 0.5, n)
+        de = de_share * te + rng.normal(0, 0.1, n)
+        keep = {
+            "helix(a,b,a+b)": te,
+            "helix(a+b)": te if kind == "sum" else 0 * te,
+            "helix(a,b)": te if kind == "ab" else 0 * te,
+        }
+        effects += [
+            {"layer": layer, "component": "head", "head": head, "effect": e, **dict(zip(cols, v))}
+            for e, v in (("te", te), ("de", de))
+        ]
+        fits += [
+            {"layer": layer, "head": head, "fit": f, **dict(zip(cols, v + rng.normal(0, 0.05, n)))}
+            for f, v in keep.items()
+        ]
+    cats = pd.DataFrame({"layer": [1, 0, 0], "head": [0, 1, 2]})
+    return {"head_effects": pd.DataFrame(effects), "head_fits": pd.DataFrame(fits), "head_categories": cats}
+
+
+def test_a_heads_category_is_chosen_on_one_fold_and_confirmed_on_the_other(tmp_path):
+    frames = planted_heads(N)
+    t = findings_tables(load_registry(tmp_path, HEADS_REGISTRY), False, frames, {}, RESAMPLING, "corrected", "planted")[
+        "contrasts"
+    ]
+    t = t.set_index("id")
+    assert t.loc["category[layer=1,head=0]", "selection"] == "the run's heads; a+b (fold 1) | a+b (fold 2)"
+    assert t.loc["category[layer=0,head=1]", "selection"] == "the run's heads; a,b (fold 1) | a,b (fold 2)"
+    for head in ("category[layer=1,head=0]", "category[layer=0,head=1]"):  # |DE - TE/2| = 0.5 planted
+        assert t.loc[head, "verdict"] == "holds" and t.loc[head, "low"] < 0.5 < t.loc[head, "high"]
+    assert t.loc["category[layer=0,head=2]", "verdict"] == "not defined"
+    assert t.loc["category[layer=0,head=2]", "den_low"] <= 0 and t.loc["category[layer=1,head=0]", "m"] == 2
+
+
+def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 200
+    nrmse = rng.uniform(0.05, 0.2, 2 * n)
+    gap = np.r_[0.02 + rng.normal(0, 0.01, n), rng.normal(0, 0.01, n) - 0.0001]
+    units = pd.DataFrame({"place": ["units"] * n + ["tens"] * n, "nrmse": nrmse, "nrmse_digits": nrmse + gap})
+    t = findings_tables(
+        load_registry(tmp_path, HEADS_REGISTRY), True, {"neuron_fits": units}, {}, RESAMPLING, "corrected", "planted"
+    )
+    t = t["contrasts"].set_index("id")
+    assert (
+        t.loc["eq5[place=units]", "verdict"] == "holds" and t.loc["eq5[place=tens]", "verdict"] == "not distinguished"
+    )
+    assert t.loc["eq5[place=units]", "low"] < 0.02 < t.loc["eq5[place=units]", "high"]
+    share = t.loc["share[place=units]"]
+    assert (
+        share["estimate"] == pytest.approx((gap[:n] < 0).mean()) and share["low"] >= 0 and share["clusters"] == "units"
+    )
+    assert t.loc["share[place=tens]", "low"] < 0.5 < t.loc["share[place=tens]", "high"]

@@ -1,0 +1,287 @@
+"""Known-answer tests of the findings' statistics (helixclock.inference, .multiplicity, .crossfit):
+synthetic per-pair tables with a planted truth, no model.  Pairs are drawn through the real
+``sampling.pair_indices`` from a synthetic accuracy table; each test replicates the planted noise
+R = 2,000 times, vectorised, with fixed seeds, and compares a rate with its known value within
+two Monte Carlo standard errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from helixclock.crossfit import cross_fit, fold_bound, folds
+from helixclock.inference import (
+    bca,
+    percentile,
+    prompt_clusters,
+    ratio_of_means,
+    resample,
+    singletons,
+    standard_error,
+    t_interval,
+    t_test,
+)
+from helixclock.multiplicity import ALPHA, benjamini_hochberg, holm, mde, verdict
+from helixclock.sampling import pair_indices
+
+R = 2000  # replicates of every rate below
+B = 1000  # resamples (config key helix.bootstrap's default)
+N = 50  # pairs (the real models' clock stages)
+LEVEL = 0.95
+
+
+def mc_se(rate: float, reps: int = R) -> float:
+    """The Monte Carlo standard error of a rate estimated from ``reps`` replicates."""
+    return float(np.sqrt(rate * (1 - rate) / reps))
+
+
+def accuracy_table(per_b: int, n_b: int, seed: int = 0) -> pd.DataFrame:
+    """A synthetic table of correct a+b prompts: ``per_b`` distinct a for each of ``n_b`` b values."""
+    rng = np.random.default_rng(seed)
+    rows = [(int(a), b) for b in range(n_b) for a in rng.choice(100, per_b, replace=False)]
+    df = pd.DataFrame(rows, columns=["a", "b"])
+    return df.assign(answer=df["a"] + df["b"], correct=True)
+
+
+def draw(correct: pd.DataFrame, n: int, seed: int, vary=("a",)) -> pd.DataFrame:
+    """The pairs ``pair_indices`` draws, as the helix stage's pairs table."""
+    clean, corrupted = pair_indices(correct, n, seed, vary=vary)
+    c, k = correct.iloc[clean], correct.iloc[corrupted]
+    return pd.DataFrame(
+        {
+            "clean_a": c["a"].to_numpy(),
+            "corrupted_a": k["a"].to_numpy(),
+            "clean_b": c["b"].to_numpy(),
+            "corrupted_b": k["b"].to_numpy(),
+        }
+    )
+
+
+def t_summary(values, clusters=None, seed=0, level=LEVEL):
+    """Estimate, standard error, degrees of freedom and the t interval of each row's mean."""
+    r = resample(values, clusters, B, seed)
+    se = standard_error(r.boot, r.n_clusters)
+    low, high = t_interval(r.estimate, se, r.n_clusters - 1, 1 - level)
+    return r, se, low, high
+
+
+# -- coverage -------------------------------------------------------------------------------------
+def test_intervals_cover_a_normal_mean_at_their_known_finite_sample_levels():
+    """n = 50 normal pairs: the bootstrap-SE t interval (C/(C-1) and t_{C-1}) covers at its exact
+    0.95; BCa, for a symmetric mean, at the level of xbar -/+ z sd_ML / sqrt(n) (its known
+    finite-sample coverage, 0.942 at n = 50, below 0.95), and so does the percentile interval."""
+    x = np.random.default_rng(1).normal(0.3, 1.0, size=(R, N))
+    r, se, low, high = t_summary(x)
+    covered_t = ((low <= 0.3) & (0.3 <= high)).mean()
+    assert abs(covered_t - 0.95) <= 2 * mc_se(0.95), covered_t
+    known_bca = 1 - 2 * stats.t.sf(stats.norm.ppf(0.975) * np.sqrt((N - 1) / N), N - 1)
+    lo, hi = bca(r.estimate, r.boot, r.jack)
+    covered_bca = ((lo <= 0.3) & (0.3 <= hi)).mean()
+    assert abs(covered_bca - known_bca) <= 2 * mc_se(known_bca), (covered_bca, known_bca)
+    lo_p, hi_p = percentile(r.boot)
+    assert abs(((lo_p <= 0.3) & (0.3 <= hi_p)).mean() - known_bca) <= 2 * mc_se(known_bca)
+
+
+def test_the_t_interval_covers_a_skewed_mean_as_well_as_bca():
+    """Exponential pairs (skewness 2), n = 50: both fall short of 0.95 (about 0.92), and BCa does
+    not cover more than the t interval on the same replicates (against the paired Monte Carlo SE
+    of the difference): why the findings use the t interval."""
+    x = np.random.default_rng(2).exponential(1.0, size=(R, N))
+    r, _, low, high = t_summary(x)
+    lo, hi = bca(r.estimate, r.boot, r.jack)
+    gain = ((lo <= 1) & (1 <= hi)).astype(float) - ((low <= 1) & (1 <= high)).astype(float)
+    assert gain.mean() <= 2 * gain.std() / np.sqrt(R), gain.mean()
+    assert ((low <= 1) & (1 <= high)).mean() < 0.95 - 2 * mc_se(0.95)
+
+
+# -- clusters -------------------------------------------------------------------------------------
+def test_prompt_clusters_are_the_components_of_the_prompt_sharing_graph():
+    pairs = pd.DataFrame(
+        {
+            "clean_a": [1, 2, 3, 4, 5],
+            "corrupted_a": [9, 1, 8, 8, 7],
+            "clean_b": [0, 0, 0, 0, 1],
+            "corrupted_b": [0, 0, 0, 0, 1],
+        }
+    )
+    # pair 1's corrupted (1, 0) is pair 0's clean; pairs 2, 3 share corrupted (8, 0); pair 4 alone
+    assert prompt_clusters(pairs).tolist() == [0, 0, 1, 1, 2]
+    assert prompt_clusters(pairs, by="clean_a").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_cluster_resampling_widens_the_interval_and_restores_coverage_when_prompts_are_shared():
+    """Pairs drawn by pair_indices from small groups (4 prompts per b): corrupted partners repeat,
+    and a planted effect of each prompt makes the pairs of a component correlated.  Resampling
+    pairs as if independent under-covers; resampling components widens the interval and covers
+    at 0.95 within 2 MC SE (t on C - 1 degrees of freedom)."""
+    correct = accuracy_table(per_b=4, n_b=30)
+    designs = [draw(correct, N, seed) for seed in range(4)]
+    rng = np.random.default_rng(3)
+    covered = {"pairs": [], "clusters": []}
+    widths = {"pairs": [], "clusters": []}
+    n_clusters = []
+    for d in designs:
+        clusters = prompt_clusters(d)
+        n_clusters.append(clusters.max() + 1)
+        prompts = list(zip(d.clean_a, d.clean_b)) + list(zip(d.corrupted_a, d.corrupted_b))
+        ids = {p: i for i, p in enumerate(dict.fromkeys(prompts))}
+        clean = np.array([ids[p] for p in zip(d.clean_a, d.clean_b)])
+        corrupted = np.array([ids[p] for p in zip(d.corrupted_a, d.corrupted_b)])
+        u = rng.normal(0, 1.0, size=(R // len(designs), len(ids)))  # a planted effect of each prompt
+        x = u[:, clean] + u[:, corrupted] + rng.normal(0, 0.3, size=(R // len(designs), len(d)))
+        for name, cl in (("pairs", None), ("clusters", clusters)):
+            _, _, low, high = t_summary(x, cl)
+            covered[name].append((low <= 0) & (0 <= high))
+            widths[name].append(high - low)
+    cov = {k: np.concatenate(v).mean() for k, v in covered.items()}
+    width = {k: np.concatenate(v).mean() for k, v in widths.items()}
+    assert min(n_clusters) < N  # prompts are shared
+    assert width["clusters"] > 1.15 * width["pairs"], width
+    assert cov["pairs"] < 0.95 - 2 * mc_se(0.95), cov
+    assert abs(cov["clusters"] - 0.95) <= 2 * mc_se(0.95), cov
+
+
+# -- multiplicity ---------------------------------------------------------------------------------
+def test_holm_keeps_the_familywise_rate_under_a_planted_null_and_its_intervals_agree():
+    """A family of m = 5 paired differences (two rows of correlated pair effects, true difference 0)
+    on n = 50 pairs: Holm's familywise error rate is at most alpha + 2 MC SE, while testing each at
+    alpha is not (the positive control); each adjusted interval excludes 0 exactly where Holm
+    rejects."""
+    m = 5
+    rng = np.random.default_rng(4)
+    shared = rng.normal(0, 2.0, size=(R, m, N))  # what both rows of a pair share
+    x = shared + rng.normal(0, 1.0, size=(R, m, N))
+    y = shared + rng.normal(0, 1.0, size=(R, m, N))
+    d = (x - y).reshape(R * m, N)
+    r, se, _, _ = t_summary(d)
+    p = t_test(r.estimate, se, r.n_clusters - 1).reshape(R, m)
+    results = [holm(row) for row in p]
+    reject = np.array([rej for rej, _ in results])
+    level = np.array([lev for _, lev in results])
+    fwer = reject.any(1).mean()
+    assert fwer <= ALPHA + 2 * mc_se(ALPHA), fwer
+    assert (p <= ALPHA).any(1).mean() > ALPHA + 2 * mc_se(ALPHA)  # unadjusted: fails
+    low, high = t_interval(r.estimate, se, r.n_clusters - 1, level.ravel())
+    excludes = ((low > 0) | (high < 0)).reshape(R, m)
+    assert np.array_equal(excludes, reject)
+
+
+def test_holm_steps_and_benjamini_hochberg_levels():
+    p = np.array([0.001, 0.04, 0.013, 0.2, np.nan])
+    reject, level = holm(p, 0.05)
+    assert reject.tolist() == [True, False, True, False, False]
+    assert np.allclose(level[:4], [0.05 / 4, 0.05 / 2, 0.05 / 3, 0.05 / 2]) and np.isnan(level[4])
+    reject, level = benjamini_hochberg(np.array([0.001, 0.008, 0.039, 0.04, 0.9]), 0.05)
+    assert reject.tolist() == [True, True, True, True, False]  # step-up: 0.04 <= 4 * 0.05 / 5 takes 0.039 along
+    assert np.allclose(level, 0.04)
+    assert verdict(-0.3, True, "negative") == "holds"
+    assert verdict(0.3, True, "negative") == "reversed"
+    assert verdict(-0.3, False, "negative") == "not distinguished"
+
+
+def test_minimal_detectable_effect_has_80_percent_power():
+    """At the MDE the t-test at alpha' rejects in about 80% of replicates."""
+    alpha_prime = ALPHA / 3
+    effect = float(mde(1.0, N, alpha_prime))
+    assert effect == pytest.approx((stats.norm.ppf(1 - alpha_prime / 2) + stats.norm.ppf(0.8)) / np.sqrt(N))
+    x = np.random.default_rng(5).normal(effect, 1.0, size=(R, N))
+    r, se, _, _ = t_summary(x)
+    power = (t_test(r.estimate, se, N - 1) <= alpha_prime).mean()
+    assert abs(power - 0.8) <= 0.02 + 2 * mc_se(0.8), power  # 0.02: the normal approximation of t_49
+
+
+# -- ratios ---------------------------------------------------------------------------------------
+def test_fieller_covers_a_ratio_and_a_denominator_that_straddles_zero_is_not_defined():
+    """num = 2.5 den in expectation (den mean 1, num = 2 + 0.5 den + noise): Fieller's interval
+    covers 2.5 at 0.95 within 2 MC SE; with the denominator's mean 0 the ratio is "not defined"
+    in most replicates, and always exactly where the denominator's t interval includes 0."""
+    rng = np.random.default_rng(6)
+    for den_mean in (1.0, 0.0):
+        den = rng.normal(den_mean, 1.0, (R, N))
+        num = 2 * den_mean + 0.5 * den + rng.normal(0, 1.0, (R, N))
+        r = resample(np.concatenate([num, den]), None, B, 0)
+        ratio = ratio_of_means(r, np.arange(R), R + np.arange(R))
+        se = standard_error(r.boot[:, R:], r.n_clusters)
+        lo, hi = t_interval(r.estimate[R:], se, r.n_clusters - 1)
+        assert np.array_equal(ratio.defined, (lo > 0) | (hi < 0))
+        if den_mean == 1.0:
+            covered = (ratio.low <= 2.5) & (2.5 <= ratio.high)
+            assert ratio.defined.all() and abs(covered.mean() - 0.95) <= 2 * mc_se(0.95), covered.mean()
+        else:
+            assert (~ratio.defined).mean() >= 0.9 and np.isnan(ratio.low[~ratio.defined]).all()
+
+
+# -- cross-fitting --------------------------------------------------------------------------------
+def _planted_candidates(seed: int, means: np.ndarray):
+    """K candidates (layers) measured on the same pairs drawn by pair_indices: per-pair noise of
+    unit SD around ``means`` [K], R replicates; the pairs' clusters and folds."""
+    correct = accuracy_table(per_b=20, n_b=40, seed=seed)
+    d = draw(correct, N, seed)
+    clusters = prompt_clusters(d)
+    fold = folds(clusters, seed)
+    noise = np.random.default_rng(seed).normal(0, 1.0, size=(R, len(means), N))
+    return means[None, :, None] + noise, clusters, fold
+
+
+def _selected_best(values, clusters, fold, cross_fitted: bool):
+    """The best candidate's estimate and t interval, cross-fitted (the choice resampled with the
+    pairs) or chosen on all pairs and measured on them (the choice fixed, the chosen row's pairs
+    resampled: what the README's hand-picked blocks did)."""
+    chosen = cross_fit(values, values, fold if cross_fitted else None)
+    if cross_fitted:
+        cf = fold_bound(chosen.values, fold, clusters, B, 0)
+        low, high = t_interval(cf.estimate, cf.se, cf.df)
+        return cf.estimate, low, high
+    r, _, low, high = t_summary(chosen.values, clusters)
+    return r.estimate, low, high
+
+
+@pytest.mark.parametrize("cross_fitted", [True, False])
+def test_cross_fitting_removes_the_winners_curse_and_same_pairs_selection_fails(cross_fitted):
+    """10 candidates of no effect: the best, chosen and measured on the same pairs, is biased up
+    (about +0.22) and excluded from 0 far more often than alpha (the positive control); chosen
+    on one fold and measured on the other, its mean bias is about 0 and its exclusion rate at
+    most alpha + 2 MC SE."""
+    values, clusters, fold = _planted_candidates(7, np.zeros(10))
+    estimate, low, high = _selected_best(values, clusters, fold, cross_fitted)
+    bias = estimate.mean()
+    excluded = ((low > 0) | (high < 0)).mean()
+    bias_se = estimate.std() / np.sqrt(R)
+    ok = abs(bias) <= 2 * bias_se and excluded <= ALPHA + 2 * mc_se(ALPHA)
+    assert ok == cross_fitted, (bias, excluded)
+    if not cross_fitted:
+        assert bias > 0.15 and excluded > 0.15
+
+
+def test_the_fixed_values_bootstrap_of_a_cross_fitted_mean_is_too_narrow():
+    """Why :func:`fold_bound`: the cross-fitted per-pair values bootstrapped as if fixed reject
+    more often than alpha + 2 MC SE under the same planted null (the two folds' terms are
+    correlated through their choices)."""
+    values, clusters, fold = _planted_candidates(7, np.zeros(10))
+    chosen = cross_fit(values, values, fold)
+    _, _, low, high = t_summary(chosen.values, clusters)
+    assert ((low > 0) | (high < 0)).mean() > ALPHA + 2 * mc_se(ALPHA)
+
+
+def test_cross_fitted_estimate_is_unbiased_for_the_chosen_candidates_effect():
+    """Candidates with different planted effects: the cross-fitted estimate's mean equals the mean
+    planted effect of the candidates the two folds chose (each weighted by the pairs it is
+    measured on), within 2 MC SE."""
+    means = np.linspace(0, 0.4, 8)
+    values, _, fold = _planted_candidates(8, means)
+    chosen = cross_fit(values, values, fold)
+    truth = (means[chosen.choice[:, 0]] * (fold == 1).sum() + means[chosen.choice[:, 1]] * (fold == 0).sum()) / N
+    err = chosen.values.mean(1) - truth
+    assert abs(err.mean()) <= 2 * err.std() / np.sqrt(R), err.mean()
+    assert (chosen.choice == 7).mean() > 0.3  # the best is found often
+
+
+def test_folds_keep_clusters_whole_and_balance_pairs():
+    clusters = np.array([0, 0, 0, 1, 2, 2, 3, 4, 5, 5])
+    f = folds(clusters, 0)
+    for c in np.unique(clusters):
+        assert len(set(f[clusters == c])) == 1
+    assert abs((f == 0).sum() - (f == 1).sum()) <= 3
+    assert singletons(3).tolist() == [0, 1, 2]

@@ -1,0 +1,212 @@
+"""The nested T = 100 test of a number's last token (README, "Numbers of several tokens"): a
+T = 100 circle planted beside digit features is detected although the race between single bases
+does not name the helix; without one nothing is detected; the periods 2, 5, 10 add exactly
+nothing over a units one-hot; the circles' increment is the comparison's own paired difference;
+Holm's adjustment is the step-down procedure; the calibration finds smaller amplitudes where the
+noise is lower."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helixclock.bases import Basis, Combined, digit, digit_count
+from helixclock.stages.structure.nested import (
+    CIRCLES,
+    VERDICT,
+    detectable,
+    holm,
+    increments,
+    nested_sets,
+    nested_tables,
+    two_sided_p,
+)
+from helixclock.stages.structure.number_bases import compare_number_bases, number_bases_tables
+
+N, D = 361, 24
+
+
+def unit(rng, k, d=D):
+    u = rng.normal(size=(k, d))
+    return u / np.linalg.norm(u, axis=1, keepdims=True)
+
+
+def digits_and_classes(n, rng, d=D):
+    """Digit circles (units, tens, hundreds, T = 10) and one constant per digit count."""
+    feats = [f(2 * np.pi * digit(n, p) / 10) for p in range(3) for f in (np.cos, np.sin)]
+    return np.stack(feats, 1) @ unit(rng, 6, d) + 2 * unit(rng, 3, d)[digit_count(n) - 1]
+
+
+def t100(n, rng, d=D):
+    return np.stack([np.cos(2 * np.pi * n / 100), np.sin(2 * np.pi * n / 100)], 1) @ unit(rng, 2, d)
+
+
+def planted(layers, noise=0.05, seed=0, n_numbers=N, d=D):
+    """[n, len(layers), d]: layer l is the sum of its parts (weight, function) plus noise."""
+    rng = np.random.default_rng(seed)
+    n = np.arange(n_numbers, dtype=np.float64)
+    out = []
+    for parts in layers:
+        x = sum(w * f(n, np.random.default_rng(seed + 1 + i), d) for i, (w, f) in enumerate(parts))
+        out.append(x + noise * rng.normal(size=(n_numbers, d)))
+    return np.stack(out, 1)
+
+
+@pytest.fixture(scope="module")
+def three():
+    """Layer 0: digits and classes; layer 1: the same with a T = 100 circle of weight 1; layer 2:
+    the same with weight 0.3."""
+    base = [(1.0, digits_and_classes)]
+    X = planted([base, base + [(1.0, t100)], base + [(0.3, t100)]])
+    return X, nested_tables(X, n_boot=400), number_bases_tables(X, n_boot=400)
+
+
+def test_a_t100_circle_beside_digits_is_detected_where_the_race_does_not_name_the_helix(three):
+    _, t, compared = three
+    v = t["nested"][t["nested"]["verdict_test"]].set_index("layer")
+    assert list(v["verdict"]) == ["not detected", "detected", "detected"]
+    assert v.loc[0, "interval"] in ("covers 0", "below 0") and v.loc[0, "increment"] < 0.002
+    assert v.loc[1, "low"] > 0 and v.loc[1, "p_holm"] < 0.05 and v.loc[1, "increment"] > v.loc[2, "increment"]
+    # the race: the single helix lacks the class step and the tens circle, and loses at every layer
+    assert "helix" not in set(compared["winner"]["winner"])
+    circles = t["nested"][t["nested"]["test"] == CIRCLES].set_index("layer")
+    assert list(circles["verdict"]) == ["not detected", "detected", "detected"]
+
+
+def test_the_circles_increment_is_the_comparisons_paired_difference(three):
+    X, t, _ = three
+    pairs = compare_number_bases(X, n_boot=400)["pairs"].set_index(["layer", "basis", "other"])
+    circles = t["nested"][t["nested"]["test"] == CIRCLES].set_index("layer")
+    for layer in range(3):
+        ref = pairs.loc[(layer, "helix + digit circles + classes", "digit circles + classes")]
+        assert circles.loc[layer, "increment"] == pytest.approx(ref["diff"], abs=1e-12)
+        assert circles.loc[layer, "low"] == pytest.approx(ref["low"], abs=1e-12)
+        assert circles.loc[layer, "high"] == pytest.approx(ref["high"], abs=1e-12)
+
+
+def test_tables_have_their_documented_columns(three):
+    _, t, _ = three
+    nested, power = t["nested"], t["power"]
+    assert list(nested.columns) == [
+        "layer", "test", "verdict_test", "rank_base", "rank_full", "r2_base", "r2_full", "increment", "low",
+        "high", "se", "p", "p_holm", "interval", "verdict", "detectable_fraction", "detectable_share",
+        "detectable_unique_share",
+    ]  # fmt: skip
+    assert set(nested["test"]) == {VERDICT, CIRCLES} and len(nested) == 6
+    sizes = nested.drop_duplicates("test").set_index("test")
+    # one-hot: units 9 + tens 9 + hundreds 3 (digits 1..3 on 0..360) + [2 digits]; n and [3 digits]
+    # are sums of one-hot columns.  Circles: units T=10, 5 (cos, sin), T=2 (cos), tens and hundreds
+    # circles, n, [2 digits], [3 digits].  T = 100 adds its two columns to each.
+    assert sizes.loc[VERDICT, ["rank_base", "rank_full"]].tolist() == [22, 24]
+    assert sizes.loc[CIRCLES, ["rank_base", "rank_full"]].tolist() == [12, 14]
+    assert nested.loc[~nested["verdict_test"], "detectable_fraction"].isna().all()
+    assert list(power.columns) == [
+        "layer", "fraction", "amplitude", "variance_share", "unique_share", "increment", "low", "high", "p_holm",
+        "detected",
+    ]  # fmt: skip
+    assert len(power) == 3 * 5 and (power["unique_share"] < power["variance_share"]).all()
+    # a T = 100 circle is mostly the tens circle and the trend: its unique part is a small share
+    assert (power["unique_share"] / power["variance_share"] < 0.2).all()
+
+
+def test_periods_dividing_10_add_exactly_nothing_over_a_units_one_hot():
+    """Every period dividing 10 is a function of the units digit: over its one-hot the held-out
+    increment of cos/sin n T = 2, 5, 10 is 0 to rounding, on any data; T = 100's is not."""
+    X = np.random.default_rng(3).normal(size=(200, 2, 5))
+    onehot = Basis("onehot", variables=("n",), places=(0,))
+    base = Combined("units one-hot", (onehot,))
+    units = Combined("+ T=2,5,10", (onehot, Basis("circle", (2, 5, 10), variables=("n",))))
+    hundred = Combined("+ T=100", (onehot, Basis("circle", (100,), variables=("n",))))
+    got = increments(X, [(base, units), (base, hundred)], folds=5, seed=0, n_boot=50, level=0.95)
+    assert np.abs(got[0]["diff"]).max() < 1e-12 and np.abs(got[0]["se"]).max() < 1e-12
+    assert np.abs(got[1]["diff"]).min() > 1e-6
+    assert two_sided_p(got[0]["diff"], got[0]["se"]).tolist() == [1.0, 1.0]  # nothing varies: p = 1
+
+
+def test_holm_is_the_step_down_procedure():
+    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan, 0.2])
+    adj = holm(p)
+    assert np.allclose(adj[[3, 0, 2, 1, 5]], [0.025, 0.04, 0.09, 0.09, 0.2]) and np.isnan(adj[4])
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        q = rng.uniform(0, 0.05, size=rng.integers(1, 12))
+        for alpha in (0.01, 0.05):
+            rejected, m = set(), len(q)
+            for k, i in enumerate(np.argsort(q)):  # reject while p_(k) <= alpha / (m - k)
+                if q[i] > alpha / (m - k):
+                    break
+                rejected.add(i)
+            assert set(np.flatnonzero(holm(q) <= alpha)) == rejected
+
+
+def test_lower_noise_detects_a_smaller_planted_amplitude():
+    """The calibration plants the helix's own T = 100 part: with less noise a smaller fraction of
+    it is detected; a layer without any T = 100 has a helix T = 100 part too (the tens circle's
+    shadow), which the test finds only once planted large enough."""
+    base = [(1.0, digits_and_classes)]
+    quiet = nested_tables(planted([base + [(0.2, t100)]], noise=0.02, seed=4), n_boot=300)
+    loud = nested_tables(planted([base + [(0.2, t100)]], noise=0.3, seed=4), n_boot=300)
+    fq = quiet["nested"].loc[quiet["nested"]["verdict_test"], "detectable_fraction"].iloc[0]
+    fl = loud["nested"].loc[loud["nested"]["verdict_test"], "detectable_fraction"].iloc[0]
+    assert fq < fl or (np.isfinite(fq) and np.isnan(fl))
+    power = loud["power"]
+    assert power["amplitude"].is_monotonic_increasing and power["increment"].is_monotonic_increasing
+
+
+def test_the_detectable_fraction_rule_on_a_table():
+    power = pd.DataFrame(
+        {
+            "layer": [0] * 4 + [1] * 4 + [2] * 4,
+            "fraction": [0.25, 0.5, 1.0, 0.125] * 3,
+            "variance_share": [0.01, 0.02, 0.04, 0.005] * 3,
+            "unique_share": [0.001, 0.002, 0.004, 0.0005] * 3,
+            "detected": [True, False, True, True] + [True, True, True, False] + [False] * 4,
+        }
+    )
+    got = detectable(power).set_index("layer")
+    assert got.loc[0, "detectable_fraction"] == 1.0  # 0.5 missed: only the whole from there on
+    assert got.loc[1, "detectable_fraction"] == 0.25 and got.loc[1, "detectable_share"] == 0.01
+    assert got.loc[1, "detectable_unique_share"] == 0.001
+    assert np.isnan(got.loc[2, "detectable_fraction"])
+
+
+def test_bad_input_is_refused():
+    X = planted([[(1.0, digits_and_classes)]], n_numbers=121)
+    with pytest.raises(ValueError, match="fractions"):
+        nested_tables(X, fractions=(0.5, -1))
+    with pytest.raises(ValueError, match="2 digits or more"):
+        nested_sets(1)
+    with pytest.raises(ValueError, match="folds 1"):
+        nested_tables(X, folds=1)
+
+
+def test_the_figure_shows_the_verdict_when_given_the_nested_table(three, tmp_path):
+    """Fig. N1 with today's inputs (r2, winner, peaks, model) and with the nested table before
+    the model: its right panel is then the T = 100 increment and its title the verdict."""
+    from helpers.figures import save
+
+    from helixclock.stages.structure.figures import figN1_number_bases
+
+    _, t, compared = three
+    old = figN1_number_bases(compared["r2"], compared["winner"], compared["peaks"], "toy")
+    assert "strongest period" in old.axes[2].get_ylabel()
+    new = figN1_number_bases(compared["r2"], compared["winner"], compared["peaks"], t["nested"], "toy")
+    assert "T=100" in new.axes[2].get_ylabel() and "detected at layers 1, 2" in new._suptitle.get_text()
+    save(new, tmp_path, "figN1_number_bases_nested")
+
+
+def test_the_onehot_kind_and_its_columns():
+    n = np.array([0.0, 7, 42, 305])
+    oh = Basis("onehot", variables=("n",), places=(0, 1, 2))
+    assert oh.name == "onehot(n)[units,tens,hundreds]" and oh.n_params == 27
+    assert oh.columns()[:2] == ["n units=1", "n units=2"] and oh.columns()[-2:] == ["n hundreds=9", "const"]
+    A = oh(n)
+    assert A.shape == (4, 28) and np.array_equal(A.sum(1), [1, 2, 3, 3])  # nonzero digits, and the constant
+    assert A[3, oh.columns().index("n units=5")] == 1 and A[3, oh.columns().index("n hundreds=3")] == 1
+    assert A[3, 9:18].sum() == 0  # 305's tens digit is 0: the constant's
+    for bad, match in (
+        (lambda: Basis("onehot", variables=("n",)), "needs at least one digit place"),
+        (lambda: Basis("onehot", (10,), places=(0,)), "takes no periods"),
+        (lambda: oh(np.array([-1.0])), "non-negative integers"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            bad()

@@ -1,0 +1,133 @@
+"""One switch for numbers of several tokens: helixclock.config.several_tokens reads registry key
+number_tokens wherever it is carried, each rule's library entry point chooses the paper's path or
+the several-token path by it, and no script chooses (README, "Numbers of several tokens")."""
+
+from __future__ import annotations
+
+import ast
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from helpers.paths import REPO
+from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+
+import helixclock.model_card as card_module
+import helixclock.stages.heads.jobs as head_jobs
+import helixclock.stages.neurons.jobs as neuron_jobs
+from helixclock.config import several_tokens
+from helixclock.numbers import task_shapes
+from helixclock.pairs import prompt_ids
+from helixclock.stages.neurons.patching import NeuronSettings
+
+ADD = GPTJ_PROMPTS["add"]
+POSITIONS = {"a": 3, "b": 5, "last": 6}
+
+
+def engine_of(number_tokens: str | None, tokenizer=None) -> SimpleNamespace:
+    """An engine as the entry points read it: its model's info (the registry entry's key)."""
+    info = {} if number_tokens is None else {"number_tokens": number_tokens}
+    return SimpleNamespace(model=SimpleNamespace(info=info, tokenizer=tokenizer))
+
+
+def test_several_tokens_reads_the_key_wherever_it_is_carried():
+    """A registry entry, a model card and a cache's attributes (dicts), and a loaded model (its
+    info): "several" is the only value that switches, and an entry without the key is the paper's."""
+    for carrier in ({"number_tokens": "several"}, engine_of("several").model):
+        assert several_tokens(carrier)
+    for carrier in ({}, {"number_tokens": "one"}, {"positions": {}}, engine_of(None).model, engine_of("one").model):
+        assert not several_tokens(carrier)
+
+
+def spy(monkeypatch, module, *names) -> list:
+    """Replace ``names`` in ``module`` by recorders of their calls; returns the record."""
+    calls = []
+    for name in names:
+        monkeypatch.setattr(module, name, lambda *a, _name=name, **k: calls.append((_name, a, k)) or _name)
+    return calls
+
+
+def test_neuron_entry_points_choose_by_the_switch(monkeypatch):
+    """Each neuron rule's entry point takes the paper's path at the card's last token for one-token
+    numbers and the path of units by place for numbers of several tokens, with the top share of
+    the attribution table each path ranks by."""
+    calls = spy(monkeypatch, neuron_jobs, "last_token_attribution", "place_attribution_job", "last_token_grids",
+                "place_grids_job", "last_token_fit_eval", "place_fit_eval_job")  # fmt: skip
+    settings, acc = NeuronSettings(top_share=0.25), pd.DataFrame({"a": [1]})
+    one, several = engine_of("one"), engine_of("several")
+    assert neuron_jobs.neuron_attribution(one, acc, ADD, POSITIONS, settings) == "last_token_attribution"
+    assert calls[-1][1][3] == 6  # the last token
+    assert neuron_jobs.neuron_attribution(several, acc, ADD, None, settings) == "place_attribution_job"
+    # grids: one-token numbers, the first quarter of the ranked neurons; several, of every place
+    scores = pd.DataFrame({"layer": 0, "neuron": range(8), "rank": range(8), "place": ["units"] * 4 + ["tens"] * 4})
+    neuron_jobs.neuron_grids(one, acc, ADD, POSITIONS, scores.drop(columns="place"), settings)
+    name, args, _ = calls[-1]
+    assert name == "last_token_grids" and args[3] == 6 and args[4]["neuron"].tolist() == [0, 1]
+    neuron_jobs.neuron_grids(several, acc, ADD, None, scores, settings)
+    name, args, _ = calls[-1]
+    assert name == "place_grids_job" and args[3]["neuron"].tolist() == [0, 4]  # the first of each place
+    top, grids, means = pd.DataFrame({"layer": [0], "neuron": [1]}), [np.zeros((1, 100, 100))], np.zeros(1)
+    assert neuron_jobs.neuron_fit_eval(one, acc, ADD, POSITIONS, top, grids, means, settings) == "last_token_fit_eval"
+    assert calls[-1][1][3] == 6
+    assert neuron_jobs.neuron_fit_eval(several, acc, ADD, None, top, grids, means, settings) == "place_fit_eval_job"
+
+
+def test_the_head_entry_point_fits_the_sample_on_the_papers_path(monkeypatch, tokenizer):
+    """One-token numbers: the sample's prompts as token ids, with its a and b, at the card's
+    positions; several tokens: the sample's rows themselves (their layouts are the engine's)."""
+    calls = spy(monkeypatch, head_jobs, "last_token_heads", "head_patching_readings")
+    sample = pd.DataFrame({"a": [12, 40, 7], "b": [3, 55, 19]})
+    head_jobs.head_patching(engine_of("one", tokenizer), "pairs", sample, ADD, POSITIONS)
+    name, (engine, pairs, ids, a, b, positions, _), _ = calls[-1]
+    assert name == "last_token_heads" and positions == POSITIONS
+    assert (
+        torch.equal(ids, prompt_ids(tokenizer, ADD, sample)) and a.tolist() == [12, 40, 7] and b.tolist() == [3, 55, 19]
+    )
+    head_jobs.head_patching(engine_of("several", tokenizer), "pairs", sample, ADD, None)
+    name, args, _ = calls[-1]
+    assert name == "head_patching_readings" and args[2] is sample
+
+
+def test_token_shapes_come_from_the_tokenizer_only_for_several_tokens(monkeypatch):
+    """other_tasks_left_out counts pairs of one token shape: a one-token entry loads no tokenizer
+    (None), an entry of several tokens gets each task's shapes from its tokenizer."""
+    digits = digit_splitting_tokenizer()
+    loaded = []
+    monkeypatch.setattr(card_module, "load_tokenizer", lambda name, spec, resources: loaded.append(name) or digits)
+    frames = {
+        "add": pd.DataFrame({"a": [3, 45, 7], "b": [8, 21, 60], "answer": [11, 66, 67], "correct": [True, True, False]})
+    }
+    spec = {"source": "toy", "prompts": {"add": ADD}}
+    assert card_module.tokenizer_task_shapes("one", spec, frames) is None and loaded == []
+    got = card_module.tokenizer_task_shapes("digits", {**spec, "number_tokens": "several"}, frames)
+    assert loaded == ["digits"] and got == task_shapes(digits, {"add": ADD}, frames)
+    assert len(got["add"]) == 2 and got["add"][0] != got["add"][1]  # 3+8 and 45+21 differ in shape
+
+
+SWITCH_WORDS = ("several", "scoring", "shape", "number_tokens")
+
+
+@pytest.mark.parametrize("script", sorted((REPO / "scripts").glob("*.py")), ids=lambda p: p.name)
+def test_no_script_chooses_the_path(script):
+    """start -> job -> entry point -> write: no script branches (``if``, a conditional expression)
+    on the switch or on what follows from it, compares them, or imports the switch."""
+    tree = ast.parse(script.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.IfExp, ast.Compare)):
+            test = node if isinstance(node, ast.Compare) else node.test
+            words = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+            words |= {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
+            words |= {str(n.value) for n in ast.walk(test) if isinstance(n, ast.Constant)}
+            assert not [w for w in words if any(s in w for s in SWITCH_WORDS)], f"{script.name}:{node.lineno}"
+        if isinstance(node, ast.ImportFrom):
+            assert "several_tokens" not in {a.name for a in node.names}, f"{script.name}:{node.lineno}"
+
+
+def test_the_script_guard_finds_a_planted_branch(tmp_path):
+    """The guard above fails on the kind of branch the scripts used to hold."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("if job.pairs.scoring == 'logprob':\n    out = 1\n")
+    with pytest.raises(AssertionError, match="planted.py:1"):
+        test_no_script_chooses_the_path(planted)

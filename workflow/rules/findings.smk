@@ -1,0 +1,36 @@
+# Findings (README, "Findings"): every claim of config/findings.yaml that applies to a model,
+# computed from the saved tables of the other stages (never their code), judged within its
+# family, and the page findings.md rendered from them.  helixclock.stages.findings
+from helixclock.stages.findings import registry as findings_registry
+
+try:
+    FINDINGS = findings_registry.load()
+except ConfigError as err:
+    raise WorkflowError(str(err)) from None
+
+
+rule findings:
+    """Every declared finding of a model from the saved tables: findings/contrasts.csv and findings.md."""
+    input:
+        # the saved tables its findings read, and the prompts tables of their jobs
+        unpack(lambda w: findings_registry.inputs(FINDINGS, several_tokens(REGISTRY[w.model]), w.model)),
+    output:
+        **outputs.FINDINGS,
+    log:
+        "logs/{model}/findings.log",
+    benchmark:
+        "logs/{model}/findings.benchmark.tsv"
+    localrule: True
+    conda:
+        ENV
+    params:
+        # the findings that apply to the model (a changed one reruns only its models' jobs)
+        registry=lambda w: settled(findings_registry.params(FINDINGS, several_tokens(REGISTRY[w.model]))),
+        several=lambda w: several_tokens(REGISTRY[w.model]),
+        resampling=resampling(),
+        compat=config["compat"],
+    script:
+        "../../scripts/findings.py"
+
+
+register(*outputs.FINDINGS.values())
