@@ -14,6 +14,8 @@ import pandas as pd
 import torch
 import yaml
 
+from helixclock import outputs
+
 ROOT = Path(__file__).resolve().parents[1]
 H100_PEAK_TFLOPS = 989.0  # H100 SXM, dense bf16/fp16 tensor cores
 GRID = 10_000  # the neuron grids run every a+b prompt, a, b in 0..99
@@ -386,17 +388,9 @@ JOBS: dict[str, Callable[[Shape, Geometry, Counts], list[Call]]] = {
 
 
 def model_rules() -> list[str]:
-    """Rules of workflow/rules that claim a GPU: those declared with ``model_job(...)`` and the
-    ``staged_job(..., gpu=True)`` ones (workflow/rules/common.smk): the model jobs."""
-    import re
-
-    out = []
-    for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
-        for call in re.split(r"^(?=\w+\()", path.read_text(), flags=re.M):
-            found = re.match(r'(model_job|staged_job)\(\s*"(\w+)"', call)
-            if found and (found.group(1) == "model_job" or re.search(r"\bgpu=True", call)):
-                out.append(found.group(2))
-    return out
+    """The rules whose jobs load a model: helixclock.outputs.MODEL_JOBS (the rule files check that
+    these are their GPU jobs)."""
+    return list(outputs.MODEL_JOBS)
 
 
 def totals(calls: Sequence[Call], s: Shape, ctx: int) -> dict:

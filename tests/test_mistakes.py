@@ -318,7 +318,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
         logit_line_fourier(Y[:10], acc)
     tables = model_errors(acc, Y, n_examples=3, seed=5)
     assert set(tables) == {
-        "errors",
+        "wrong_answers",
         "error_distribution",
         "error_summary",
         "carry_test",
@@ -326,7 +326,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
         "logit_line_fourier",
     }
     pd.testing.assert_frame_equal(tables["logit_examples"], ex)
-    assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["errors"]) == 0
+    assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["wrong_answers"]) == 0
     # the h5 reader
     import h5py
 
