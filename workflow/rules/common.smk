@@ -295,8 +295,8 @@ def published(rule):
 
 
 def check_rules():
-    """Checked once all rule files are read. The rules that claim a GPU slot are those that run a model
-    (outputs.MODEL_JOBS), and each publish_<rule> publishes exactly what <rule> stages."""
+    """Called by the Snakefile once every rule is read. The rules that claim a GPU slot are those
+    that run a model (outputs.MODEL_JOBS), and each publish_<rule> publishes what <rule> stages."""
     gpu = {r.name for r in workflow.rules if "gpu" in r.resources}
     if gpu != set(outputs.MODEL_JOBS):
         raise WorkflowError(

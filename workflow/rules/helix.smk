@@ -6,7 +6,7 @@ HELIX_FIGURES = "helixclock.stages.helix.figures"
 
 
 rule helix_fits:
-    """The helix and its rival bases fitted to the a-token residuals of every layer, and their R^2 (staged)."""
+    """Helix, circle and polynomial fits of the a-token residuals at every layer, with their R^2 (staged)."""
     input:
         cache=outputs.CACHE,
         _current=current("helix_fits"),
@@ -57,7 +57,7 @@ rule helix_figure_tables:
 
 
 rule helix_patching:
-    """The fits patched into the a token of every layer, with their controls and the ablation (raw per-pair tables)."""
+    """Fig. 4's sweep, its controls (Fig. C5) and the ablation (Fig. C6): fits patched at the a token, per pair."""
     input:
         card=outputs.CARD,
         weights=model_weights,
