@@ -1,7 +1,7 @@
 """Rules a reader can grep (README, "Adding a stage"): every rule `snakemake --list-rules` lists is
 written in the Snakefile or workflow/rules/ as `rule NAME:` or `use rule BASE as NAME with:`, with a
 one-line docstring; the rules that claim a GPU are helixclock.outputs.MODEL_JOBS; each staged rule
-has a publish rule that publishes what it stages."""
+has a publish rule that publishes what it stages; which rules run in Snakemake's own process."""
 
 import re
 
@@ -45,3 +45,25 @@ def test_the_rules_that_load_a_model_are_one_list(tmp_path):
         work, publish = rules[name], rules[f"publish_{name}"]
         assert all(str(f).startswith(f"{outputs.STAGING}/{name}/{{params_hash") for f in work.output), name
         assert all(f.is_temp for f in work.output) and not any(f.is_temp for f in publish.output), name
+
+
+# the jobs a cluster runs (not local rules): those that load a model, the staged fits and the GGUF's
+# conversion, and the readers of the cache (which can be many GB); every table, figure and publish
+# job runs in Snakemake's own process (profiles/slurm)
+SUBMITTED = {*outputs.MODEL_JOBS, "model_card", "install_gguf", "helix_fits", "neuron_fits"} | {
+    "number_structure",
+    "number_bases",
+    "helix_figure_tables",
+    "linear_addition",
+    "clock_coordinates",
+}
+
+
+def test_tables_figures_and_publish_jobs_are_local(tmp_path):
+    """`localrule: True` of each figure and publish rule (Snakemake's `with:` does not inherit it
+    from the base rule); the base rules are never jobs."""
+    rules = workflow_rules(tmp_path)
+    local = next(iter(rules.values())).workflow._localrules  # the rules Snakemake runs itself
+    bases = {"figure", "publish", "publish_folder"}
+    assert set(rules) - local - bases == SUBMITTED
+    assert {name for name in rules if name.startswith(("fig_", "publish_")) and name not in bases} <= local

@@ -37,6 +37,7 @@ use rule publish as publish_accuracy with:
         logits=outputs.ADD_LOGITS,
     log:
         outputs.log("publish_accuracy"),
+    localrule: True
 
 
 use rule figure as fig_accuracy_heatmap with:
@@ -49,6 +50,7 @@ use rule figure as fig_accuracy_heatmap with:
         outputs.log("fig_accuracy_heatmap"),
     benchmark:
         outputs.benchmark("fig_accuracy_heatmap")
+    localrule: True
     params:
         function="helixclock.stages.accuracy.figures:figA1_accuracy_heatmap",
 

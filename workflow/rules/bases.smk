@@ -1,6 +1,7 @@
 # The base rules of the rule files: each is used only as `use rule <base> as <name> with:`, which
 # keeps every rule's name, inputs and outputs in its own file and shares the rest.  A base rule's
-# output is its wildcard `never`, which matches no path (NEVER): it is never a job itself.
+# output is its wildcard `never`, which matches no path (NEVER): it is never a job itself.  Each
+# derived rule says `localrule: True` itself: Snakemake's `with:` resets it (as of Snakemake 9.27).
 
 
 rule figure:
@@ -11,7 +12,6 @@ rule figure:
         "{never}.log",
     wildcard_constraints:
         never=NEVER,
-    localrule: True
     conda:
         ENV
     params:
@@ -31,7 +31,6 @@ rule publish:
         "{never}.log",
     wildcard_constraints:
         never=NEVER,
-    localrule: True
     conda:
         ENV
     # each staged file to the path it stands for, its own path less .staging/<rule>/<params hash>/: a
@@ -51,7 +50,6 @@ rule publish_folder:
         "{never}.log",
     wildcard_constraints:
         never=NEVER,
-    localrule: True
     conda:
         ENV
     # a toy model: weights and tokenizer, then training.json; a package's GGUF: model.gguf and the

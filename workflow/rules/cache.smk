@@ -39,6 +39,7 @@ use rule publish as publish_residual_cache with:
         cache=outputs.CACHE,
     log:
         outputs.log("publish_residual_cache"),
+    localrule: True
 
 
 register(outputs.CACHE)

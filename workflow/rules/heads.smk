@@ -42,6 +42,7 @@ use rule publish as publish_head_patching with:
         **outputs.HEADS_RAW,
     log:
         outputs.log("publish_head_patching"),
+    localrule: True
 
 
 rule head_summary:
@@ -76,6 +77,7 @@ use rule figure as fig_head_patching with:
         outputs.log("fig_head_patching"),
     benchmark:
         outputs.benchmark("fig_head_patching")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD2_head_patching",
 
@@ -90,6 +92,7 @@ use rule figure as fig_head_topk with:
         outputs.log("fig_head_topk"),
     benchmark:
         outputs.benchmark("fig_head_topk")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD3_head_topk",
 
@@ -104,6 +107,7 @@ use rule figure as fig_head_helix_fit with:
         outputs.log("fig_head_helix_fit"),
     benchmark:
         outputs.benchmark("fig_head_helix_fit")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD4_head_helix_fit",
 
@@ -118,6 +122,7 @@ use rule figure as fig_mixed_heads with:
         outputs.log("fig_mixed_heads"),
     benchmark:
         outputs.benchmark("fig_mixed_heads")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD5_mixed_heads",
 
@@ -132,6 +137,7 @@ use rule figure as fig_head_categories with:
         outputs.log("fig_head_categories"),
     benchmark:
         outputs.benchmark("fig_head_categories")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD6_head_categories",
 
@@ -146,6 +152,7 @@ use rule figure as fig_head_paths with:
         outputs.log("fig_head_paths"),
     benchmark:
         outputs.benchmark("fig_head_paths")
+    localrule: True
     params:
         function=f"{HEADS_FIGURES}:figD7_head_paths",
 

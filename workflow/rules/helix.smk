@@ -34,6 +34,7 @@ use rule publish as publish_helix_fits with:
         **outputs.HELIX_FITS,
     log:
         outputs.log("publish_helix_fits"),
+    localrule: True
 
 
 rule helix_figure_tables:
@@ -99,6 +100,7 @@ use rule publish as publish_helix_patching with:
         **outputs.HELIX_RAW,
     log:
         outputs.log("publish_helix_patching"),
+    localrule: True
 
 
 rule helix_summary:
@@ -161,6 +163,7 @@ use rule publish as publish_other_tasks_patching with:
         raw=outputs.OTHER_TASKS_RAW,
     log:
         outputs.log("publish_other_tasks_patching"),
+    localrule: True
 
 
 rule tab_other_tasks:
@@ -219,6 +222,7 @@ use rule figure as fig_helix_projection with:
         outputs.log("fig_helix_projection"),
     benchmark:
         outputs.benchmark("fig_helix_projection")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:fig03_helix_projection",
         kwargs=each_model(periods=config["helix"]["periods"]),
@@ -234,6 +238,7 @@ use rule figure as fig_helix_magnitudes with:
         outputs.log("fig_helix_magnitudes"),
     benchmark:
         outputs.benchmark("fig_helix_magnitudes")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC1_helix_magnitudes",
 
@@ -248,6 +253,7 @@ use rule figure as fig_helix_cosine with:
         outputs.log("fig_helix_cosine"),
     benchmark:
         outputs.benchmark("fig_helix_cosine")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC2_helix_cosine",
 
@@ -262,6 +268,7 @@ use rule figure as fig_continuity with:
         outputs.log("fig_continuity"),
     benchmark:
         outputs.benchmark("fig_continuity")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC3_continuity",
 
@@ -277,6 +284,7 @@ use rule figure as fig_helix_patching with:
         outputs.log("fig_helix_patching"),
     benchmark:
         outputs.benchmark("fig_helix_patching")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:fig04_helix_patching",
 
@@ -291,6 +299,7 @@ use rule figure as fig_helix_controls with:
         outputs.log("fig_helix_controls"),
     benchmark:
         outputs.benchmark("fig_helix_controls")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC5_helix_controls",
 
@@ -305,6 +314,7 @@ use rule figure as fig_helix_ablation with:
         outputs.log("fig_helix_ablation"),
     benchmark:
         outputs.benchmark("fig_helix_ablation")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC6_helix_ablation",
 
@@ -319,6 +329,7 @@ use rule figure as fig_other_tasks_patching with:
         outputs.log("fig_other_tasks_patching"),
     benchmark:
         outputs.benchmark("fig_other_tasks_patching")
+    localrule: True
     params:
         function=f"{HELIX_FIGURES}:figC7_other_tasks_patching",
 

@@ -43,6 +43,7 @@ use rule publish as publish_last_token_patching with:
         **outputs.LAST_TOKEN_RAW,
     log:
         outputs.log("publish_last_token_patching"),
+    localrule: True
 
 
 rule last_token_summary:
@@ -74,6 +75,7 @@ use rule figure as fig_last_token_helix with:
         outputs.log("fig_last_token_helix"),
     benchmark:
         outputs.benchmark("fig_last_token_helix")
+    localrule: True
     params:
         function=f"{LAST_TOKEN_FIGURES}:fig05_last_token_helix",
 
@@ -88,5 +90,6 @@ use rule figure as fig_layer_patching with:
         outputs.log("fig_layer_patching"),
     benchmark:
         outputs.benchmark("fig_layer_patching")
+    localrule: True
     params:
         function=f"{LAST_TOKEN_FIGURES}:fig06_layer_patching",

@@ -62,6 +62,7 @@ use rule publish as publish_answer_scores with:
         scores=outputs.ANSWER_SCORES,
     log:
         outputs.log("publish_answer_scores"),
+    localrule: True
 
 
 rule wrong_answers:
@@ -119,6 +120,7 @@ use rule figure as fig_linear_addition with:
         outputs.log("fig_linear_addition"),
     benchmark:
         outputs.benchmark("fig_linear_addition")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figE1_linear_addition",
         kwargs=each_model(layer=per_model("structure", "layer")),
@@ -135,6 +137,7 @@ use rule figure as fig_error_distribution with:
         outputs.log("fig_error_distribution"),
     benchmark:
         outputs.benchmark("fig_error_distribution")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF1_error_distribution",
 
@@ -150,6 +153,7 @@ use rule figure as fig_carry_test with:
         outputs.log("fig_carry_test"),
     benchmark:
         outputs.benchmark("fig_carry_test")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF2_carry_test",
 
@@ -164,6 +168,7 @@ use rule figure as fig_neuron_logit_lens with:
         outputs.log("fig_neuron_logit_lens"),
     benchmark:
         outputs.benchmark("fig_neuron_logit_lens")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF3_neuron_logit_lens",
 
@@ -178,6 +183,7 @@ use rule figure as fig_logit_lens_periods with:
         outputs.log("fig_logit_lens_periods"),
     benchmark:
         outputs.benchmark("fig_logit_lens_periods")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF4_logit_lens_periods",
 
@@ -192,6 +198,7 @@ use rule figure as fig_logit_examples with:
         outputs.log("fig_logit_examples"),
     benchmark:
         outputs.benchmark("fig_logit_examples")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF5_logit_examples",
 
@@ -206,6 +213,7 @@ use rule figure as fig_logit_slope_fourier with:
         outputs.log("fig_logit_slope_fourier"),
     benchmark:
         outputs.benchmark("fig_logit_slope_fourier")
+    localrule: True
     params:
         function=f"{MISTAKES_FIGURES}:figF6_logit_slope_fourier",
 

@@ -47,6 +47,7 @@ use rule publish as publish_mlp_patching with:
         **outputs.MLPS_RAW,
     log:
         outputs.log("publish_mlp_patching"),
+    localrule: True
 
 
 rule mlp_summary:
@@ -79,6 +80,7 @@ use rule figure as fig_mlp_topk with:
         outputs.log("fig_mlp_topk"),
     benchmark:
         outputs.benchmark("fig_mlp_topk")
+    localrule: True
     params:
         function=f"{MLPS_FIGURES}:figD8_mlp_topk",
 
@@ -93,5 +95,6 @@ use rule figure as fig_mlp_stages with:
         outputs.log("fig_mlp_stages"),
     benchmark:
         outputs.benchmark("fig_mlp_stages")
+    localrule: True
     params:
         function=f"{MLPS_FIGURES}:fig07_mlp_stages",

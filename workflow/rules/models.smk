@@ -36,6 +36,7 @@ use rule publish_folder as publish_train_toy with:
         record=outputs.TOY,
     log:
         outputs.log("publish_train_toy"),
+    localrule: True
 
 
 # Staged like the model jobs, and sent to a node under Slurm, not run on the submit host: it
@@ -68,6 +69,7 @@ use rule publish_folder as publish_install_gguf with:
         converted=directory(outputs.GGUF_CONVERTED),
     log:
         outputs.log("publish_install_gguf"),
+    localrule: True
 
 
 rule model_card:
@@ -98,6 +100,7 @@ use rule publish as publish_model_card with:
         card=outputs.CARD,
     log:
         outputs.log("publish_model_card"),
+    localrule: True
 
 
 register(outputs.CARD)

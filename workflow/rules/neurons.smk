@@ -44,6 +44,7 @@ use rule publish as publish_neuron_attribution with:
         means=outputs.NEURON_MEANS,
     log:
         outputs.log("publish_neuron_attribution"),
+    localrule: True
 
 
 rule neuron_grids:
@@ -82,6 +83,7 @@ use rule publish as publish_neuron_grids with:
         grids=outputs.NEURON_GRIDS,
     log:
         outputs.log("publish_neuron_grids"),
+    localrule: True
 
 
 rule neuron_fits:
@@ -114,6 +116,7 @@ use rule publish as publish_neuron_fits with:
         **outputs.NEURON_FITS,
     log:
         outputs.log("publish_neuron_fits"),
+    localrule: True
 
 
 rule neuron_fit_eval:
@@ -154,6 +157,7 @@ use rule publish as publish_neuron_fit_eval with:
         raw=outputs.NEURON_FIT_EVAL_RAW,
     log:
         outputs.log("publish_neuron_fit_eval"),
+    localrule: True
 
 
 rule neuron_summary:
@@ -190,6 +194,7 @@ use rule figure as fig_neuron_ablation with:
         outputs.log("fig_neuron_ablation"),
     benchmark:
         outputs.benchmark("fig_neuron_ablation")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:figD9_neuron_ablation",
 
@@ -205,6 +210,7 @@ use rule figure as fig_neuron_layers with:
         outputs.log("fig_neuron_layers"),
     benchmark:
         outputs.benchmark("fig_neuron_layers")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:figD10_neuron_layers",
 
@@ -219,6 +225,7 @@ use rule figure as fig_neuron_direct_effect with:
         outputs.log("fig_neuron_direct_effect"),
     benchmark:
         outputs.benchmark("fig_neuron_direct_effect")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:figD11_neuron_direct_effect",
 
@@ -233,6 +240,7 @@ use rule figure as fig_neuron_fourier with:
         outputs.log("fig_neuron_fourier"),
     benchmark:
         outputs.benchmark("fig_neuron_fourier")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:figD12_neuron_fourier",
 
@@ -248,6 +256,7 @@ use rule figure as fig_neuron_preacts with:
         outputs.log("fig_neuron_preacts"),
     benchmark:
         outputs.benchmark("fig_neuron_preacts")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:fig08_neuron_preacts",
 
@@ -262,6 +271,7 @@ use rule figure as fig_neuron_fit_eval with:
         outputs.log("fig_neuron_fit_eval"),
     benchmark:
         outputs.benchmark("fig_neuron_fit_eval")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:fig09_neuron_fit_eval",
 
@@ -276,6 +286,7 @@ use rule figure as fig_neuron_nrmse with:
         outputs.log("fig_neuron_nrmse"),
     benchmark:
         outputs.benchmark("fig_neuron_nrmse")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:figD13_neuron_nrmse",
 
@@ -291,6 +302,7 @@ use rule figure as fig_neuron_trends with:
         outputs.log("fig_neuron_trends"),
     benchmark:
         outputs.benchmark("fig_neuron_trends")
+    localrule: True
     params:
         function=f"{NEURON_FIGURES}:fig10_neuron_trends",
 

@@ -39,6 +39,7 @@ use rule figure as fig_clock with:
         outputs.log("fig_clock"),
     benchmark:
         outputs.benchmark("fig_clock")
+    localrule: True
     params:
         function=f"{REPORT_FIGURES}:fig01_clock",
         kwargs=each_model(a=config["report"]["clock_a"], b=config["report"]["clock_b"]),

@@ -60,6 +60,7 @@ use rule figure as fig_number_bases with:
         outputs.log("fig_number_bases"),
     benchmark:
         outputs.benchmark("fig_number_bases")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:figN1_number_bases",
 
@@ -75,6 +76,7 @@ use rule figure as fig_fourier_pc1 with:
         outputs.log("fig_fourier_pc1"),
     benchmark:
         outputs.benchmark("fig_fourier_pc1")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:fig02_fourier_pc1",
 
@@ -89,6 +91,7 @@ use rule figure as fig_fourier_360_vs_361 with:
         outputs.log("fig_fourier_360_vs_361"),
     benchmark:
         outputs.benchmark("fig_fourier_360_vs_361")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:figB1_fourier_360_vs_361",
         kwargs=each_model(n=config["cache"]["max_number"]),
@@ -104,6 +107,7 @@ use rule figure as fig_distance_similarity with:
         outputs.log("fig_distance_similarity"),
     benchmark:
         outputs.benchmark("fig_distance_similarity")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:figB2_distance_similarity",
         kwargs=each_model(layer=per_model("structure", "layer")),
@@ -119,6 +123,7 @@ use rule figure as fig_delta_n_distance with:
         outputs.log("fig_delta_n_distance"),
     benchmark:
         outputs.benchmark("fig_delta_n_distance")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:figB3_delta_n_distance",
         kwargs=each_model(layer=per_model("structure", "layer")),
@@ -134,6 +139,7 @@ use rule figure as fig_pc1_360 with:
         outputs.log("fig_pc1_360"),
     benchmark:
         outputs.benchmark("fig_pc1_360")
+    localrule: True
     params:
         function=f"{STRUCTURE_FIGURES}:figB4_pc1_360",
         kwargs=each_model(layer=per_model("structure", "layer")),
