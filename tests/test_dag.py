@@ -14,6 +14,8 @@ import yaml
 from helpers.dag import MODEL_RULES, TINY, changed_config, job_counts, planned_jobs, planned_jobs_cli, snakemake
 from helpers.paths import REPO
 
+from helixclock import outputs
+
 pytestmark = pytest.mark.slow
 
 MODELS = ("toy-gptj", "toy-llama")
@@ -33,11 +35,11 @@ def test_every_output_is_made(tiny_run):
             "tables/tabC1_other_tasks_accuracy.md",
         ):
             assert (work / "results" / m / rel).stat().st_size > 0, (m, rel)
-        # a staged job's log and benchmark are named by its settings hash (README, "When a run fails")
+        # a staged job's log and benchmark are named by its params hash (README, "When a run fails")
         (log,) = (work / "logs" / m).glob("accuracy-*.log")
         assert re.fullmatch(r"accuracy-[0-9a-f]{10}\.log", log.name) and "loaded " + m in log.read_text()
         assert log.with_suffix(".benchmark.tsv").exists()
-        assert not list((work / ".staging").rglob("*.*")), "a finished run leaves files in staging"
+        assert not list((work / outputs.STAGING).rglob("*.*")), "a finished run leaves files in staging"
     tab = pd.read_csv(work / "results/all/tables/tabA1_prompts_accuracy.csv")
     assert list(tab.columns) == ["model", "task", "prompt", "n", "accuracy"]
     assert list(tab["model"]) == list(MODELS) and (tab["n"] == 10000).all()

@@ -2,7 +2,7 @@
 tokens"): toy-digits of tests/configs/models.yaml, a tiny Llama-architecture toy whose tokenizer
 splits every number into digits, trained in seconds.  Every stage runs (accuracy, the structure of
 numbers, the helix and its causal tests, the last token, heads, MLPs, neurons by place and App. E/F's
-error analysis), not_run.csv lists nothing, and nothing is left to plan."""
+error analysis), and nothing is left to plan."""
 
 import json
 
@@ -45,12 +45,11 @@ RUNS = (
 )
 
 
-def test_every_stage_runs_and_not_run_lists_nothing(digits_run):
+def test_every_stage_runs(digits_run):
     work, _ = digits_run
     results = work / "results" / MODEL
     for rel in RUNS:
         assert (results / rel).stat().st_size > 0, rel
-    assert pd.read_csv(results / "tables/not_run.csv").empty
     heads = pd.read_csv(results / "heads/effects.csv")  # both readings, LD the log-likelihood ratio
     assert set(heads["reading"]) == {"last token", "answer positions"} and (heads["term"] == "ld").all()
     neurons = pd.read_csv(results / "neurons/neurons.csv")  # units by place, both bases fitted
@@ -62,9 +61,9 @@ def test_every_stage_runs_and_not_run_lists_nothing(digits_run):
     assert effects.groupby("reading")["layer"].nunique().to_dict() == {"answer positions": 2, "last token": 2}
     tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
     assert "a+b" in set(tab01["task"])
-    per_prompt = pd.read_csv(results / "errors/logit_line_fourier.csv")  # L(n) of the tiny config's 200 prompts
+    per_prompt = pd.read_csv(results / "mistakes/logit_line_fourier.csv")  # L(n) of the tiny config's 200 prompts
     assert len(per_prompt) == 200 and {"control_top_period", "control_slope"} <= set(per_prompt)
-    examples = pd.read_csv(results / "errors/logit_examples.csv")
+    examples = pd.read_csv(results / "mistakes/logit_examples.csv")
     assert examples.groupby("example")["token"].nunique().eq(199).all() and (examples["logit"] < 0).all()
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     mine = comparison[comparison["model"] == MODEL]
@@ -108,5 +107,5 @@ def test_the_report_shows_its_figures(digits_run):
     work, config = digits_run
     snakemake(work, "--report", str(work / "report.html"), configfile=config)
     html = (work / "report.html").read_text(errors="replace")
-    assert "not_run" in html and "fig04_helix_patching" in html and "fig05_last_token_helix" in html
+    assert "paper_comparison" in html and "fig04_helix_patching" in html and "fig05_last_token_helix" in html
     assert "figD9_neuron_ablation" in html and "figD2_head_patching" in html

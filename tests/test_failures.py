@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from helpers.dag import changed_config, planned_jobs, snakemake, snakemake_command
 
+from helixclock.outputs import STAGING
+
 pytestmark = pytest.mark.slow
 
 
@@ -124,11 +126,11 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, 
     # the killed job's declared output (it may not exist yet: the job writes residuals.h5.tmp first)
     staged = [
         f"{d.relative_to(kept)}/results/toy-gptj/cache/residuals.h5"
-        for d in (kept / ".staging/residual_cache").iterdir()
+        for d in (kept / STAGING / "residual_cache").iterdir()
     ]
     assert len(staged) == 1, staged
     snakemake(kept, "--cleanup-metadata", *staged)
-    shutil.rmtree(kept / ".staging/residual_cache")
+    shutil.rmtree(kept / STAGING / "residual_cache")
     assert planned_jobs(kept) == {}
 
     snakemake(finished, *command)

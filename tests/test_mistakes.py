@@ -319,7 +319,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
         logit_line_fourier(Y[:10], acc)
     tables = wrong_answer_tables(acc, Y, n_examples=3, seed=5)
     assert set(tables) == {
-        "errors",
+        "wrong_answers",
         "error_distribution",
         "error_summary",
         "carry_test",
@@ -327,7 +327,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
         "logit_line_fourier",
     }
     pd.testing.assert_frame_equal(tables["logit_examples"], ex)
-    assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["errors"]) == 0
+    assert tables["error_summary"]["n_wrong"].iloc[0] == 0 and len(tables["wrong_answers"]) == 0
     # the h5 reader
     with h5py.File(tmp_path / "add_logits.h5", "w") as f:
         f["logits"] = Y.astype(np.float16)

@@ -4,11 +4,10 @@ every rule it names exists and every function it names is importable."""
 import importlib
 import re
 
-from helpers.dag import snakemake
+from helpers.dag import workflow_rules
 from helpers.paths import REPO
 
 from helixclock import outputs
-from helixclock.config import NOT_RUN_FOR_SEVERAL
 from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES
 
 
@@ -23,7 +22,7 @@ def outputs_table() -> list[list[str]]:
 
 
 def test_every_rule_the_readme_names_exists(tmp_path):
-    listed = snakemake(tmp_path, "--list-rules").stdout.split()
+    listed = workflow_rules(tmp_path)
     named = {name for row in outputs_table() for name in re.findall(r"`(\w+)`", row[3])}
     assert len(named) > 40
     assert named <= set(listed), sorted(named - set(listed))
@@ -47,31 +46,35 @@ def test_every_function_the_readme_names_is_importable():
 def test_paths_are_relative_to_the_project_folder():
     """Snakemake records the paths of a job's inputs: an absolute one would pin a finished
     project to its folder (README, "Outputs")."""
-    constants = [v for k, v in vars(outputs).items() if k.isupper()]
-    paths = [v for v in constants if isinstance(v, str)]
-    paths += [p for v in constants if isinstance(v, dict) for p in v.values() if isinstance(p, str)]
-    paths += [p for p, _ in outputs.COMPARED_TABLES.values()]
+    constants = {k: v for k, v in vars(outputs).items() if k.isupper()}
+    # folders and file names the workflow keeps beside the outputs (config/: in helixclock's checkout)
+    kept = {"LOGS", "STAGING", "COMMITTED_TOYS", "PAPER_VALUES_SOURCE", "INSTALLED_GGUF", "CONVERTED_GGUF"}
+    assert [constants[k] for k in sorted(kept)] == [
+        "resources/toys", "converted", "model.gguf", "logs", "config/paper_values.yaml", ".staging"
+    ]  # fmt: skip
+    paths = [v for k, v in constants.items() if isinstance(v, str) and k not in kept]
+    paths += [p for v in constants.values() if isinstance(v, dict) for p in v.values()]
     paths += outputs.figure("fig04_helix_patching") + outputs.table("tab01_other_tasks", "all")
+    paths += [outputs.log("accuracy-{params_hash}"), outputs.benchmark("provenance", "all")]
     assert len(paths) > 60
-    assert all(re.fullmatch(r"(results|resources/models)/[\w{}./-]+", p) for p in paths), paths
+    assert all(re.fullmatch(r"(results|resources/models|logs)(/[\w{}./-]+)?", p) for p in paths), paths
+    assert outputs.MISTAKES == "results/{model}/mistakes"  # the stage's name (helixclock.stages.mistakes)
+    assert outputs.WRONG_ANSWERS["wrong_answers"] == "results/{model}/mistakes/wrong_answers.csv"
 
 
 def test_the_comparison_reads_the_registered_paths():
-    """The paper comparison's tables are those of helixclock.outputs; each quantity reads
-    registered ones, and each scope names the stage that makes the table (the part a model's
-    not_run.csv would name if it did not run it: helixclock.config.NOT_RUN_FOR_SEVERAL)."""
-    # and the not_run table of a model with numbers of several tokens, read where it exists
-    assert TABLE_FILES == {k: p for k, (p, _) in outputs.COMPARED_TABLES.items()} | {
-        "not_run": outputs.table("not_run")[0]
-    }
+    """The paper comparison's tables are those of helixclock.outputs, and each quantity reads
+    registered ones."""
+    assert TABLE_FILES == outputs.COMPARED_TABLES
     assert TABLE_FILES["neurons"] == "results/{model}/neurons/neurons.csv"
     assert {k for q in REGISTRY.values() for k in q.tables} <= set(TABLE_FILES)
-    assert {s for _, s in outputs.COMPARED_TABLES.values()} <= {None, "heads", "neurons", *NOT_RUN_FOR_SEVERAL}
 
 
-def test_no_rule_file_writes_an_output_path():
-    """Rule files take every path from helixclock.outputs (through common.smk), so none depends
-    on another's constants and the include order does not matter."""
+def test_no_rule_file_writes_a_path():
+    """Rule files take every path (outputs, logs, staging, models) from helixclock.outputs
+    (through common.smk), so none depends on another's constants and the include order does
+    not matter."""
     for path in (REPO / "workflow" / "rules").glob("*.smk"):
         code = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("#")]
-        assert not [line for line in code if re.search(r"[\"'](results|resources/models)/", line)], path.name
+        written = r"[\"'](results|resources|logs|config|\.staging)/"
+        assert not [line for line in code if re.search(written, line)], path.name

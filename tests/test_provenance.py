@@ -16,11 +16,13 @@ from helpers.paths import REPO
 import helixclock
 from helixclock.lock import LOCK, read_lock
 from helixclock.provenance import (
-    PACKAGES,
     changed_records,
     differences,
     environment,
     fingerprint,
+    git_commit,
+    installed_metadata,
+    lock_digests,
     package_versions,
     provenance_table,
     source,
@@ -33,15 +35,54 @@ def _installed():
     return {"python": platform.python_version(), "packages": package_versions()}
 
 
-def test_the_fingerprint_reads_installed_versions_and_the_commit():
+def git(*args, cwd: Path) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_fingerprint_reads_python_the_commit_the_packages_and_the_lock():
     fp = fingerprint(REPO)
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
-    assert fp["helixclock"]["commit"] == head.strip() and len(head.strip()) == 40
-    assert fp["packages"]["numpy"] == np.__version__ and fp["packages"]["torch"] == version("torch")
-    assert list(fp["packages"]) == list(PACKAGES) and fp["python"] == platform.python_version()
+    head = git("rev-parse", "HEAD", cwd=REPO)
+    assert fp["commit"] == head and len(head) == 40 and fp["python"] == platform.python_version()
+    assert fp["lock"] == lock_digests(REPO) and set(fp["lock"]) == {"lock", "gguf"}
     assert fingerprint(REPO) == fp  # nothing changed: the same params, no rerun
+    # the packages: every installed distribution's metadata folder, name and version
+    names = installed_metadata()
+    assert f"numpy-{np.__version__}.dist-info" in names and any(n.startswith("torch-") for n in names)
     assert package_versions(["no-such-package-helixclock"]) == {"no-such-package-helixclock": None}
     assert source(Path("/")) == {"version": helixclock.__version__, "commit": None, "dirty": None}
+
+
+def test_installed_metadata_is_read_from_folder_listings(tmp_path):
+    site, other = tmp_path / "site", tmp_path / "other"
+    for folder, names in ((site, ["numpy-2.4.6.dist-info", "numpy", "old-1.0.egg-info"]), (other, ["a-1.dist-info"])):
+        for name in names:
+            (folder / name).mkdir(parents=True)
+    paths = [str(site), str(other), str(tmp_path / "absent"), str(tmp_path / "site.zip")]
+    assert installed_metadata(paths) == ["a-1.dist-info", "numpy-2.4.6.dist-info", "old-1.0.egg-info"]
+    (site / "numpy-2.4.6.dist-info").rename(site / "numpy-2.4.7.dist-info")  # an upgrade
+    assert installed_metadata(paths) == ["a-1.dist-info", "numpy-2.4.7.dist-info", "old-1.0.egg-info"]
+
+
+def test_the_commit_is_read_from_gits_files(tmp_path):
+    """git_commit against `git rev-parse HEAD`: a branch as a loose ref, then packed, a detached
+    HEAD, a worktree (its HEAD in its own folder, its refs in the common one); None outside."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    for n in (1, 2):
+        (repo / "f.txt").write_text(str(n))
+        git("add", "f.txt", cwd=repo)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", str(n), cwd=repo)
+    assert git_commit(repo) == git("rev-parse", "HEAD", cwd=repo)  # refs/heads/main, a loose ref
+    git("pack-refs", "--all", cwd=repo)
+    assert not (repo / ".git/refs/heads/main").exists()
+    assert git_commit(repo) == git("rev-parse", "HEAD", cwd=repo)  # packed-refs
+    first = git("rev-parse", "HEAD~1", cwd=repo)
+    git("worktree", "add", "-q", "-b", "other", str(tmp_path / "wt"), first, cwd=repo)
+    assert (tmp_path / "wt" / ".git").is_file() and git_commit(tmp_path / "wt") == first
+    git("checkout", "-q", "--detach", first, cwd=repo)
+    assert git_commit(repo) == first
+    assert git_commit(tmp_path / "elsewhere") is None
 
 
 def test_a_card_records_what_its_jobs_run_on():
@@ -82,6 +123,26 @@ def test_a_run_warns_about_each_record_that_differs(tmp_path):
         f"{old}: snakemake 8.0.0 (recorded) vs {version('snakemake')} (installed)",
     ]
     assert changed_records({}, tmp_path / "none.json") == []
+    assert changed_records({"a": same, "b": old}) == lines[1:]  # the cards alone (the provenance job's)
+
+
+def test_the_provenance_job_warns_about_each_card_that_differs(tmp_path, caplog, capfd):
+    """The warning reaches the console as well as the job's log."""
+    cards = {m: tmp_path / m / "model.json" for m in ("toy-gptj", "toy-llama")}
+    for path in cards.values():
+        path.parent.mkdir()
+    cards["toy-gptj"].write_text(json.dumps({"environment": environment()}))
+    older = {**environment(), "packages": {**package_versions(), "nnsight": "0.7.0"}}
+    cards["toy-llama"].write_text(json.dumps({"environment": older}))
+    outputs = [tmp_path / "provenance.json", tmp_path / "provenance.csv", tmp_path / "provenance.md"]
+    with caplog.at_level(logging.WARNING, logger="helixclock"):
+        write_provenance("cpu", REPO, cards, outputs)
+    line = (
+        f"helixclock: recorded versions differ from the installed ones, {cards['toy-llama']}: nnsight 0.7.0 "
+        f"(recorded) vs {version('nnsight')} (installed); jobs that run now use the installed ones"
+    )
+    assert line in caplog.text and line in capfd.readouterr().err
+    assert str(cards["toy-gptj"]) not in caplog.text
 
 
 def test_the_record_and_its_table_hold_what_the_run_ran_on(tmp_path):

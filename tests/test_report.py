@@ -23,7 +23,6 @@ from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum
 from helixclock.stages.report.compare import (
     comparison_markdown,
     load_paper_values,
-    not_run_table,
     paper_accuracy,
     paper_comparison,
     paper_comparison_report,
@@ -391,16 +390,8 @@ def task_accuracy(task: str, correct: int | None = None) -> pd.DataFrame:
     return pd.DataFrame({"a": problems.a, "b": problems.b, "answer": problems.answer, "correct": right})
 
 
-# parts a model may not run, with their reasons (helixclock.config.NOT_RUN_FOR_SEVERAL's form; every
-# part runs on numbers of several tokens today, so the mechanism is held to a stand-in)
-NOT_RUN = {
-    "heads": "not carried over to this model: a stand-in reason of more than fifty characters for the test",
-    "neurons": "not carried over to this model: a stand-in reason of more than fifty characters for the test",
-}
-
-
 def weak_several_token_run(root: Path, model: str = "digits") -> dict:
-    """A model whose numbers take several tokens (the stages of tables/not_run.csv not run: no
+    """A model whose numbers take several tokens (a results folder the DAG did not finish: no
     head or neuron tables; the MLP tables are GPT-J's stand-ins; Fig. F6's table a record "not
     defined", as a stage writes where a quantity has no value), that gets 1 of the
     77 a-23 prompts right (left out of Table 1 by other_tasks_patching's preconditions) and
@@ -413,7 +404,6 @@ def weak_several_token_run(root: Path, model: str = "digits") -> dict:
         (root / TABLE_FILES[key].format(model=model)).unlink()
     for key in ("neurons", "neuron_ablation", "neuron_fit_eval"):
         (root / TABLE_FILES[key].format(model=model)).unlink()
-    write(root, "not_run", model, not_run_table(model, NOT_RUN))
     write(
         root, "logit_line_fourier", model, pd.DataFrame({"not_defined": ["not defined for numbers of several tokens"]})
     )
@@ -448,9 +438,10 @@ def test_every_row_says_what_the_run_knows(tmp_path):
         "(config helix.n_pairs=30, minimum.pairs=10), found 0"
     )
     heads = rows.loc["heads_fraction_k20"]
-    assert heads["status"] == "not run" and heads["reason"].startswith("heads stage (tables/not_run.csv): not carried")
-    assert rows.loc["n_top_neurons", "status"] == "not run" and "neurons stage" in rows.loc["n_top_neurons", "reason"]
-    assert rows.loc["top_neurons_in_circuit_share", "reason"].count("stage (tables/not_run.csv)") == 1  # neurons
+    assert heads["status"] == "missing" and heads["reason"] == "no file results/digits/heads/topk.csv"
+    assert rows.loc["n_top_neurons", "status"] == "missing" and "neurons/" in rows.loc["n_top_neurons", "reason"]
+    # only the table that is absent, not the MLP stage's beside it
+    assert rows.loc["top_neurons_in_circuit_share", "reason"] == "no file results/digits/neurons/neurons.csv"
     assert rows.loc["mlp_k_for_95pct", "status"] == "ok"  # the MLP stage runs on numbers of several tokens
     assert rows.loc["logit_top_period", "status"] == "not defined"
     carry = rows.loc["carry_test_p"]
@@ -470,13 +461,9 @@ def test_every_row_says_what_the_run_knows(tmp_path):
     n = len(set(paper["id"]))
     # bounds that fail: linear addition (regression) < 0.2, top-2 errors > 0.7, p > 0.05, slopes >= 0.9
     assert counts.loc["gptj", ["ok", "differs", "total"]].tolist() == [n - 4, 4, n]
-    # 24 head/MLP/neuron quantities (13, 4, 7), 5 of a-23's Table 1, 2 carry tests; 2 of the final logits;
-    # Table 1's other 25 LDs
-    assert counts.loc["digits", ["not run", "not defined", "different metric"]].tolist() == [
-        27,
-        2,
-        25,
-    ]  # the MLP stage's 4 quantities run
+    # 5 of a-23's Table 1, 2 carry tests; 2 of the final logits; Table 1's other 25 LDs; the head and
+    # neuron quantities (13, 7) read tables that are absent (the MLP stage's 4 quantities run)
+    assert counts.loc["digits", ["not run", "not defined", "different metric", "missing"]].tolist() == [7, 2, 25, 20]
     md = comparison_markdown(table)
     assert "| not run: a-23 left out of Table 1 (1 of 77 correct): digits: other_tasks_patching" in md
     assert "| 0.875, 0.8645 |" in md  # to Full: run, paper

@@ -21,6 +21,7 @@ import yaml
 
 from .adapters import FAMILIES as _FAMILY_TABLE
 from .adapters import MODEL_TYPES, UnsupportedFamilyError, detect_family  # noqa: F401 (re-exported)
+from .outputs import CONVERTED_GGUF, MODEL_FILES
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "workflow" / "schemas"
@@ -334,10 +335,6 @@ def check_settings(config: dict, registry: dict) -> None:
 
 
 PACKAGE_SOURCE = "python-package:"  # a GGUF inside an installed Python package
-INSTALLED_GGUF = "model.gguf"  # where the install_gguf job puts a package's GGUF, in resources/models/{model}/
-# beside it, the GGUF converted once to transformers' own files (weights dequantised to float32,
-# the tokenizer as tokenizer.json): what every model job loads, in a second instead of a minute
-CONVERTED_GGUF = "converted"
 
 
 def source_kind(source: str) -> str:
@@ -371,7 +368,7 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
     )
 
 
-def model_files(name: str, spec: dict, resources: str | Path = "resources/models") -> tuple[str, dict]:
+def model_files(name: str, spec: dict, resources: str | Path = MODEL_FILES) -> tuple[str, dict]:
     """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
     from its directory with ``gguf_file=`` (transformers dequantises it to float); a package's
     GGUF from what the install_gguf job converted it to (:func:`helixclock.models.convert_gguf`)."""
@@ -384,12 +381,6 @@ def model_files(name: str, spec: dict, resources: str | Path = "resources/models
         path = Path(spec["source"])
         return str(path.parent), {"gguf_file": path.name}
     return spec["source"], {}
-
-
-# Parts of the paper helixclock runs only on models whose numbers are one token: for a model
-# with numbers of several tokens (registry number_tokens: several) their outputs are not made
-# and results/{model}/tables/not_run.csv says why (README, "Numbers of several tokens").
-NOT_RUN_FOR_SEVERAL: dict[str, str] = {}  # every part of the paper runs on them (README)
 
 
 def several_tokens(of) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens
 from .numbers import describe_classes, number_prompt_tokens, several_task_tokens, task_shapes
+from .outputs import MODEL_FILES
 from .provenance import environment
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
@@ -11,7 +12,7 @@ SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the r
 SEVERAL_NUMBER_LIMIT = 360  # the bare numbers a model of several-token numbers is checked on without number_limit
 
 
-def load_tokenizer(name: str, spec: dict, resources: str = "resources/models"):
+def load_tokenizer(name: str, spec: dict, resources: str = MODEL_FILES):
     """The tokenizer of a registered model (from a GGUF file where the source is one)."""
     # deferred: transformers (about a second) only where a tokenizer loads, not in a table job of one-token numbers
     from transformers import AutoTokenizer
@@ -20,7 +21,7 @@ def load_tokenizer(name: str, spec: dict, resources: str = "resources/models"):
     return AutoTokenizer.from_pretrained(path, **kwargs)
 
 
-def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = "resources/models") -> dict | None:
+def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = MODEL_FILES) -> dict | None:
     """Numbers of several tokens: each task's correct prompts' token shapes
     (:func:`helixclock.numbers.task_shapes`; ``frames``: task -> accuracy table), from the model's
     tokenizer alone, with which a table job counts the pairs a model job will draw (partners of
@@ -30,7 +31,7 @@ def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = 
     return task_shapes(load_tokenizer(name, spec, resources), spec["prompts"], frames)
 
 
-def model_card(name: str, spec: dict, tasks, resources: str = "resources/models") -> dict:
+def model_card(name: str, spec: dict, tasks, resources: str = MODEL_FILES) -> dict:
     """Load config and tokenizer only; check every task's numbers are single tokens, and the
     bare numbers 0..the registry's ``number_limit`` (or find how far they are, up to
     :data:`SCAN_NUMBERS`, when the entry gives none); return what later stages need to know.

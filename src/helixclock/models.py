@@ -31,7 +31,8 @@ from .adapters import (
     detect_family,
     make_adapter,
 )
-from .config import CONVERTED_GGUF, INSTALLED_GGUF, TOY_SOURCE, ConfigError, model_files, package_source
+from .config import TOY_SOURCE, ConfigError, model_files, package_source
+from .outputs import CONVERTED_GGUF, INSTALLED_GGUF, MODEL_FILES
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def load_model(
     name: str,
     spec: dict,
     device: str = "auto",
-    resources: str = "resources/models",
+    resources: str = MODEL_FILES,
     attn_implementation: str | None = None,
 ) -> LoadedModel:
     """Load a registered model through nnsight: hub id, local directory, trained toy or GGUF
@@ -197,11 +198,13 @@ def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:
     raise AssertionError("unreachable")
 
 
-def install_gguf(name: str, spec: dict, out_dir: str) -> dict:
+def install_gguf(name: str, spec: dict, out_dir: str, published: str | None = None) -> dict:
     """Put the GGUF of a ``python-package:`` source in ``out_dir``/model.gguf (a link to the
     package's file, or the file its function writes), check the registry's ``sha256`` when given,
     and convert it where :func:`helixclock.config.model_files` loads it (:func:`convert_gguf`).
-    Returns a record of what was installed (the rule writes it as ``source.json``)."""
+    Returns a record of what was installed (the rule writes it as ``source.json``), naming the
+    files in ``published``, the folder they are moved to (the rule's job writes them in its
+    staging folder, README "When a run fails"), or in ``out_dir`` where that is None."""
     module, kind, what = package_source(name, spec["source"])
     found = importlib.util.find_spec(module)
     if found is None:
@@ -227,13 +230,14 @@ def install_gguf(name: str, spec: dict, out_dir: str) -> dict:
     if spec.get("sha256") and spec["sha256"] != sha:
         raise ConfigError(f"registry key '{name}.sha256': {spec['sha256']} does not match the installed file's {sha}")
     converted = convert_gguf(target)
+    final = Path(published if published is not None else out_dir)
     return {
         "model": name,
         "source": spec["source"],
-        "file": str(target),
+        "file": str(final / target.name),
         "sha256": sha,
         "bytes": target.stat().st_size,
-        "converted": str(converted),
+        "converted": str(final / converted.name),
     }
 
 

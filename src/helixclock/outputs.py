@@ -1,7 +1,8 @@
 """Where every output of the pipeline lives: one path pattern per output, relative to the project
-folder (Snakemake's working directory), ``{model}`` standing for the model.
+folder (Snakemake's working directory), ``{model}`` standing for the model; the folders the
+workflow keeps beside them (logs, staging, models, committed toys) and the rules that load a model.
 
-The rule files (through ``workflow/rules/common.smk``) and the paper comparison
+The rule files (through ``workflow/rules/common.smk``), the library and the paper comparison
 (:mod:`helixclock.stages.report.quantities`) read their paths here, so no rule file depends on
 another's constants and no path is written twice.  Relative paths are also what keeps a finished
 project movable: Snakemake records the paths of each job's inputs, and a recorded absolute path
@@ -14,6 +15,44 @@ from __future__ import annotations
 
 MODEL = "results/{model}"
 ALL = "results/all"  # cross-model outputs
+LOGS = "logs"
+# a staged job's outputs until its publish job moves them into place: STAGING/<rule>/<params hash>/<path>
+# (README, "When a run fails"; workflow/rules/common.smk)
+STAGING = ".staging"
+MODEL_FILES = "resources/models"  # the models the pipeline trains or installs, one folder each
+COMMITTED_TOYS = "resources/toys"  # trained toys committed with the code (installed instead of training)
+# in helixclock's checkout (not the project folder): the paper's published numbers
+PAPER_VALUES_SOURCE = "config/paper_values.yaml"
+
+# The rules whose jobs run a model (and claim a GPU slot, resources: gpu=1): the toy's training
+# and every job that patches or scores one (not model_card, which reads a tokenizer, nor
+# install_gguf, which converts a GGUF on the CPU).  The rule files check that these are exactly
+# their GPU jobs; the tests and the benchmarks read them here.
+MODEL_JOBS = (
+    "train_toy",
+    "accuracy",
+    "residual_cache",
+    "helix_patching",
+    "other_tasks_patching",
+    "last_token_patching",
+    "head_patching",
+    "mlp_patching",
+    "neuron_attribution",
+    "neuron_grids",
+    "neuron_fit_eval",
+    "answer_scores",
+)
+
+
+def log(job: str, model: str = "{model}") -> str:
+    """The log of a rule's job: logs/<model>/<job>.log (``job``: the rule's name, and for a staged
+    job ``<rule>-{params_hash}``; ``model`` "all" for a cross-model rule)."""
+    return f"{LOGS}/{model}/{job}.log"
+
+
+def benchmark(job: str, model: str = "{model}") -> str:
+    """The benchmark of a rule's job (Snakemake's time and memory), beside its log."""
+    return f"{LOGS}/{model}/{job}.benchmark.tsv"
 
 
 def figure(fig_id: str, model: str = "{model}") -> list[str]:
@@ -28,9 +67,12 @@ def table(tab_id: str, model: str = "{model}") -> list[str]:
 
 # -- models (workflow/rules/models.smk): a toy's training record beside its weights and tokenizer,
 # the record of a GGUF installed from a Python package, every model's card
-TOY = "resources/models/{model}/training.json"
-GGUF = "resources/models/{model}/source.json"
-GGUF_CONVERTED = "resources/models/{model}/converted"  # helixclock.config.CONVERTED_GGUF
+TOY = f"{MODEL_FILES}/{{model}}/training.json"
+GGUF = f"{MODEL_FILES}/{{model}}/source.json"
+INSTALLED_GGUF = "model.gguf"  # where install_gguf puts a package's GGUF, in resources/models/{model}/
+# beside it, the GGUF converted once to transformers' own files (what every model job loads)
+CONVERTED_GGUF = "converted"
+GGUF_CONVERTED = f"{MODEL_FILES}/{{model}}/{CONVERTED_GGUF}"
 CARD = f"{MODEL}/model.json"
 
 
@@ -102,19 +144,26 @@ NEURON_FITS = {
 NEURON_FIT_EVAL_RAW = f"{NEURONS}/raw/fit_eval.csv"
 NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}
 
-# -- why a helix, and the model's errors (mistakes.smk; the tables stay under errors/)
-ERRORS = f"{MODEL}/errors"
-LINEAR_ADDITION = {"accuracy": f"{ERRORS}/linear_addition.csv", "line": f"{ERRORS}/linear_addition_line.csv"}
-ERRORS_F = {  # App. F: the model's errors and final logits
-    k: f"{ERRORS}/{k}.csv"
-    for k in ("errors", "error_distribution", "error_summary", "carry_test", "logit_examples", "logit_line_fourier")
+# -- why a helix, and the model's mistakes (mistakes.smk)
+MISTAKES = f"{MODEL}/mistakes"
+LINEAR_ADDITION = {"accuracy": f"{MISTAKES}/linear_addition.csv", "line": f"{MISTAKES}/linear_addition_line.csv"}
+WRONG_ANSWERS = {  # App. F: the model's wrong answers and final logits (rule wrong_answers)
+    k: f"{MISTAKES}/{k}.csv"
+    for k in (
+        "wrong_answers",
+        "error_distribution",
+        "error_summary",
+        "carry_test",
+        "logit_examples",
+        "logit_line_fourier",
+    )
 }
 LOGIT_LENS = {
-    "lens": f"{ERRORS}/logit_lens.csv",
-    "periods": f"{ERRORS}/logit_lens_periods.csv",
-    "null": f"{ERRORS}/logit_lens_null.csv",  # F4's base rate (the digit lens of several-token numbers)
+    "lens": f"{MISTAKES}/logit_lens.csv",
+    "periods": f"{MISTAKES}/logit_lens_periods.csv",
+    "null": f"{MISTAKES}/logit_lens_null.csv",  # F4's base rate (the digit lens of several-token numbers)
 }
-ANSWER_SCORES = f"{ERRORS}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
+ANSWER_SCORES = f"{MISTAKES}/answer_scores.h5"  # numbers of several tokens: L(n) over 0..198 (Figs. F5, F6)
 
 
 # -- findings (findings.smk): every declared finding (config/findings.yaml) computed from the saved
@@ -131,26 +180,25 @@ def compat(mode: str, model: str = "{model}") -> str:
 # -- the paper beside the run (report.smk)
 CLOCK_SUM = f"{MODEL}/report/clock_sum.csv"
 PAPER_VALUES = f"{ALL}/paper_values.yaml"  # the copy of config/paper_values.yaml the comparison read
+RECORD = f"{ALL}/provenance.json"  # what the run ran on (helixclock.provenance)
 
-# The tables the paper comparison reads (helixclock.stages.report.quantities.TABLE_FILES), by key,
-# each with the part of the paper that makes it, for a model that may not run that part (its
-# not_run.csv names the part: helixclock.config.NOT_RUN_FOR_SEVERAL; None: every model makes it).
+# The tables the paper comparison reads (helixclock.stages.report.quantities.TABLE_FILES), by key
 COMPARED_TABLES = {
-    "card": (CARD, None),
-    "tabA1": (table("tabA1_prompts_accuracy", "all")[0], None),
-    "tabC1": (table("tabC1_other_tasks_accuracy")[0], None),
-    "tab01": (table("tab01_other_tasks")[0], None),
-    "tab01_left_out": (OTHER_TASKS_LEFT_OUT, None),
-    "heads_topk": (HEADS_SUMMARY["topk"], "heads"),
-    "heads_mixed": (HEADS_SUMMARY["mixed"], "heads"),
-    "heads_categories": (HEADS_SUMMARY["categories"], "heads"),
-    "mlp_topk": (MLPS_SUMMARY["mlp_topk"], None),
-    "mlp_stages": (MLPS_SUMMARY["mlp_stages"], None),
-    "neurons": (NEURONS_SUMMARY["neurons"], "neurons"),
-    "neuron_ablation": (NEURONS_SUMMARY["ablation"], "neurons"),
-    "neuron_fit_eval": (NEURONS_SUMMARY["fit_eval"], "neurons"),
-    "linear_addition": (LINEAR_ADDITION["accuracy"], None),
-    "error_summary": (ERRORS_F["error_summary"], None),
-    "carry_test": (ERRORS_F["carry_test"], None),
-    "logit_line_fourier": (ERRORS_F["logit_line_fourier"], None),
+    "card": CARD,
+    "tabA1": table("tabA1_prompts_accuracy", "all")[0],
+    "tabC1": table("tabC1_other_tasks_accuracy")[0],
+    "tab01": table("tab01_other_tasks")[0],
+    "tab01_left_out": OTHER_TASKS_LEFT_OUT,
+    "heads_topk": HEADS_SUMMARY["topk"],
+    "heads_mixed": HEADS_SUMMARY["mixed"],
+    "heads_categories": HEADS_SUMMARY["categories"],
+    "mlp_topk": MLPS_SUMMARY["mlp_topk"],
+    "mlp_stages": MLPS_SUMMARY["mlp_stages"],
+    "neurons": NEURONS_SUMMARY["neurons"],
+    "neuron_ablation": NEURONS_SUMMARY["ablation"],
+    "neuron_fit_eval": NEURONS_SUMMARY["fit_eval"],
+    "linear_addition": LINEAR_ADDITION["accuracy"],
+    "error_summary": WRONG_ANSWERS["error_summary"],
+    "carry_test": WRONG_ANSWERS["carry_test"],
+    "logit_line_fourier": WRONG_ANSWERS["logit_line_fourier"],
 }

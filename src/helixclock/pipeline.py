@@ -113,10 +113,10 @@ def resampling(snakemake):
 
 
 def plot_job(snakemake) -> None:
-    """A plotting job (``figure_rule``): read the input tables (CSV), draw with the function
-    params.function names ("package.module:function", a figure id of the paper, e.g.
-    ``helixclock.stages.helix.figures:fig04_helix_patching``), save PDF and PNG.  Importing a
-    stage's ``figures`` module sets the shared look (:mod:`helixclock.style`)."""
+    """A plotting job (a figure rule, ``use rule figure as fig_...``): read the input tables
+    (CSV), draw with the function params.function names ("package.module:function", a figure
+    id of the paper, e.g. ``helixclock.stages.helix.figures:fig04_helix_patching``), save PDF
+    and PNG.  Importing a stage's ``figures`` module sets the shared look (:mod:`helixclock.style`)."""
     start(snakemake)
     module, name = snakemake.params.function.split(":")
     fn = getattr(importlib.import_module(module), name)

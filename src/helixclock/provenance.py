@@ -7,10 +7,13 @@ version and git commit, Python, the versions of the packages that compute the nu
 ``results/all/tables/provenance`` (:func:`provenance_table`), the report's table.  Each model
 card records the environment of its model's jobs (:func:`environment`); a model job whose
 installed versions differ from its card's says so in its log (:func:`warn_if_changed`), and
-so does a run whose record differs from what is installed (the Snakefile, at the start).
+so does the provenance job, on the console too, for every card that differs
+(:func:`changed_records`).
 
-The rule's params are :func:`fingerprint`: the installed versions and the commit, read
-without importing torch, so the record is rewritten when they change and only then.
+The rule's params are :func:`fingerprint`: what the record depends on, read in milliseconds at
+DAG time from folder listings and git's files (no git process, no package's metadata opened, no
+model card), so the record is rewritten when the versions, the commit or the lock change, and
+only then.
 """
 
 from __future__ import annotations
@@ -18,17 +21,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import platform
 import subprocess
+import sys
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, distributions, version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from . import __version__
 from .io import write_json, write_table
 from .lock import GGUF_LOCK, LOCK, environment_differences, installed_distributions, read_lock
+from .outputs import RECORD
 
-RECORD = "results/all/provenance.json"
 # the packages whose versions can change a number of the run, the issue's first five first
 PACKAGES = (
     "torch",
@@ -75,29 +80,71 @@ def source(root: str | Path) -> dict:
     return {"version": __version__, "commit": commit, "dirty": None if status is None else bool(status)}
 
 
-def distributions_digest() -> str:
-    """sha256 of every installed distribution's name==version, sorted: one value that changes
-    with any package of the environment."""
-    lines = sorted({f"{d.metadata['Name'].lower()}=={d.version}" for d in distributions()})
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+def installed_metadata(paths=None) -> list[str]:
+    """The metadata folders of every installed distribution (``name-version.dist-info``, or
+    ``.egg-info``) in the folders of ``paths`` (default ``sys.path``), sorted: each package's
+    name and version, read from folder listings alone (no package's metadata is opened)."""
+    found = set()
+    for folder in sys.path if paths is None else paths:
+        try:
+            with os.scandir(folder or ".") as entries:
+                found.update(e.name for e in entries if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:  # a zip file, a folder that does not exist
+            continue
+    return sorted(found)
+
+
+def git_commit(root: str | Path) -> str | None:
+    """The commit checked out at ``root``, read from git's own files without running git: HEAD,
+    and the branch it names as a loose ref or in packed-refs (in a worktree, its common folder's);
+    None outside a git checkout.  Where the files say nothing (another ref storage), ``git
+    rev-parse HEAD``."""
+    dot_git = Path(root) / ".git"
+    try:
+        if dot_git.is_file():  # a worktree or a submodule: "gitdir: <its folder>"
+            gitdir = (dot_git.parent / dot_git.read_text().split("gitdir:", 1)[1].strip()).resolve()
+        elif dot_git.is_dir():
+            gitdir = dot_git
+        else:
+            return None
+        head = (gitdir / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head or None  # a detached HEAD holds the commit itself
+        ref = head.split(":", 1)[1].strip()
+        common = gitdir / "commondir"
+        common = (gitdir / common.read_text().strip()).resolve() if common.is_file() else gitdir
+        for folder in dict.fromkeys([gitdir, common]):
+            if (folder / ref).is_file():
+                return (folder / ref).read_text().strip()
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref) and not line.startswith(("#", "^")):
+                    return line.split(" ", 1)[0]
+    except (OSError, IndexError, ValueError):
+        pass
+    return source(root)["commit"]
 
 
 def fingerprint(root: str | Path) -> dict:
-    """What rule provenance's record depends on, read without importing torch: Python, the
-    commit of ``root`` (helixclock's checkout), the versions of :data:`PACKAGES` and a digest
-    of every installed distribution.  The rule's params: a change reruns it."""
-    src = source(root)
+    """What rule provenance's record depends on, read in milliseconds (the rule's params: a
+    change reruns it, and Snakemake reads params as it builds the DAG): Python, the commit of
+    ``root`` (helixclock's checkout; :func:`git_commit`), a digest of every installed
+    distribution's name and version (:func:`installed_metadata`: a package installed, removed
+    or at another version, torch's CUDA build included) and the lock files' digests
+    (:func:`lock_digests`).  The record itself is the job's (:func:`write_provenance`)."""
+    names = "\n".join(installed_metadata())
     return {
         "python": platform.python_version(),
-        "helixclock": {"version": src["version"], "commit": src["commit"]},
-        "packages": package_versions(),
-        "distributions": distributions_digest(),
+        "commit": git_commit(root),
+        "distributions": hashlib.sha256(names.encode()).hexdigest(),
+        "lock": lock_digests(root),
     }
 
 
 def lock_digests(root: str | Path) -> dict[str, str]:
     """SHA-256 of the lock files of helixclock's checkout at ``root`` (requirements/lock.txt and
-    gguf.txt): with :func:`fingerprint`, rule provenance's params (a new lock reruns it)."""
+    gguf.txt): part of :func:`fingerprint` (a new lock reruns rule provenance)."""
     files = {"lock": Path(root) / LOCK, "gguf": Path(root) / GGUF_LOCK}
     return {k: hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "" for k, p in files.items()}
 
@@ -199,12 +246,12 @@ def differences(recorded: dict, installed: dict) -> list[str]:
     return out
 
 
-def changed_records(cards: dict[str, str | Path], record: str | Path = RECORD) -> list[str]:
-    """One line for each existing record (the run's, each model card) whose versions are not the
-    installed ones: what the Snakefile warns about before a run."""
+def changed_records(cards: dict[str, str | Path], record: str | Path | None = None) -> list[str]:
+    """One line for each existing record (each model card of ``cards``, and the run's ``record``
+    where given) whose versions are not the installed ones: what the provenance job warns about."""
     installed = {"python": platform.python_version(), "packages": package_versions()}
     lines = []
-    for path in [record, *cards.values()]:
+    for path in [*([record] if record is not None else []), *cards.values()]:
         path = Path(path)
         if not path.exists():
             continue
@@ -251,5 +298,12 @@ def write_provenance(device_setting: str, root: str | Path, cards: dict[str, str
     write_table(table, outputs[1], outputs[2])
     for line in record["lock"]["differences"]:
         log.warning("the environment is not the lock: %s", line)
+    for line in changed_records(cards):
+        message = (
+            f"helixclock: recorded versions differ from the installed ones, {line}; jobs that run now use "
+            'the installed ones (README, "Provenance of a run")'
+        )
+        log.warning("%s", message)
+        print(message, file=sys.__stderr__)  # the console as well as the log: the run's user sees it
     log.info("%s", record)
     return record

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
+from helixclock import outputs
 from helpers.paths import REPO
 
 TINY = REPO / "tests" / "configs" / "tiny.yaml"
@@ -103,23 +104,7 @@ class BackgroundRun:
             self.proc.wait(timeout=60)
 
 
-RULES = REPO / "workflow" / "rules"
-
-
-def model_rules() -> set[str]:
-    """The rules whose jobs load a model, read from the rule files: each ``model_job`` and each
-    ``staged_job`` that claims a GPU slot (``gpu=True``: the toy's training)."""
-    names = set()
-    for path in RULES.glob("*.smk"):
-        text = path.read_text()
-        # a top-level call, formatted by snakefmt: its name on the next line, its ")" at column 0
-        calls = re.findall(r'^(model_job|staged_job)\(\n\s+"(\w+)",\n(.*?)^\)', text, re.M | re.S)
-        assert len(calls) == len(re.findall(r"^(?:model_job|staged_job)\(", text, re.M)), path.name
-        names |= {name for kind, name, body in calls if kind == "model_job" or "gpu=True" in body}
-    return names
-
-
-MODEL_RULES = model_rules()  # the jobs that load a model
+MODEL_RULES = set(outputs.MODEL_JOBS)  # the jobs that load a model
 
 
 # what of the workflow profile Snakemake's command line reads by default (profiles/default) decides
@@ -127,31 +112,47 @@ MODEL_RULES = model_rules()  # the jobs that load a model
 PROFILE = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
 
 
-def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
-    """Jobs ``snakemake -n`` would schedule in ``workdir``, by rule name.  The dry run goes
-    through Snakemake's API in this process: a fifth of a new interpreter's cost (which
-    :func:`planned_jobs_cli` pays, and the DAG tests check that both agree)."""
+@contextmanager
+def workflow_api(workdir: Path, configfile: Path = TINY):
+    """This repository's workflow in ``workdir`` through Snakemake's API, in this process (a
+    fifth of a new interpreter's cost); the working directory and sys.path are restored after."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
 
     cwd, path = os.getcwd(), list(sys.path)  # the API enters the work directory, the Snakefile adds src/
     try:
         with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            workflow = api.workflow(
+            yield api.workflow(
                 resource_settings=ResourceSettings(cores=1),
                 config_settings=ConfigSettings(configfiles=[Path(configfile)]),
                 snakefile=REPO / "Snakefile",
                 workdir=Path(workdir),
             )
-            dag = workflow.dag(
-                DAGSettings(targets=frozenset(targets), force_incomplete=PROFILE.get("rerun-incomplete", False))
-            )
-            dag.execute_workflow(executor="dryrun")
-            _, counts = dag.workflow_api._workflow.dag.stats()
     finally:
         os.chdir(cwd)
         sys.path[:] = path
+
+
+def workflow_rules(workdir: Path, configfile: Path = TINY) -> dict:
+    """Every rule of the workflow (what ``snakemake --list-rules`` lists), by name: Snakemake's
+    rule objects, read through its API."""
+    with workflow_api(workdir, configfile) as workflow:
+        return {rule.name: rule for rule in workflow._workflow.rules}
+
+
+def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
+    """Jobs ``snakemake -n`` would schedule in ``workdir``, by rule name.  The dry run goes
+    through Snakemake's API in this process (:func:`workflow_api`; :func:`planned_jobs_cli`
+    pays for a new interpreter, and the DAG tests check that both agree)."""
+    from snakemake.settings.types import DAGSettings
+
+    with workflow_api(workdir, configfile) as workflow:
+        dag = workflow.dag(
+            DAGSettings(targets=frozenset(targets), force_incomplete=PROFILE.get("rerun-incomplete", False))
+        )
+        dag.execute_workflow(executor="dryrun")
+        _, counts = dag.workflow_api._workflow.dag.stats()
     return {rule: n for rule, n in counts.items() if rule != "total"}
 
 

@@ -2,35 +2,69 @@
 # helixclock.stages.accuracy
 
 
-model_job(
-    "accuracy",
-    output={
-        "tables": [outputs.accuracy(t) for t in TASKS],
-        "logits": outputs.ADD_LOGITS,
-    },
-    params={"tasks": TASKS},
-    accuracy=False,
-)
+rule accuracy:
+    """Every prompt of every task through the model: prediction, correct, answer logit and rank; a+b's final logits."""
+    input:
+        card=outputs.CARD,
+        weights=model_weights,
+        _current=current("accuracy"),
+    output:
+        **staged("accuracy", tables=[outputs.accuracy(t) for t in TASKS], logits=outputs.ADD_LOGITS),
+    log:
+        outputs.log("accuracy-{params_hash}"),
+    benchmark:
+        outputs.benchmark("accuracy-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    resources:
+        gpu=1,
+    params:
+        spec=spec,
+        device=config["device"],
+        batch_size=config["batch_size"],
+        tasks=TASKS,
+    script:
+        "../../scripts/accuracy.py"
 
 
-figure_rule(
-    "fig_accuracy_heatmap",
-    "figA1_accuracy_heatmap",
-    [outputs.ADD_ACCURACY],
-    "helixclock.stages.accuracy.figures:figA1_accuracy_heatmap",
-    "accuracy",
-)
+use rule publish as publish_accuracy with:
+    """Moves accuracy's tables and logits into place once it has succeeded."""
+    input:
+        unpack(published("accuracy")),
+    output:
+        tables=[outputs.accuracy(t) for t in TASKS],
+        logits=outputs.ADD_LOGITS,
+    log:
+        outputs.log("publish_accuracy"),
+    localrule: True
+
+
+use rule figure as fig_accuracy_heatmap with:
+    """Fig. A1: which a+b prompts the model gets right, over the (a, b) grid."""
+    input:
+        outputs.ADD_ACCURACY,
+    output:
+        figure_files("figA1_accuracy_heatmap", "accuracy"),
+    log:
+        outputs.log("fig_accuracy_heatmap"),
+    benchmark:
+        outputs.benchmark("fig_accuracy_heatmap")
+    localrule: True
+    params:
+        function="helixclock.stages.accuracy.figures:figA1_accuracy_heatmap",
 
 
 rule tab_other_tasks_accuracy:
+    """Table C1: the model's accuracy on each task other than a+b."""
     input:
         [outputs.accuracy(t) for t in OTHER_TASKS],
     output:
         table("tabC1_other_tasks_accuracy", stage="accuracy"),
     log:
-        "logs/{model}/tab_other_tasks_accuracy.log",
+        outputs.log("tab_other_tasks_accuracy"),
     benchmark:
-        "logs/{model}/tab_other_tasks_accuracy.benchmark.tsv"
+        outputs.benchmark("tab_other_tasks_accuracy")
     localrule: True
     conda:
         ENV
@@ -41,14 +75,15 @@ rule tab_other_tasks_accuracy:
 
 
 rule tab_prompts_accuracy:
+    """Table A1: every model's a+b accuracy with its prompt."""
     input:
         [outputs.accuracy("add", m) for m in MODELS],
     output:
         table("tabA1_prompts_accuracy", model="all", stage="accuracy"),
     log:
-        "logs/all/tab_prompts_accuracy.log",
+        outputs.log("tab_prompts_accuracy", model="all"),
     benchmark:
-        "logs/all/tab_prompts_accuracy.benchmark.tsv"
+        outputs.benchmark("tab_prompts_accuracy", model="all")
     localrule: True
     conda:
         ENV

@@ -1,4 +1,4 @@
-# Config validation (before any job), target lists and small helpers for every rule file.
+# Config validation (before any job), target lists, the base rules and small helpers for every rule file.
 import hashlib
 import json
 import re
@@ -10,14 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from snakemake.exceptions import WorkflowError
 
 from helixclock import outputs
-from helixclock.config import (
-    NOT_RUN_FOR_SEVERAL,
-    ConfigError,
-    check_config,
-    several_tokens,
-    source_kind,
-    training_settings,
-)
+from helixclock.config import ConfigError, check_config, several_tokens, source_kind, training_settings
 
 try:
     _validated, REGISTRY = check_config(config)
@@ -39,22 +32,20 @@ TASKS = config["accuracy"]["tasks"]
 OTHER_TASKS = [t for t in TASKS if t != "add"]
 ENV = "../../envs/helixclock.yaml"
 
-# Outputs of each stage, registered by its rule file; `rule all` asks for all of them (of a
-# model with numbers of several tokens, those of the stages it runs, and its not_run table).
-PER_MODEL_OUTPUTS = []  # (pattern with {model}, scope)
+# Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
+PER_MODEL_OUTPUTS = []  # patterns with {model}
 ALL_MODELS_OUTPUTS = []  # cross-model outputs under results/all/
 
 
 wildcard_constraints:
     model="|".join(re.escape(m) for m in REGISTRY),
     task="|".join(re.escape(t) for t in TASKS),
-    settings="[0-9a-f]{10}",
+    params_hash="[0-9a-f]{10}",
 
 
-def figure(fig_id, model="{model}"):
-    """The PDF and PNG of one figure (every output path: helixclock.outputs)."""
-    return outputs.figure(fig_id, model)
-
+# A regular expression no name matches: the wildcard of the base rules below, which keeps each of
+# them out of every DAG (workflow/rules/bases.smk).
+NEVER = "(?!)"
 
 # Report categories, one per paper section, in the paper's order ("0 Paper vs run" first)
 SECTIONS = {
@@ -90,24 +81,23 @@ def table(tab_id, model="{model}", stage=None):
     return [csv, md]
 
 
-def register(*paths, all_models=False, scope=None):
-    """Outputs ``rule all`` asks for; ``scope`` names the part of the paper they belong to when
-    it is one a model with numbers of several tokens does not run (config.NOT_RUN_FOR_SEVERAL)."""
-    if all_models:
-        ALL_MODELS_OUTPUTS.extend(paths)
-    else:
-        PER_MODEL_OUTPUTS.extend((p, scope) for p in paths)
+def register(*paths, all_models=False):
+    """The outputs the default target (``all``) asks for: of every model (patterns with {model}),
+    or with ``all_models`` the cross-model ones."""
+    (ALL_MODELS_OUTPUTS if all_models else PER_MODEL_OUTPUTS).extend(paths)
 
 
-def runs(model, scope):
-    """Whether a model runs the outputs of ``scope``."""
-    return not (scope in NOT_RUN_FOR_SEVERAL and several_tokens(REGISTRY[model]))
+def figure_files(fig_id, stage):
+    """The outputs of a figure rule: the PNG (into the report, under the stage's section,
+    captioned by workflow/report/<figure number>.rst) and the PDF of one figure of every model,
+    which the default target asks for (registered here; every output path: helixclock.outputs)."""
+    pdf, png = outputs.figure(fig_id)
+    register(pdf, png)
+    return [report(png, caption=caption(fig_id), category=SECTIONS[stage], subcategory="{model}"), pdf]
 
 
 def final_outputs():
-    out = [p.format(model=m) for m in MODELS for p, scope in PER_MODEL_OUTPUTS if runs(m, scope)]
-    not_run = [t.format(model=m) for m in MODELS if several_tokens(REGISTRY[m]) for t in table("not_run")]
-    return out + not_run + ALL_MODELS_OUTPUTS
+    return [p.format(model=m) for m in MODELS for p in PER_MODEL_OUTPUTS] + ALL_MODELS_OUTPUTS
 
 
 # what loading and training read
@@ -131,25 +121,16 @@ def spec(wildcards):
     return settled({k: v for k, v in REGISTRY[wildcards.model].items() if k in MODEL_KEYS})
 
 
-def model_job_params():
-    """What every job that runs a model needs: its registry entry, device, batch size."""
-    return dict(spec=spec, device=config["device"], batch_size=config["batch_size"])
-
-
 def minimum(*keys):
     """The keys of config key ``minimum`` a job's preconditions read (only those: a new
     minimum.pairs must not rerun the residual cache)."""
     return settled({k: config["minimum"][k] for k in keys})
 
 
-# trained toys committed with the code: installed instead of training when their settings match
-COMMITTED_TOYS = "resources/toys"
-
-
 def committed_toy(wildcards):
     """The committed checkpoint's record, when there is one (a new one reruns the rule)."""
-    record = f"{COMMITTED_TOYS}/{wildcards.model}/training.json"
-    return [record] if Path(record).exists() else []
+    record = Path(outputs.COMMITTED_TOYS) / wildcards.model / Path(outputs.TOY).name
+    return [str(record)] if record.exists() else []
 
 
 def model_weights(wildcards):
@@ -186,6 +167,12 @@ def resampling():
 def per_model(section, key):
     """Config key ``section.key`` for a model, overridden by its registry entry's (params)."""
     return lambda w: REGISTRY[w.model].get(section, {}).get(key, config[section][key])
+
+
+def each_model(**values):
+    """A params value: ``values``, those given as functions of the wildcards (per_model)
+    evaluated for the job's model."""
+    return lambda w: {k: v(w) if callable(v) else v for k, v in values.items()}
 
 
 def layer_step():
@@ -233,153 +220,93 @@ def neuron_settings(*keys):
     return settings
 
 
-def figure_rule(name, fig_id, inputs, function, stage, scope=None, **kwargs):
-    """One plotting rule: tables in, the figure's PDF and PNG out.  scripts/figure.py calls
-    ``function`` ("helixclock.stages.<stage>.figures:<name>") with the tables, the model and
-    ``kwargs``; workflow/report/<figure number>.rst captions it in the stage's section.  ``scope``
-    (default the stage) decides whether a model with numbers of several tokens makes it."""
-
-    rule:
-        name:
-            name
-        input:
-            inputs,
-        output:
-            report(figure(fig_id)[1], caption=caption(fig_id), category=SECTIONS[stage], subcategory="{model}"),
-            figure(fig_id)[0],
-        log:
-            f"logs/{{model}}/{name}.log",
-        benchmark:
-            f"logs/{{model}}/{name}.benchmark.tsv"
-        localrule: True
-        conda:
-            ENV
-        params:
-            function=function,
-            kwargs=lambda w: {k: v(w) if callable(v) else v for k, v in kwargs.items()},  # per_model values
-        script:
-            "../../scripts/figure.py"
-
-    register(*figure(fig_id), scope=scope or stage)
-
-
 # -- jobs that load a model, and the costly fits: staged, then published (README, "When a run fails")
-# Such a job writes its outputs under .staging/<rule>/<settings>/ (temporary files), named by a
-# hash of its params; a local job, publish_<rule>, moves them into place once the job has
-# succeeded.  A job that fails or refuses never starts its publish job, so the outputs of the
-# last good run stay where they are, untouched and up to date, and the original command plans
-# nothing afterwards.  The settings hash keeps Snakemake's record of a failed try (it records
-# the params of failed jobs too) apart from the record of the run that made the outputs.
-# Staging pays where an output is costly to remake and much reads it: the jobs that load a model
-# (model_job, model_card, train_toy) and the fits helix_fits and neuron_fits.  The cheap readers
-# of the cache (number_structure, helix_figure_tables, linear_addition, clock_coordinates) are
-# ordinary rules: a failure deletes their outputs, and the next run remakes them in seconds and
-# reruns only the figures and tables that read them.
-STAGING = ".staging"
-
-
-def settings_hash(params, wildcards):
-    """Ten hex digits naming a job's params for these wildcards (callables evaluated)."""
+# Such a job writes its outputs under .staging/<rule>/<params hash>/ (temporary files: staged()),
+# named by a hash of its params; a local job, publish_<rule> (`use rule publish as publish_<rule>`),
+# moves them into place once the job has succeeded.  A job that fails or refuses never starts its
+# publish job, so the outputs of the last good run stay where they are, untouched and up to date,
+# and the original command plans nothing afterwards.  The params hash keeps Snakemake's record of
+# a failed try (it records the params of failed jobs too) apart from the record of the run that
+# made the outputs.  Staging pays where an output is costly to remake and much reads it: the jobs
+# that load a model (outputs.MODEL_JOBS, model_card), the GGUF's conversion (install_gguf) and the
+# fits helix_fits and neuron_fits.  The cheap readers of the cache (number_structure,
+# helix_figure_tables, linear_addition, clock_coordinates) are ordinary rules: a failure deletes
+# their outputs, and the next run remakes them in seconds and reruns only the figures and tables
+# that read them.
+def params_hash(rule, wildcards):
+    """Ten hex digits naming the params of rule ``rule`` for these wildcards (callables
+    evaluated): the name of its staging folder."""
+    params = getattr(rules, rule).params
     values = {k: v(wildcards) if callable(v) else v for k, v in params.items()}
     return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
-def _staged(path, name):
+def _staged(rule, path):
     if isinstance(path, (list, tuple)):
-        return [_staged(p, name) for p in path]
-    return f"{STAGING}/{name}/{{settings}}/{str(path)}"
+        return [_staged(rule, p) for p in path]
+    return f"{outputs.STAGING}/{rule}/{{params_hash}}/{path}"
 
 
-def staged_job(name, output, params, input=None, threads=1, gpu=False, directory_output=False):
-    """Define rule ``name`` (script scripts/<name>.py) writing ``output`` (a dict of paths with
-    {model}) through the staging area, and its publish job.  ``params`` are the job's rerun
-    triggers and name its staging folder; ``gpu`` jobs claim one GPU slot; with
-    ``directory_output`` the job writes a whole directory (a toy model) beside its one output."""
-    input = dict(input or {})
-    staged = {k: _staged(v, name) for k, v in output.items()}
+def staged(rule, **paths):
+    """The outputs of the staged ``rule``, each of ``paths`` (a path, or a list of paths, with
+    {model}) under .staging/<rule>/{params_hash}/, temporary (gone once published)."""
+    return {k: temp(_staged(rule, v)) for k, v in paths.items()}
 
-    def current(wildcards):
-        """Only the staging folder of the current params is ever made (a stale one asked for
-        by name would mix old outputs with new settings)."""
-        if wildcards.settings != settings_hash(params, wildcards):
-            raise WorkflowError(f"{STAGING}/{name}/{wildcards.settings}: not the current settings of rule {name}")
+
+def staged_folder(rule, record):
+    """The one output of a staged rule that writes a whole folder (a toy model, a converted
+    GGUF): the staged folder of ``record``, the file its publish job moves last."""
+    return temp(directory(str(Path(_staged(rule, record)).parent)))
+
+
+def current(rule):
+    """A staged rule's input that makes only the staging folder of its current params (a stale
+    one asked for by name would mix old outputs with new settings)."""
+
+    def check(wildcards):
+        if wildcards.params_hash != params_hash(rule, wildcards):
+            raise WorkflowError(
+                f"{outputs.STAGING}/{rule}/{wildcards.params_hash}: not the current settings of rule {rule}"
+            )
         return []
 
-    def dirname(path):
-        return str(Path(path).parent)
-
-    def staged_input(wildcards):
-        fill = dict(wildcards, settings=settings_hash(params, wildcards))
-        made = {k: dirname(v) if directory_output else v for k, v in staged.items()}
-        return {k: [p.format(**fill) for p in v] if isinstance(v, list) else v.format(**fill) for k, v in made.items()}
-
-    rule:
-        name:
-            name
-        input:
-            **input,
-            _current=current,
-        output:
-            **{k: temp(directory(dirname(v))) if directory_output else temp(v) for k, v in staged.items()},
-        log:
-            f"logs/{{model}}/{name}-{{settings}}.log",
-        benchmark:
-            f"logs/{{model}}/{name}-{{settings}}.benchmark.tsv"
-        conda:
-            ENV
-        threads: threads
-        resources:
-            **({"gpu": 1} if gpu else {}),
-        params:
-            **params,
-        script:
-            f"../../scripts/{name}.py"
-
-    rule:
-        name:
-            f"publish_{name}"
-        input:
-            unpack(staged_input),
-            **{f"_upstream_{k}": v for k, v in input.items()},
-        output:
-            **output,
-        log:
-            f"logs/{{model}}/publish_{name}.log",
-        localrule: True
-        conda:
-            ENV
-        shell:
-            publish_command(output, directory_output)
+    return check
 
 
-def publish_command(output, directory_output=False):
-    """The publish job's shell command: ``mv`` each staged output (the input of the same key)
-    to its final path, a rename on one file system (no copy, even of a cache of many GB); a
-    staged directory's files go beside the output, the output itself last (a toy model:
-    weights and tokenizer, then training.json).  A shell job runs in Snakemake's own process
-    (a ``run:`` block would start a new Snakemake for each).  The command's text is a rerun
-    trigger and a publish job's rerun means its work job's (the staged files are temporary and
-    gone): change it only when a rerun of every staged job is acceptable."""
-    moves = []
-    for key, paths in output.items():
-        many = isinstance(paths, (list, tuple))
-        for i, path in enumerate(paths if many else [paths]):
-            src, dst = (f"{{{side}.{key}[{i}]}}" if many else f"{{{side}.{key}}}" for side in ("input", "output"))
-            if directory_output:
-                moves.append(
-                    f"find {src} -mindepth 1 -maxdepth 1 ! -name {Path(path).name} ! -name .snakemake_timestamp "
-                    f"-exec mv -fv -t $(dirname {dst}) {{{{}}}} +"
-                )
-            last = f"{src}/{Path(path).name}" if directory_output else src
-            moves.append(f"mv -fv {last} {dst}")
-    return "(" + " && ".join(moves) + ") > {log} 2>&1"
+def published(rule):
+    """The inputs of publish_<rule>: the staged outputs of ``rule`` for its current params
+    (``staged``), and the inputs of ``rule`` itself, so that an input newer than the published
+    outputs reruns the staged job."""
+
+    def filled(value, wildcards):
+        if callable(value):
+            return value(wildcards)
+        if isinstance(value, list):
+            return [filled(v, wildcards) for v in value]
+        return value.format(**wildcards)
+
+    def inputs(wildcards):
+        proxy = getattr(rules, rule)
+        hashed = dict(wildcards, params_hash=params_hash(rule, wildcards))
+        upstream = {f"_upstream_{k}": filled(v, wildcards) for k, v in proxy.input.items() if k != "_current"}
+        return {"staged": [filled(p, hashed) for p in proxy.output], **upstream}
+
+    return inputs
 
 
-def model_job(name, output, params=None, input=None, threads=2, accuracy=True):
-    """A staged job that runs a model: the model's card and weights (and, unless the job makes
-    it, its a+b accuracy table) are its inputs; its registry entry, device and batch size
-    (:func:`model_job_params`) and ``params`` its rerun triggers; it claims a GPU slot."""
-    inputs = {"card": outputs.CARD, "weights": model_weights}
-    if accuracy:
-        inputs["accuracy"] = outputs.ADD_ACCURACY
-    staged_job(name, output, {**model_job_params(), **(params or {})}, {**inputs, **(input or {})}, threads, gpu=True)
+def check_rules():
+    """Called by the Snakefile once every rule is read. The rules that claim a GPU slot are those
+    that run a model (outputs.MODEL_JOBS), and each publish_<rule> publishes what <rule> stages."""
+    gpu = {r.name for r in workflow.rules if "gpu" in r.resources}
+    if gpu != set(outputs.MODEL_JOBS):
+        raise WorkflowError(
+            f"the rules with resources gpu are not helixclock.outputs.MODEL_JOBS: {sorted(gpu ^ set(outputs.MODEL_JOBS))}"
+        )
+    for name in [r.name for r in workflow.rules if r.name.startswith("publish_") and r.name != "publish_folder"]:
+        work, publish = getattr(rules, name.removeprefix("publish_")), getattr(rules, name)
+        made = sorted(str(f).split("/", 3)[3] for f in work.output)  # less .staging/<rule>/<params hash>/
+        promised = sorted(map(str, publish.output))
+        if "record" in publish.output.keys():  # a staged folder: the record's folder
+            promised = [str(Path(publish.output.record).parent)]
+        if made != promised:
+            raise WorkflowError(f"rule {name} publishes {promised}, rule {name.removeprefix('publish_')} stages {made}")

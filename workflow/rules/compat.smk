@@ -6,6 +6,7 @@ COMPAT_MODES = ("corrected", "authors")
 
 
 rule compat_numbers:
+    """The numbers config key compat changes, under this run's mode."""
     input:
         tab01=table("tab01_other_tasks")[0],
         best=outputs.HELIX_SUMMARY["best"],
@@ -18,7 +19,7 @@ rule compat_numbers:
     output:
         outputs.compat(config["compat"]),
     log:
-        "logs/{model}/compat_numbers.log",
+        outputs.log("compat_numbers"),
     localrule: True
     conda:
         ENV
@@ -30,12 +31,13 @@ rule compat_numbers:
 
 
 rule compat_effects:
+    """The numbers config key compat changes, under every mode run so far, side by side."""
     input:
         outputs.compat(config["compat"]),
     output:
         table("compat_effects", stage="report"),
     log:
-        "logs/{model}/compat_effects.log",
+        outputs.log("compat_effects"),
     localrule: True
     conda:
         ENV
@@ -45,4 +47,4 @@ rule compat_effects:
         "../../scripts/compat_effects.py"
 
 
-register(*table("compat_effects"), scope="compat")
+register(*table("compat_effects"))

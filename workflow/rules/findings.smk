@@ -17,9 +17,9 @@ rule findings:
     output:
         **outputs.FINDINGS,
     log:
-        "logs/{model}/findings.log",
+        outputs.log("findings"),
     benchmark:
-        "logs/{model}/findings.benchmark.tsv"
+        outputs.benchmark("findings")
     localrule: True
     conda:
         ENV

@@ -4,19 +4,49 @@
 HEADS_FIGURES = "helixclock.stages.heads.figures"
 
 
-model_job(
-    "head_patching",
-    output=outputs.HEADS_RAW,
-    params=dict(
+rule head_patching:
+    """Every head's TE and DE at the last token, the top heads, their helix fits, categories and paths (raw tables)."""
+    input:
+        card=outputs.CARD,
+        weights=model_weights,
+        accuracy=outputs.ADD_ACCURACY,
+        _current=current("head_patching"),
+    output:
+        **staged("head_patching", **outputs.HEADS_RAW),
+    log:
+        outputs.log("head_patching-{params_hash}"),
+    benchmark:
+        outputs.benchmark("head_patching-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    resources:
+        gpu=1,
+    params:
+        spec=spec,
+        device=config["device"],
+        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
         heads=head_settings(),
-    ),
-)
+    script:
+        "../../scripts/head_patching.py"
+
+
+use rule publish as publish_head_patching with:
+    """Moves head_patching's raw tables into place once it has succeeded."""
+    input:
+        unpack(published("head_patching")),
+    output:
+        **outputs.HEADS_RAW,
+    log:
+        outputs.log("publish_head_patching"),
+    localrule: True
 
 
 rule head_summary:
+    """Figs. D2-D7's tables and Table D1 (the heads' categories): means with bootstrap intervals."""
     input:
         **outputs.HEADS_RAW,
     output:
@@ -24,9 +54,9 @@ rule head_summary:
         table=table("tabD1_head_categories", stage="heads")[0],
         table_md=table("tabD1_head_categories")[1],
     log:
-        "logs/{model}/head_summary.log",
+        outputs.log("head_summary"),
     benchmark:
-        "logs/{model}/head_summary.benchmark.tsv"
+        outputs.benchmark("head_summary")
     localrule: True
     conda:
         ENV
@@ -37,38 +67,96 @@ rule head_summary:
         "../../scripts/head_summary.py"
 
 
-figure_rule(
-    "fig_head_patching",
-    "figD2_head_patching",
-    [outputs.HEADS_SUMMARY["effects"]],
-    f"{HEADS_FIGURES}:figD2_head_patching",
-    "heads",
-)
-figure_rule(
-    "fig_head_topk", "figD3_head_topk", [outputs.HEADS_SUMMARY["topk"]], f"{HEADS_FIGURES}:figD3_head_topk", "heads"
-)
-figure_rule(
-    "fig_head_helix_fit",
-    "figD4_head_helix_fit",
-    [outputs.HEADS_SUMMARY["effects"]],
-    f"{HEADS_FIGURES}:figD4_head_helix_fit",
-    "heads",
-)
-figure_rule(
-    "fig_mixed_heads",
-    "figD5_mixed_heads",
-    [outputs.HEADS_SUMMARY["mixed"]],
-    f"{HEADS_FIGURES}:figD5_mixed_heads",
-    "heads",
-)
-figure_rule(
-    "fig_head_categories",
-    "figD6_head_categories",
-    [outputs.HEADS_SUMMARY["properties"]],
-    f"{HEADS_FIGURES}:figD6_head_categories",
-    "heads",
-)
-figure_rule(
-    "fig_head_paths", "figD7_head_paths", [outputs.HEADS_SUMMARY["paths"]], f"{HEADS_FIGURES}:figD7_head_paths", "heads"
-)
-register(*table("tabD1_head_categories"), scope="heads")
+use rule figure as fig_head_patching with:
+    """Fig. D2: the total (and direct) effect of every head at the last token."""
+    input:
+        outputs.HEADS_SUMMARY["effects"],
+        outputs.HEADS_RAW["screen"],
+    output:
+        figure_files("figD2_head_patching", "heads"),
+    log:
+        outputs.log("fig_head_patching"),
+    benchmark:
+        outputs.benchmark("fig_head_patching")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD2_head_patching",
+
+
+use rule figure as fig_head_topk with:
+    """Fig. D3: the top-k heads by TE patched together."""
+    input:
+        outputs.HEADS_SUMMARY["topk"],
+    output:
+        figure_files("figD3_head_topk", "heads"),
+    log:
+        outputs.log("fig_head_topk"),
+    benchmark:
+        outputs.benchmark("fig_head_topk")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD3_head_topk",
+
+
+use rule figure as fig_head_helix_fit with:
+    """Fig. D4: the share of each head's TE its helix(a, b, a+b) fit keeps."""
+    input:
+        outputs.HEADS_SUMMARY["effects"],
+        outputs.HEADS_RAW["screen"],
+    output:
+        figure_files("figD4_head_helix_fit", "heads"),
+    log:
+        outputs.log("fig_head_helix_fit"),
+    benchmark:
+        outputs.benchmark("fig_head_helix_fit")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD4_head_helix_fit",
+
+
+use rule figure as fig_mixed_heads with:
+    """Fig. D5: the effect of the categorised top heads against the number of mixed heads."""
+    input:
+        outputs.HEADS_SUMMARY["mixed"],
+    output:
+        figure_files("figD5_mixed_heads", "heads"),
+    log:
+        outputs.log("fig_mixed_heads"),
+    benchmark:
+        outputs.benchmark("fig_mixed_heads")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD5_mixed_heads",
+
+
+use rule figure as fig_head_categories with:
+    """Fig. D6: per head category, the heads' layers and where they attend from the last token."""
+    input:
+        outputs.HEADS_SUMMARY["properties"],
+    output:
+        figure_files("figD6_head_categories", "heads"),
+    log:
+        outputs.log("fig_head_categories"),
+    benchmark:
+        outputs.benchmark("fig_head_categories")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD6_head_categories",
+
+
+use rule figure as fig_head_paths with:
+    """Fig. D7: heads as senders (their effect through each downstream component) and as receivers."""
+    input:
+        outputs.HEADS_SUMMARY["paths"],
+    output:
+        figure_files("figD7_head_paths", "heads"),
+    log:
+        outputs.log("fig_head_paths"),
+    benchmark:
+        outputs.benchmark("fig_head_paths")
+    localrule: True
+    params:
+        function=f"{HEADS_FIGURES}:figD7_head_paths",
+
+
+register(*table("tabD1_head_categories"))

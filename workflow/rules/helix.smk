@@ -5,25 +5,49 @@
 HELIX_FIGURES = "helixclock.stages.helix.figures"
 
 
-staged_job(
-    "helix_fits",
-    input={"cache": outputs.CACHE},
-    output=outputs.HELIX_FITS,
-    params=dict(fit=fit_settings(compat=True), minimum=minimum("spare_rows")),
-    threads=2,
-)
+rule helix_fits:
+    """Helix, circle and polynomial fits of the a-token residuals at every layer, with their R^2 (staged)."""
+    input:
+        cache=outputs.CACHE,
+        _current=current("helix_fits"),
+    output:
+        **staged("helix_fits", **outputs.HELIX_FITS),
+    log:
+        outputs.log("helix_fits-{params_hash}"),
+    benchmark:
+        outputs.benchmark("helix_fits-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    params:
+        fit=fit_settings(compat=True),
+        minimum=minimum("spare_rows"),
+    script:
+        "../../scripts/helix_fits.py"
+
+
+use rule publish as publish_helix_fits with:
+    """Moves helix_fits's fits into place once it has succeeded."""
+    input:
+        unpack(published("helix_fits")),
+    output:
+        **outputs.HELIX_FITS,
+    log:
+        outputs.log("publish_helix_fits"),
+    localrule: True
 
 
 rule helix_figure_tables:
+    """The tables of Figs. 3 and C1-C3: the helix projection, the columns' norms and cosines, the continuity test."""
     input:
         cache=outputs.CACHE,
         fits=outputs.HELIX_FITS["fits"],
     output:
         **outputs.HELIX_TABLES,
     log:
-        "logs/{model}/helix_figure_tables.log",
+        outputs.log("helix_figure_tables"),
     benchmark:
-        "logs/{model}/helix_figure_tables.benchmark.tsv"
+        outputs.benchmark("helix_figure_tables")
     conda:
         ENV
     params:
@@ -33,11 +57,30 @@ rule helix_figure_tables:
         "../../scripts/helix_figure_tables.py"
 
 
-model_job(
-    "helix_patching",
-    input={"cache": outputs.CACHE, "fits": outputs.HELIX_FITS["fits"]},
-    output=outputs.HELIX_RAW,
-    params=dict(
+rule helix_patching:
+    """Fig. 4's sweep, its controls (Fig. C5) and the ablation (Fig. C6): fits patched at the a token, per pair."""
+    input:
+        card=outputs.CARD,
+        weights=model_weights,
+        accuracy=outputs.ADD_ACCURACY,
+        cache=outputs.CACHE,
+        fits=outputs.HELIX_FITS["fits"],
+        _current=current("helix_patching"),
+    output:
+        **staged("helix_patching", **outputs.HELIX_RAW),
+    log:
+        outputs.log("helix_patching-{params_hash}"),
+    benchmark:
+        outputs.benchmark("helix_patching-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    resources:
+        gpu=1,
+    params:
+        spec=spec,
+        device=config["device"],
+        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=per_model("helix", "n_pairs"),
@@ -45,19 +88,31 @@ model_job(
         seed=config["seed"],
         layer_step=layer_step(),
         period_subsets=period_subsets(),
-    ),
-)
+    script:
+        "../../scripts/helix_patching.py"
+
+
+use rule publish as publish_helix_patching with:
+    """Moves helix_patching's raw tables into place once it has succeeded."""
+    input:
+        unpack(published("helix_patching")),
+    output:
+        **outputs.HELIX_RAW,
+    log:
+        outputs.log("publish_helix_patching"),
+    localrule: True
 
 
 rule helix_summary:
+    """Figs. 4 and C5-C6's tables: the patching sweep's means with bootstrap intervals, the best fits, the strata."""
     input:
         **outputs.HELIX_RAW,
     output:
         **outputs.HELIX_SUMMARY,
     log:
-        "logs/{model}/helix_summary.log",
+        outputs.log("helix_summary"),
     benchmark:
-        "logs/{model}/helix_summary.benchmark.tsv"
+        outputs.benchmark("helix_summary")
     localrule: True
     conda:
         ENV
@@ -68,22 +123,51 @@ rule helix_summary:
         "../../scripts/helix_summary.py"
 
 
-model_job(
-    "other_tasks_patching",
-    input={"accuracy": [outputs.accuracy(t) for t in TASKS]},
-    output={"raw": outputs.OTHER_TASKS_RAW},
-    params=dict(
+rule other_tasks_patching:
+    """Table 1 and Fig. C7's raw table: the fits patched at the a token of every task (per pair)."""
+    input:
+        card=outputs.CARD,
+        weights=model_weights,
+        accuracy=[outputs.accuracy(t) for t in TASKS],
+        _current=current("other_tasks_patching"),
+    output:
+        **staged("other_tasks_patching", raw=outputs.OTHER_TASKS_RAW),
+    log:
+        outputs.log("other_tasks_patching-{params_hash}"),
+    benchmark:
+        outputs.benchmark("other_tasks_patching-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    resources:
+        gpu=1,
+    params:
+        spec=spec,
+        device=config["device"],
+        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=per_model("helix", "n_pairs"),
         seed=config["seed"],
         tasks=TASKS,
         layer_step=layer_step(),
-    ),
-)
+    script:
+        "../../scripts/other_tasks_patching.py"
+
+
+use rule publish as publish_other_tasks_patching with:
+    """Moves other_tasks_patching's raw table into place once it has succeeded."""
+    input:
+        unpack(published("other_tasks_patching")),
+    output:
+        raw=outputs.OTHER_TASKS_RAW,
+    log:
+        outputs.log("publish_other_tasks_patching"),
+    localrule: True
 
 
 rule tab_other_tasks:
+    """Table 1 (the fits' LD on every task, with intervals) and Fig. C7's curves."""
     input:
         outputs.OTHER_TASKS_RAW,
     output:
@@ -91,9 +175,9 @@ rule tab_other_tasks:
         table=table("tab01_other_tasks", stage="helix")[0],
         table_md=table("tab01_other_tasks")[1],
     log:
-        "logs/{model}/tab_other_tasks.log",
+        outputs.log("tab_other_tasks"),
     benchmark:
-        "logs/{model}/tab_other_tasks.benchmark.tsv"
+        outputs.benchmark("tab_other_tasks")
     localrule: True
     conda:
         ENV
@@ -107,13 +191,14 @@ rule tab_other_tasks:
 # several tokens, the tokenizer that sorts prompts by token shape; no forward pass): the tasks it
 # leaves out of Table 1 (too few correct prompts for pairs or a fit), for the report
 rule other_tasks_left_out:
+    """The tasks other_tasks_patching leaves out of Table 1 (too few correct prompts), and why."""
     input:
         accuracy=[outputs.accuracy(task) for task in TASKS],
         weights=model_weights,
     output:
         outputs.OTHER_TASKS_LEFT_OUT,
     log:
-        "logs/{model}/other_tasks_left_out.log",
+        outputs.log("other_tasks_left_out"),
     localrule: True
     conda:
         ENV
@@ -127,62 +212,127 @@ rule other_tasks_left_out:
         "../../scripts/other_tasks_left_out.py"
 
 
-figure_rule(
-    "fig_helix_projection",
-    "fig03_helix_projection",
-    [outputs.HELIX_TABLES["projection"]],
-    f"{HELIX_FIGURES}:fig03_helix_projection",
-    "helix",
-    periods=config["helix"]["periods"],
-)
-figure_rule(
-    "fig_helix_magnitudes",
-    "figC1_helix_magnitudes",
-    [outputs.HELIX_TABLES["magnitudes"]],
-    f"{HELIX_FIGURES}:figC1_helix_magnitudes",
-    "helix",
-)
-figure_rule(
-    "fig_helix_cosine",
-    "figC2_helix_cosine",
-    [outputs.HELIX_TABLES["cosine"]],
-    f"{HELIX_FIGURES}:figC2_helix_cosine",
-    "helix",
-)
-figure_rule(
-    "fig_continuity",
-    "figC3_continuity",
-    [outputs.HELIX_TABLES["continuity"]],
-    f"{HELIX_FIGURES}:figC3_continuity",
-    "helix",
-)
-figure_rule(
-    "fig_helix_patching",
-    "fig04_helix_patching",
-    [outputs.HELIX_SUMMARY["sweep"], outputs.HELIX_SUMMARY["best"]],
-    f"{HELIX_FIGURES}:fig04_helix_patching",
-    "helix",
-)
-figure_rule(
-    "fig_helix_controls",
-    "figC5_helix_controls",
-    [outputs.HELIX_SUMMARY["controls"]],
-    f"{HELIX_FIGURES}:figC5_helix_controls",
-    "helix",
-)
-figure_rule(
-    "fig_helix_ablation",
-    "figC6_helix_ablation",
-    [outputs.HELIX_SUMMARY["ablation"]],
-    f"{HELIX_FIGURES}:figC6_helix_ablation",
-    "helix",
-)
-figure_rule(
-    "fig_other_tasks_patching",
-    "figC7_other_tasks_patching",
-    [outputs.OTHER_TASKS],
-    f"{HELIX_FIGURES}:figC7_other_tasks_patching",
-    "helix",
-)
+use rule figure as fig_helix_projection with:
+    """Fig. 3: each a projected through the helix fit: sin against cos per period, and the linear component."""
+    input:
+        outputs.HELIX_TABLES["projection"],
+    output:
+        figure_files("fig03_helix_projection", "helix"),
+    log:
+        outputs.log("fig_helix_projection"),
+    benchmark:
+        outputs.benchmark("fig_helix_projection")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:fig03_helix_projection",
+        kwargs=each_model(periods=config["helix"]["periods"]),
+
+
+use rule figure as fig_helix_magnitudes with:
+    """Fig. C1: the norm of each Fourier column of the helix fit."""
+    input:
+        outputs.HELIX_TABLES["magnitudes"],
+    output:
+        figure_files("figC1_helix_magnitudes", "helix"),
+    log:
+        outputs.log("fig_helix_magnitudes"),
+    benchmark:
+        outputs.benchmark("fig_helix_magnitudes")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC1_helix_magnitudes",
+
+
+use rule figure as fig_helix_cosine with:
+    """Fig. C2: cosine similarity between the columns of the helix fit."""
+    input:
+        outputs.HELIX_TABLES["cosine"],
+    output:
+        figure_files("figC2_helix_cosine", "helix"),
+    log:
+        outputs.log("fig_helix_cosine"),
+    benchmark:
+        outputs.benchmark("fig_helix_cosine")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC2_helix_cosine",
+
+
+use rule figure as fig_continuity with:
+    """Fig. C3: a T = 100 helix fitted without the a ending in 3, those a projected into it."""
+    input:
+        outputs.HELIX_TABLES["continuity"],
+    output:
+        figure_files("figC3_continuity", "helix"),
+    log:
+        outputs.log("fig_continuity"),
+    benchmark:
+        outputs.benchmark("fig_continuity")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC3_continuity",
+
+
+use rule figure as fig_helix_patching with:
+    """Fig. 4: LD against layer for the layer patch, PCA, the best helix and circle per k, the polynomial."""
+    input:
+        outputs.HELIX_SUMMARY["sweep"],
+        outputs.HELIX_SUMMARY["best"],
+    output:
+        figure_files("fig04_helix_patching", "helix"),
+    log:
+        outputs.log("fig_helix_patching"),
+    benchmark:
+        outputs.benchmark("fig_helix_patching")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:fig04_helix_patching",
+
+
+use rule figure as fig_helix_controls with:
+    """Fig. C5: the train/test split of a, a helix fitted to shuffled a, and the b token."""
+    input:
+        outputs.HELIX_SUMMARY["controls"],
+    output:
+        figure_files("figC5_helix_controls", "helix"),
+    log:
+        outputs.log("fig_helix_controls"),
+    benchmark:
+        outputs.benchmark("fig_helix_controls")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC5_helix_controls",
+
+
+use rule figure as fig_helix_ablation with:
+    """Fig. C6: mean-ablating the helix subspace of h_a against mean-ablating h_a entirely."""
+    input:
+        outputs.HELIX_SUMMARY["ablation"],
+    output:
+        figure_files("figC6_helix_ablation", "helix"),
+    log:
+        outputs.log("fig_helix_ablation"),
+    benchmark:
+        outputs.benchmark("fig_helix_ablation")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC6_helix_ablation",
+
+
+use rule figure as fig_other_tasks_patching with:
+    """Fig. C7: the full fits patched at the a token on six tasks."""
+    input:
+        outputs.OTHER_TASKS,
+    output:
+        figure_files("figC7_other_tasks_patching", "helix"),
+    log:
+        outputs.log("fig_other_tasks_patching"),
+    benchmark:
+        outputs.benchmark("fig_other_tasks_patching")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figC7_other_tasks_patching",
+
+
 register(*table("tab01_other_tasks"))
 register(outputs.HELIX_FITS["r2"])

@@ -8,28 +8,58 @@
 MLPS_FIGURES = "helixclock.stages.mlps.figures"
 
 
-model_job(
-    "mlp_patching",
-    input={"layer_effects": outputs.LAST_TOKEN_RAW["layer_effects"]},
-    output=outputs.MLPS_RAW,
-    params=dict(
+rule mlp_patching:
+    """Every MLP's TE and DE, Fig. D8's top-k MLPs and every MLP's helix(a+b) fit patched in (raw per-pair tables)."""
+    input:
+        card=outputs.CARD,
+        weights=model_weights,
+        accuracy=outputs.ADD_ACCURACY,
+        layer_effects=outputs.LAST_TOKEN_RAW["layer_effects"],
+        _current=current("mlp_patching"),
+    output:
+        **staged("mlp_patching", **outputs.MLPS_RAW),
+    log:
+        outputs.log("mlp_patching-{params_hash}"),
+    benchmark:
+        outputs.benchmark("mlp_patching-{params_hash}")
+    conda:
+        ENV
+    threads: 2
+    resources:
+        gpu=1,
+    params:
+        spec=spec,
+        device=config["device"],
+        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
         fit=fit_settings(),
-    ),
-)
+    script:
+        "../../scripts/mlp_patching.py"
+
+
+use rule publish as publish_mlp_patching with:
+    """Moves mlp_patching's raw tables into place once it has succeeded."""
+    input:
+        unpack(published("mlp_patching")),
+    output:
+        **outputs.MLPS_RAW,
+    log:
+        outputs.log("publish_mlp_patching"),
+    localrule: True
 
 
 rule mlp_summary:
+    """Figs. 7 and D8's tables: the circuit MLPs (config key clock.mlp_threshold) and their stages, with intervals."""
     input:
         **outputs.MLPS_RAW,
     output:
         **outputs.MLPS_SUMMARY,
     log:
-        "logs/{model}/mlp_summary.log",
+        outputs.log("mlp_summary"),
     benchmark:
-        "logs/{model}/mlp_summary.benchmark.tsv"
+        outputs.benchmark("mlp_summary")
     localrule: True
     conda:
         ENV
@@ -40,13 +70,31 @@ rule mlp_summary:
         "../../scripts/mlp_summary.py"
 
 
-figure_rule(
-    "fig_mlp_topk", "figD8_mlp_topk", [outputs.MLPS_SUMMARY["mlp_topk"]], f"{MLPS_FIGURES}:figD8_mlp_topk", "mlps"
-)
-figure_rule(
-    "fig_mlp_stages",
-    "fig07_mlp_stages",
-    [outputs.MLPS_SUMMARY["mlp_stages"]],
-    f"{MLPS_FIGURES}:fig07_mlp_stages",
-    "mlps",
-)
+use rule figure as fig_mlp_topk with:
+    """Fig. D8: the top-k MLPs by TE patched together."""
+    input:
+        outputs.MLPS_SUMMARY["mlp_topk"],
+    output:
+        figure_files("figD8_mlp_topk", "mlps"),
+    log:
+        outputs.log("fig_mlp_topk"),
+    benchmark:
+        outputs.benchmark("fig_mlp_topk")
+    localrule: True
+    params:
+        function=f"{MLPS_FIGURES}:figD8_mlp_topk",
+
+
+use rule figure as fig_mlp_stages with:
+    """Fig. 7: per circuit MLP, helix(a+b)/TE and DE/TE."""
+    input:
+        outputs.MLPS_SUMMARY["mlp_stages"],
+    output:
+        figure_files("fig07_mlp_stages", "mlps"),
+    log:
+        outputs.log("fig_mlp_stages"),
+    benchmark:
+        outputs.benchmark("fig_mlp_stages")
+    localrule: True
+    params:
+        function=f"{MLPS_FIGURES}:fig07_mlp_stages",

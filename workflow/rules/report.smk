@@ -2,58 +2,24 @@
 # next to the run's (results/all/tables/paper_comparison), the cross-model figures, and what
 # the run ran on (results/all/provenance.json).
 # helixclock.stages.report, helixclock.provenance
-from snakemake.logging import logger
-
-from helixclock.provenance import RECORD, changed_records, fingerprint, lock_digests
+from helixclock.provenance import fingerprint
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
-PAPER_VALUES = outputs.PAPER_VALUES
-# What the provenance record depends on (installed versions, Python, helixclock's commit, the lock
-# files' contents; no torch import): its params, so it is rewritten when they change, and only
-# then.  The lock files are read by the job from helixclock's checkout, not as inputs: Snakemake
-# records input paths, and these, in the repository rather than the project folder, would be
-# absolute (README, "Outputs")
-RUN_ENVIRONMENT = {**fingerprint(workflow.basedir), "lock": lock_digests(workflow.basedir)}
-for _line in changed_records({m: outputs.CARD.format(model=m) for m in MODELS}):
-    logger.warning(
-        f"helixclock: recorded versions differ from the installed ones, {_line}; jobs that run now use "
-        'the installed ones (README, "Provenance of a run")'
-    )
-
-
-# the tables of the stages each model runs, which paper_comparison sets beside the paper's numbers
-COMPARED = [
-    path.format(model=m)
-    for m in MODELS
-    for path, scope in outputs.COMPARED_TABLES.values()
-    if "{model}" in path and runs(m, scope)
-]
-
-
-rule not_run:
-    output:
-        table("not_run", stage="report"),
-    log:
-        "logs/{model}/not_run.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        reasons=lambda w: settled(NOT_RUN_FOR_SEVERAL) if several_tokens(REGISTRY[w.model]) else {},
-    script:
-        "../../scripts/not_run.py"
+# the tables paper_comparison sets beside the paper's numbers, of every model
+COMPARED = [path.format(model=m) for m in MODELS for path in outputs.COMPARED_TABLES.values() if "{model}" in path]
 
 
 rule clock_coordinates:
+    """Fig. 1's a+b side: the last-token helix(a+b) fit's coordinates where it patches best."""
     input:
         cache=outputs.CACHE,
         last_token=outputs.LAST_TOKEN_SUMMARY["fits"],
     output:
         clock=outputs.CLOCK_SUM,
     log:
-        "logs/{model}/clock_coordinates.log",
+        outputs.log("clock_coordinates"),
     benchmark:
-        "logs/{model}/clock_coordinates.benchmark.tsv"
+        outputs.benchmark("clock_coordinates")
     conda:
         ENV
     params:
@@ -62,34 +28,42 @@ rule clock_coordinates:
         "../../scripts/clock_coordinates.py"
 
 
-figure_rule(
-    "fig_clock",
-    "fig01_clock",
-    [outputs.HELIX_TABLES["projection"], outputs.CLOCK_SUM],
-    f"{REPORT_FIGURES}:fig01_clock",
-    "report",
-    a=config["report"]["clock_a"],
-    b=config["report"]["clock_b"],
-)
+use rule figure as fig_clock with:
+    """Fig. 1: the Clock algorithm drawn from the model's own fits: a and b on the helix, and a+b."""
+    input:
+        outputs.HELIX_TABLES["projection"],
+        outputs.CLOCK_SUM,
+    output:
+        figure_files("fig01_clock", "report"),
+    log:
+        outputs.log("fig_clock"),
+    benchmark:
+        outputs.benchmark("fig_clock")
+    localrule: True
+    params:
+        function=f"{REPORT_FIGURES}:fig01_clock",
+        kwargs=each_model(a=config["report"]["clock_a"], b=config["report"]["clock_b"]),
 
 
 rule paper_values:
+    """The paper's published numbers (config/paper_values.yaml) copied into the project, for the comparison."""
     output:
-        PAPER_VALUES,
+        outputs.PAPER_VALUES,
     log:
-        "logs/all/paper_values.log",
+        outputs.log("paper_values", model="all"),
     localrule: True
     conda:
         ENV
     params:
         # the file's text, not its path: Snakemake records input paths, and this one, in the
         # repository rather than the project folder, would be absolute (README, "Outputs")
-        text=(Path(workflow.basedir) / "config" / "paper_values.yaml").read_text(),
+        text=(Path(workflow.basedir) / outputs.PAPER_VALUES_SOURCE).read_text(),
     script:
         "../../scripts/paper_values.py"
 
 
 rule provenance:
+    """What the run ran on: helixclock's commit, Python, the packages beside the lock's and the model cards'."""
     input:
         cards=expand(outputs.CARD, model=MODELS),
         # the record describes the run that made the tables: written once their jobs have finished, so
@@ -97,15 +71,21 @@ rule provenance:
         # whatever order the scheduler picks and however many cores it has
         tables=COMPARED,
     output:
-        RECORD,
+        outputs.RECORD,
         *table("provenance", model="all", stage="report"),
     log:
-        "logs/all/provenance.log",
+        outputs.log("provenance", model="all"),
     localrule: True
     conda:
         ENV
     params:
-        environment=settled(RUN_ENVIRONMENT),
+        # what the record depends on (the versions installed, Python, helixclock's commit, the lock
+        # files' digests; helixclock.provenance.fingerprint, milliseconds, read only when this job is
+        # in the DAG): its params, so it is rewritten when they change, and only then.  The lock files
+        # are read by the job from helixclock's checkout, not as inputs: Snakemake records input
+        # paths, and these, in the repository rather than the project folder, would be absolute
+        # (README, "Outputs")
+        environment=lambda w: settled(fingerprint(workflow.basedir)),
         device=config["device"],
         models=MODELS,
     script:
@@ -113,18 +93,17 @@ rule provenance:
 
 
 rule paper_comparison:
+    """Every number the paper publishes beside the run's, per model, with a status and its reason; the status counts."""
     input:
-        values=PAPER_VALUES,
-        provenance=RECORD,
+        values=outputs.PAPER_VALUES,
+        provenance=outputs.RECORD,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
-        # the tables of the stages each model runs, and the record of those it does not
         tables=COMPARED,
-        not_run=[table("not_run", model=m)[0] for m in MODELS if several_tokens(REGISTRY[m])],
     output:
         table("paper_comparison", model="all", stage="report"),
         table("paper_comparison_status", model="all", stage="report"),
     log:
-        "logs/all/paper_comparison.log",
+        outputs.log("paper_comparison", model="all"),
     localrule: True
     conda:
         ENV
@@ -135,29 +114,30 @@ rule paper_comparison:
 
 
 rule cross_model_figures:
+    """Every model's accuracy on the six tasks, and Table 1's LD ratios, with what a model did not run marked."""
     input:
-        values=PAPER_VALUES,
+        values=outputs.PAPER_VALUES,
         accuracy=table("tabA1_prompts_accuracy", model="all")[0],
         other_tasks=[table("tabC1_other_tasks_accuracy", model=m)[0] for m in MODELS],
         tab01=[table("tab01_other_tasks", model=m)[0] for m in MODELS],
         left_out=[outputs.OTHER_TASKS_LEFT_OUT.format(model=m) for m in MODELS],
     output:
         accuracy=report(
-            figure("figAll_accuracy", model="all")[1],
+            outputs.figure("figAll_accuracy", model="all")[1],
             caption=caption("figAll_accuracy"),
             category=SECTIONS["report"],
             subcategory="all models",
         ),
-        accuracy_pdf=figure("figAll_accuracy", model="all")[0],
+        accuracy_pdf=outputs.figure("figAll_accuracy", model="all")[0],
         ratios=report(
-            figure("figAll_ld_ratios", model="all")[1],
+            outputs.figure("figAll_ld_ratios", model="all")[1],
             caption=caption("figAll_ld_ratios"),
             category=SECTIONS["report"],
             subcategory="all models",
         ),
-        ratios_pdf=figure("figAll_ld_ratios", model="all")[0],
+        ratios_pdf=outputs.figure("figAll_ld_ratios", model="all")[0],
     log:
-        "logs/all/cross_model_figures.log",
+        outputs.log("cross_model_figures", model="all"),
     localrule: True
     conda:
         ENV
@@ -169,11 +149,11 @@ rule cross_model_figures:
 
 register(outputs.CLOCK_SUM)
 register(
-    RECORD,
+    outputs.RECORD,
     *table("provenance", model="all"),
     *table("paper_comparison", model="all"),
     *table("paper_comparison_status", model="all"),
-    *figure("figAll_accuracy", model="all"),
-    *figure("figAll_ld_ratios", model="all"),
+    *outputs.figure("figAll_accuracy", model="all"),
+    *outputs.figure("figAll_ld_ratios", model="all"),
     all_models=True,
 )

@@ -6,6 +6,7 @@ STRUCTURE_FIGURES = "helixclock.stages.structure.figures"
 
 
 rule number_structure:
+    """The bare numbers' Fourier spectrum, PC1 and distances at every layer, and the spectrum's peaks (table)."""
     input:
         cache=outputs.CACHE,
     output:
@@ -13,9 +14,9 @@ rule number_structure:
         peaks=table("fourier_peaks", stage="structure")[0],
         peaks_md=table("fourier_peaks")[1],
     log:
-        "logs/{model}/number_structure.log",
+        outputs.log("number_structure"),
     benchmark:
-        "logs/{model}/number_structure.benchmark.tsv"
+        outputs.benchmark("number_structure")
     conda:
         ENV
     params:
@@ -27,14 +28,15 @@ rule number_structure:
 
 
 rule number_bases:
+    """Which basis explains a number's last token at every layer: the competing bases' held-out R^2."""
     input:
         cache=outputs.CACHE,
     output:
         **outputs.NUMBER_BASES,
     log:
-        "logs/{model}/number_bases.log",
+        outputs.log("number_bases"),
     benchmark:
-        "logs/{model}/number_bases.benchmark.tsv"
+        outputs.benchmark("number_bases")
     conda:
         ENV
     params:
@@ -46,51 +48,103 @@ rule number_bases:
         "../../scripts/number_bases.py"
 
 
-figure_rule(
-    "fig_number_bases",
-    "figN1_number_bases",
-    [outputs.NUMBER_BASES["r2"], outputs.NUMBER_BASES["winner"], outputs.NUMBER_BASES["peaks"]],
-    f"{STRUCTURE_FIGURES}:figN1_number_bases",
-    "structure",
-)
-figure_rule(
-    "fig_fourier_pc1",
-    "fig02_fourier_pc1",
-    [outputs.STRUCTURE["spectrum"], outputs.STRUCTURE["pc1"]],
-    f"{STRUCTURE_FIGURES}:fig02_fourier_pc1",
-    "structure",
-)
-figure_rule(
-    "fig_fourier_360_vs_361",
-    "figB1_fourier_360_vs_361",
-    [outputs.STRUCTURE["spectrum"]],
-    f"{STRUCTURE_FIGURES}:figB1_fourier_360_vs_361",
-    "structure",
-    n=config["cache"]["largest_bare_number"],
-)
-figure_rule(
-    "fig_distance_similarity",
-    "figB2_distance_similarity",
-    [outputs.STRUCTURE["similarity"]],
-    f"{STRUCTURE_FIGURES}:figB2_distance_similarity",
-    "structure",
-    layer=per_model("structure", "layer"),
-)
-figure_rule(
-    "fig_delta_n_distance",
-    "figB3_delta_n_distance",
-    [outputs.STRUCTURE["delta_n"]],
-    f"{STRUCTURE_FIGURES}:figB3_delta_n_distance",
-    "structure",
-    layer=per_model("structure", "layer"),
-)
-figure_rule(
-    "fig_pc1_360",
-    "figB4_pc1_360",
-    [outputs.STRUCTURE["pc1"]],
-    f"{STRUCTURE_FIGURES}:figB4_pc1_360",
-    "structure",
-    layer=per_model("structure", "layer"),
-)
+use rule figure as fig_number_bases with:
+    """Fig. N1 (helixclock's): which basis a number's last token encodes, held-out R^2 by layer."""
+    input:
+        outputs.NUMBER_BASES["r2"],
+        outputs.NUMBER_BASES["winner"],
+        outputs.NUMBER_BASES["peaks"],
+        outputs.NUMBER_BASES["nested"],
+    output:
+        figure_files("figN1_number_bases", "structure"),
+    log:
+        outputs.log("fig_number_bases"),
+    benchmark:
+        outputs.benchmark("fig_number_bases")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:figN1_number_bases",
+
+
+use rule figure as fig_fourier_pc1 with:
+    """Fig. 2: the spectrum of the layer-0 output over the numbers 0..n-1, and PC1 of 0..99 against a."""
+    input:
+        outputs.STRUCTURE["spectrum"],
+        outputs.STRUCTURE["pc1"],
+    output:
+        figure_files("fig02_fourier_pc1", "structure"),
+    log:
+        outputs.log("fig_fourier_pc1"),
+    benchmark:
+        outputs.benchmark("fig_fourier_pc1")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:fig02_fourier_pc1",
+
+
+use rule figure as fig_fourier_360_vs_361 with:
+    """Fig. B1: the spectrum over n numbers against n+1."""
+    input:
+        outputs.STRUCTURE["spectrum"],
+    output:
+        figure_files("figB1_fourier_360_vs_361", "structure"),
+    log:
+        outputs.log("fig_fourier_360_vs_361"),
+    benchmark:
+        outputs.benchmark("fig_fourier_360_vs_361")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:figB1_fourier_360_vs_361",
+        kwargs=each_model(n=config["cache"]["largest_bare_number"]),
+
+
+use rule figure as fig_distance_similarity with:
+    """Fig. B2: Euclidean distance and cosine similarity between every pair of numbers a1, a2."""
+    input:
+        outputs.STRUCTURE["similarity"],
+    output:
+        figure_files("figB2_distance_similarity", "structure"),
+    log:
+        outputs.log("fig_distance_similarity"),
+    benchmark:
+        outputs.benchmark("fig_distance_similarity")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:figB2_distance_similarity",
+        kwargs=each_model(layer=per_model("structure", "layer")),
+
+
+use rule figure as fig_delta_n_distance with:
+    """Fig. B3: mean distance between a and a+dn against dn, for two ranges of a."""
+    input:
+        outputs.STRUCTURE["delta_n"],
+    output:
+        figure_files("figB3_delta_n_distance", "structure"),
+    log:
+        outputs.log("fig_delta_n_distance"),
+    benchmark:
+        outputs.benchmark("fig_delta_n_distance")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:figB3_delta_n_distance",
+        kwargs=each_model(layer=per_model("structure", "layer")),
+
+
+use rule figure as fig_pc1_360 with:
+    """Fig. B4: PC1 over every cached number (the paper sees a jump at 100)."""
+    input:
+        outputs.STRUCTURE["pc1"],
+    output:
+        figure_files("figB4_pc1_360", "structure"),
+    log:
+        outputs.log("fig_pc1_360"),
+    benchmark:
+        outputs.benchmark("fig_pc1_360")
+    localrule: True
+    params:
+        function=f"{STRUCTURE_FIGURES}:figB4_pc1_360",
+        kwargs=each_model(layer=per_model("structure", "layer")),
+
+
 register(*table("fourier_peaks"))
 register(*outputs.NUMBER_BASES.values())

@@ -7,5 +7,5 @@ over the answers 0..198 with their slopes and periods (Figs. F1, F2, F5, F6).
 ``figures``: the figures of all three, drawn from their tables (no torch).
 
 (The stage is named for the model's mistakes, not for error handling; its tables are written
-under ``results/{model}/errors/``.)
+under ``results/{model}/mistakes/``.)
 """

@@ -1,4 +1,4 @@
-"""Figures E1 and F1-F6, drawn from the tables of :mod:`.linear_addition`, :mod:`.errors` and
+"""Figures E1 and F1-F6, drawn from the tables of :mod:`.linear_addition`, :mod:`.wrong_answers` and
 :mod:`.logit_lens` (never from a model; no torch).  Each function takes tables and the
 model's name and returns a matplotlib Figure."""
 

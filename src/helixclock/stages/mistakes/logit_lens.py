@@ -7,7 +7,7 @@ also counts harmonics T/k).
 Neuron logit lens: lens[n] = W_U . W_out[:, n] over the answer tokens (no final norm, no
 unembedding bias: the authors skip the norm; the bias would add one fixed pattern to every
 neuron), scaled by the neuron's post-activation.  Periods come from
-:func:`helixclock.fourier.dominant_periods` (DC dropped), as in :mod:`.errors`.
+:func:`helixclock.fourier.dominant_periods` (DC dropped), as in :mod:`.wrong_answers`.
 
 numpy/pandas only (no torch), vectorised over neurons.
 """

@@ -372,14 +372,14 @@ def wrong_answer_tables(
     control: np.ndarray | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The App. F tables that need no neurons, from ``add.csv`` (and ``add_logits.h5``'s
-    logits, [10000, 199] in the same row order): errors (F1, F2), error_distribution,
+    logits, [10000, 199] in the same row order): wrong_answers (F1, F2), error_distribution,
     error_summary (F1), carry_test (F2), and with logits logit_examples (F5) and
     logit_line_fourier (F6).  Numbers of several tokens: ``logits`` are the log-likelihoods
     L(n) of the prompts of add.csv's ``rows`` (a sample), with their ``control``
     (:mod:`.answer_scores`)."""
     errors = error_table(accuracy)
     out = {
-        "errors": errors,
+        "wrong_answers": errors,
         "error_distribution": error_distribution(errors),
         "error_summary": error_summary(accuracy, errors),
         "carry_test": carry_test(errors),

@@ -2,8 +2,7 @@
 config key ``compat`` and the cross-model figures.
 
 ``clock``: the a+b coordinates of the last-token helix(a+b) fit behind Fig. 1.
-``compare``: the paper's published numbers (``config/paper_values.yaml``) beside the run's,
-and the ``not_run`` table of a model with numbers of several tokens.
+``compare``: the paper's published numbers (``config/paper_values.yaml``) beside the run's.
 ``quantities``: where each published number's run value is read from, and how.
 ``status``: what a row's status says (ok, differs, not run, not defined, different metric).
 ``compat``: the numbers ``compat: authors`` changes, under each mode run (README, "Differences

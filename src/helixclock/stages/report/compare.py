@@ -24,6 +24,7 @@ import yaml
 
 from ...config import several_tokens
 from ...io import markdown_table
+from ...outputs import PAPER_VALUES_SOURCE
 from ...tasks import TASKS
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
 from .status import DIFFERS, MISSING, OK, STATUSES, status_text, value_status
@@ -39,7 +40,7 @@ RELATIONS = ("=", "<", ">", "<=", ">=")
 DEFINED_BY = ("paper", "helixclock")
 
 
-def load_paper_values(path: str | Path = "config/paper_values.yaml") -> pd.DataFrame:
+def load_paper_values(path: str | Path = PAPER_VALUES_SOURCE) -> pd.DataFrame:
     """The paper's numbers, one row per (quantity, model): id, description, section, model,
     value, approx, relation, defined_by ("paper", or "helixclock" where the quantity is
     helixclock's own definition or reading of what the paper states in words), quote."""
@@ -125,7 +126,7 @@ def run_values(
 ) -> pd.DataFrame:
     """The run's value of every registered quantity for every model: model, id, value, file,
     status and reason (:func:`value_status`).  Each table is read once per model; the model
-    card (number_tokens) and ``tables/not_run.csv`` are read where they exist."""
+    card (number_tokens) is read where it exists."""
     root = Path(root)
     rows = []
     for model in models:
@@ -141,11 +142,9 @@ def run_values(
 
         card = table("card") if "card" in files else None
         several = isinstance(card, dict) and several_tokens(card)
-        not_run = table("not_run") if "not_run" in files else None
-        parts = dict(zip(not_run["part"], not_run["reason"])) if not_run is not None else {}
         for qid, q in registry.items():
             paths = [files[k].format(model=model) for k in q.tables]
-            value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, parts, several)
+            value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, several)
             rows.append(
                 {
                     "model": model,
@@ -318,7 +317,7 @@ def comparison_markdown(df: pd.DataFrame) -> str:
 def paper_comparison_report(
     root: str | Path,
     models: Sequence[str],
-    paper_path: str | Path = "config/paper_values.yaml",
+    paper_path: str | Path = PAPER_VALUES_SOURCE,
     provenance: str | None = None,
 ) -> tuple[pd.DataFrame, str]:
     """paper_comparison for ``models`` from the results under ``root``: (table, markdown); with
@@ -328,12 +327,3 @@ def paper_comparison_report(
         return table, comparison_markdown(table)
     md = comparison_markdown(table).replace("\n\n", f"\n\nWhat the run ran on: `{provenance}`.\n\n", 1)
     return table.assign(provenance=provenance), md
-
-
-def not_run_table(model: str, reasons: Mapping[str, str]) -> pd.DataFrame:
-    """One row per part of the paper a model does not run (numbers of several tokens), with the
-    reason (README, "Numbers of several tokens")."""
-    return pd.DataFrame(
-        {"model": model, "part": list(reasons), "status": "not run", "reason": list(reasons.values())},
-        columns=["model", "part", "status", "reason"],
-    )

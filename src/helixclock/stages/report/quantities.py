@@ -16,14 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...outputs import COMPARED_TABLES, table
+from ...outputs import COMPARED_TABLES
 from ...statistics import MIN_ERRORS, share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
 
 # Where each table lives (relative to the project folder; one place for every output path:
-# helixclock.outputs), and the not_run table a model with numbers of several tokens writes (read
-# where it exists)
-TABLE_FILES = {key: path for key, (path, _) in COMPARED_TABLES.items()} | {"not_run": table("not_run")[0]}
+# helixclock.outputs)
+TABLE_FILES = dict(COMPARED_TABLES)
 
 Tables = Mapping[str, "pd.DataFrame | dict"]
 Gap = tuple[str, str]
@@ -63,7 +62,7 @@ UNITS = (
 ANSWER_SCORES = (
     "numbers of several tokens: the answers' log-likelihoods L(n) over a sample of prompts (README, \"Numbers of "
     'several tokens"), not the final logits of one answer token each; the digits build period 10 into L(n) '
-    "(errors/logit_line_fourier.csv has the independent-digits control)"
+    "(mistakes/logit_line_fourier.csv has the independent-digits control)"
 )
 
 
@@ -214,7 +213,7 @@ def _carry_gap(split: str) -> Callable[[Tables, str], Gap]:
     def gap(t: Tables, model: str) -> Gap:
         row = t["carry_test"].loc[t["carry_test"]["split"] == split]
         if not len(row):
-            return NOT_DEFINED, f"no split {split!r} in errors/carry_test.csv"
+            return NOT_DEFINED, f"no split {split!r} in mistakes/carry_test.csv"
         row = row.iloc[0]
         status = NOT_RUN if int(row["n"]) < MIN_ERRORS else NOT_DEFINED
         return status, f"carry test (App. F): {row['note']}"

@@ -5,8 +5,7 @@ report"):
 
 * ``ok``: the run has a value; its bound holds, or its ratio to the paper's is shown;
 * ``differs``: the run has a value and the bound the paper states fails;
-* ``not run``: a stage, task or test that did not run on this model: the part listed in the
-  model's ``tables/not_run.csv`` (numbers of several tokens), a task left out of Table 1 with
+* ``not run``: a task or test that did not run on this model: a task left out of Table 1 with
   the shortfall other_tasks_patching logged (count found and minimum), the carry test with
   fewer numeric wrong answers than it needs;
 * ``not defined``: the quantity has no value for this model (k = 20 top heads of a model with
@@ -28,7 +27,6 @@ Imports no torch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -49,15 +47,12 @@ def value_status(
     tables: Mapping[str, pd.DataFrame | dict | None],
     paths: Sequence[str],
     model: str,
-    not_run: Mapping[str, str] | None = None,
     several: bool = False,
 ) -> tuple[float, str, str]:
     """(value, status, reason) of one quantity from its tables (None where a file does not
     exist), in this order:
 
-    * a table that does not exist: "not run" with the reason of ``tables/not_run.csv`` when its
-      stage (the folder of ``results/{model}/<stage>/``) is a part listed there (``not_run``:
-      part -> reason), else "missing" with the paths;
+    * a table that does not exist: "missing" with the paths;
     * a table that is a stage's record that the quantity is not defined (a column
       ``not_defined``, numbers of several tokens): "not defined" with the record's words;
     * no value in the tables: the quantity's ``gap`` ("not run" or "not defined" with why);
@@ -68,9 +63,6 @@ def value_status(
     """
     missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
     if missing:
-        stages = dict.fromkeys(_stage(p) for p in missing if _stage(p) in (not_run or {}))
-        if stages:
-            return np.nan, NOT_RUN, "; ".join(f"{s} stage (tables/not_run.csv): {not_run[s]}" for s in stages)
         return np.nan, MISSING, "no file " + ", ".join(missing)
     undefined = [tables[k] for k in q.tables if _not_defined(tables[k])]
     if undefined:  # a stage's record in place of its table (several tokens)
@@ -84,12 +76,6 @@ def value_status(
     if q.several is not None and several:
         return value, DIFFERENT_METRIC, q.several
     return value, OK, ""
-
-
-def _stage(path: str) -> str:
-    """The stage folder of a per-model table, ``results/{model}/<stage>/...``."""
-    parts = Path(path).parts
-    return parts[2] if len(parts) > 3 else ""
 
 
 def _not_defined(table) -> bool:

@@ -1,4 +1,4 @@
-"""Rule model_errors: App. F, the wrong answers, the carry test and the final logits (Figs. F1, F2, F5, F6)."""
+"""Rule wrong_answers: App. F, the wrong answers, the carry test and the final logits (Figs. F1, F2, F5, F6)."""
 
 import pandas as pd
 
