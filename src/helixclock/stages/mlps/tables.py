@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...lengths import by_length, pair_lengths
 from ...statistics import Resampling, pair_values, primary, summarise, te_de_table, topk_table
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
@@ -68,6 +69,7 @@ def mlp_summary(
     threshold: float,
     resampling: Resampling,
     raw_selection: pd.DataFrame | None = None,
+    pairs: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """mlp_topk (Fig. D8: the top-k curve, the smallest k reaching ``threshold``: the circuit
     MLPs), mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
@@ -76,9 +78,10 @@ def mlp_summary(
     part per reading, in their order, of LD itself (the log-likelihood ratio).  Where the job
     chose on a selection draw (``raw_selection`` not empty) the circuit is that draw's
     (:func:`selection_choice`; mlp_topk's ``selection_smallest_k``), measured on the measuring
-    pairs; else the measuring pairs' curve chooses it, the paper's."""
+    pairs; else the measuring pairs' curve chooses it, the paper's.  mlp_by_length: every MLP's TE
+    and DE by answer token count (``pairs``: the job's pairs table; :func:`helixclock.lengths.by_length`)."""
     readings = list(dict.fromkeys(raw_topk["reading"])) if "reading" in raw_topk else [None]
-    out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": []}
+    out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": [], "mlp_by_length": []}
     for reading in readings:
 
         def part(raw: pd.DataFrame, reading=reading) -> pd.DataFrame:
@@ -94,6 +97,9 @@ def mlp_summary(
             "mlp_topk": topk,
             "mlp_stages": _stages(topk, part(raw_fits), effects, resampling, chosen),
             "mlp_effects": effects,
+            "mlp_by_length": by_length(
+                part(raw_effects), pair_lengths(part(raw_effects), pairs), lambda t: te_de_table(t, resampling)
+            ),
         }
         for name, table in tables.items():
             out[name].append(table if reading is None else table.assign(reading=reading)[["reading", *table.columns]])
