@@ -5,12 +5,14 @@ from pathlib import Path
 
 from helixclock.io import write_table
 from helixclock.pipeline import start
+from helixclock.stages.report.agreement import TOLERANCE
 from helixclock.stages.report.compare import paper_comparison_report
 from helixclock.stages.report.status import status_counts
 
 start(snakemake)
+tolerance = getattr(snakemake.params, "tolerance", TOLERANCE)  # config key report.tolerance, once the rule passes it
 df, md = paper_comparison_report(
-    ".", snakemake.params.models, snakemake.input.values, provenance=snakemake.input.provenance
+    ".", snakemake.params.models, snakemake.input.values, provenance=snakemake.input.provenance, tolerance=tolerance
 )
 df.to_csv(snakemake.output[0], index=False)
 Path(snakemake.output[1]).write_text(md)
