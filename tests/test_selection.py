@@ -7,6 +7,8 @@ the draws and the jobs' entry points on tiny models."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +18,7 @@ from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 from helixclock.bases import clock_bases
 from helixclock.experiments import answer_position_fits, total_effects
 from helixclock.inference import prompt_clusters, resample, standard_error, t_interval
+from helixclock.model_jobs import selection
 from helixclock.models import wrap_model
 from helixclock.multiplicity import ALPHA
 from helixclock.pairs import (
@@ -247,3 +250,14 @@ def test_the_neuron_de_is_measured_apart_from_the_attribution_pairs(tiny_gptj, t
     assert table.groupby("draw").size().to_dict() == {MEASURE: 12, SELECT: 30}
     paper, table = de_pairs(engine, correct, attribution, ADD, settings, Selection("authors"))
     assert np.array_equal(paper.clean.numpy(), attribution.clean[:12].numpy()) and set(table["split"]) == {"same pairs"}
+
+
+def test_a_job_reads_its_selection_from_the_rule_or_the_config_and_registry():
+    """The rule's params ``selection`` where given; else config keys compat and clock.selection_*,
+    the model's registry entry overriding them (the real models rank on 50 pairs, the toys on 200)."""
+    given = SimpleNamespace(params=SimpleNamespace(selection={"compat": "authors", "n_pairs": 7}))
+    assert selection(given) == Selection("authors", 7)
+    config = {"compat": "corrected", "registry": "config/models.yaml", "clock": {"selection_pairs": 100}}
+    for model, n in (("smollm2-135m", 50), ("toy-gptj", 200), ("gptj", 100)):
+        job = SimpleNamespace(params=SimpleNamespace(), config=config, wildcards=SimpleNamespace(model=model))
+        assert selection(job) == Selection("corrected", n, 200), model

@@ -14,11 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import torch
 
-from .config import several_tokens
+from .config import REPO, load_registry, several_tokens
 from .io import read_json
 from .models import LoadedModel, load_model
 from .numbers import prompt_shapes, task_shapes
@@ -148,18 +149,23 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
 
 
 # config keys clock.selection_pairs and selection_attribution_pairs's defaults (workflow/schemas/config.schema.yaml)
-SELECTION_PAIRS, SELECTION_ATTRIBUTION_PAIRS = 50, 200
+SELECTION_PAIRS, SELECTION_ATTRIBUTION_PAIRS = 100, 200
 
 
 def selection(snakemake) -> Selection:
     """The job's :class:`~helixclock.pairs.Selection`: the rule's params ``selection`` (config keys
     compat, clock.selection_pairs and clock.selection_attribution_pairs, the registry's clock
     overriding the last two per model), or where a rule gives none, the same keys read from the
-    config (the registry's overrides then not applied)."""
+    config and the model's registry entry."""
     given = getattr(snakemake.params, "selection", None)
     if given is not None:
         return Selection(**given)
-    config, clock = snakemake.config, snakemake.config.get("clock", {})
+    config = snakemake.config
+    path = Path(config.get("registry", "config/models.yaml"))
+    entry = load_registry(path if path.is_absolute() or path.exists() else REPO / path).get(
+        snakemake.wildcards.model, {}
+    )
+    clock = {**config.get("clock", {}), **entry.get("clock", {})}
     return Selection(
         config.get("compat", "corrected"),
         clock.get("selection_pairs", SELECTION_PAIRS),
