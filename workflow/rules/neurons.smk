@@ -24,6 +24,7 @@ rule neuron_attribution:
     resources:
         gpu=1,
     params:
+        selection=selection_settings(),
         spec=spec,
         device=config["device"],
         batch_size=config["batch_size"],
