@@ -105,6 +105,7 @@ rule neuron_fits:
         periods=config["helix"]["periods"],
         method=config["neurons"]["fit_method"],
         figure_ranks=config["neurons"]["figure_ranks"],
+        resampling=resampling(),
     script:
         "../../scripts/neuron_fits.py"
 
