@@ -7,7 +7,10 @@ from helixclock.pipeline import resampling, start
 from helixclock.stages.heads.tables import category_table, head_summary
 
 start(snakemake)
-raw = {name: pd.read_csv(snakemake.input[name]) for name in ("screen", "effects", "fits", "topk", "mixed", "paths")}
+raw = {
+    name: pd.read_csv(snakemake.input[name])
+    for name in ("screen", "effects", "fits", "topk", "mixed", "paths", "pairs")
+}
 out = head_summary(
     raw,
     pd.read_csv(snakemake.input.categories),

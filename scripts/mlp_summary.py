@@ -12,6 +12,8 @@ out = mlp_summary(
     pd.read_csv(snakemake.input.effects),
     snakemake.params.threshold,
     resampling(snakemake),
+    pd.read_csv(snakemake.input.selection),
+    pd.read_csv(snakemake.input.pairs),
 )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from helixclock.model_jobs import add_positions, open_model
+from helixclock.model_jobs import add_positions, open_model, selection
 from helixclock.pipeline import accuracy, minimum, require, settings, start
 from helixclock.preconditions import attribution_needs
 from helixclock.stages.neurons.jobs import neuron_attribution
@@ -15,7 +15,7 @@ neurons = settings(snakemake, "neurons", NeuronSettings)
 require(snakemake, attribution_needs(acc, neurons.attribution_pairs, minimum(snakemake)))
 model, engine = open_model(snakemake)
 template = snakemake.params.spec["prompts"]["add"]
-out = neuron_attribution(engine, acc, template, add_positions(snakemake), neurons)
+out = neuron_attribution(engine, acc, template, add_positions(snakemake), neurons, selection(snakemake))
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -13,7 +13,7 @@ p = snakemake.params
 grids = read_arrays(snakemake.input.grids)
 out = neuron_fits(grids, p.periods, p.method, p.figure_ranks)
 save_neuron_fits(snakemake.output.fits, out["fits"], out["up"], out.get("units"))
-out.update(capacity_tables(grids))
+out.update(capacity_tables(grids, p.resampling["bootstrap"], p.resampling["seed"]))
 for name in ("table", "terms", "fig08", "bases", "bases_summary"):
     out[name].to_csv(snakemake.output[name], index=False)
 table = out["table"]

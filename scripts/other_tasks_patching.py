@@ -13,5 +13,6 @@ frames, model, engine = open_for_tasks(
     snakemake, {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
 )
 fit = settings(snakemake, "fit", FitSettings)
-raw = other_tasks_patching(engine, frames, p.spec["prompts"], fit, p.n_pairs, p.seed, p.layer_step)
-raw.to_csv(snakemake.output[0], index=False)
+out = other_tasks_patching(engine, frames, p.spec["prompts"], fit, p.n_pairs, p.seed, p.layer_step)
+out["raw"].to_csv(snakemake.output.raw, index=False)
+out["pairs"].to_csv(snakemake.output.pairs, index=False)

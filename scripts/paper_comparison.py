@@ -10,7 +10,11 @@ from helixclock.stages.report.status import status_counts
 
 start(snakemake)
 df, md = paper_comparison_report(
-    ".", snakemake.params.models, snakemake.input.values, provenance=snakemake.input.provenance
+    ".",
+    snakemake.params.models,
+    snakemake.input.values,
+    provenance=snakemake.input.provenance,
+    tolerance=snakemake.params.tolerance,
 )
 df.to_csv(snakemake.output[0], index=False)
 Path(snakemake.output[1]).write_text(md)

@@ -67,15 +67,17 @@ def test_every_stage_runs(digits_run):
     assert examples.groupby("example")["token"].nunique().eq(199).all() and (examples["logit"] < 0).all()
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     mine = comparison[comparison["model"] == MODEL]
-    assert (mine["status"] == "ok").any()
+    assert mine["status"].isin(["agree", "differ"]).any()
     logits = mine.set_index("id").loc[["logit_top_period", "logit_slope_negative_share"]]  # Fig. F6 of L(n)
-    assert (logits["status"] == "different metric").all() and logits["run_value"].notna().all()
+    assert (logits["status"] == "not comparable").all() and logits["run_value"].notna().all()
+    assert logits["reason"].str.contains("different metric").all()
     assert logits["reason"].str.contains("log-likelihoods L(n)", regex=False).all()
     # Table 1's LD is compared through its ratios to Full only
-    assert not (mine["status"] == "missing").any() and not ((mine["status"] == "ok") & mine["run_value"].isna()).any()
+    judged = mine["status"].isin(["agree", "differ", "not comparable"])
+    assert not (mine["status"] == "missing").any() and not (judged & mine["run_value"].isna()).any()
     assert mine.set_index("id").loc["heads_k_for_80pct", "run_value"] >= 0  # the head stage's last-token reading
     add = mine.set_index("id").loc["tab01_add_helix"]
-    assert add["status"] == "different metric" and pd.isna(add["ratio"])
+    assert add["status"] in ("agree", "differ") and pd.isna(add["ratio"]) and "ratio to Full" in add["reason"]
     assert add["run_to_full"] == pytest.approx(
         add["run_value"] / mine.set_index("id").loc["tab01_add_full", "run_value"]
     )

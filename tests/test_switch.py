@@ -77,10 +77,15 @@ def test_neuron_entry_points_choose_by_the_switch(monkeypatch):
 def test_the_head_entry_point_fits_the_sample_on_the_papers_path(monkeypatch, tokenizer):
     """One-token numbers: the sample's prompts as token ids, with its a and b, at the card's
     positions; several tokens: the sample's rows themselves (their layouts are the engine's)."""
-    calls = spy(monkeypatch, head_jobs, "last_token_heads", "head_patching_readings")
+    calls = []
+    for fn in ("last_token_heads", "head_patching_readings"):
+        monkeypatch.setattr(head_jobs, fn, lambda *a, _name=fn, **k: calls.append((_name, a, k)) or {})
+    monkeypatch.setattr(head_jobs, "job_pairs", lambda pairs, select: "their pairs")
     sample = pd.DataFrame({"a": [12, 40, 7], "b": [3, 55, 19]})
-    head_jobs.head_patching(engine_of("one", tokenizer), "pairs", sample, ADD, POSITIONS)
-    name, (engine, pairs, ids, a, b, positions, _), _ = calls[-1]
+    out = head_jobs.head_patching(engine_of("one", tokenizer), "pairs", sample, ADD, POSITIONS)
+    assert out == {"pairs": "their pairs"}  # the job's pairs table beside the path's tables
+    name, (engine, pairs, ids, a, b, positions, _, select), _ = calls[-1]
+    assert select is None  # no selection draw given: the paper's choice on the measuring pairs
     assert name == "last_token_heads" and positions == POSITIONS
     assert (
         torch.equal(ids, prompt_ids(tokenizer, ADD, sample)) and a.tolist() == [12, 40, 7] and b.tolist() == [3, 55, 19]

@@ -159,6 +159,20 @@ def component_points(
     return [Point(k, layer, (last,)) for layer in layers for k in kinds]
 
 
+def _component_labels(points: Sequence[Point]) -> list[dict]:
+    return [
+        {"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
+        for p in points
+    ]
+
+
+def total_effects(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], desc: str = "total effects"):
+    """TE (activation patching) of each point alone, the rows of :func:`total_and_direct` with
+    effect te: what a selection draw ranks components by (README, "Findings")."""
+    te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
+    return ld_table(te, pairs, _component_labels(points), effect="te")
+
+
 def total_and_direct(
     engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], desc: str = "total effects"
 ) -> pd.DataFrame:
@@ -166,10 +180,7 @@ def total_and_direct(
     with columns layer, component, head, effect (te or de) and the pairs."""
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
     de = direct_effects(engine, pairs, points)
-    labels = [
-        {"layer": p.layer, "component": COMPONENT[p.kind], "head": p.index if p.index is not None else -1}
-        for p in points
-    ]
+    labels = _component_labels(points)
     # a DE has no terms of its own: it is the LD of the component's direct path (term "ld")
     de_extra = {"term": "ld"} if pairs.scoring == "logprob" else {}
     return pd.concat(

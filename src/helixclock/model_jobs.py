@@ -22,7 +22,7 @@ from .config import several_tokens
 from .io import read_json
 from .models import LoadedModel, load_model
 from .numbers import prompt_shapes, task_shapes
-from .pairs import model_pairs
+from .pairs import Selection, SelectionDraw, model_pairs, selection_draw
 from .patching import Pairs, PatchingEngine
 from .pipeline import accuracy, minimum, require, start, usable_tasks
 from .preconditions import Need, clock_needs
@@ -103,6 +103,15 @@ class ClockJob:
     correct: pd.DataFrame
     template: str
     fit_rows: pd.DataFrame | None = None
+    vary: tuple[str, ...] = ("a", "b")
+    seed: int = 0
+
+    def selection_pairs(self, selection: Selection) -> SelectionDraw | None:
+        """The job's selection draw (:func:`helixclock.pairs.selection_draw`): pairs of correct
+        prompts that no measuring pair uses, on which the job chooses what it runs; None where
+        ``selection`` keeps the choices on the measuring pairs (``compat: authors``)."""
+        model = self.engine.model
+        return selection_draw(model, self.correct, self.pairs, selection, self.seed, self.template, self.vary)
 
 
 def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None) -> ClockJob:
@@ -134,4 +143,12 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
     n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
     pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
     rows = seeded_rows(correct, fit_prompts, seed) if fit_prompts is not None else None
-    return ClockJob(job_log, engine, pairs, positions, correct, template, rows)
+    vary = tuple(pairs_settings["vary"])
+    return ClockJob(job_log, engine, pairs, positions, correct, template, rows, vary, seed)
+
+
+def selection(snakemake) -> Selection:
+    """The job's :class:`~helixclock.pairs.Selection`: the rule's params ``selection`` (config keys
+    compat, clock.selection_pairs and clock.selection_attribution_pairs, the registry's clock
+    overriding the last two per model; workflow/rules/common.smk, ``selection_settings``)."""
+    return Selection(**snakemake.params.selection)

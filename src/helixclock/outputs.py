@@ -105,32 +105,41 @@ HELIX = f"{MODEL}/helix"
 HELIX_FITS = {"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"}
 HELIX_TABLES = {k: f"{HELIX}/{k}.csv" for k in ("projection", "magnitudes", "cosine", "continuity")}
 HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation", "pairs")}
-HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation", "strata")}
+HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation", "strata", "by_length")}
 OTHER_TASKS_RAW = f"{HELIX}/raw/other_tasks.csv"
+OTHER_TASKS_RAW_PAIRS = f"{HELIX}/raw/other_tasks_pairs.csv"  # each task's pairs (column task)
 OTHER_TASKS = f"{HELIX}/other_tasks.csv"  # Fig. C7's curves (Table 1 is table "tab01_other_tasks")
 OTHER_TASKS_LEFT_OUT = f"{HELIX}/other_tasks_left_out.csv"  # the tasks Table 1 leaves out, and why
 
 # -- the last token (last_token.smk)
 LAST_TOKEN = f"{MODEL}/last_token"
-LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects")}
-LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects")}
+# "pairs" in every clock stage: the pairs of each pair column (helixclock.pairs.job_pairs; with
+# the selection draw's pairs where the job chose on one), the findings' clusters
+LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects", "pairs")}
+LAST_TOKEN_SUMMARY = {
+    k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects", "fits_by_length", "layer_effects_by_length")
+}
 
 # -- attention heads (heads.smk)
 HEADS = f"{MODEL}/heads"
 HEADS_RAW = {
     k: f"{HEADS}/raw/{k}.csv"
-    for k in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories", "attention")
+    for k in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories", "attention", "pairs")
 }
-HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
+# by_length (every clock stage): the summary's strata by answer token count (helixclock.lengths)
+HEADS_SUMMARY = {
+    k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths", "by_length")
+}
 
 # -- MLPs (mlps.smk)
 MLPS = f"{MODEL}/mlps"
-MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("effects", "topk", "fits")}
-MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects")}
+# selection: the MLPs' TE and top-k sweep on the selection draw (the order and the circuit)
+MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("effects", "topk", "fits", "selection", "pairs")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects", "mlp_by_length")}
 
 # -- neurons (neurons.smk)
 NEURONS = f"{MODEL}/neurons"
-NEURONS_RAW = {k: f"{NEURONS}/raw/{k}.csv" for k in ("attribution", "direct_effects", "ablation")}
+NEURONS_RAW = {k: f"{NEURONS}/raw/{k}.csv" for k in ("attribution", "direct_effects", "ablation", "pairs")}
 NEURON_MEANS = f"{NEURONS}/mean_post.npy"
 NEURON_GRIDS = f"{NEURONS}/grids.h5"
 NEURON_FITS = {

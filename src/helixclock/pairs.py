@@ -2,12 +2,21 @@
 
 "All patching experiments only use prompts the model can successfully complete": every draw
 here starts from a task's accuracy table restricted to its correct rows.
+
+A job's pairs are written beside its raw tables (:func:`pair_table`, ``raw/pairs.csv``: each
+pair column's prompts, for the findings' clusters and the strata by answer length).  The choices
+that decide what a job runs (the heads it screens and ranks, the order of the top-k sweeps, the
+MLP circuit) are made on a *selection draw* (:class:`Selection`, :func:`selection_draw`): pairs
+drawn with their own seed from the correct prompts that no measuring pair uses, so that an object
+is never measured on the pairs that chose it (README, "Findings"); ``compat: authors`` keeps the
+paper's choice on the measuring pairs.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,9 +25,10 @@ import torch
 from .config import several_tokens
 from .layout import groups_of, layout_order
 from .models import LoadedModel
-from .numbers import digit_tokens, ordered, padded, rows_tokens, token_shapes
+from .numbers import changed_places, digit_tokens, ordered, padded, rows_tokens, token_shapes
 from .patching import Pairs
 from .sampling import pair_indices
+from .statistics import PAIR
 from .tasks import render
 
 log = logging.getLogger("helixclock")
@@ -204,3 +214,134 @@ def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None)
     answers = torch.tensor(rows["answer_token"].to_numpy(), device=device)
     meta = {"clean_a": rows["a"].to_numpy(), "clean_b": rows["b"].to_numpy(), "clean_answer": rows["answer"].to_numpy()}
     return Pairs(ids, ids, answers, answers, meta).same()
+
+
+# -- the pairs a job ran, and the selection draw --------------------------------------------------
+MEASURE = "measure"  # pairs.csv's draw of the pairs that measure (the raw tables' pair columns)
+SELECT = "selection"  # ... of the pairs that chose what the job runs (ranked by activation patching)
+SCREEN = "screen"  # ... of the larger selection draw that an attribution screen reads
+SPLITS = {True: "separate draw", False: "same pairs"}  # pairs.csv's split: the choices against the measuring pairs
+SELECTION_SEED = 7_919  # added to the config's seed: the selection draw's own stream
+
+
+def pair_table(pairs: Pairs, draw: str | None = None, split: str | None = None) -> pd.DataFrame:
+    """The pairs of ``pairs``, one row per pair column (``pair``): clean and corrupted a and b,
+    the answer's token count and which digits of a the corruption changes
+    (:func:`helixclock.numbers.changed_places`, the strata of
+    :func:`helixclock.stages.helix.tables.strata_table`); with ``draw`` which draw they are
+    (:data:`MEASURE`, :data:`SELECT`) and with ``split`` how the job's choices were made
+    (:data:`SPLITS`)."""
+    m = pairs.meta
+    table = pd.DataFrame(
+        {
+            "pair": [f"{PAIR}{i}" for i in range(len(pairs))],
+            "clean_a": m["clean_a"],
+            "corrupted_a": m["corrupted_a"],
+            "clean_b": m["clean_b"],
+            "corrupted_b": m["corrupted_b"],
+            "answer_tokens": pairs.answer_tokens().cpu().numpy(),
+            "stratum": changed_places(m["clean_a"], m["corrupted_a"]),
+        }
+    )
+    if draw is not None:
+        table.insert(1, "draw", draw)
+    if split is not None:
+        table["split"] = split
+    return table
+
+
+@dataclass
+class SelectionDraw:
+    """A job's selection draw: ``screen``, the pairs an attribution screen reads (one forward and
+    backward pass a batch: cheap, so more of them), and ``pairs``, those of them, spread over
+    every token layout, on which components are ranked by activation patching."""
+
+    screen: Pairs
+    pairs: Pairs
+
+
+def job_pairs(measured: Pairs, selected: SelectionDraw | None = None) -> pd.DataFrame:
+    """A job's ``raw/pairs.csv``: its measuring pairs and, where its choices were made on a
+    selection draw, that draw's pairs (column ``draw``: :data:`SELECT` the ranked ones,
+    :data:`SCREEN` the screen's), each row with the job's ``split``."""
+    split = SPLITS[selected is not None]
+    parts = [pair_table(measured, MEASURE, split)]
+    if selected is not None:
+        parts += [pair_table(selected.pairs, SELECT, split), pair_table(selected.screen, SCREEN, split)]
+    return pd.concat(parts, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Where the choices that decide what a job runs are made (README, "Findings"): on a separate
+    draw of ``n_pairs`` pairs (config key ``clock.selection_pairs``; an attribution screen reads
+    ``attribution_pairs``, config key ``clock.selection_attribution_pairs``, of which the
+    ``n_pairs`` are a part), or, under ``compat: authors`` or with ``n_pairs`` 0, on the pairs
+    that measure them (the paper's)."""
+
+    compat: str = "corrected"
+    n_pairs: int = 50
+    attribution_pairs: int = 200
+
+    @property
+    def separate(self) -> bool:
+        return self.compat != "authors" and self.n_pairs > 0
+
+
+def used_prompts(pairs: Pairs) -> set[tuple[int, int]]:
+    """The (a, b) of every prompt, clean or corrupted, of ``pairs``."""
+    m = pairs.meta
+    sides = [("clean_a", "clean_b"), ("corrupted_a", "corrupted_b")]
+    return {(int(a), int(b)) for x, y in sides for a, b in zip(m[x], m[y])}
+
+
+def unused_rows(correct: pd.DataFrame, used: set[tuple[int, int]]) -> pd.DataFrame:
+    """The rows of ``correct`` (columns a, b) whose prompt is not in ``used``."""
+    keep = [(int(a), int(b)) not in used for a, b in zip(correct["a"], correct["b"])]
+    return correct[np.array(keep, dtype=bool)]
+
+
+def draw_apart(
+    model: LoadedModel,
+    correct: pd.DataFrame,
+    other: Pairs,
+    n_pairs: int,
+    seed: int,
+    template: str,
+    vary: Sequence[str] = ("a",),
+) -> Pairs:
+    """:func:`model_pairs` of ``n_pairs`` pairs with the seed ``seed + SELECTION_SEED`` from the
+    correct prompts that no pair of ``other`` uses (clean or corrupted), so the two draws share
+    no prompt; where those prompts give no pair, from every correct prompt (the draws may then
+    share prompts; said in the log)."""
+    pool = unused_rows(correct, used_prompts(other))
+    try:
+        return model_pairs(model, pool, n_pairs, seed + SELECTION_SEED, template, tuple(vary))
+    except ValueError:
+        log.warning(
+            "a draw apart: the %d correct prompts no other pair uses give no pair; drawn from all %d correct "
+            "prompts (it may share prompts with the other draw)",
+            len(pool),
+            len(correct),
+        )
+        return model_pairs(model, correct, n_pairs, seed + SELECTION_SEED, template, tuple(vary))
+
+
+def selection_draw(
+    model: LoadedModel,
+    correct: pd.DataFrame,
+    measured: Pairs,
+    selection: Selection,
+    seed: int,
+    template: str,
+    vary: Sequence[str] = ("a",),
+) -> SelectionDraw | None:
+    """The selection draw of a job whose measuring pairs are ``measured``: the larger of
+    ``selection.attribution_pairs`` and ``n_pairs`` apart from them (:func:`draw_apart`), the
+    screen's, and ``n_pairs`` of them spread over its layouts, the ranked ones; None where
+    ``selection`` keeps the choices on the measuring pairs (``compat: authors``)."""
+    if not selection.separate:
+        return None
+    n = max(selection.n_pairs, selection.attribution_pairs)
+    screen = draw_apart(model, correct, measured, n, seed, template, vary)
+    return SelectionDraw(screen, screen.spread(selection.n_pairs))

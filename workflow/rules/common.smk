@@ -209,6 +209,20 @@ def head_settings():
     return heads
 
 
+def selection_settings():
+    """helixclock.pairs.Selection: config keys compat, clock.selection_pairs and
+    clock.selection_attribution_pairs (the registry's clock overrides the last two per model):
+    the draw of pairs on which a job chooses what it measures (README, "Findings")."""
+
+    def selection(wildcards):
+        keys = {k: per_model("clock", f"selection_{k}")(wildcards) for k in ("pairs", "attribution_pairs")}
+        return settled(
+            {"compat": config["compat"], "n_pairs": keys["pairs"], "attribution_pairs": keys["attribution_pairs"]}
+        )
+
+    return selection
+
+
 def neuron_settings(*keys):
     """helixclock.stages.neurons.patching.NeuronSettings: config key neurons (the registry's
     neurons section overrides its keys per model) and the seed."""

@@ -23,6 +23,7 @@ rule head_patching:
     resources:
         gpu=1,
     params:
+        selection=selection_settings(),
         spec=spec,
         device=config["device"],
         batch_size=config["batch_size"],

@@ -131,7 +131,7 @@ rule other_tasks_patching:
         accuracy=[outputs.accuracy(t) for t in TASKS],
         _current=current("other_tasks_patching"),
     output:
-        **staged("other_tasks_patching", raw=outputs.OTHER_TASKS_RAW),
+        **staged("other_tasks_patching", raw=outputs.OTHER_TASKS_RAW, pairs=outputs.OTHER_TASKS_RAW_PAIRS),
     log:
         outputs.log("other_tasks_patching-{params_hash}"),
     benchmark:
@@ -156,11 +156,12 @@ rule other_tasks_patching:
 
 
 use rule publish as publish_other_tasks_patching with:
-    """Moves other_tasks_patching's raw table into place once it has succeeded."""
+    """Moves other_tasks_patching's raw table and its pairs into place once it has succeeded."""
     input:
         unpack(published("other_tasks_patching")),
     output:
         raw=outputs.OTHER_TASKS_RAW,
+        pairs=outputs.OTHER_TASKS_RAW_PAIRS,
     log:
         outputs.log("publish_other_tasks_patching"),
     localrule: True

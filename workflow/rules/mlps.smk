@@ -28,6 +28,7 @@ rule mlp_patching:
     resources:
         gpu=1,
     params:
+        selection=selection_settings(),
         spec=spec,
         device=config["device"],
         batch_size=config["batch_size"],

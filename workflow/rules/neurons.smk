@@ -24,6 +24,7 @@ rule neuron_attribution:
     resources:
         gpu=1,
     params:
+        selection=selection_settings(),
         spec=spec,
         device=config["device"],
         batch_size=config["batch_size"],
@@ -104,6 +105,7 @@ rule neuron_fits:
         periods=config["helix"]["periods"],
         method=config["neurons"]["fit_method"],
         figure_ranks=config["neurons"]["figure_ranks"],
+        resampling=resampling(),
     script:
         "../../scripts/neuron_fits.py"
 

@@ -109,6 +109,7 @@ rule paper_comparison:
         ENV
     params:
         models=MODELS,
+        tolerance=config["report"]["tolerance"],
     script:
         "../../scripts/paper_comparison.py"
 

@@ -35,6 +35,7 @@ SPLITS = {
     "separate draw": "the run's choice, on a separate draw of pairs",
     "fixed by the paper": "fixed by the paper",
 }
+MEASURE = "measure"  # a prompts table's draw of the measuring pairs (helixclock.pairs.MEASURE; no torch here)
 CLUSTERED = "prompt-sharing components"
 UNCLUSTERED = "pairs (the job records no prompts)"
 
@@ -127,11 +128,21 @@ class Tables:
         prompts = self.prompts.get(name)
         if prompts is None:
             return singletons(len(cols)), UNCLUSTERED
+        if "draw" in prompts:  # the raw tables' pair columns are the measuring draw's
+            prompts = prompts[prompts["draw"] == MEASURE]
         by_pair = prompts.set_index("pair")
         missing = [c for c in cols if c not in by_pair.index]
         if missing:
             raise ValueError(f"table {name}: pair column(s) {', '.join(missing[:3])} not in its prompts table")
         return prompt_clusters(by_pair.loc[cols].reset_index()), CLUSTERED
+
+    def recorded_split(self, name: str) -> str | None:
+        """How the job of table ``name`` chose what it ran, as its prompts table records it
+        (column split: "separate draw" or "same pairs"); None where it records none."""
+        prompts = self.prompts.get(name)
+        if prompts is None or "split" not in prompts or not len(prompts):
+            return None
+        return str(prompts["split"].iloc[0])
 
 
 def side(tables: Tables, finding: Mapping, key: str) -> tuple[pd.DataFrame, str]:
@@ -320,6 +331,17 @@ def category_of(tables: Tables, finding: Mapping, compat: str, resampling: Resam
     }
 
 
+def each_split(tables: Tables, finding: Mapping) -> str:
+    """How the run chose the objects of a finding's ``each`` list against the pairs that measure
+    them: as the list's job recorded it (its prompts table's split, e.g. "same pairs" under
+    ``compat: authors``) where it did, else as the registry declares (``each.split``); "fixed"
+    for a finding whose objects the run did not choose."""
+    each = finding.get("each", {})
+    if "chosen_by" not in each:
+        return "fixed"
+    return SPLITS[tables.recorded_split(each["table"]) or each.get("split", "same pairs")]
+
+
 def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resampling) -> dict:
     """One concrete finding's numbers before multiplicity (keys of :data:`helixclock.stages.
     findings.verdicts.COLUMNS`)."""
@@ -338,7 +360,7 @@ def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resamplin
         x = pair_values(rows, finding["x"], f"{finding['id']}: x")
         y = pair_values(side(tables, finding, "y")[0], finding["y"], f"{finding['id']}: y") if "y" in finding else None
         clusters, unit = tables.clusters(name)
-    split = SPLITS[finding["each"].get("split", "same pairs")] if "chosen_by" in finding.get("each", {}) else "fixed"
+    split = each_split(tables, finding)
     if q == "ratio":
         return {**ratio_of(x, y, clusters, unit, resampling), "split": split}
     if q == "share_below":

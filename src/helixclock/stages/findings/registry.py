@@ -39,17 +39,24 @@ class Table:
     kind: str = "pairs"
 
 
+HEADS_PAIRS, MLPS_PAIRS = outputs.HEADS_RAW["pairs"], outputs.MLPS_RAW["pairs"]
+LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
+# A job's prompts table (helixclock.pairs.job_pairs) holds its measuring pairs (draw "measure", the
+# raw tables' pair columns) and, where it chose on one, its selection draw; a list table's prompts
+# table says how the run chose its rows (column split). Table 1's other tasks: their prompts table
+# (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0, so a finding's clusters
+# would have to be read per task; until they are, those findings resample pairs (and say so).
 TABLES: dict[str, Table] = {
     "helix_sweep": Table(outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"]),
     "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching"),
-    "last_token_fits": Table(outputs.LAST_TOKEN_RAW["fits"], "last_token_patching"),
-    "layer_effects": Table(outputs.LAST_TOKEN_RAW["layer_effects"], "last_token_patching"),
-    "head_effects": Table(outputs.HEADS_RAW["effects"], "head_patching"),
-    "head_fits": Table(outputs.HEADS_RAW["fits"], "head_patching"),
-    "head_categories": Table(outputs.HEADS_RAW["categories"], "head_patching", kind="list"),
-    "mlp_effects": Table(outputs.MLPS_RAW["effects"], "mlp_patching"),
-    "mlp_fits": Table(outputs.MLPS_RAW["fits"], "mlp_patching"),
-    "mlp_stages": Table(outputs.MLPS_SUMMARY["mlp_stages"], "mlp_summary", kind="list"),
+    "last_token_fits": Table(outputs.LAST_TOKEN_RAW["fits"], "last_token_patching", LAST_TOKEN_PAIRS),
+    "layer_effects": Table(outputs.LAST_TOKEN_RAW["layer_effects"], "last_token_patching", LAST_TOKEN_PAIRS),
+    "head_effects": Table(outputs.HEADS_RAW["effects"], "head_patching", HEADS_PAIRS),
+    "head_fits": Table(outputs.HEADS_RAW["fits"], "head_patching", HEADS_PAIRS),
+    "head_categories": Table(outputs.HEADS_RAW["categories"], "head_patching", HEADS_PAIRS, kind="list"),
+    "mlp_effects": Table(outputs.MLPS_RAW["effects"], "mlp_patching", MLPS_PAIRS),
+    "mlp_fits": Table(outputs.MLPS_RAW["fits"], "mlp_patching", MLPS_PAIRS),
+    "mlp_stages": Table(outputs.MLPS_SUMMARY["mlp_stages"], "mlp_summary", MLPS_PAIRS, kind="list"),
     "neuron_fits": Table(outputs.NEURON_FITS["table"], "neuron_fits", kind="units"),
 }
 RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that are not label filters

@@ -18,9 +18,10 @@ import pandas as pd
 import torch
 
 from ...bases import PERIODS, Basis, clock_bases, sum_values
-from ...experiments import layer_grid, ld_table, pad_answer_positions, topk_sweep, total_and_direct
+from ...experiments import layer_grid, ld_table, pad_answer_positions, topk_sweep, total_and_direct, total_effects
 from ...fits import Fits, fit_token
 from ...io import to_numpy
+from ...pairs import SelectionDraw
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, logit_difference, path_patch, write_change
 from ...statistics import pair_values, primary, raw_table
 from .tables import categorise, mean_effects, with_mixed
@@ -244,6 +245,7 @@ def last_token_heads(
     fit_b: np.ndarray,
     positions: dict[str, int],
     settings: HeadSettings = HeadSettings(),
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Everything of section 5.2 that runs the model, where every number is one token (the
     paper's path of rule head_patching, :func:`helixclock.stages.heads.jobs.head_patching`): raw
@@ -252,12 +254,13 @@ def last_token_heads(
     steps, in the order they run the model: the helix fits of every head's output, the heads'
     attribution scores, every head's TE and DE, the top-k sweep by TE, the fits patched in, the
     mixed-heads sweep (Fig. D5), the path analysis (Fig. D7), the attention to a, b and the last
-    token (:func:`head_reading` for the steps at one position)."""
+    token (:func:`head_reading` for the steps at one position; the heads chosen on the selection
+    draw ``select`` where there is one)."""
     last = positions["last"]
     ad = engine.adapter
     fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
     index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
-    out = head_reading(engine, pairs, FittedHeads([fits], index, pairs), last, settings)
+    out = head_reading(engine, pairs, FittedHeads([fits], index, pairs), last, settings, select)
     keys = {"a": positions["a"], "b": positions["b"], "last": last}
     out["attention"] = attention_to(engine.model, fit_ids[:ATTENTION_PROMPTS], last, keys)
     return out
@@ -290,20 +293,27 @@ def screened_points(screen: pd.DataFrame, position, n: int) -> list[Point]:
 
 
 def head_reading(
-    engine: PatchingEngine, pairs: Pairs, fitted: FittedHeads, position, settings: HeadSettings = HeadSettings()
+    engine: PatchingEngine,
+    pairs: Pairs,
+    fitted: FittedHeads,
+    position,
+    settings: HeadSettings = HeadSettings(),
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Section 5.2's patching at one position (the last token, or role "answer": every position
     that predicts an answer token, patched together): raw tables screen (attribution of every
     head), effects (TE and DE of the heads :func:`screened_points` keeps), topk (those heads by
     TE, patched together), fits (the helix fits patched in), mixed (Fig. D5), paths (Fig. D7)
-    and the categorised top heads."""
-    screen = screen_heads(engine, pairs, position)
-    points = screened_points(screen, position, settings.head_screen)
-    screen["screened"] = screen.set_index(["layer", "head"]).index.isin([(p.layer, p.index) for p in points])
-    first = ["layer", "head", "screened"]
-    screen = screen[first + [c for c in screen.columns if c not in first]]
+    and the categorised top heads.
+
+    The choices that decide what runs, which heads are screened in (by attribution) and their
+    order by TE (the top-k sweep's order and the categorised top heads), are made on the
+    selection draw ``select`` where there is one (:func:`choose_heads`; README, "Findings"),
+    else on ``pairs``, the paper's; every table but the screen is measured on ``pairs``."""
+    points, ordered, te_sorted, screen = choose_heads(engine, pairs, position, settings, select)
     effects = total_and_direct(engine, pairs, points, desc="head effects")
-    ordered, te_sorted = rank_by_te(effects, points)
+    if select is None:  # the paper's: ranked by the TE measured on the same pairs
+        ordered, te_sorted = rank_by_te(effects, points)
     topk = topk_sweep(engine, pairs, ordered, desc="top-k heads")
     top = ordered[: measurable_count(te_sorted, settings.top_heads)]
     fit_raw = fit_effects(engine, pairs, fit_jobs(points, top, settings.periods), fitted)
@@ -322,6 +332,29 @@ def head_reading(
         "paths": paths,
         "categories": cats,
     }
+
+
+def choose_heads(
+    engine: PatchingEngine, pairs: Pairs, position, settings: HeadSettings, select: SelectionDraw | None
+) -> tuple[list[Point], list[Point] | None, np.ndarray | None, pd.DataFrame]:
+    """The heads a reading measures and their order, chosen on the selection draw ``select``:
+    the screen (every head's attribution, :func:`screen_heads`) on its ``screen`` pairs where
+    heads are screened (``settings.head_screen`` > 0; else it chooses nothing and is read on
+    ``pairs``), and the screened heads ranked by their TE on its ``pairs`` (:func:`rank_by_te`).  Without
+    ``select`` (``compat: authors``) the screen is read on ``pairs`` and the order is left to
+    the caller (None), which ranks by the TE it measures there.  Returns (points, ordered,
+    te_sorted, screen), the screen with column ``screened``."""
+    chooses = select is not None and settings.head_screen > 0
+    screen = screen_heads(engine, select.screen if chooses else pairs, position)
+    points = screened_points(screen, position, settings.head_screen)
+    screen["screened"] = screen.set_index(["layer", "head"]).index.isin([(p.layer, p.index) for p in points])
+    first = ["layer", "head", "screened"]
+    screen = screen[first + [c for c in screen.columns if c not in first]]
+    if select is None:
+        return points, None, None, screen
+    te = total_effects(engine, select.pairs, points, desc="head TE (selection draw)")
+    ordered, te_sorted = rank_by_te(te, points)
+    return points, ordered, te_sorted, screen
 
 
 def _screen_partners(adapter, cats: pd.DataFrame, settings: HeadSettings) -> Partners:

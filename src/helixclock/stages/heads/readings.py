@@ -27,7 +27,7 @@ from torch import Tensor
 from ...bases import clock_bases
 from ...experiments import answer_position_fits
 from ...layout import READINGS, Group
-from ...pairs import forced_rows
+from ...pairs import SelectionDraw, forced_rows
 from ...patching import Pairs, PatchingEngine, Point
 from ...sampling import seeded_rows
 from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, head_reading
@@ -51,12 +51,18 @@ def head_outputs(
 
 
 def head_patching_readings(
-    engine: PatchingEngine, pairs: Pairs, sample: pd.DataFrame, template: str, settings: HeadSettings
+    engine: PatchingEngine,
+    pairs: Pairs,
+    sample: pd.DataFrame,
+    template: str,
+    settings: HeadSettings,
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule head_patching for answers of several tokens: the tables of
     :func:`.patching.last_token_heads` at the last prompt token and at every position that predicts
     an answer token (column ``reading``), and the attention of :func:`span_attention` (column
-    ``position``: 0 is the last prompt token)."""
+    ``position``: 0 is the last prompt token); the heads of each reading chosen on the selection
+    draw ``select`` where there is one (:func:`.patching.choose_heads`)."""
     ad = engine.adapter
     H, ab, k = head_outputs(engine, sample, template)
     K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
@@ -73,7 +79,7 @@ def head_patching_readings(
     }
     out: dict[str, list[pd.DataFrame]] = {}
     for position, reading in READINGS.items():
-        for name, table in head_reading(engine, pairs, fitted[position], position, settings).items():
+        for name, table in head_reading(engine, pairs, fitted[position], position, settings, select).items():
             out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     # Fig. D6 on a seeded sample of the fitted prompts (they come in the accuracy table's order,

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...layout import READINGS
+from ...lengths import by_length, pair_lengths
 from ...statistics import (
     Resampling,
     fraction_table,
@@ -113,8 +114,9 @@ def head_summary(
     threshold: float,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the heads stage from the model job's raw tables (``raw``: effects, fits,
-    topk, mixed, paths and, where the job wrote it, screen).  Raw tables with a ``reading``
-    (answers of several tokens) give each table a part per reading, in their order."""
+    topk, mixed, paths and, where the job wrote them, screen and pairs).  Raw tables with a
+    ``reading`` (answers of several tokens) give each table a part per reading, in their order.
+    ``by_length``: the heads' TE and DE by answer token count (:func:`helixclock.lengths.by_length`)."""
     readings = list(dict.fromkeys(raw["effects"]["reading"])) if "reading" in raw["effects"] else [None]
     out: dict[str, list[pd.DataFrame]] = {}
     for reading in readings:
@@ -132,8 +134,10 @@ def head_summary(
         mixed["threshold"] = threshold
         mixed["smallest_m"] = smallest_k(mixed, threshold, x="m")
         mixed["m_used"] = int(cats["m"].iloc[0]) if len(cats) else 0
+        lengths = pair_lengths(part(raw["effects"]), raw.get("pairs"))
         tables = {
             "effects": effects_table(part(raw["effects"]), part(raw["fits"]), resampling, part(raw.get("screen"))),
+            "by_length": by_length(part(raw["effects"]), lengths, lambda t: te_de_table(t, resampling)),
             "topk": topk,
             "categories": cats,
             "mixed": mixed,

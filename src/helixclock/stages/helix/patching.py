@@ -24,12 +24,11 @@ from ...cache import ResidualCache
 from ...config import several_tokens
 from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
-from ...numbers import changed_places, prompt_shapes
-from ...pairs import model_pairs, prompt_rows
+from ...numbers import prompt_shapes
+from ...pairs import model_pairs, pair_table, prompt_rows
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
-from ...statistics import PAIR
 from ...tasks import check_task_tokens, get_task
 
 log = logging.getLogger("helixclock")
@@ -229,24 +228,6 @@ def helix_patching(
     return {"sweep": sweep, "controls": controls, "ablation": ablation, "pairs": pair_table(pairs)}
 
 
-def pair_table(pairs: Pairs) -> pd.DataFrame:
-    """The sweep's pairs, one row per pair column (``pair``): clean and corrupted a and b, and
-    which digits of a the corruption changes (:func:`helixclock.numbers.changed_places`, the
-    strata of :func:`helixclock.stages.helix.tables.strata_table`)."""
-    m = pairs.meta
-    return pd.DataFrame(
-        {
-            "pair": [f"{PAIR}{i}" for i in range(len(pairs))],
-            "clean_a": m["clean_a"],
-            "corrupted_a": m["corrupted_a"],
-            "clean_b": m["clean_b"],
-            "corrupted_b": m["corrupted_b"],
-            "answer_tokens": pairs.answer_tokens().cpu().numpy(),
-            "stratum": changed_places(m["clean_a"], m["corrupted_a"]),
-        }
-    )
-
-
 def other_tasks_patching(
     engine: PatchingEngine,
     frames: dict[str, pd.DataFrame],
@@ -255,16 +236,17 @@ def other_tasks_patching(
     n_pairs: int = 100,
     seed: int = 0,
     layer_step: int = 1,
-) -> pd.DataFrame:
+) -> dict[str, pd.DataFrame]:
     """Rule other_tasks_patching, Table 1: full helix, circle, polynomial and PCA fits patched
-    at the a token, per task (raw table with a ``task`` column), at every ``layer_step``-th
-    layer and the last (fitted at every layer)."""
+    at the a token, per task (``raw``: a raw table with a ``task`` column), at every
+    ``layer_step``-th layer and the last (fitted at every layer), and each task's pairs
+    (``pairs``: :func:`~helixclock.pairs.pair_table` with a ``task`` column)."""
     settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))
     patched = layer_grid(model.adapter.n_layers, layer_step)
     k = len(settings.periods)
-    out = []
+    out, drawn = [], []
     for task, acc in frames.items():
         correct = acc[acc["correct"]]
         if correct["answer"].nunique() < 2:
@@ -284,6 +266,7 @@ def other_tasks_patching(
         a_values = correct["a"].to_numpy()[order]
         fits = fit_token(stack_points(values, points), a_values, bases, settings.pca_components)
         pairs = model_pairs(model, correct, n_pairs, seed, prompts[task], ("a",))
+        drawn.append(pair_table(pairs).assign(task=task))
         out.append(
             patch_sweep(
                 engine,
@@ -299,4 +282,4 @@ def other_tasks_patching(
                 task=task,
             )
         )
-    return pd.concat(out, ignore_index=True)
+    return {"raw": pd.concat(out, ignore_index=True), "pairs": pd.concat(drawn, ignore_index=True)}

@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
+from ...lengths import STANDARD, by_length, mix, pair_lengths, standardised
 from ...statistics import Resampling, labels_of, primary, summarise
 from ...tasks import TASKS
 
@@ -69,10 +71,13 @@ def best_subset_table(sweep: pd.DataFrame, compat: str = "corrected") -> pd.Data
 def helix_summary(
     raw: Mapping[str, pd.DataFrame], resampling: Resampling, compat: str = "corrected"
 ) -> dict[str, pd.DataFrame]:
-    """sweep, best, controls, ablation and strata of the helix stage, from its raw tables."""
+    """sweep, best, controls, ablation, strata (which digits of a change) and by_length (answer
+    token count, :func:`helixclock.lengths.by_length`) of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
     out["best"] = best_subset_table(primary(out["sweep"]), compat)
     out["strata"] = strata_table(raw["sweep"], raw["pairs"], resampling)
+    lengths = pair_lengths(raw["sweep"], raw["pairs"])
+    out["by_length"] = by_length(raw["sweep"], lengths, lambda t: summarise(t, resampling))
     return out
 
 
@@ -102,6 +107,33 @@ def other_tasks_fit_table(curves: pd.DataFrame) -> pd.DataFrame:
 
 def tab_other_tasks(raw: pd.DataFrame, resampling: Resampling) -> dict[str, pd.DataFrame]:
     """Rule tab_other_tasks: Fig. C7's curves (means with bootstrap intervals per task, fit and
-    layer) and Table 1 (their maximum over layers, :func:`other_tasks_fit_table`)."""
+    layer) and Table 1 (their maximum over layers, :func:`other_tasks_fit_table`); answers of
+    several tokens add to Table 1 each task's mix of answer lengths and its length-standardised
+    maxima (:func:`standardised_fit_table`), what a comparison across models reads."""
     curves = summarise(raw, resampling)
-    return {"curves": curves, "table": other_tasks_fit_table(primary(curves))}
+    table = other_tasks_fit_table(primary(curves))
+    if "term" in raw:
+        table = table.merge(standardised_fit_table(raw), on="task", how="left")
+    return {"curves": curves, "table": table}
+
+
+STANDARDISED = " (length-standardised)"  # Table 1's columns of length-standardised maxima
+
+
+def standardised_fit_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per task of a raw table of answers of several tokens (Table 1's, column task): the mix of
+    its pairs' answer lengths (``answer lengths``) and Table 1's maxima over layers of the
+    length-standardised mean LD (:func:`helixclock.lengths.standardised`: each length's mean,
+    weighted by the standard mix), in columns "<fit> (length-standardised)"."""
+    rows = []
+    for _, part in raw.groupby("task", sort=False):
+        cols = [c for c in part.columns if c.startswith("pair_") and part[c].notna().any()]  # the task's pairs
+        part = pd.concat([labels_of(part), part[cols]], axis=1)
+        lengths = pair_lengths(part, None)
+        ld = primary(part)
+        values = ld[cols].to_numpy(dtype=np.float64)
+        means = {int(n): values[:, lengths == n].mean(axis=1) for n in np.unique(lengths) if int(n) in STANDARD}
+        best = other_tasks_fit_table(labels_of(ld).assign(ld_mean=standardised(means))).set_index("task")
+        best.columns = [f"{c}{STANDARDISED}" for c in best.columns]
+        rows.append(best.reset_index().assign(**{"answer lengths": mix(lengths)}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["task"])

@@ -29,7 +29,7 @@ from ...experiments import (
 )
 from ...fits import fit_token
 from ...layout import READINGS
-from ...pairs import forced_rows
+from ...pairs import forced_rows, job_pairs
 from ...patching import Pairs, Patch, PatchingEngine, Point
 
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)
@@ -194,11 +194,12 @@ def last_token_patching(
     prompt token (the paper's reading) and at every position that predicts an answer token,
     patched together (Fig. 5's fits there fitted to the ``correct`` prompts of ``template``,
     teacher-forced: :func:`answer_residuals`).  Both read every ``layer_step``-th layer and the
-    last (:func:`helixclock.experiments.layer_grid`)."""
+    last (:func:`helixclock.experiments.layer_grid`); ``pairs`` (table) lists the pairs (this
+    job chooses nothing: its best blocks are cross-fitted by the findings)."""
     fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components, layer_step)
     effects = layer_effects(engine, pairs, layer_step=layer_step)
     if pairs.scoring != "logprob":
-        return {"fits": fits, "layer_effects": effects}
+        return {"fits": fits, "layer_effects": effects, "pairs": job_pairs(pairs)}
     layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
     fitted = answer_residuals(engine, correct, template, layers)
     answer_fits = answer_position_curves(engine, pairs, *fitted, fit.periods, fit.pca_components, layers)
@@ -206,6 +207,7 @@ def last_token_patching(
     return {
         "fits": _readings(fits, answer_fits),
         "layer_effects": _readings(effects, answer_effects),
+        "pairs": job_pairs(pairs),
     }
 
 

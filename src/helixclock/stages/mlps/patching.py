@@ -14,6 +14,11 @@ tables keep LD's terms by place value (``term``).  A one-token answer keeps the 
 Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two paths
 (:func:`last_token_mlps`, :func:`mlp_patching_readings`) by
 :func:`helixclock.config.several_tokens`.
+
+The order of the top-k sweep and the circuit are choices that decide what the stage reports, so
+they are made on the job's selection draw where it has one (:func:`selection_sweep`: every MLP's
+TE and the top-k sweep in that order on pairs apart from the measuring ones, raw table
+``selection``; README, "Findings"); under ``compat: authors`` on the measuring pairs, the paper's.
 """
 
 from __future__ import annotations
@@ -35,11 +40,12 @@ from ...experiments import (
     stack_points,
     topk_sweep,
     total_and_direct,
+    total_effects,
 )
 from ...fits import fit_token
 from ...io import to_numpy
 from ...layout import READINGS
-from ...pairs import forced_rows, prompt_ids
+from ...pairs import SelectionDraw, forced_rows, job_pairs, prompt_ids
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import pair_values, primary
 
@@ -74,10 +80,35 @@ def mlp_effects(engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFram
 
 
 def _topk(engine: PatchingEngine, pairs: Pairs, effects: pd.DataFrame, position) -> pd.DataFrame:
-    """Fig. D8: the MLPs at ``position``, by TE, patched together for every k."""
+    """Fig. D8: the MLPs at ``position``, by their TE in ``effects``, patched together on
+    ``pairs`` for every k."""
     mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
     ordered = [mlps[i] for i in np.argsort(-mlp_te(effects), kind="stable")]
     return topk_sweep(engine, pairs, ordered, desc="top-k MLPs")
+
+
+SWEEP = "sweep"  # the selection table's column: te (every MLP's TE) or topk (the sweep in that order)
+
+
+def selection_sweep(engine: PatchingEngine, select: Pairs, position) -> pd.DataFrame:
+    """The MLPs' choices on the selection draw's ranked pairs ``select`` at ``position``: every MLP's TE
+    (``sweep`` te) and the top-k sweep in the order of those TEs (``sweep`` topk), one raw table
+    (pair columns: the selection draw's).  The measuring pairs' top-k sweep follows this order,
+    and the table job reads the circuit from this sweep (:func:`.tables.mlp_summary`)."""
+    mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
+    te = total_effects(engine, select, mlps, desc="MLP TE (selection draw)")
+    topk = _topk(engine, select, te, position)
+    return pd.concat([te.assign(**{SWEEP: "te"}), topk.assign(**{SWEEP: "topk"})], ignore_index=True)
+
+
+def _choice(table: pd.DataFrame) -> pd.DataFrame:
+    """The TE rows of a selection table, as :func:`mlp_te` reads them."""
+    return table[table[SWEEP] == "te"].drop(columns=[SWEEP, "k", "added"], errors="ignore")
+
+
+def no_selection() -> pd.DataFrame:
+    """The selection table of a job that chose on its measuring pairs (``compat: authors``)."""
+    return pd.DataFrame(columns=[SWEEP])
 
 
 def mlp_patching(
@@ -89,16 +120,22 @@ def mlp_patching(
     layer_effects: pd.DataFrame,
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule mlp_patching's entry point: the MLPs' helix(a+b) fits fitted to the outputs of
     ``sample`` (correct a+b prompts of ``template``).  Numbers of one token: at the card's last
     token (``positions["last"]``, :func:`last_token_mlps`); numbers of several tokens (whose
-    ``positions`` are None): at both readings (:func:`mlp_patching_readings`)."""
+    ``positions`` are None): at both readings (:func:`mlp_patching_readings`).  The top-k order
+    and the circuit chosen on the selection draw ``select`` where there is one
+    (:func:`selection_sweep`); ``pairs`` (table) lists both draws."""
     if several_tokens(engine.model):
-        return mlp_patching_readings(engine, pairs, sample, template, layer_effects, periods, n_components)
-    ids = prompt_ids(engine.model.tokenizer, template, sample)
-    a, b = sample["a"].to_numpy(), sample["b"].to_numpy()
-    return last_token_mlps(engine, pairs, ids, a, b, positions["last"], layer_effects, periods, n_components)
+        out = mlp_patching_readings(engine, pairs, sample, template, layer_effects, periods, n_components, select)
+    else:
+        ids = prompt_ids(engine.model.tokenizer, template, sample)
+        a, b = sample["a"].to_numpy(), sample["b"].to_numpy()
+        last = positions["last"]
+        out = last_token_mlps(engine, pairs, ids, a, b, last, layer_effects, periods, n_components, select)
+    return {**out, "pairs": job_pairs(pairs, select)}
 
 
 def last_token_mlps(
@@ -111,19 +148,23 @@ def last_token_mlps(
     layer_effects: pd.DataFrame,
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule mlp_patching where every number is one token (the paper's path), raw tables:
     ``effects`` (TE and DE of every MLP, :func:`mlp_effects`), ``topk`` (the top k MLPs by TE,
-    patched together, for every k, and all of them) and ``fits`` (each MLP's output replaced by
-    its helix(a+b) fit, with the fit's R²)."""
+    patched together, for every k, and all of them), ``fits`` (each MLP's output replaced by
+    its helix(a+b) fit, with the fit's R²) and ``selection`` (:func:`selection_sweep` on
+    ``select``, whose TE orders the top-k sweep; empty without a selection draw)."""
     effects = mlp_effects(engine, pairs, layer_effects, last)
+    chosen = selection_sweep(engine, select.pairs, last) if select is not None else no_selection()
+    order = _choice(chosen) if select is not None else effects
     mlps = [Point("mlp_out", layer, (last,)) for layer in range(engine.adapter.n_layers)]
     basis = Basis("helix", tuple(periods), variables=(SUM,))
     values, _ = engine.collect(fit_ids, mlps, logits=False, desc="MLP outputs")
     fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components, dedupe=False)
     pred = fits.predict(basis, sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"]))  # [L, n, d]
     fit_raw = _fit_table(engine, pairs, mlps, pred[:, :, None], to_numpy(fits.r2[0]), "MLP fits")
-    return {"effects": effects, "topk": _topk(engine, pairs, effects, last), "fits": fit_raw}
+    return {"effects": effects, "topk": _topk(engine, pairs, order, last), "fits": fit_raw, "selection": chosen}
 
 
 def _fit_table(engine: PatchingEngine, pairs: Pairs, mlps, pred: Tensor, r2: np.ndarray, desc: str) -> pd.DataFrame:
@@ -156,6 +197,7 @@ def mlp_patching_readings(
     layer_effects: pd.DataFrame,
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
+    select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule mlp_patching for answers of several tokens: the tables of :func:`last_token_mlps` at
     the last prompt token and at every position that predicts an answer token (patched
@@ -181,15 +223,17 @@ def mlp_patching_readings(
         "last": (last_fits.predict(basis, clean).to(device)[:, :, None], to_numpy(last_fits.r2[0])),
         "answer": (pred_answer, np.mean([to_numpy(f.r2[0]) for f in answer_fits], 0)),
     }
-    out: dict[str, list[pd.DataFrame]] = {"effects": [], "topk": [], "fits": []}
+    out: dict[str, list[pd.DataFrame]] = {"effects": [], "topk": [], "fits": [], "selection": []}
     for position, reading in READINGS.items():
         effects = mlp_effects(engine, pairs, layer_effects, position)
         pred, r2 = fitted[position]
         mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
+        chosen = selection_sweep(engine, select.pairs, position) if select is not None else no_selection()
         tables = {
             "effects": effects,
-            "topk": _topk(engine, pairs, effects, position),
+            "topk": _topk(engine, pairs, _choice(chosen) if select is not None else effects, position),
             "fits": _fit_table(engine, pairs, mlps, pred, r2, f"MLP fits ({reading})"),
+            "selection": chosen,
         }
         for name, table in tables.items():
             out[name].append(table.assign(reading=reading)[["reading", *table.columns]])

@@ -22,7 +22,19 @@ import torch
 
 from ...config import several_tokens
 from ...io import to_numpy
-from ...pairs import draw_pairs, model_pairs, prompt_ids, same_forced_pairs, same_prompt_pairs
+from ...pairs import (
+    MEASURE,
+    SELECT,
+    SPLITS,
+    Selection,
+    draw_apart,
+    draw_pairs,
+    model_pairs,
+    pair_table,
+    prompt_ids,
+    same_forced_pairs,
+    same_prompt_pairs,
+)
 from ...patching import Pairs, PatchingEngine
 from ...sampling import seeded_rows
 from .layer_lens import layer_digit_lens
@@ -62,13 +74,42 @@ def neuron_attribution(
     template: str,
     positions: dict[str, int] | None,
     settings: NeuronSettings = NeuronSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+    selection: Selection | None = None,
 ) -> dict:
     """Rule neuron_attribution: :func:`last_token_attribution` at the card's last token
     (``positions["last"]``), or for numbers of several tokens (``positions`` None)
-    :func:`place_attribution_job`."""
+    :func:`place_attribution_job`.  The top units are chosen on the attribution pairs; their DE
+    is measured on pairs apart from them where ``selection`` says so (:func:`de_pairs`), and
+    ``pairs`` (table) lists both draws."""
     if several_tokens(engine.model):
-        return place_attribution_job(engine, accuracy, template, settings)
-    return last_token_attribution(engine, accuracy, template, positions["last"], settings)
+        return place_attribution_job(engine, accuracy, template, settings, selection)
+    return last_token_attribution(engine, accuracy, template, positions["last"], settings, selection)
+
+
+def de_pairs(
+    engine: PatchingEngine,
+    correct: pd.DataFrame,
+    attribution: Pairs,
+    template: str,
+    settings: NeuronSettings,
+    selection: Selection | None,
+) -> tuple[Pairs, pd.DataFrame]:
+    """The pairs the top units' DE is measured on, and the job's pairs table: ``settings.de_pairs``
+    pairs drawn apart from the attribution pairs that chose the units
+    (:func:`helixclock.pairs.draw_apart`, README "Findings") where ``selection`` separates them;
+    else (``compat: authors``, or no ``selection``) the paper's, taken from the attribution
+    pairs (the first ones; numbers of several tokens: spread over every layout in proportion)."""
+    separate = selection is not None and selection.separate
+    if separate:
+        n, seed = settings.de_pairs, settings.seed
+        measured = draw_apart(engine.model, correct, attribution, n, seed, template, ("a", "b"))
+    elif several_tokens(engine.model):
+        measured = attribution.spread(settings.de_pairs)  # every layout, in proportion
+    else:
+        measured = attribution.take(settings.de_pairs)
+    split = SPLITS[separate]
+    table = pd.concat([pair_table(attribution, SELECT, split), pair_table(measured, MEASURE, split)])
+    return measured, table.reset_index(drop=True)
 
 
 def neuron_grids(
@@ -115,25 +156,25 @@ def last_token_attribution(
     template: str,
     last: int,
     settings: NeuronSettings = NeuronSettings(),  # noqa: B008 (frozen dataclass, defined in .patching)
+    selection: Selection | None = None,
 ) -> dict:
-    """Attribution of every neuron, DE of the top neurons and the ablation sweep (figD9), plus
-    the mean activations the ablations use.  Returns raw tables and ``means`` [L, d_mlp]."""
+    """Attribution of every neuron, DE of the top neurons (on :func:`de_pairs`) and the ablation
+    sweep (figD9), plus the mean activations the ablations use.  Returns raw tables, the pairs
+    table and ``means`` [L, d_mlp]."""
     tok, device = engine.model.tokenizer, engine.model.device
     correct = accuracy[accuracy["correct"]]
     pairs = draw_pairs(correct, settings.attribution_pairs, settings.seed, tok, template, ("a", "b"), device=device)
     scores = attribution_scores(engine, pairs, last, settings.ranking).assign(ranking=settings.ranking)
     top = scores.iloc[: n_top(len(scores), settings.top_share)]
-    sub = Pairs(
-        *(x[: settings.de_pairs] for x in (pairs.clean, pairs.corrupted, pairs.clean_answer, pairs.corrupted_answer))
-    )
-    de = neuron_direct_effects(engine, sub, top, last)
+    measured, drawn = de_pairs(engine, correct, pairs, template, settings, selection)
+    de = neuron_direct_effects(engine, measured, top, last)
     means = mean_activations(
         engine, prompt_ids(tok, template, seeded_rows(accuracy, settings.mean_prompts, settings.seed), device), last
     )
     prompts = same_prompt_pairs(tok, seeded_rows(correct, settings.ablation_prompts, settings.seed), template, device)
     ablation = neuron_ablation(engine, prompts, scores, means, sweep_counts(len(scores)), last)
     ablation.insert(0, "ranking", settings.ranking)
-    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
+    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "pairs": drawn, "means": to_numpy(means)}
 
 
 def last_token_grids(
@@ -191,7 +232,11 @@ def last_token_fit_eval(
 
 # -- the model jobs for answers of several tokens: units by place (:mod:`.places`) ------------
 def place_attribution_job(
-    engine: PatchingEngine, accuracy: pd.DataFrame, template: str, settings: NeuronSettings
+    engine: PatchingEngine,
+    accuracy: pd.DataFrame,
+    template: str,
+    settings: NeuronSettings,
+    selection: Selection | None = None,
 ) -> dict:
     """:func:`last_token_attribution` for answers of several tokens: every unit's attribution by
     place, the top units' DE, Fig. D9's sweep and the ablation means (``means`` [L, n_prompts,
@@ -202,12 +247,13 @@ def place_attribution_job(
     scores = place_attribution(engine, pairs, settings.ranking).assign(ranking=settings.ranking)
     neurons = ad.n_layers * ad.d_mlp
     top = top_units(scores, n_top(neurons, settings.top_share))
-    de = unit_direct_effects(engine, pairs.spread(settings.de_pairs), top)  # every layout, in proportion
+    measured, drawn = de_pairs(engine, correct, pairs, template, settings, selection)
+    de = unit_direct_effects(engine, measured, top)
     prompts = same_forced_pairs(model, seeded_rows(correct, settings.ablation_prompts, settings.seed), template)
     means = ablation_means(engine, seeded_rows(accuracy, settings.mean_prompts, settings.seed), template, prompts)
     ablation = place_ablation(engine, prompts, scores, means, sweep_counts(neurons))
     ablation.insert(0, "ranking", settings.ranking)
-    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "means": to_numpy(means)}
+    return {"attribution": scores, "direct_effects": de, "ablation": ablation, "pairs": drawn, "means": to_numpy(means)}
 
 
 def place_grids_job(

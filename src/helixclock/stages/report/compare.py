@@ -26,8 +26,9 @@ from ...config import several_tokens
 from ...io import markdown_table
 from ...outputs import PAPER_VALUES_SOURCE
 from ...tasks import TASKS
+from .agreement import NOT_COMPARABLE, TOLERANCE, judge, screened_subset
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
-from .status import DIFFERS, MISSING, OK, STATUSES, status_text, value_status
+from .status import DIFFERENT_METRIC, MISSING, OK, STATUSES, status_text, value_status
 
 REFERENCE_MODEL = "gptj"
 PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
@@ -145,6 +146,9 @@ def run_values(
         for qid, q in registry.items():
             paths = [files[k].format(model=model) for k in q.tables]
             value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, several)
+            if qid in SCREENED and status == OK and "heads_topk" in files:
+                subset = screened_subset(table("heads_topk"), card)
+                status, reason = (NOT_COMPARABLE, subset) if subset else (status, reason)
             rows.append(
                 {
                     "model": model,
@@ -180,12 +184,12 @@ COMPARISON_COLUMNS = [
     "reason",
     "file",
 ]
+SCREENED = ("heads_k_for_80pct", "heads_fraction_k20")  # over the patched heads: a screen's subset (agreement)
 HOLDS = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal}
-RELATION_WORDS = {"<": "below", ">": "above", "<=": "at most", ">=": "at least"}
 
 
 def paper_comparison(
-    paper: pd.DataFrame, run: pd.DataFrame, registry: Mapping[str, Quantity] = REGISTRY
+    paper: pd.DataFrame, run: pd.DataFrame, registry: Mapping[str, Quantity] = REGISTRY, tolerance: float = TOLERANCE
 ) -> pd.DataFrame:
     """One row per (run model, paper quantity): the run's value beside the paper's for the
     same model, or GPT-J's where the paper gives none for it (same_model False).
@@ -197,7 +201,9 @@ def paper_comparison(
     that fails makes the status "differs"; run_to_full and paper_to_full are a Table 1 LD over
     its task's Full (``registry``'s ``full``), the one comparison of a row marked "different
     metric"; defined_by says whose definition the run's value follows.  Every row has one
-    status of :data:`STATUSES`.
+    status of :data:`STATUSES`: a value is judged by :func:`.agreement.judge` (agree or differ
+    for a scale-free quantity, the paper's value within the run's widened by ``tolerance``, config
+    key report.tolerance; else not comparable, with why).
     """
     paper = paper if "defined_by" in paper.columns else paper.assign(defined_by="paper")
     quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation", "defined_by"]]
@@ -216,11 +222,17 @@ def paper_comparison(
                 reason, file = _text(r.get("reason", "")), r.get("file", "")
             else:
                 rv, status, reason, file = np.nan, MISSING, "no extractor in the registry", ""
-            comparable = status == OK and np.isfinite(rv)
+            # a value on the paper's metric (a screened subset's too): its ratio to the paper's is shown
+            comparable = status in (OK, NOT_COMPARABLE) and np.isfinite(rv)
             holds = bool(HOLDS[q.relation](rv, pv)) if comparable and q.relation != "=" else np.nan
-            if holds is False:
-                status, reason = DIFFERS, f"the run's {_fmt(rv)} is not {RELATION_WORDS[q.relation]} {_fmt(pv)}"
             full = registry[q.id].full if q.id in registry else None
+            run_to_full = _over(rv, run["value"].get((model, full), np.nan)) if full else np.nan
+            paper_to_full = _over(pv, by_key.get((full, paper_model), np.nan)) if full else np.nan
+            if status in (OK, DIFFERENT_METRIC) and np.isfinite(rv):
+                if status == DIFFERENT_METRIC and not full:  # read on another score: not on the paper's scale
+                    status, reason = NOT_COMPARABLE, f"different metric: {reason}"
+                else:
+                    status, reason = judge(q.id, rv, pv, q.relation, run_to_full, paper_to_full, tolerance)
             rows.append(
                 {
                     "model": model,
@@ -235,8 +247,8 @@ def paper_comparison(
                     "relation": q.relation,
                     "defined_by": q.defined_by,
                     "ratio": rv / pv if comparable and pv != 0 else np.nan,
-                    "run_to_full": _over(rv, run["value"].get((model, full), np.nan)) if full else np.nan,
-                    "paper_to_full": _over(pv, by_key.get((full, paper_model), np.nan)) if full else np.nan,
+                    "run_to_full": run_to_full,
+                    "paper_to_full": paper_to_full,
                     "bound_holds": holds,
                     "status": status,
                     "reason": reason,
@@ -281,11 +293,13 @@ def comparison_markdown(df: pd.DataFrame) -> str:
         "`to Full`: a Table 1 LD over its task's Full, the run's beside the paper's. "
         "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
         "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
-        "says which). `status`: `ok` (a run value, its bound holds or its ratio is shown), `differs` (the "
-        "bound fails), `not run` (a stage, task or test that did not run on this model, with why), "
-        "`not defined` (no such value for this model, with why), `different metric` (an LD of a model whose "
-        "numbers take several tokens: compare only `to Full`), `missing` (an output table absent, no reason "
-        "recorded).",
+        "says which). `status`: `agree` / `differ` (a scale-free quantity, a share, ratio, ratio to Full or "
+        "period: the paper's value inside / outside the run's widened by the declared tolerance, config key "
+        "`report.tolerance`, or the paper's bound holds / fails), `not comparable` (a value not on the paper's "
+        "scale, with why: an LD in the model's own logits, a count or layer that scales with the model, the "
+        "heads' top-k over a screened subset, a p-value), `not run` (a stage, task or test that did not run on "
+        "this model, with why), `not defined` (no such value for this model, with why), `missing` (an output "
+        "table absent, no reason recorded).",
         "",
     ]
     for model, part in df.groupby("model", sort=False):
@@ -319,10 +333,11 @@ def paper_comparison_report(
     models: Sequence[str],
     paper_path: str | Path = PAPER_VALUES_SOURCE,
     provenance: str | None = None,
+    tolerance: float = TOLERANCE,
 ) -> tuple[pd.DataFrame, str]:
     """paper_comparison for ``models`` from the results under ``root``: (table, markdown); with
     ``provenance`` (the run's record, README "Provenance of a run"), a column and a line name it."""
-    table = paper_comparison(load_paper_values(paper_path), run_values(root, models))
+    table = paper_comparison(load_paper_values(paper_path), run_values(root, models), tolerance=tolerance)
     if provenance is None:
         return table, comparison_markdown(table)
     md = comparison_markdown(table).replace("\n\n", f"\n\nWhat the run ran on: `{provenance}`.\n\n", 1)

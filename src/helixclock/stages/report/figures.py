@@ -15,6 +15,7 @@ from ...bases import SUM
 from ...style import DATA_LABEL, PALETTE, percent_axis, suptitle
 from ...tasks import TASKS
 from .clock import available_example, clock_angles
+from .quantities import standardised_column
 
 TASK_ORDER = [t.label for t in TASKS.values()]
 PAPER_GREYS = ["#4d4d4d", "#8c8c8c", "#bdbdbd"]
@@ -215,11 +216,15 @@ RATIOS = (("Helix", "Helix / Full"), ("PCA", "PCA / Full"), ("Poly", "Poly / Ful
 
 
 def ld_ratios_long(tab01: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """tab01 of each model as ratios to Full: model, task, ratio, value."""
+    """tab01 of each model as ratios to Full: model, task, ratio, value; of the length-standardised
+    maxima where a model's answers take several tokens (:func:`.quantities.standardised_column`),
+    so that models whose pairs mix answer lengths differently are compared on one mix."""
     rows = []
     for m, df in tab01.items():
+        full = df[standardised_column(df, "Full")]
         for col, name in RATIOS:
-            rows.append(pd.DataFrame({"model": m, "task": df["task"], "ratio": name, "value": df[col] / df["Full"]}))
+            value = df[standardised_column(df, col)] / full
+            rows.append(pd.DataFrame({"model": m, "task": df["task"], "ratio": name, "value": value}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["model", "task", "ratio", "value"])
 
 

@@ -110,6 +110,15 @@ def stage_boundary(stages: pd.DataFrame) -> float:
     return float(candidates[int(np.argmax(score))])
 
 
+STANDARDISED = " (length-standardised)"  # helixclock.stages.helix.tables.STANDARDISED
+
+
+def standardised_column(tab01: pd.DataFrame, column: str) -> str:
+    """Table 1's column as a comparison across models reads it: the length-standardised maxima
+    where the model's answers take several tokens (README, "Findings"), else the column itself."""
+    return column + STANDARDISED if column + STANDARDISED in tab01.columns else column
+
+
 def _category(t: Tables, category: str, what: str) -> float:
     cats = last_token(t["heads_categories"])
     layers = cats.loc[cats["category"] == category, "layer"]
@@ -332,7 +341,7 @@ def _registry() -> dict[str, Quantity]:
         for key, col in TAB01_COLUMNS.items():
             reg[f"tab01_{name}_{key}"] = Quantity(
                 ("tab01", "tab01_left_out"),
-                lambda t, m, lb=task.label, c=col: _at(t["tab01"], "task", lb, c),
+                lambda t, m, lb=task.label, c=col: _at(t["tab01"], "task", lb, standardised_column(t["tab01"], c)),
                 _task_gap(name),
                 full=f"tab01_{name}_full",
             )

@@ -1,25 +1,26 @@
 """The status of each row of paper_comparison: what the run knows about a published number.
 
-Every row has one status of :data:`STATUSES`, and a reason unless it is "ok" (README, "The
-report"):
+Every row has one status of :data:`STATUSES` and its reason (README, "The report"):
 
-* ``ok``: the run has a value; its bound holds, or its ratio to the paper's is shown;
-* ``differs``: the run has a value and the bound the paper states fails;
+* ``agree`` / ``differ``: a scale-free quantity (a share, a ratio, a ratio to Full, a period)
+  whose paper value lies inside / outside the run's widened by the declared tolerance, or whose
+  bound holds / fails (:mod:`.agreement`);
+* ``not comparable``: the run has a value that is not on the paper's scale, with why: an LD in
+  the model's logits or another score (different metric), a count or layer that scales with the
+  model (different model), the heads' top-k over a screened subset, a p-value;
 * ``not run``: a task or test that did not run on this model: a task left out of Table 1 with
   the shortfall other_tasks_patching logged (count found and minimum), the carry test with
   fewer numeric wrong answers than it needs;
 * ``not defined``: the quantity has no value for this model (k = 20 top heads of a model with
   8, the first layer of an a+b head when no top head is one, a stage's record that it is not
   defined for numbers of several tokens);
-* ``different metric``: a logit difference of Table 1 of a model whose numbers take several
-  tokens, beside GPT-J's one-token logit difference: only its ratio to Full is compared; and
-  Fig. F6's slope and period of such a model, read from its answers' log-likelihoods;
 * ``missing``: an output table absent with no reason recorded (a results folder the DAG did
   not finish).
 
-:func:`value_status` decides it from a quantity's tables (``differs`` is decided by
-:func:`.compare.paper_comparison`, which knows the bound); :func:`status_counts` is the table
-of counts per model the report shows first.
+:func:`value_status` says from a quantity's tables whether the run has a value ("ok", or
+"different metric" for a model whose numbers take several tokens, read on another score), else
+why not; :func:`.compare.paper_comparison` judges a value (:func:`.agreement.judge`);
+:func:`status_counts` is the table of counts per model the report shows first.
 
 Imports no torch.
 """
@@ -31,11 +32,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .agreement import AGREE, DIFFER, NOT_COMPARABLE
 from .quantities import NOT_DEFINED, NOT_RUN, Quantity
 
-# the statuses, in the order of paper_comparison_status's columns
-OK, DIFFERS, DIFFERENT_METRIC, MISSING = "ok", "differs", "different metric", "missing"
-STATUSES = (OK, DIFFERS, NOT_RUN, NOT_DEFINED, DIFFERENT_METRIC, MISSING)
+# what value_status says of a value (the run has one; on another score than the paper's), before
+# paper_comparison judges it (.agreement)
+OK, DIFFERENT_METRIC, MISSING = "ok", "different metric", "missing"
+# the statuses of paper_comparison, in the order of paper_comparison_status's columns
+STATUSES = (AGREE, DIFFER, NOT_COMPARABLE, NOT_RUN, NOT_DEFINED, MISSING)
 SEVERAL_TOKEN_LD = (
     'numbers of several tokens: this LD scores the answer\'s tokens (README, "Numbers of several tokens"), '
     "not the paper's one answer token; compare only the ratios to Full (run_to_full, paper_to_full)"
