@@ -71,7 +71,11 @@ OTHER_TASKS_LEFT_OUT = f"{HELIX}/other_tasks_left_out.csv"  # the tasks Table 1 
 # -- the last token (last_token.smk)
 LAST_TOKEN = f"{MODEL}/last_token"
 LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects")}
-LAST_TOKEN_SUMMARY = {k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects")}
+# *_strata: answers of several tokens by stratum (answer tokens, p*) at every reading, the first differing
+# token's among them (helixclock.first_difference); one-token answers: one stratum, the paper's numbers
+LAST_TOKEN_SUMMARY = {
+    k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects", "fits_strata", "layer_effects_strata")
+}
 
 # -- attention heads (heads.smk)
 HEADS = f"{MODEL}/heads"
@@ -79,12 +83,14 @@ HEADS_RAW = {
     k: f"{HEADS}/raw/{k}.csv"
     for k in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories", "attention")
 }
-HEADS_SUMMARY = {k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths")}
+HEADS_SUMMARY = {
+    k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths", "strata")
+}
 
 # -- MLPs (mlps.smk)
 MLPS = f"{MODEL}/mlps"
 MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("effects", "topk", "fits")}
-MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects", "mlp_strata")}
 
 # -- neurons (neurons.smk)
 NEURONS = f"{MODEL}/neurons"

@@ -6,7 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, primary, summarise, te_de_table, topk_table
+from ...statistics import (
+    Resampling,
+    primary,
+    reading_rows,
+    strata_masks,
+    strata_summary,
+    strata_table,
+    summarise,
+    te_de_table,
+    topk_table,
+    with_matched,
+)
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
@@ -46,16 +57,18 @@ def mlp_summary(
     MLPs), mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
     least MIN_TE of the largest, by layer) and mlp_effects (TE and DE of every MLP with
     intervals).  Raw tables with a ``reading`` (answers of several tokens) give each table a
-    part per reading, in their order, of LD itself (the log-likelihood ratio)."""
+    part per reading of the top-k curve (the last token, the answer positions), in their order,
+    of LD itself (the log-likelihood ratio), mlp_effects with the TE of the terms DE scores
+    (``te_matched``); and mlp_strata, every MLP by stratum (:func:`strata_effects`)."""
     readings = list(dict.fromkeys(raw_topk["reading"])) if "reading" in raw_topk else [None]
     out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": []}
     for reading in readings:
 
         def part(raw: pd.DataFrame, reading=reading) -> pd.DataFrame:
-            return raw if reading is None else raw[raw["reading"] == reading].drop(columns="reading")
+            return reading_rows(raw, reading)
 
         topk = topk_table(primary(part(raw_topk)), threshold, resampling)
-        effects = te_de_table(part(raw_effects), resampling)
+        effects = with_matched(te_de_table(part(raw_effects), resampling), part(raw_effects), reading, resampling)
         tables = {
             "mlp_topk": topk,
             "mlp_stages": _stages(topk, part(raw_fits), effects, resampling),
@@ -63,4 +76,23 @@ def mlp_summary(
         }
         for name, table in tables.items():
             out[name].append(table if reading is None else table.assign(reading=reading)[["reading", *table.columns]])
-    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables["mlp_strata"] = strata_effects(raw_effects, raw_fits, resampling)
+    return tables
+
+
+def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """Every MLP's TE, DE and DE/TE by stratum (answer tokens, p*) at each reading: at the last
+    token and the answer positions of the terms DE scores, at the first differing token of the one
+    token p* predicts (:func:`helixclock.statistics.strata_table`), with its helix(a+b) fit's LD
+    of the same terms (``helix_sum``) and ``helix_sum_over_te``.  One-token answers: one stratum,
+    the paper's TE and DE."""
+    table = strata_table(raw_effects, resampling)
+    if not len(table):
+        return table
+    table = table.drop(columns=[c for c in ("component", "head") if c in table])
+    fits = strata_summary(raw_fits.drop(columns="r2_helix_sum"), strata_masks(raw_effects), resampling)
+    keys = ["reading", "answer_tokens", "p_star", "layer"]
+    table = table.merge(fits[keys + ["ld_mean"]].rename(columns={"ld_mean": "helix_sum"}), on=keys, how="left")
+    table["helix_sum_over_te"] = table["helix_sum"].astype(float) / table["te"].astype(float)
+    return table
