@@ -18,7 +18,8 @@ from helixclock.patching import PatchingEngine, Point
 from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.heads.readings import head_patching_readings
 from helixclock.stages.heads.tables import head_summary
-from helixclock.statistics import Resampling, matched_rows, matched_terms, pair_columns, strata_masks, stratified
+from helixclock.statistics import Resampling, pair_columns
+from helixclock.strata import matched_rows, matched_terms, strata_masks, stratified
 
 ADD = GPTJ_PROMPTS["add"]
 D, OFFSET, COPY, BIGRAM = 32, 5, 4.0, 20.0  # width, the head's offset, its logit, "=" -> "1"

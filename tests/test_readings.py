@@ -33,7 +33,7 @@ from helixclock.stages.last_token.patching import (
     layer_effects,
 )
 from helixclock.stages.mlps.patching import last_token_mlps, mlp_patching_readings
-from helixclock.statistics import STRATA
+from helixclock.strata import STRATA
 
 ADD = GPTJ_PROMPTS["add"]
 HEADS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components=8)

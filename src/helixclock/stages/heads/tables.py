@@ -24,16 +24,12 @@ from ...statistics import (
     fraction_table,
     pair_values,
     primary,
-    reading_rows,
     smallest_k,
-    strata_masks,
-    strata_summary,
-    strata_table,
     summarise,
     te_de_table,
     topk_table,
-    with_matched,
 )
+from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
 

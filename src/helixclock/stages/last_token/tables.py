@@ -6,17 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...statistics import (
-    FIRST_DIFFERENCE,
-    Resampling,
-    reading_rows,
-    strata_masks,
-    strata_summary,
-    strata_table,
-    summarise,
-    te_de_table,
-    with_matched,
-)
+from ...statistics import Resampling, summarise, te_de_table
+from ...strata import FIRST_DIFFERENCE, reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 
 def effects_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:

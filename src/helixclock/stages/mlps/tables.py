@@ -6,18 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import (
-    Resampling,
-    primary,
-    reading_rows,
-    strata_masks,
-    strata_summary,
-    strata_table,
-    summarise,
-    te_de_table,
-    topk_table,
-    with_matched,
-)
+from ...statistics import Resampling, primary, summarise, te_de_table, topk_table
+from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
