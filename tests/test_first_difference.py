@@ -15,6 +15,9 @@ from helixclock.first_difference import first_difference_pairs
 from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs
 from helixclock.patching import PatchingEngine, Point
+from helixclock.stages.findings import registry as reg
+from helixclock.stages.findings.contrasts import Tables
+from helixclock.stages.findings.verdicts import contrasts_table
 from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.heads.readings import head_patching_readings
 from helixclock.stages.heads.tables import head_summary
@@ -205,3 +208,71 @@ def test_matched_terms_take_the_first_tokens_term_or_the_answers_own():
     masks = [(2, 0, np.array([True, False, True])), (3, 1, np.array([False, True, False]))]
     split = stratified(last, masks)
     assert len(split) == 2 * len(last) and np.isnan(split.iloc[0]["pair_1"]) and split.iloc[2]["pair_1"] == 3.5
+
+
+def planted_head_tables(n: int = 40, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """A head job's raw effects of one head (L1H2) at the last token (TE by term, DE) and at the
+    first differing token (by stratum), and its categories: at the last token DE is half the TE
+    of the first answer token, pair by pair; at p* DE is 0.8 of TE.  Strata: (2, 0) pairs 0-14,
+    (3, 1) pairs 15-34, (3, 2) pairs 35-39."""
+    rng = np.random.default_rng(seed)
+    k = np.array([2] * 15 + [3] * 25)
+    j = np.array([0] * 15 + [1] * 20 + [2] * 5)
+    first = rng.normal(2.0, 0.3, n)
+    later = rng.normal(1.0, 0.3, (2, n))
+    end = rng.normal(0.2, 0.1, n)
+    nan = np.full(n, np.nan)
+    terms = {
+        "hundreds": np.where(k == 3, first, nan),
+        "tens": np.where(k == 3, later[0], first),
+        "units": later[1],
+        "end": end,
+    }
+    terms["ld"] = np.nansum(np.stack(list(terms.values())), 0)
+    terms["ld_raw"] = terms["ld"]
+    head = {"layer": 1, "component": "head", "head": 2}
+    rows = [
+        {"reading": "last token", **head, "effect": "te", "term": t, **dict(enumerate(v))} for t, v in terms.items()
+    ]
+    rows.append({"reading": "last token", **head, "effect": "de", "term": "ld", **dict(enumerate(0.5 * first))})
+    te_p = rng.normal(2.0, 0.3, n)
+    for kk, jj in sorted(set(zip(k, j))):
+        inside = (k == kk) & (j == jj)
+        for effect, values in (("te", te_p), ("de", 0.8 * te_p)):
+            rows.append(
+                {
+                    "reading": "first differing token",
+                    **head,
+                    "effect": effect,
+                    "term": "ld",
+                    "answer_tokens": kk,
+                    "p_star": jj,
+                    **dict(enumerate(np.where(inside, values, np.nan))),
+                }  # fmt: skip
+            )
+    effects = pd.DataFrame(rows).rename(columns={i: f"pair_{i}" for i in range(n)})
+    categories = pd.DataFrame([{"reading": "last token", "name": "L1H2", "layer": 1, "head": 2, "category": "a+b"}])
+    return {"head_effects": effects, "head_categories": categories}
+
+
+def test_the_registry_reads_de_over_te_of_the_same_token_by_stratum():
+    """The declared findings of DE/TE of the same token (config/findings.yaml): one per
+    categorised head and stratum, at the last token of the first answer token's TE term (the
+    planted 0.5) and at the first differing token (the planted 0.8), each over its stratum's
+    pairs only."""
+    full = reg.load()
+    mine = [f for f in full.findings if f["id"].startswith("head_de_over_te_") and f["family"] == "heads_ratio_strata"]
+    registry = reg.Registry(full.alpha, full.power, full.families, mine)
+    table = contrasts_table(registry, True, Tables(planted_head_tables(), {}), Resampling(bootstrap=500), "corrected")
+    table = table.set_index("id")
+    counts = {(2, 0): 15, (3, 1): 20, (3, 2): 5}
+    for (k, j), n in counts.items():
+        suffix = f"[layer=1,head=2,answer_tokens={k},p_star={j}]"
+        matched, at = (
+            table.loc[f"head_de_over_te_matched{suffix}"],
+            table.loc[f"head_de_over_te_first_difference{suffix}"],
+        )
+        assert matched["estimate"] == pytest.approx(0.5, abs=1e-6) and matched["n_pairs"] == n
+        assert at["estimate"] == pytest.approx(0.8, abs=1e-6) and at["n_pairs"] == n
+        assert matched["reading"] == "last token" and at["reading"] == "first differing token"
+    assert len(table) == 2 * len(counts)
