@@ -18,6 +18,7 @@ from helpers.families import tiny_hf_model
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
 from helixclock.bases import clock_bases
+from helixclock.config import ConfigError
 from helixclock.experiments import answer_position_fits
 from helixclock.first_difference import first_difference_pairs
 from helixclock.models import wrap_model
@@ -33,6 +34,7 @@ from helixclock.stages.last_token.patching import (
     layer_effects,
 )
 from helixclock.stages.mlps.patching import last_token_mlps, mlp_patching_readings
+from helixclock.stages.structure.number_bases import check_registry_layers
 from helixclock.strata import STRATA
 
 ADD = GPTJ_PROMPTS["add"]
@@ -184,3 +186,18 @@ def test_a_draw_without_three_digit_answers_reads_every_answer_position():
     # at the answer positions the padded third position repeats the first: as if it were not there
     point = Point("mlp_out", 1, ("answer",))
     assert len(engine.positions(point, 0, pairs.groups[0].layout)) == 3
+
+
+def test_the_registry_sets_the_figure_layers_by_the_rule():
+    """A several-token model's registry sets structure.layer and helix.figure_layer by the layer
+    rule (number_bases_layer.csv); number_bases checks them against the rule's layer: equal
+    passes, another value (or a value where the rule names no layer) is an error naming the key,
+    and an entry that sets neither passes."""
+    rule = pd.DataFrame([{"share": 0.5, "layer": 5, "gain": 0.17}])
+    check_registry_layers(rule, {"structure": {"layer": 5}, "helix": {"figure_layer": 5, "n_pairs": 50}}, "m")
+    check_registry_layers(rule, {"helix": {"n_pairs": 50}}, "m")
+    check_registry_layers(rule, None, "m")
+    with pytest.raises(ConfigError, match=r"'m\.helix\.figure_layer': value 4.*resid_pre\[5\]"):
+        check_registry_layers(rule, {"structure": {"layer": 5}, "helix": {"figure_layer": 4}}, "m")
+    with pytest.raises(ConfigError, match="nowhere"):
+        check_registry_layers(rule.assign(layer=np.nan), {"structure": {"layer": 1}}, "m")
