@@ -176,7 +176,7 @@ def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling
         return table
     table = table.merge(fits[keys + ["ld_mean"]].rename(columns={"ld_mean": "fit_all"}), on=keys, how="left")
     table["fit_fraction"] = table["fit_all"].astype(float) / table["te"].astype(float)
-    table.insert(len(keys), "name", [f"L{int(la)}H{int(h)}" for la, h in zip(table["layer"], table["head"])])
+    table.insert(3, "name", [f"L{int(la)}H{int(h)}" for la, h in zip(table["layer"], table["head"])])
     return table
 
 
