@@ -32,10 +32,9 @@ from helixclock.patching import PatchingEngine, Point
 ADDED = {"last_token_patching": 22 + 66, "head_patching": 40, "mlp_patching": 49}
 
 
-def pairs_of(model, n: int = 50, seed: int = 0):
+def pairs_of(model, template: str, n: int = 50, seed: int = 0):
     a, b = np.meshgrid(np.arange(100), np.arange(100))
     correct = pd.DataFrame({"a": a.ravel(), "b": b.ravel()}).assign(answer=lambda d: d["a"] + d["b"], answer_token=0)
-    template = model.info["prompts"]["add"]
     return draw_pairs(correct, n, seed, model.tokenizer, template, ("a",), device=model.device, several=True, end="\n")
 
 
@@ -61,7 +60,7 @@ def main() -> None:
             return seconds(lambda: total_and_direct(engine, pairs, heads))
 
         def cut():
-            return first_difference_pairs(pairs_of(model)).pairs
+            return first_difference_pairs(pairs_of(model, spec["prompts"]["add"])).pairs
 
         def unpatched() -> float:
             engine = PatchingEngine(model, progress=False)
@@ -69,10 +68,10 @@ def main() -> None:
             point = [Point("head_out", layer, ("last",)) for layer in range(30)]
             return seconds(lambda: (engine.clean_values(pairs, point), engine.corrupted_values(pairs, point)))
 
-        last = min(te_de(lambda: pairs_of(model)) for _ in range(2)) / len(heads)
+        last = min(te_de(lambda: pairs_of(model, spec["prompts"]["add"])) for _ in range(2)) / len(heads)
         at = min(te_de(cut) for _ in range(2)) / len(heads)
         runs = min(unpatched() for _ in range(2))
-    strata = first_difference_pairs(pairs_of(model)).strata()
+    strata = first_difference_pairs(pairs_of(model, spec["prompts"]["add"])).strata()
     estimate = {job: round(n * at + runs, 1) for job, n in ADDED.items()}
     print(
         json.dumps(
