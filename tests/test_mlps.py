@@ -148,6 +148,6 @@ def test_the_summary_reads_each_reading_apart(several):
                 continue
             part = table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
             matched = [c for c in part.columns if "matched" in c]  # needs the reading's name: not alone
-            assert (name == "mlp_effects") == bool(matched) and part[matched].notna().all().all()
+            assert (name in ("mlp_effects", "mlp_stages")) == bool(matched) and part[matched].notna().all().all()
             pd.testing.assert_frame_equal(part.drop(columns=matched), alone[name])
     assert len(both["mlp_effects"]) == 2 * LAYERS

@@ -14,7 +14,9 @@ MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of th
 
 def _stages(topk: pd.DataFrame, raw_fits: pd.DataFrame, effects: pd.DataFrame, resampling: Resampling):
     """Fig. 7's table of one reading: the circuit MLPs (the top-k curve's smallest k reaching its
-    threshold, whose TE is at least MIN_TE of the largest) with TE, DE and their helix(a+b) fit."""
+    threshold, whose TE is at least MIN_TE of the largest) with TE, DE and their helix(a+b) fit
+    (answers of several tokens: also the TE of the terms DE scores, ``te_matched``, and
+    ``de_over_te_matched``)."""
     k = int(topk["smallest_k"].iloc[0])
     circuit = sorted(int(name[3:]) for name in topk.loc[(topk["k"] >= 1) & (topk["k"] <= k), "added"])
     mlp = effects[effects["component"] == "MLP"].set_index("layer")
@@ -33,6 +35,9 @@ def _stages(topk: pd.DataFrame, raw_fits: pd.DataFrame, effects: pd.DataFrame, r
     te = stages["te"].astype(np.float64)  # the ratios in float64, of the means as the tables hold them
     stages["helix_sum_over_te"] = stages["helix_sum"].astype(np.float64) / te
     stages["de_over_te"] = stages["de"].astype(np.float64) / te
+    if "te_matched" in mlp:  # answers of several tokens: DE/TE of the tokens DE scores
+        stages["te_matched"] = [mlp.loc[layer, "te_matched"] for layer in circuit]
+        stages["de_over_te_matched"] = stages["de"].astype(np.float64) / stages["te_matched"].astype(np.float64)
     return stages
 
 
