@@ -330,11 +330,9 @@ REGISTRY_LAYERS = {"structure": "layer", "helix": "figure_layer"}  # the keys th
 
 
 def check_registry_layers(layer: pd.DataFrame, registry: dict | None, model: str = "") -> None:
-    """The layers a model's registry entry sets by hand (``structure.layer``,
-    ``helix.figure_layer``) against the layer rule's (``layer``: :func:`levelled_layer`'s row).
-    The registry states them by the rule (README, "Numbers of several tokens"): a value the rule
-    does not give is an error naming the key, its value and the rule's layer, raised where the
-    rule is computed, before any figure reads the layer.  An entry that sets neither passes."""
+    """The layers a registry entry sets by hand (``structure.layer``, ``helix.figure_layer``),
+    stated by the rule (README, "Numbers of several tokens"), against the rule's (``layer``:
+    :func:`levelled_layer`'s row): another value is an error naming the key and both layers."""
     rule = layer["layer"].iloc[0]
     for section, key in REGISTRY_LAYERS.items():
         value = (registry or {}).get(section, {}).get(key)
