@@ -5,13 +5,15 @@ test of a T = 100 component beyond the digits with what it can detect (helixcloc
 from helixclock.cache import read_residual_cache
 from helixclock.pipeline import start
 from helixclock.stages.structure.nested import nested_tables
-from helixclock.stages.structure.number_bases import number_bases_tables
+from helixclock.stages.structure.number_bases import check_registry_layers, number_bases_tables
 
 log = start(snakemake)
 p = snakemake.params
 cache = read_residual_cache(snakemake.input.cache, datasets=("numbers",))
 tables = number_bases_tables(cache.numbers, n_boot=p.bootstrap, seed=p.seed, periods=p.periods, n_fourier=p.n_fourier)
 tables.update(nested_tables(cache.numbers, n_boot=p.bootstrap, seed=p.seed, periods=p.periods))
+# the layers the registry sets by hand must be the rule's
+check_registry_layers(tables["layer"], p.registry_layers, snakemake.wildcards.model)
 for name in ("r2", "pairs", "winner", "layer", "peaks", "nested", "power"):
     tables[name].to_csv(snakemake.output[name], index=False)
 log.info("winner by layer (a description; the T = 100 verdict is the nested test):\n%s", tables["winner"].to_string())

@@ -56,9 +56,21 @@ def test_every_stage_runs(digits_run):
     assert set(neurons["place"]) == {"units", "tens", "hundreds"}
     assert neurons[["nrmse", "nrmse_digits"]].notna().all().all() and set(neurons["better"]) <= {"Eq. 5", "digits"}
     stages = pd.read_csv(results / "mlps/mlp_stages.csv")  # the MLP stage at both readings (section 5.3)
-    assert set(stages["reading"]) <= {"last token", "answer positions"}
+    assert len(stages) and set(stages["reading"]) == {"last token", "answer positions"}  # (an empty table fails)
     effects = pd.read_csv(results / "mlps/mlp_effects.csv")
     assert effects.groupby("reading")["layer"].nunique().to_dict() == {"answer positions": 2, "last token": 2}
+    assert effects[["te_matched", "de_over_te_matched"]].notna().all().all()  # TE of the tokens DE scores
+    # the first differing token, by stratum (answer tokens, p*), beside the last token's matched terms
+    readings = {"last token", "answer positions", "first differing token"}
+    for table in ("mlps/mlp_strata.csv", "heads/strata.csv", "last_token/layer_effects_strata.csv"):
+        strata = pd.read_csv(results / table)
+        assert len(strata) and set(strata["reading"]) == readings, table
+        at = strata[strata["reading"] == "first differing token"]
+        assert (at["p_star"] < at["answer_tokens"]).all() and at[["te", "de"]].notna().all().all(), table
+    fits = pd.read_csv(results / "last_token/fits_strata.csv")
+    assert "first differing token" in set(fits["reading"]) and "first differing token" not in set(
+        pd.read_csv(results / "last_token/fits.csv")["reading"]
+    )
     tab01 = pd.read_csv(results / "tables/tab01_other_tasks.csv")
     assert "a+b" in set(tab01["task"])
     per_prompt = pd.read_csv(results / "mistakes/logit_line_fourier.csv")  # L(n) of the tiny config's 200 prompts

@@ -17,6 +17,7 @@ from helixclock.stages.last_token.patching import layer_effects
 from helixclock.stages.mlps.patching import last_token_mlps, mlp_effects, mlp_patching, mlp_patching_readings
 from helixclock.stages.mlps.tables import mlp_summary
 from helixclock.statistics import Resampling, pair_columns
+from helixclock.strata import reading_rows
 
 ADD = GPTJ_PROMPTS["add"]
 LAYERS = 4
@@ -112,7 +113,7 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
     engine, pairs, correct = several
     out = mlp_patching(engine, pairs, correct, ADD, None, both_readings(engine, pairs), (2, 10), 8)  # the entry point
     effects = out["effects"]
-    assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions"]
+    assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions", "first differing token"]
     for reading in ("last token", "answer positions"):
         part = effects[effects["reading"] == reading]
         assert sorted(part["layer"].unique()) == list(range(LAYERS))
@@ -123,8 +124,9 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
         assert np.abs(te0 - de0).max() > 1e-3  # an early MLP's effect also travels through later blocks
     end = effects.query("reading == 'answer positions' and layer == @LAYERS - 1 and effect == 'te' and term == 'end'")
     assert np.allclose(end[pair_columns(effects)].to_numpy(float), 0, atol=1e-5)
-    for name in ("topk", "fits"):
-        assert set(out[name]["term"]) == set(TERMS) and set(out[name]["reading"]) == {"last token", "answer positions"}
+    assert set(out["topk"]["term"]) == set(TERMS) and set(out["topk"]["reading"]) == {"last token", "answer positions"}
+    fits = out["fits"][out["fits"]["reading"] != "first differing token"]  # there by stratum, LD only (one token)
+    assert set(fits["term"]) == set(TERMS) and set(fits["reading"]) == {"last token", "answer positions"}
     zero = out["topk"].query("k == 0")
     assert np.allclose(zero[pair_columns(zero)].to_numpy(float)[zero["term"].isin(["ld", "ld_raw"])], 0, atol=1e-4)
     r2 = out["fits"].query("term == 'ld'")["r2_helix_sum"]
@@ -132,19 +134,20 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
 
 
 def test_the_summary_reads_each_reading_apart(several):
-    """mlp_summary of two readings: each table in two parts, each the summary of its reading's
-    raw rows alone (the same numbers as a summary of that reading by itself)."""
+    """mlp_summary of the readings: each table in a part per reading of the top-k curve, each the
+    summary of its reading's raw rows alone (the same numbers as a summary of that reading by
+    itself); mlp_strata, every reading by stratum, is the one table read from all of them."""
     engine, pairs, correct = several
     out = mlp_patching_readings(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
     resampling = Resampling(bootstrap=50)
     both = mlp_summary(out["topk"], out["fits"], out["effects"], 0.8, resampling)
     for reading in ("last token", "answer positions"):
-        alone = mlp_summary(
-            *(out[n][out[n]["reading"] == reading].drop(columns="reading") for n in ("topk", "fits", "effects")),
-            0.8,
-            resampling,
-        )
+        alone = mlp_summary(*(reading_rows(out[n], reading) for n in ("topk", "fits", "effects")), 0.8, resampling)
         for name, table in both.items():
+            if name == "mlp_strata":
+                continue
             part = table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
-            pd.testing.assert_frame_equal(part, alone[name])
+            matched = [c for c in part.columns if "matched" in c]  # needs the reading's name: not alone
+            assert (name in ("mlp_effects", "mlp_stages")) == bool(matched) and part[matched].notna().all().all()
+            pd.testing.assert_frame_equal(part.drop(columns=matched), alone[name])
     assert len(both["mlp_effects"]) == 2 * LAYERS

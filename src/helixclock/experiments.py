@@ -113,9 +113,9 @@ def patch_sweep(
     **extra,
 ) -> pd.DataFrame:
     """Every fit of every layer patched in at ``position``: the raw LD table.  With
-    ``references`` (numbers of several tokens) also the ceilings beside them: the layer patch
-    of all of a's tokens (``layer_span``) and the clean run's own LD (``clean``, the most any
-    patch restores, one row per layer so that it draws as a line)."""
+    ``references`` (numbers of several tokens) also two references beside them: the layer patch
+    of all of a's tokens (``layer_span``) and the clean LD (``clean``: :func:`clean_table`, one
+    row per layer so that it draws as a line)."""
     variants, labels = fit_variants(
         fits, layers, position, clean_values, bases, pca_ks, layer_patch, pca_ns, span_patch=references
     )
@@ -127,8 +127,10 @@ def patch_sweep(
 
 
 def clean_table(engine: PatchingEngine, pairs: Pairs, labels: list[dict], **extra) -> pd.DataFrame:
-    """The clean run's own LD (score of the clean answer in the clean run minus the corrupted
-    run's), as the raw table of :func:`ld_table` with one identical row per label."""
+    """The clean LD: the clean run's own LD (the clean answer's score in the clean run minus the
+    corrupted run's), as the raw table of :func:`ld_table` with one identical row per label.  A
+    reference, not a bound: it is what patching every value of the clean run restores, and a
+    single patch may restore more (the corrupted run's other values can add to it)."""
     ld = engine.clean_ld(pairs)
     if pairs.scoring != "logprob":
         return raw_table(ld[None].expand(len(labels), -1), labels, **extra)
@@ -177,7 +179,15 @@ def total_and_direct(
     engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], desc: str = "total effects"
 ) -> pd.DataFrame:
     """TE (activation patching) and DE (path patching to the logits) of each point: a raw table
-    with columns layer, component, head, effect (te or de) and the pairs."""
+    with columns layer, component, head, effect (te or de) and the pairs.
+
+    For answers of several tokens TE is the log-likelihood ratio of the whole answer (rows by
+    ``term``: every answer token's and the end token's) and DE the score of the tokens the
+    points' positions predict (:func:`~helixclock.patching.paths.direct_effects`): at the last
+    prompt token the first answer token alone.  They score the same tokens in TE's terms those
+    positions predict (:func:`helixclock.statistics.matched_terms`, the summary tables'
+    ``te_matched``), and at the first differing token, where one token is read
+    (:mod:`helixclock.first_difference`)."""
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
     de = direct_effects(engine, pairs, points)
     labels = _component_labels(points)
@@ -220,6 +230,24 @@ def answer_position_fits(
             fit_token(H[:, rows, j].float(), sum_values(ab[rows, 0], ab[rows, 1]), bases, n_components, dedupe=False)
         )
     return fits
+
+
+def answer_width(pairs: Pairs) -> int:
+    """The positions of role "answer" in the pairs' runs: as wide as the most answer tokens among
+    the prompts the pairs were drawn from (all correct prompts), which may be more than the drawn
+    pairs' (a draw without three-digit answers reads three positions where some correct prompt
+    has a three-digit answer)."""
+    return max(len(g.layout.resolve("answer")) for g in pairs.groups)
+
+
+def widen(table: Float[Tensor, "*row pos d_model"], width: int) -> Float[Tensor, "*row width d_model"]:
+    """Values at the first positions of role "answer" (axis -2), widened to ``width`` positions
+    by repeating the first (the padding of a role past every pair's answer)."""
+    have = table.shape[-2]
+    if have >= width:
+        return table
+    pad = table[..., :1, :].expand(*table.shape[:-2], width - have, table.shape[-1])
+    return torch.cat([table, pad], -2)
 
 
 def pad_answer_positions(table: Float[Tensor, "layer pair pos d_model"], answer_tokens: Tensor) -> None:

@@ -45,9 +45,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ROLES = ("a", "b", "a_span", "b_span", "last", "answer")
-# the two readings of the last-token stages for answers of several tokens (Figs. 5-7, D2-D8: column
-# ``reading``): at role "last" (the paper's reading) and at role "answer", patched together
-READINGS = {"last": "last token", "answer": "answer positions"}
+# the readings of the last-token stages for answers of several tokens (Figs. 5-7, D2-D8: column
+# ``reading``): at role "last" (the paper's reading), at role "answer" (patched together), and at
+# p*, the position that predicts the first answer token the clean and the corrupted answer do not
+# share (key "differ": the pairs cut after p*, :func:`helixclock.experiments.first_difference_pairs`;
+# reported by stratum, :data:`STRATA`, never averaged over kinds of position)
+READINGS = {"last": "last token", "answer": "answer positions", "differ": "first differing token"}
+ROLE_READINGS = ("last", "answer")  # the readings at a role of the pairs' own rows, patched on every pair
+# a pair's stratum at the first differing token: its answer's token count and p*, counted in answer
+# tokens before it (0: the last prompt token; 1: the position after the answer's first token, ...)
+STRATA = ("answer_tokens", "p_star")
 
 
 @dataclass(frozen=True)

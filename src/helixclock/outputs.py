@@ -116,8 +116,19 @@ LAST_TOKEN = f"{MODEL}/last_token"
 # "pairs" in every clock stage: the pairs of each pair column (helixclock.pairs.job_pairs; with
 # the selection draw's pairs where the job chose on one), the findings' clusters
 LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects", "pairs")}
+# *_by_length: answers of several tokens by answer token count (helixclock.lengths); *_strata: by
+# stratum (answer tokens, p*) at every reading, the first differing token's among them
+# (helixclock.first_difference); one-token answers: one stratum, the paper's numbers
 LAST_TOKEN_SUMMARY = {
-    k: f"{LAST_TOKEN}/{k}.csv" for k in ("fits", "layer_effects", "fits_by_length", "layer_effects_by_length")
+    k: f"{LAST_TOKEN}/{k}.csv"
+    for k in (
+        "fits",
+        "layer_effects",
+        "fits_by_length",
+        "layer_effects_by_length",
+        "fits_strata",
+        "layer_effects_strata",
+    )
 }
 
 # -- attention heads (heads.smk)
@@ -128,14 +139,15 @@ HEADS_RAW = {
 }
 # by_length (every clock stage): the summary's strata by answer token count (helixclock.lengths)
 HEADS_SUMMARY = {
-    k: f"{HEADS}/{k}.csv" for k in ("effects", "topk", "categories", "mixed", "properties", "paths", "by_length")
+    k: f"{HEADS}/{k}.csv"
+    for k in ("effects", "topk", "categories", "mixed", "properties", "paths", "by_length", "strata")
 }
 
 # -- MLPs (mlps.smk)
 MLPS = f"{MODEL}/mlps"
 # selection: the MLPs' TE and top-k sweep on the selection draw (the order and the circuit)
 MLPS_RAW = {k: f"{MLPS}/raw/{k}.csv" for k in ("effects", "topk", "fits", "selection", "pairs")}
-MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects", "mlp_by_length")}
+MLPS_SUMMARY = {k: f"{MLPS}/{k}.csv" for k in ("mlp_topk", "mlp_stages", "mlp_effects", "mlp_by_length", "mlp_strata")}
 
 # -- neurons (neurons.smk)
 NEURONS = f"{MODEL}/neurons"

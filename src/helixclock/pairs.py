@@ -139,6 +139,14 @@ def _several_pairs(
     corrupt_rows = [corrupt_idx[k] for k in order]
     meta = {k: v[order] if isinstance(v, np.ndarray) else v for k, v in meta.items()}
     meta["classes"] = pd.Series([str(shapes[i]) for i in clean_rows]).value_counts().to_dict()
+    # the first answer token the clean and the corrupted answer do not share (-1: none), and the
+    # corrupted answer's token there: where the reading at the first differing token reads
+    # (helixclock.experiments.first_difference_pairs)
+    first = [_first_difference(tokens.answers[i], tokens.answers[j]) for i, j in zip(clean_rows, corrupt_rows)]
+    meta["first_difference"] = np.array(first, dtype=np.int64)
+    meta["first_difference_token"] = np.array(
+        [tokens.answers[j][t] if t >= 0 else -1 for j, t in zip(corrupt_rows, first)], dtype=np.int64
+    )
     log.info("pairs per length class (token counts of the operands and the answer): %s", meta["classes"])
     seqs, targets = tokens.sequences(teacher_forced=True), tokens.targets()
     pad = int(tokens.ids[0][0])  # never run: a batch stops at its layout's length
@@ -159,6 +167,14 @@ def _several_pairs(
         scoring=scoring,
         digits=digits,
     )
+
+
+def _first_difference(clean: Sequence[int], corrupted: Sequence[int]) -> int:
+    """The index of the first token where two answers differ (-1 where they are the same)."""
+    for t, (x, y) in enumerate(zip(clean, corrupted)):
+        if x != y:
+            return t
+    return -1 if len(clean) == len(corrupted) else min(len(clean), len(corrupted))
 
 
 def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> torch.Tensor:

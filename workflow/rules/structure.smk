@@ -44,6 +44,14 @@ rule number_bases:
         n_fourier=config["cache"]["largest_bare_number"],
         bootstrap=config["helix"]["bootstrap"],
         seed=config["seed"],
+        # the layers a registry entry sets by hand (structure.layer, helix.figure_layer): the rule's, checked
+        registry_layers=lambda w: settled(
+            {
+                s: {k: REGISTRY[w.model][s][k]}
+                for s, k in (("structure", "layer"), ("helix", "figure_layer"))
+                if k in REGISTRY[w.model].get(s, {})
+            }
+        ),
     script:
         "../../scripts/number_bases.py"
 

@@ -291,7 +291,8 @@ class PatchingEngine:
         return pairs.corrupted_run.logits
 
     def clean_ld(self, pairs: Pairs) -> Float[Tensor, " pair"]:
-        """LD of the clean run itself: the most any patch can restore, per pair."""
+        """The clean LD, per pair: LD of the clean run itself, what patching every value of the
+        clean run restores (a reference, not a bound: a single patch may restore more)."""
         self.unpatched(pairs.clean_run, [])
         self.unpatched(pairs.corrupted_run, [])
         return pairs.clean_run.answer_score() - pairs.corrupted_run.answer_score()

@@ -24,8 +24,14 @@ ratio of the clean answer,
 
 which :func:`ld_terms` splits into its terms by place value (units, tens, hundreds: a digit
 tokenizer's answer tokens from the last), the end's term, and the raw-logit sum of the answer's
-own tokens (``ld_raw``, the score before log-probabilities) beside it.  A one-token answer
-keeps the paper's logit difference exactly.
+own tokens (``ld_raw``, the score before log-probabilities) beside it.
+
+"A one-token answer keeps the paper's LD" needs every pair of the set to read one position (a
+one-token answer and no end token): the scoring is the set's (``Pairs.scoring``,
+:func:`helixclock.pairs.draw_pairs`), so one pair of several tokens scores every pair of its set
+by log-probability, its one-token pairs included.  A set of one-position pairs is scored by the
+paper's logit difference exactly, and the several-token code paths then give the paper path's
+tables (tests/test_readings.py).
 """
 
 from __future__ import annotations

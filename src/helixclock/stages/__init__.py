@@ -20,7 +20,7 @@ torch: plotting jobs never load torch).  Science shared by several stages lives 
 :mod:`helixclock.bases`, :mod:`helixclock.fits`, :mod:`helixclock.sampling`,
 :mod:`helixclock.pairs`, :mod:`helixclock.statistics`, :mod:`helixclock.fourier`,
 :mod:`helixclock.experiments`; so do the names several stages share, such as
-:data:`helixclock.layout.READINGS` (the two readings of the last-token, head and MLP stages) and
+:data:`helixclock.layout.READINGS` (the readings of the last-token, head and MLP stages) and
 :data:`helixclock.statistics.MIN_ERRORS` (the fewest wrong answers of App. F's test, which the
 report reads too).  A stage never imports another stage's modules (tests/test_imports.py checks
 it); it reads their saved outputs.

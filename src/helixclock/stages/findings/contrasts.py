@@ -27,6 +27,7 @@ from ...inference import (
     t_interval,
 )
 from ...statistics import PAIR, TERM, Resampling
+from ...strata import MATCHED, by_stratum, strata_masks
 from .registry import RESERVED, TABLES
 
 # how the run chose the objects of an `each` list, against the pairs that measure them
@@ -72,7 +73,11 @@ def match(frame: pd.DataFrame, filters: Mapping, where: str) -> pd.DataFrame:
 
 def prepared(frame: pd.DataFrame, finding: Mapping) -> pd.DataFrame:
     """A table cut to the finding's reading and term where it has those columns (answers of
-    several tokens; tables of one-token models have neither)."""
+    several tokens; tables of one-token models have neither).  Term ``matched`` (a raw table of
+    pairs by term): the terms the reading's DE scores, by stratum (answer tokens, p*: the strata
+    of the table's rows at the first differing token), :func:`helixclock.strata.by_stratum`."""
+    if finding["term"] == MATCHED and TERM in frame and "reading" in frame:
+        return by_stratum(frame, finding["reading"], strata_masks(frame)).reset_index(drop=True)
     if "reading" in frame:
         frame = frame[frame["reading"] == finding["reading"]].drop(columns="reading")
     if TERM in frame:
@@ -96,11 +101,16 @@ def expand(finding: Mapping, frames: Mapping[str, pd.DataFrame]) -> list[dict]:
     if "each" not in finding:
         return [{**finding, "fill": {}}]
     each = finding["each"]
-    table = prepared(frames[each["table"]], finding)
+    listed = {**finding, "reading": each.get("reading", finding["reading"])}  # the reading of the list
+    table = prepared(frames[each["table"]], listed)
     table = match(table, each.get("where", {}), f"{finding['id']}: each")
     for col, values in each.get("exclude", {}).items():
         table = table[[not any(_same(v, x) for x in values) for v in table[col]]]
     rows = table[each["columns"]].drop_duplicates().to_dict("records")
+    if each.get("by"):  # each row once per value of these columns of the finding's own table (its strata)
+        own = prepared(frames[finding["table"]], finding)
+        values = own[each["by"]].dropna().drop_duplicates().sort_values(each["by"]).to_dict("records")
+        rows = [{**row, **value} for row in rows for value in values]
     out = []
     for row in rows:
         fill = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in row.items()}

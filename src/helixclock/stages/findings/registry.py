@@ -161,7 +161,7 @@ def check(registry: Registry) -> None:
             raise ConfigError(f"{where}: family {f['family']!r} is {kind}: the finding {need}")
         if "select" in f and (q not in ("mean", "difference") or TABLES[f["table"]].kind != "pairs"):
             raise ConfigError(f"{where}: a selection applies to a mean or a difference of pairs, not {q}")
-        filled = set(f.get("each", {}).get("columns", []))
+        filled = set(f.get("each", {}).get("columns", [])) | set(f.get("each", {}).get("by", []))
         for side in ("x", "y"):
             for key, value in f.get(side, {}).items():
                 if isinstance(value, str) and value.startswith("$") and value[1:] not in filled:

@@ -11,9 +11,14 @@ fitted per position (:func:`~helixclock.experiments.answer_position_fits`) and p
 their positions; categories, the mixed-head sweep and path patching follow the paper's
 definitions on those positions (:func:`.patching.head_reading`).  Fig. D6's attention is read
 from t0 and from each answer position to a's and b's spans and to each of their digits
-(:func:`span_attention`).  A one-token answer keeps the paper's tables
-(:func:`.patching.last_token_heads`); rule head_patching's entry point chooses
-(:func:`.jobs.head_patching`).
+(:func:`span_attention`).  A third reading, at the first differing token (p*: the position that
+predicts the first answer token the clean and the corrupted answer do not share,
+:mod:`helixclock.first_difference`), measures the TE and DE of the heads the last-token reading
+measured and their helix(a,b,a+b) fits, TE and DE scoring the one token p* predicts, by stratum
+(answer tokens, p*): rows of the effects and fits tables with columns ``answer_tokens`` and
+``p_star``.  A one-token answer keeps the paper's tables (:func:`.patching.last_token_heads`; the
+reduction is tested: this path on one-token answers gives the paper path's tables); rule
+head_patching's entry point chooses (:func:`.jobs.head_patching`).
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ...bases import clock_bases
-from ...experiments import answer_position_fits
-from ...layout import READINGS, Group
+from ...bases import Basis, clock_bases
+from ...experiments import answer_position_fits, answer_width, total_and_direct, widen
+from ...first_difference import FirstDifference, first_difference_pairs
+from ...layout import READINGS, ROLE_READINGS, Group
 from ...pairs import SelectionDraw, forced_rows
 from ...patching import Pairs, PatchingEngine, Point
 from ...sampling import seeded_rows
-from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, head_reading
+from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, fit_effects, head_reading
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
 
@@ -60,12 +66,14 @@ def head_patching_readings(
 ) -> dict[str, pd.DataFrame]:
     """Rule head_patching for answers of several tokens: the tables of
     :func:`.patching.last_token_heads` at the last prompt token and at every position that predicts
-    an answer token (column ``reading``), and the attention of :func:`span_attention` (column
-    ``position``: 0 is the last prompt token); the heads of each reading chosen on the selection
-    draw ``select`` where there is one (:func:`.patching.choose_heads`)."""
+    an answer token (column ``reading``), the effects and fits at the first differing token by
+    stratum (:func:`first_difference_heads`) of the heads the last-token reading measured, and the
+    attention of :func:`span_attention` (column ``position``: 0 is the last prompt token); the heads
+    of each reading chosen on the selection draw ``select`` where there is one
+    (:func:`.patching.choose_heads`)."""
     ad = engine.adapter
     H, ab, k = head_outputs(engine, sample, template)
-    K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
+    K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
     if H.shape[2] < K:
         raise ValueError(
             f"the fitted prompts' answers have at most {H.shape[2]} tokens and the pairs' {K}: no fit for "
@@ -75,12 +83,16 @@ def head_patching_readings(
     index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
     fitted = {
         "last": FittedHeads(fits[:1], index, pairs),
-        "answer": FittedHeads(fits, index, pairs, pairs.answer_tokens()),
+        "answer": AnswerHeads(fits, index, pairs, answer_width(pairs)),
     }
     out: dict[str, list[pd.DataFrame]] = {}
-    for position, reading in READINGS.items():
+    for position in ROLE_READINGS:
         for name, table in head_reading(engine, pairs, fitted[position], position, settings, select).items():
-            out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
+            out.setdefault(name, []).append(table.assign(reading=READINGS[position])[["reading", *table.columns]])
+    measured = out["effects"][0]  # the heads the last-token reading measured, in its order
+    heads = list(dict.fromkeys(zip(measured["layer"].astype(int), measured["head"].astype(int))))
+    for name, table in first_difference_heads(engine, pairs, fits, index, heads, settings.periods).items():
+        out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     # Fig. D6 on a seeded sample of the fitted prompts (they come in the accuracy table's order,
     # sorted by a, where a model has fewer correct prompts than clock.fit_prompts)
@@ -88,6 +100,49 @@ def head_patching_readings(
     few, few_groups, _, _ = forced_rows(engine.model, attended, template)
     tables["attention"] = span_attention(engine.model, few, few_groups)
     return tables
+
+
+class AnswerHeads(FittedHeads):
+    """:class:`.patching.FittedHeads` at role "answer" of pairs whose role is wider than their
+    longest answer (its width is the most answer tokens among all the correct prompts, not the
+    drawn pairs'): fitted at each answer position the pairs reach, a position past a pair's
+    answer (or past every pair's) repeating its first, as a padded role does."""
+
+    def __init__(self, fits, index, pairs: Pairs, width: int):
+        super().__init__(fits, index, pairs, pairs.answer_tokens())
+        self.width = width
+
+    def __call__(self, basis: Basis, point: Point) -> torch.Tensor:
+        return widen(super().__call__(basis, point), self.width)
+
+
+class FirstDifferenceHeads(FittedHeads):
+    """:class:`.patching.FittedHeads` at the first differing token: each pair of ``differ``'s cut
+    pairs gets its fit at its own p* (the answer position it predicts), [n_pairs, 1, d_head]."""
+
+    def __init__(self, fits, index, differ: FirstDifference):
+        super().__init__(fits, index, differ.pairs)
+        self.at = torch.as_tensor(differ.at, device=self.device)
+
+    def __call__(self, basis: Basis, point: Point) -> torch.Tensor:
+        out = super().__call__(basis, point)  # [n, positions, d_head]
+        return out[torch.arange(len(self.at), device=self.device), self.at][:, None]
+
+
+def first_difference_heads(
+    engine: PatchingEngine, pairs: Pairs, fits, index: dict, heads: list[tuple[int, int]], periods
+) -> dict[str, pd.DataFrame]:
+    """The reading at the first differing token (:mod:`helixclock.first_difference`): the TE and
+    DE of ``heads`` ((layer, head), those the last-token reading measured) and each one's
+    helix(a,b,a+b) fit of its answer position p* patched in, on the pairs cut after p*, each raw
+    table by stratum (columns ``answer_tokens``, ``p_star``) in the pairs' order."""
+    differ = first_difference_pairs(pairs)
+    points = [Point("head_out", layer, ("last",), index=h) for layer, h in heads]
+    effects = total_and_direct(engine, differ.pairs, points, desc="head effects (first differing token)")
+    helix_all = clock_bases(periods)[0]
+    fitted = FirstDifferenceHeads(fits, index, differ)
+    fit_raw = fit_effects(engine, differ.pairs, [(p, helix_all) for p in points], fitted)
+    return {"effects": differ.table(effects), "fits": differ.table(fit_raw)}
 
 
 def _keys(layout) -> dict[str, list[int]]:

@@ -30,6 +30,7 @@ from ...statistics import (
     te_de_table,
     topk_table,
 )
+from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
 
@@ -71,12 +72,19 @@ def mean_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame) -> pd.DataFr
 
 
 def effects_table(
-    raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling, screen: pd.DataFrame | None = None
+    raw_effects: pd.DataFrame,
+    raw_fits: pd.DataFrame,
+    resampling: Resampling,
+    screen: pd.DataFrame | None = None,
+    reading: str | None = None,
 ) -> pd.DataFrame:
     """figD2/D4: TE and DE with intervals, and helix(a,b,a+b)'s LD, for every head patched (of LD
     itself where the raw tables have its terms); with the raw ``screen`` also each head's mean
-    attribution score (``attribution``: the first-order estimate of its TE)."""
-    out = te_de_table(raw_effects, resampling)
+    attribution score (``attribution``: the first-order estimate of its TE).  Answers of several
+    tokens at ``reading`` (the last token or the answer positions): also the TE of the terms DE
+    scores (``te_matched`` with its interval, ``de_over_te_matched``:
+    :func:`helixclock.statistics.with_matched`)."""
+    out = with_matched(te_de_table(raw_effects, resampling), raw_effects, reading, resampling)
     out["name"] = [f"L{int(l)}H{int(h)}" for l, h in zip(out["layer"], out["head"])]
     raw_fits = primary(raw_fits)
     fits = summarise(raw_fits[raw_fits["fit"] == "helix(a,b,a+b)"], resampling)
@@ -115,16 +123,19 @@ def head_summary(
 ) -> dict[str, pd.DataFrame]:
     """Every table of the heads stage from the model job's raw tables (``raw``: effects, fits,
     topk, mixed, paths and, where the job wrote them, screen and pairs).  Raw tables with a
-    ``reading`` (answers of several tokens) give each table a part per reading, in their order.
-    ``by_length``: the heads' TE and DE by answer token count (:func:`helixclock.lengths.by_length`)."""
-    readings = list(dict.fromkeys(raw["effects"]["reading"])) if "reading" in raw["effects"] else [None]
+    ``reading`` (answers of several tokens) give each table a part per reading, in their order, but
+    the first differing token's, whose effects and fits are read by stratum: ``strata``
+    (:func:`strata_effects`).  ``by_length``: the heads' TE and DE by answer token count
+    (:func:`helixclock.lengths.by_length`)."""
+    effects = raw["effects"]
+    readings = (
+        [r for r in dict.fromkeys(effects["reading"]) if r != READINGS["differ"]] if "reading" in effects else [None]
+    )
     out: dict[str, list[pd.DataFrame]] = {}
     for reading in readings:
 
         def part(table: pd.DataFrame | None, reading=reading) -> pd.DataFrame | None:
-            if table is None or reading is None:
-                return table
-            return table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
+            return table if table is None else reading_rows(table, reading)
 
         cats = part(categories)
         topk = topk_table(primary(part(raw["topk"])), threshold, resampling)
@@ -136,7 +147,9 @@ def head_summary(
         mixed["m_used"] = int(cats["m"].iloc[0]) if len(cats) else 0
         lengths = pair_lengths(part(raw["effects"]), raw.get("pairs"))
         tables = {
-            "effects": effects_table(part(raw["effects"]), part(raw["fits"]), resampling, part(raw.get("screen"))),
+            "effects": effects_table(
+                part(raw["effects"]), part(raw["fits"]), resampling, part(raw.get("screen")), reading
+            ),
             "by_length": by_length(part(raw["effects"]), lengths, lambda t: te_de_table(t, resampling)),
             "topk": topk,
             "categories": cats,
@@ -148,7 +161,27 @@ def head_summary(
             out.setdefault(name, []).append(
                 table if reading is None else table.assign(reading=reading)[["reading", *table.columns]]
             )
-    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables["strata"] = strata_effects(raw["effects"], raw["fits"], resampling)
+    return tables
+
+
+def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """Every measured head's TE, DE and DE/TE by stratum (answer tokens, p*) at each reading:
+    at the last token and the answer positions of the terms DE scores, at the first differing
+    token of the one token p* predicts (:func:`helixclock.statistics.strata_table`), with its
+    helix(a,b,a+b) fit's LD of the same terms (``fit_all``) and ``fit_fraction`` = fit_all / TE.
+    One-token answers: one stratum, the paper's TE and DE."""
+    table = strata_table(raw_effects, resampling)
+    fits = raw_fits[raw_fits["fit"] == "helix(a,b,a+b)"].drop(columns="fit")
+    fits = strata_summary(fits, strata_masks(raw_effects), resampling)
+    keys = ["reading", "answer_tokens", "p_star", "layer", "head"]
+    if not len(table):
+        return table
+    table = table.merge(fits[keys + ["ld_mean"]].rename(columns={"ld_mean": "fit_all"}), on=keys, how="left")
+    table["fit_fraction"] = table["fit_all"].astype(float) / table["te"].astype(float)
+    table.insert(3, "name", [f"L{int(la)}H{int(h)}" for la, h in zip(table["layer"], table["head"])])
+    return table
 
 
 def category_table(cats: pd.DataFrame) -> pd.DataFrame:

@@ -116,10 +116,12 @@ def figC3_continuity(cont: pd.DataFrame, model: str):
 
 
 def _references(ax, table: pd.DataFrame) -> None:
-    """The ceilings a run of numbers of several tokens has beside its fits: the layer patch of
-    all of a's tokens and the clean run's own LD (absent from the paper's models' tables)."""
+    """The references a run of numbers of several tokens has beside its fits: the layer patch of
+    all of a's tokens and the clean LD, the clean run's own LD (what patching every clean value
+    restores; a reference, not a bound: a single patch may restore more), absent from the
+    paper's models' tables."""
     band(ax, table[table["method"] == "layer_span"], "layer patch, all of a's tokens", "0.45")
-    band(ax, table[table["method"] == "clean"], "clean LD (the ceiling)", "0.7")
+    band(ax, table[table["method"] == "clean"], "clean LD (clean run's own; a reference, not a bound)", "0.7")
 
 
 def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):

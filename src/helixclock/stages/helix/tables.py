@@ -14,8 +14,8 @@ from ...statistics import Resampling, labels_of, primary, summarise
 from ...tasks import TASKS
 
 FIT_NAMES = {"layer": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
-# numbers of several tokens: the ceilings beside them, the layer patch of all of a's tokens and the
-# clean run's own LD (helixclock.experiments.patch_sweep's references)
+# numbers of several tokens: the references beside them, the layer patch of all of a's tokens and the
+# clean LD, the clean run's own (a reference, not a bound: helixclock.experiments.clean_table)
 REFERENCE_NAMES = {"layer_span": "Full (a span)", "clean": "Clean"}
 
 

@@ -5,6 +5,13 @@ is fitted with helix(a, b, a+b) (27 parameters with T = [2, 5, 10, 100]), helix(
 helix(a, b), compared with a parameter-matched PCA and the layer patch (Fig. 5).  Per layer,
 the total effect (TE, activation patching) and direct effect (DE, path patching to the
 logits) of each attention and MLP output say where the computation happens (Fig. 6).
+
+Answers of several tokens are read three times (column ``reading``): at the last prompt token,
+at every position that predicts an answer token (patched together), and at the first differing
+token p* (:mod:`helixclock.first_difference`: the position that predicts the first answer token
+the clean and the corrupted answer do not share; rows by stratum, columns ``answer_tokens`` and
+``p_star``), where Fig. 5's fits of each answer position are patched in at each pair's p* and
+Fig. 6's TE and DE score the one token p* predicts.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from ...experiments import (
     patch_sweep,
     total_and_direct,
 )
-from ...fits import fit_token
+from ...first_difference import FirstDifference, first_difference_pairs
+from ...fits import Fits, fit_token
 from ...layout import READINGS
 from ...pairs import forced_rows, job_pairs
 from ...patching import Pairs, Patch, PatchingEngine, Point
@@ -104,46 +112,91 @@ def answer_position_curves(
     periods: Sequence[int] = PERIODS,
     n_components: int = 500,
     layers: Sequence[int] | None = None,
+    fits: Sequence[Fits] | None = None,
 ) -> pd.DataFrame:
     """Fig. 5 at every position that predicts an answer token (role "answer"), patched together:
     the layer patch, and per answer position j the fits of Fig. 5 and the PCA baselines fitted to
     the residuals at position j of the prompts whose answers reach it.  ``residuals``: per layer
     (resid_pre[l] for l in ``layers``, default 0..L) [n, K, d] at those positions of the fitted
-    (teacher-forced) prompts, of answers (a, b) = ``ab`` and ``answer_tokens`` tokens.  Raw
+    (teacher-forced) prompts, of answers (a, b) = ``ab`` and ``answer_tokens`` tokens (``fits``:
+    their :func:`~helixclock.experiments.answer_position_fits`, where already fitted).  Raw
     table as :func:`last_token_curves`.
 
     A pair whose answer has fewer tokens than K fills the padding with its first position's
     value (the role repeats that position)."""
     L1 = len(residuals)
     device = pairs.clean.device
-    H = torch.stack(residuals).to(device)  # [L+1, n, K, d]
     bases = clock_bases(periods)
+    if fits is None:
+        fits = answer_position_fits(torch.stack(residuals).to(device), ab, answer_tokens, bases, n_components)
     clean_ab = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     layers = list(range(L1)) if layers is None else list(layers)
     points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
     clean = engine.clean_values(pairs, points)  # [n_pairs, K, d] each
     X = torch.stack([clean[p] for p in points]).float()  # [L+1, n_pairs, K, d]
     k_pairs = pairs.answer_tokens()
-    pca_ns = list(PCA_BASELINES)
     preds = {b.name: torch.empty_like(X) for b in bases}
-    pcas = {n: torch.empty_like(X) for n in pca_ns}
-    for j, fits in enumerate(answer_position_fits(H, ab, answer_tokens, bases, n_components)):
-        for b in bases:
-            preds[b.name][:, :, j] = fits.predict(b, clean_ab).to(device)  # [L+1, n_pairs, d]
-        mean = fits.pca.mean.float().to(device)[:, None]  # [L+1, 1, d]
-        for n in pca_ns:
-            comps = fits.pca.components[:, : min(n, fits.pca.components.shape[1])].float().to(device)  # [L+1, m, d]
-            coords = torch.einsum("lnd,lmd->lnm", X[:, :, j] - mean, comps)
-            pcas[n][:, :, j] = mean + torch.einsum("lnm,lmd->lnd", coords, comps)
+    pcas = {n: torch.empty_like(X) for n in PCA_BASELINES}
+    for j, fitted in enumerate(fits):
+        _predict(fitted, bases, clean_ab, X[:, :, j], preds, pcas, (slice(None), j))
     for table in (*preds.values(), *pcas.values()):
         pad_answer_positions(table, k_pairs)
+    variants, labels = _fit_variants(points, preds, pcas, bases)
+    df = ld_table(engine.run(pairs, variants, desc="answer-position fits"), pairs, labels)
+    df.insert(2, "block_output", df["layer"] - 1)
+    return df
+
+
+def _predict(fits: Fits, bases, clean_ab, X: Tensor, preds: dict, pcas: dict, at) -> None:
+    """In place: the fits of one answer position at the pairs' clean a+b (``preds[basis name]``)
+    and the PCA baselines of the pairs' clean values ``X`` [L', rows, d] (``pcas[n]``), written
+    to ``[:, *at]`` (the rows and the position)."""
+    device = X.device
+    for b in bases:
+        preds[b.name][(slice(None), *at)] = fits.predict(b, clean_ab).to(device)  # [L', rows, d]
+    mean = fits.pca.mean.float().to(device)[:, None]  # [L', 1, d]
+    for n in pcas:
+        comps = fits.pca.components[:, : min(n, fits.pca.components.shape[1])].float().to(device)  # [L', m, d]
+        coords = torch.einsum("lnd,lmd->lnm", X - mean, comps)
+        pcas[n][(slice(None), *at)] = mean + torch.einsum("lnm,lmd->lnd", coords, comps)
+
+
+def first_difference_curves(
+    engine: PatchingEngine, differ: FirstDifference, fits: Sequence[Fits], periods: Sequence[int], layers: Sequence[int]
+) -> pd.DataFrame:
+    """Fig. 5 at the first differing token (:mod:`helixclock.first_difference`): on the pairs cut
+    after p*, at each of ``layers`` the layer patch and, per pair, the fits and PCA baselines of
+    its answer position p* (``fits``: :func:`~helixclock.experiments.answer_position_fits` of
+    the answer positions, as :func:`answer_position_curves` patches them together) patched in
+    at p*; raw table as :func:`last_token_curves`, by stratum, in the pairs' order."""
+    pairs, bases = differ.pairs, clock_bases(periods)
+    points = [Point("resid_pre", layer, ("last",)) for layer in layers]
+    clean = engine.clean_values(pairs, points)
+    X = torch.stack([clean[p] for p in points]).float()  # [L', n_pairs, 1, d]
+    a, b = np.asarray(pairs.meta["clean_a"]), np.asarray(pairs.meta["clean_b"])
+    preds = {basis.name: torch.empty_like(X) for basis in bases}
+    pcas = {n: torch.empty_like(X) for n in PCA_BASELINES}
+    at = differ.at
+    for j in sorted(set(at.tolist())):  # the pairs of each p*, with that answer position's fits
+        rows = np.flatnonzero(at == j)
+        index = torch.as_tensor(rows, device=X.device)
+        _predict(fits[j], bases, sum_values(a[rows], b[rows]), X[:, index, 0], preds, pcas, (index, 0))
+    variants, labels = _fit_variants(points, preds, pcas, bases)
+    df = ld_table(engine.run(pairs, variants, desc="fits at p*"), pairs, labels)
+    df.insert(2, "block_output", df["layer"] - 1)
+    return differ.table(df)
+
+
+def _fit_variants(points: Sequence[Point], preds: dict, pcas: dict, bases) -> tuple[list, list[dict]]:
+    """Fig. 5's variants at ``points`` (one per layer): the layer patch, the PCA baselines and the
+    fits, with their labels."""
     variants, labels = [], []
     for i, point in enumerate(points):
         layer = point.layer
         base = {"layer": layer, "periods": "", "k": np.nan}
         variants.append([Patch(point, "clean")])
         labels.append({**base, "method": "layer", "n_params": np.nan, "fit": "layer patch"})
-        for n in pca_ns:
+        for n in pcas:
             variants.append([Patch(point, pcas[n][i])])
             labels.append({**base, "method": "pca", "n_params": n, "fit": f"PCA ({n} comps)"})
         for b in bases:
@@ -160,9 +213,7 @@ def answer_position_curves(
                     "fit": fit,
                 }
             )
-    df = ld_table(engine.run(pairs, variants, desc="answer-position fits"), pairs, labels)
-    df.insert(2, "block_output", df["layer"] - 1)
-    return df
+    return variants, labels
 
 
 def answer_residuals(
@@ -201,18 +252,32 @@ def last_token_patching(
     if pairs.scoring != "logprob":
         return {"fits": fits, "layer_effects": effects, "pairs": job_pairs(pairs)}
     layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
-    fitted = answer_residuals(engine, correct, template, layers)
-    answer_fits = answer_position_curves(engine, pairs, *fitted, fit.periods, fit.pca_components, layers)
+    residuals, ab, k = answer_residuals(engine, correct, template, layers)
+    H = torch.stack(residuals).to(pairs.clean.device)
+    position_fits = answer_position_fits(H, ab, k, clock_bases(fit.periods), fit.pca_components)
+    answer_fits = answer_position_curves(
+        engine, pairs, residuals, ab, k, fit.periods, fit.pca_components, layers, fits=position_fits
+    )
     answer_effects = layer_effects(engine, pairs, "answer", layer_step)
+    differ = first_difference_pairs(pairs)
+    differ_fits = first_difference_curves(engine, differ, position_fits, fit.periods, layers)
+    differ_effects = differ.table(layer_effects(engine, differ.pairs, "last", layer_step))
     return {
-        "fits": _readings(fits, answer_fits),
-        "layer_effects": _readings(effects, answer_effects),
+        "fits": _readings(fits, answer_fits, differ_fits),
+        "layer_effects": _readings(effects, answer_effects, differ_effects),
         "pairs": job_pairs(pairs),
     }
 
 
-def _readings(last: pd.DataFrame, answer: pd.DataFrame) -> pd.DataFrame:
-    last, answer = last.copy(), answer.copy()
-    last.insert(0, "reading", READINGS["last"])
-    answer.insert(0, "reading", READINGS["answer"])
-    return pd.concat([last, answer[[c for c in last.columns if c in answer]]], ignore_index=True)
+def _readings(last: pd.DataFrame, answer: pd.DataFrame, differ: pd.DataFrame) -> pd.DataFrame:
+    """The readings' raw tables in one, column ``reading`` first (the first differing token's
+    strata columns before the pairs)."""
+    parts = []
+    for key, table in (("last", last), ("answer", answer), ("differ", differ)):
+        table = table.copy()
+        table.insert(0, "reading", READINGS[key])
+        parts.append(table)
+    labels = [c for c in parts[0].columns if not c.startswith("pair_")]
+    pairs = [c for c in parts[0].columns if c.startswith("pair_")]
+    extra = [c for c in differ.columns if c not in labels and not c.startswith("pair_")]
+    return pd.concat([part.reindex(columns=labels + extra + pairs) for part in parts], ignore_index=True)

@@ -8,9 +8,13 @@ for whichever MLPs the table job calls the circuit (Fig. 7).
 Answers of several tokens (pairs scored by log-probability) are read twice, as Figs. 5 and 6
 are (column ``reading``): at the last prompt token, the paper's reading, and at every position
 that predicts an answer token, patched together; TE, DE, the top-k curve and the helix(a+b)
-fits on the same positions and the same LD, so that DE/TE and helix(a+b)/TE mean what they
-mean in the paper.  There the fits are fitted per answer position (as Fig. 5's), and the raw
-tables keep LD's terms by place value (``term``).  A one-token answer keeps the paper's tables.
+fits on the same positions and the same LD.  There the fits are fitted per answer position (as
+Fig. 5's), and the raw tables keep LD's terms by place value (``term``): at the last prompt token
+DE scores the first answer token only, so DE/TE compares like with like in TE's first-token
+term (the summary's ``te_matched``).  A third reading at the first differing token (p*,
+:mod:`helixclock.first_difference`) measures every MLP's TE and DE and its helix(a+b) fit of
+position p* there, by stratum (answer tokens, p*), TE and DE scoring the one token p* predicts.
+A one-token answer keeps the paper's tables (the reduction is tested).
 Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two paths
 (:func:`last_token_mlps`, :func:`mlp_patching_readings`) by
 :func:`helixclock.config.several_tokens`.
@@ -35,16 +39,19 @@ from ...bases import PERIODS, SUM, Basis, sum_values
 from ...config import several_tokens
 from ...experiments import (
     answer_position_fits,
+    answer_width,
     ld_table,
     pad_answer_positions,
     stack_points,
     topk_sweep,
     total_and_direct,
     total_effects,
+    widen,
 )
+from ...first_difference import FirstDifference, first_difference_pairs
 from ...fits import fit_token
 from ...io import to_numpy
-from ...layout import READINGS
+from ...layout import READINGS, ROLE_READINGS, STRATA
 from ...pairs import SelectionDraw, forced_rows, job_pairs, prompt_ids
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import pair_values, primary
@@ -58,13 +65,18 @@ def mlp_te(effects: pd.DataFrame) -> np.ndarray:
     return pair_values(mlp.sort_values("layer")).mean(1)
 
 
-def mlp_effects(engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFrame, position) -> pd.DataFrame:
+def mlp_effects(
+    engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFrame, position, differ: FirstDifference | None = None
+) -> pd.DataFrame:
     """TE and DE of every MLP at ``position`` (raw table): the MLP rows of Fig. 6's raw
     ``layer_effects`` at that position (its ``reading`` where it has several), and those of
-    the MLPs its layer grid skipped (registry ``layer_step``) measured here on the same pairs."""
+    the MLPs its layer grid skipped (registry ``layer_step``) measured here on the same pairs.
+    At the first differing token (``position`` "differ", with ``differ``: the pairs cut after p*)
+    the skipped MLPs are measured on the cut pairs, by stratum as Fig. 6's rows there."""
     rows = layer_effects[layer_effects["component"] == "MLP"]
     if "reading" in rows:
         rows = rows[rows["reading"] == READINGS[position]].drop(columns="reading")
+        rows = rows.drop(columns=[c for c in STRATA if c in rows and rows[c].isna().all()])
     elif position == "answer":
         raise ValueError(
             "MLP effects at the answer positions need Fig. 6's raw table with its readings (column 'reading'); "
@@ -72,10 +84,17 @@ def mlp_effects(engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFram
         )
     have = set(rows["layer"])
     missing = [layer for layer in range(engine.adapter.n_layers) if layer not in have]
-    if missing:
+    if missing and position == "differ":
+        if differ is None:
+            raise ValueError("MLP effects at the first differing token need its cut pairs (differ)")
+        points = [Point("mlp_out", layer, ("last",)) for layer in missing]
+        measured = differ.table(total_and_direct(engine, differ.pairs, points, desc="MLP effects (first difference)"))
+        rows = pd.concat([rows, measured], ignore_index=True)
+    elif missing:
         points = [Point("mlp_out", layer, (position,)) for layer in missing]
         rows = pd.concat([rows, total_and_direct(engine, pairs, points, desc="MLP effects")], ignore_index=True)
     keys = ["effect", "term"] if "term" in rows else ["effect"]
+    keys += [c for c in STRATA if c in rows]
     return rows.sort_values([*keys, "layer"], kind="stable").reset_index(drop=True)
 
 
@@ -210,7 +229,7 @@ def mlp_patching_readings(
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     device = pairs.clean.device
     last_fits = fit_token(H_last, sum_values(ab[:, 0], ab[:, 1]), [basis], n_components, dedupe=False)
-    K = int(pairs.answer_tokens().max())  # the width of role "answer" in the pairs' runs
+    K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
     if H_answer.shape[2] < K:
         raise ValueError(
             f"the fitted prompts' answers have at most {H_answer.shape[2]} tokens and the pairs' {K}: no fit for "
@@ -219,12 +238,15 @@ def mlp_patching_readings(
     answer_fits = answer_position_fits(H_answer[:, :, :K], ab, k, [basis], n_components)
     pred_answer = torch.stack([f.predict(basis, clean).to(device) for f in answer_fits], 2)  # [L, n_pairs, K, d]
     pad_answer_positions(pred_answer, pairs.answer_tokens())
+    r2_answer = np.stack([to_numpy(f.r2[0]) for f in answer_fits])  # [K, L]
     fitted = {
         "last": (last_fits.predict(basis, clean).to(device)[:, :, None], to_numpy(last_fits.r2[0])),
-        "answer": (pred_answer, np.mean([to_numpy(f.r2[0]) for f in answer_fits], 0)),
+        # role "answer" is as wide as the most answer tokens of all correct prompts (answer_width)
+        "answer": (widen(pred_answer, answer_width(pairs)), r2_answer.mean(0)),
     }
     out: dict[str, list[pd.DataFrame]] = {"effects": [], "topk": [], "fits": [], "selection": []}
-    for position, reading in READINGS.items():
+    for position in ROLE_READINGS:
+        reading = READINGS[position]
         effects = mlp_effects(engine, pairs, layer_effects, position)
         pred, r2 = fitted[position]
         mlps = [Point("mlp_out", layer, (position,)) for layer in range(engine.adapter.n_layers)]
@@ -237,4 +259,25 @@ def mlp_patching_readings(
         }
         for name, table in tables.items():
             out[name].append(table.assign(reading=reading)[["reading", *table.columns]])
+    for name, table in first_difference_mlps(engine, pairs, layer_effects, pred_answer, r2_answer).items():
+        out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
     return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+
+
+def first_difference_mlps(
+    engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFrame, pred_answer: Tensor, r2_answer: np.ndarray
+) -> dict[str, pd.DataFrame]:
+    """The reading at the first differing token (:mod:`helixclock.first_difference`): every
+    MLP's TE and DE (:func:`mlp_effects`) and its helix(a+b) fit of the answer position p* patched
+    in (``pred_answer`` [L, n_pairs, positions, d], the pairs' predictions at every answer
+    position; ``r2_answer`` [positions, L], each position's R²: a stratum's rows carry its p*'s),
+    on the pairs cut after p*, raw tables by stratum in the pairs' order."""
+    differ = first_difference_pairs(pairs)
+    effects = mlp_effects(engine, pairs, layer_effects, "differ", differ)
+    at = torch.as_tensor(differ.at, device=pred_answer.device)
+    rows = torch.as_tensor(differ.order, device=pred_answer.device)
+    pred = pred_answer[:, rows, at][:, :, None]  # [L, n_pairs, 1, d]: each cut pair's fit at its p*
+    mlps = [Point("mlp_out", layer, ("last",)) for layer in range(engine.adapter.n_layers)]
+    fits = differ.table(_fit_table(engine, differ.pairs, mlps, pred, np.full(len(mlps), np.nan), "MLP fits (p*)"))
+    fits["r2_helix_sum"] = r2_answer[fits["p_star"].to_numpy(int), fits["layer"].to_numpy(int)]
+    return {"effects": effects, "fits": fits}

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...lengths import by_length, pair_lengths
 from ...statistics import Resampling, pair_values, primary, summarise, te_de_table, topk_table
+from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
@@ -59,6 +60,9 @@ def _stages(
     stages["de_over_te"] = stages["de"].astype(np.float64) / te
     if chosen is not None:  # the paper's tables keep their columns (compat: authors)
         stages["split"] = "separate draw"
+    if "te_matched" in mlp:  # answers of several tokens: DE/TE of the tokens DE scores
+        stages["te_matched"] = [mlp.loc[layer, "te_matched"] for layer in layers]
+        stages["de_over_te_matched"] = stages["de"].astype(np.float64) / stages["te_matched"].astype(np.float64)
     return stages
 
 
@@ -75,20 +79,23 @@ def mlp_summary(
     MLPs), mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
     least MIN_TE of the largest, by layer) and mlp_effects (TE and DE of every MLP with
     intervals).  Raw tables with a ``reading`` (answers of several tokens) give each table a
-    part per reading, in their order, of LD itself (the log-likelihood ratio).  Where the job
-    chose on a selection draw (``raw_selection`` not empty) the circuit is that draw's
-    (:func:`selection_choice`; mlp_topk's ``selection_smallest_k``), measured on the measuring
-    pairs; else the measuring pairs' curve chooses it, the paper's.  mlp_by_length: every MLP's TE
-    and DE by answer token count (``pairs``: the job's pairs table; :func:`helixclock.lengths.by_length`)."""
+    part per reading of the top-k curve (the last token, the answer positions), in their order,
+    of LD itself (the log-likelihood ratio), mlp_effects with the TE of the terms DE scores
+    (``te_matched``).  Where the job chose on a selection draw (``raw_selection`` not empty) the
+    circuit is that draw's (:func:`selection_choice`; mlp_topk's ``selection_smallest_k``),
+    measured on the measuring pairs; else the measuring pairs' curve chooses it, the paper's.
+    mlp_by_length: every MLP's TE and DE by answer token count (``pairs``: the job's pairs table;
+    :func:`helixclock.lengths.by_length`); mlp_strata: every MLP by stratum (answer tokens, p*,
+    :func:`strata_effects`)."""
     readings = list(dict.fromkeys(raw_topk["reading"])) if "reading" in raw_topk else [None]
     out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": [], "mlp_by_length": []}
     for reading in readings:
 
         def part(raw: pd.DataFrame, reading=reading) -> pd.DataFrame:
-            return raw if reading is None else raw[raw["reading"] == reading].drop(columns="reading")
+            return reading_rows(raw, reading)
 
         topk = topk_table(primary(part(raw_topk)), threshold, resampling)
-        effects = te_de_table(part(raw_effects), resampling)
+        effects = with_matched(te_de_table(part(raw_effects), resampling), part(raw_effects), reading, resampling)
         selected = raw_selection if raw_selection is not None and len(raw_selection) else None
         chosen = selection_choice(part(selected), threshold, resampling) if selected is not None else None
         if chosen is not None:
@@ -103,4 +110,23 @@ def mlp_summary(
         }
         for name, table in tables.items():
             out[name].append(table if reading is None else table.assign(reading=reading)[["reading", *table.columns]])
-    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    tables["mlp_strata"] = strata_effects(raw_effects, raw_fits, resampling)
+    return tables
+
+
+def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """Every MLP's TE, DE and DE/TE by stratum (answer tokens, p*) at each reading: at the last
+    token and the answer positions of the terms DE scores, at the first differing token of the one
+    token p* predicts (:func:`helixclock.statistics.strata_table`), with its helix(a+b) fit's LD
+    of the same terms (``helix_sum``) and ``helix_sum_over_te``.  One-token answers: one stratum,
+    the paper's TE and DE."""
+    table = strata_table(raw_effects, resampling)
+    if not len(table):
+        return table
+    table = table.drop(columns=[c for c in ("component", "head") if c in table])
+    fits = strata_summary(raw_fits.drop(columns="r2_helix_sum"), strata_masks(raw_effects), resampling)
+    keys = ["reading", "answer_tokens", "p_star", "layer"]
+    table = table.merge(fits[keys + ["ld_mean"]].rename(columns={"ld_mean": "helix_sum"}), on=keys, how="left")
+    table["helix_sum_over_te"] = table["helix_sum"].astype(float) / table["te"].astype(float)
+    return table

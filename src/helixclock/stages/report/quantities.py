@@ -99,12 +99,14 @@ def stage_boundary(stages: pd.DataFrame) -> float:
     """The first read-out circuit MLP (Fig. 7): the layer b that best splits the circuit MLPs
     into builders before b (helix(a+b)/TE > DE/TE) and readers from b on (DE/TE >=
     helix(a+b)/TE), counting agreeing MLPs; ties go to the earliest b.  ``mlp_stages.csv``:
-    layer, helix_sum_over_te, de_over_te."""
+    layer, helix_sum_over_te, de_over_te (answers of several tokens: ``de_over_te_matched``, DE/TE
+    of the tokens DE scores)."""
     st = stages.sort_values("layer")
     layers = st["layer"].to_numpy()
     if not len(layers):
         return np.nan
-    build = (st["helix_sum_over_te"] > st["de_over_te"]).to_numpy()
+    de_over_te = st["de_over_te_matched"] if "de_over_te_matched" in st else st["de_over_te"]
+    build = (st["helix_sum_over_te"] > de_over_te).to_numpy()
     candidates = np.append(layers, layers[-1] + 1)
     score = [np.sum(build & (layers < b)) + np.sum(~build & (layers >= b)) for b in candidates]
     return float(candidates[int(np.argmax(score))])

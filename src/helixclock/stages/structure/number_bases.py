@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ...bases import PERIODS, Basis, Combined, digit_count, number_bases
+from ...config import ConfigError
 from ...fourier import fourier_spectrum, spectrum_peaks
 
 REFERENCE = "helix"
@@ -323,6 +324,27 @@ def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame
             }
         ]
     )
+
+
+REGISTRY_LAYERS = {"structure": "layer", "helix": "figure_layer"}  # the keys the layer rule sets
+
+
+def check_registry_layers(layer: pd.DataFrame, registry: dict | None, model: str = "") -> None:
+    """The layers a registry entry sets by hand (``structure.layer``, ``helix.figure_layer``),
+    stated by the rule (README, "Numbers of several tokens"), against the rule's (``layer``:
+    :func:`levelled_layer`'s row): another value is an error naming the key and both layers."""
+    rule = layer["layer"].iloc[0]
+    for section, key in REGISTRY_LAYERS.items():
+        value = (registry or {}).get(section, {}).get(key)
+        if value is None or (not pd.isna(rule) and int(value) == int(rule)):
+            continue
+        shown = (
+            "no layer (the helix gains over the units digit nowhere)" if pd.isna(rule) else f"resid_pre[{int(rule)}]"
+        )
+        raise ConfigError(
+            f"registry key '{model}.{section}.{key}': value {value}, but the layer rule "
+            f"(structure/number_bases_layer.csv) gives {shown}; set it to the rule's layer"
+        )
 
 
 def class_spectra(numbers, n_fourier: int = 360, n_peaks: int = 10) -> dict[str, pd.DataFrame]:
