@@ -90,10 +90,12 @@ def reference_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def on_page_markdown(markdown: str, page, config, files):
+def on_page_markdown(markdown: str, page, config, files, rules=None):
+    """The outputs page with its reference filled in (``rules``: the workflow's, read here unless
+    given); an output of the registry that no rule makes stops the build."""
     if MARKER not in markdown:
         return markdown
-    rows = reference_rows(workflow_rules())
+    rows = reference_rows(workflow_rules() if rules is None else rules)
     missing = [r["id"] for r in rows if not r["rule"]]
     if missing:
         raise RuntimeError(f"outputs reference: no rule makes the registered output(s) {', '.join(missing)}")
