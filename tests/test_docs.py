@@ -1,0 +1,151 @@
+"""The documentation: the site builds with --strict (every page in the nav, no broken link), its
+outputs reference lists every registered output with the rule that makes it, the README is a
+front door of at most 300 lines whose links resolve, and the results API reads a project by the
+pipeline's names (README, "Documentation"; docs/results-api.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.paths import REPO
+
+from helixclock import outputs
+from helixclock.results import Results, registered_outputs
+
+
+def docs_hooks():
+    """docs/hooks.py, the mkdocs hook that generates the outputs reference."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_site_builds_strictly(tmp_path):
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (site / "outputs" / "index.html").read_text()
+    assert "<!-- outputs-reference -->" not in page
+    for output in ("HELIX_SUMMARY.sweep", "FINDINGS.contrasts", "fig04_helix_patching"):
+        assert output in page
+
+
+def test_the_outputs_reference_lists_every_registered_output_with_its_rule():
+    hooks = docs_hooks()
+    rules = hooks.workflow_rules()
+    rows = {row["id"]: row for row in hooks.reference_rows(rules)}
+    for output, path in registered_outputs().items():
+        assert rows[output]["path"] == path and rows[output]["rule"] in rules, output
+    # a staged output names the job that makes it, not the publish job that moves it
+    assert rows["HEADS_RAW.effects"]["rule"] == "head_patching"
+    assert rows["CACHE"]["rule"] == "residual_cache"
+    # every figure of every rule file, and its docstring
+    figures = {Path_stem(p) for rule in rules.values() for p in rule[1] if "/figures/" in p}
+    assert figures and figures <= set(rows)
+    assert rows["fig04_helix_patching"]["rule"] == "fig_helix_patching" and rows["fig04_helix_patching"]["what"]
+    markdown = hooks.reference_markdown(list(rows.values()))
+    assert markdown.count("\n") == len(rows) + 1
+
+
+def Path_stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def test_a_registered_path_no_rule_makes_fails_the_build():
+    hooks = docs_hooks()
+    rules = hooks.workflow_rules()
+    rules["head_patching"] = ("", [])  # as if the rule files lost the job that makes heads/raw/*
+    rules["publish_head_patching"] = ("", [])
+    with pytest.raises(RuntimeError, match="no rule makes the registered output"):
+        hooks.on_page_markdown(hooks.MARKER, None, None, None, rules=rules)
+
+
+def test_the_readme_is_a_front_door_whose_links_resolve():
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 300
+    assert "## Contents" in readme and "## Quickstart" in readme
+    anchors = re.findall(r"\]\(#([a-z0-9-]+)\)", readme)
+    headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^## (.+)$", readme, re.M)}
+    assert anchors and set(anchors) <= headings
+    for target in re.findall(r"\]\(((?:docs|config)/[^)#]+)\)", readme):
+        assert (REPO / target).exists(), target
+    # the Quickstart's test command is the one CI runs
+    assert "make lint && .venv/bin/python -m pytest -q --durations=10" in readme
+    assert "make lint && .venv/bin/python -m pytest -q --durations=10" in (REPO / ".ci" / "run").read_text()
+
+
+def planted_project(root):
+    """A project folder with a few outputs of one model, written where the registry says."""
+    model = "toy"
+    for output, frame in {
+        "CARD": None,
+        "HELIX_SUMMARY.sweep": pd.DataFrame({"layer": [0, 1], "method": ["helix", "helix"], "ld_mean": [1.5, 2.5]}),
+        "FINDINGS.contrasts": pd.DataFrame({"id": ["a"], "verdict": ["holds"]}),
+    }.items():
+        path = root / registered_outputs()[output].format(model=model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if frame is None:
+            path.write_text('{"model": "toy", "n_layers": 2}')
+        else:
+            frame.to_csv(path, index=False)
+    table = root / outputs.table("tab01_other_tasks", model)[0]
+    table.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"task": ["a+b"], "Full": [3.0]}).to_csv(table, index=False)
+    return model
+
+
+def test_results_reads_a_project_by_registry_table_and_figure_ids(tmp_path):
+    model = planted_project(tmp_path)
+    run = Results(tmp_path)
+    assert run.models == [model]
+    assert run.card(model)["n_layers"] == 2
+    assert run.table("HELIX_SUMMARY.sweep", model)["ld_mean"].tolist() == [1.5, 2.5]
+    assert run.table("tab01_other_tasks", model)["Full"].tolist() == [3.0]
+    assert run.findings(model)["verdict"].tolist() == ["holds"]
+    assert run.path("fig04_helix_patching", model) == tmp_path / f"results/{model}/figures/fig04_helix_patching.png"
+    with pytest.raises(KeyError, match="did you mean HELIX_SUMMARY.sweep"):
+        run.path("HELIX_SUMARY.sweep", model)
+    with pytest.raises(FileNotFoundError, match=r"models with results here: toy\); make it with `snakemake"):
+        run.table("HEADS_SUMMARY.effects", model)
+    with pytest.raises(FileNotFoundError, match="no results/ folder"):
+        Results(tmp_path / "elsewhere")
+
+
+def test_results_reads_one_layer_of_the_cache(tmp_path):
+    path = tmp_path / outputs.CACHE.format(model="toy")
+    path.parent.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3, 4)).astype(np.float32)
+    with h5py.File(path, "w") as f:
+        f["a"], f["b"], f["last"] = a, a + 1, a + 2
+        f["ab"] = np.arange(10).reshape(5, 2)
+        f["numbers"] = rng.normal(size=(7, 3, 4)).astype(np.float32)
+    (tmp_path / "results/toy/model.json").write_text("{}")
+    values, ab = Results(tmp_path).cache_layer("toy", layer=1, position="b")
+    assert np.array_equal(values, a[:, 1] + 1) and ab.tolist() == np.arange(10).reshape(5, 2).tolist()
+    numbers, n = Results(tmp_path).cache_layer("toy", 2, "numbers")
+    assert numbers.shape == (7, 4) and n.tolist() == list(range(7))
+    with pytest.raises(ValueError, match="allowed 'a', 'b', 'last', 'numbers'"):
+        Results(tmp_path).cache_layer("toy", 1, "c")
+
+
+def test_every_registered_output_is_a_file_under_the_project():
+    registry = registered_outputs()
+    assert len(registry) > 80 and "CACHE" in registry and "HELIX_SUMMARY.sweep" in registry
+    assert all(p.startswith(("results/", "resources/")) and "{model}" in p or "/all/" in p for p in registry.values())
+    assert not any("/tables/" in p for p in registry.values())  # tables are read by their table ids
