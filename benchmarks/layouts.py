@@ -1,4 +1,4 @@
-"""Numbers of several tokens: what token layouts cost the engine (README, "The patching engine").
+"""Numbers of several tokens: what token layouts cost the engine (docs/patching-engine.md, "The patching engine").
 
 Workload: Fig. 4's layer sweep (layer patch, PCA, every helix, circle and polynomial fit at every
 layer) of 100 pairs a'+b -> a+b on a random-weight Llama of the toy's shape whose tokenizer

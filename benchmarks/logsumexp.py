@@ -3,7 +3,7 @@ rows at a time, :func:`helixclock.patching.metrics.logsumexp`) against ``torch.l
 the same logits in the same run.
 
 Every patched run of a model whose numbers take several tokens scores its k answer positions by
-log-probability (README, "Numbers of several tokens"), so each batch takes a logsumexp over
+log-probability (docs/several-tokens.md, "Numbers of several tokens"), so each batch takes a logsumexp over
 [rows, k, vocabulary] logits: 50 rows of three positions are 157 MB of float32 for Gemma-3's
 262,144 tokens.  ``torch.logsumexp`` makes temporaries of that size, fresh pages on every call;
 a few rows at a time they stay small and are reused.  The results are equal bit for bit (checked

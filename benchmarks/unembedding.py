@@ -1,7 +1,7 @@
 """Where a patched run of a real model spends its time: the unembedding against the rest.
 
 A model whose numbers take several tokens is scored by the log-probability of the clean answer
-under teacher forcing (README, "Numbers of several tokens"): every patched run computes the
+under teacher forcing (docs/several-tokens.md, "Numbers of several tokens"): every patched run computes the
 logits of its answer positions over the whole vocabulary (the normaliser of each log-probability
 needs all of them).  After the shared few-shot prefix (run once, its keys and values reused) a
 patched run is a short suffix, so the unembedding can outweigh the transformer's blocks: its

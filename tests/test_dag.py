@@ -35,7 +35,7 @@ def test_every_output_is_made(tiny_run):
             "tables/tabC1_other_tasks_accuracy.md",
         ):
             assert (work / "results" / m / rel).stat().st_size > 0, (m, rel)
-        # a staged job's log and benchmark are named by its params hash (README, "When a run fails")
+        # a staged job's log and benchmark are named by its params hash (docs/running.md, "When a run fails")
         (log,) = (work / "logs" / m).glob("accuracy-*.log")
         assert re.fullmatch(r"accuracy-[0-9a-f]{10}\.log", log.name) and "loaded " + m in log.read_text()
         assert log.with_suffix(".benchmark.tsv").exists()
@@ -164,7 +164,7 @@ WORKFLOW = (
 
 
 def test_a_finished_project_copied_to_another_folder_plans_nothing(tiny_run, tmp_path):
-    """Every path Snakemake records is relative to the project folder (README, "Outputs"), so a
+    """Every path Snakemake records is relative to the project folder (docs/outputs.md, "Outputs"), so a
     finished project copied elsewhere, .snakemake/ included and timestamps kept, plans no job.
     The copy holds the workflow too and runs as a user runs it: from its own folder, with its
     own Snakefile and a relative --configfile; the workflow and the results both move, and with

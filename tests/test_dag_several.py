@@ -1,4 +1,4 @@
-"""The whole DAG on a model whose numbers take several tokens (README, "Numbers of several
+"""The whole DAG on a model whose numbers take several tokens (docs/several-tokens.md, "Numbers of several
 tokens"): toy-digits of tests/configs/models.yaml, a tiny Llama-architecture toy whose tokenizer
 splits every number into digits, trained in seconds.  Every stage runs (accuracy, the structure of
 numbers, the helix and its causal tests, the last token, heads, MLPs, neurons by place and App. E/F's

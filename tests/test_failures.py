@@ -1,4 +1,4 @@
-"""A job that fails, is refused or is killed never invalidates finished work (README, "When a
+"""A job that fails, is refused or is killed never invalidates finished work (docs/running.md, "When a
 run fails"): on a copy of the finished tiny run, each failing command leaves every output as it
 was, and the original command afterwards plans no job."""
 
@@ -105,7 +105,7 @@ def test_a_hard_killed_run_unlocked_and_rerun_rebuilds_the_same_cache(finished, 
     the published cache is untouched.  --unlock, then the same command rebuilds a cache equal to
     the uninterrupted run's (rerun-incomplete redoes the killed job).  Or, to keep what is
     published: --cleanup-metadata of the killed job's staged output and removing it leave a run
-    that plans nothing (README, "When a run fails")."""
+    that plans nothing (docs/running.md, "When a run fails")."""
     cache = finished / "results/toy-gptj/cache/residuals.h5"
     stamp = cache.stat().st_mtime_ns
     with h5py.File(cache) as f:

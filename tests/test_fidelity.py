@@ -1,4 +1,4 @@
-"""The differences from the authors' code (the README, "Differences from the authors' code"), each with a known answer."""
+"""The differences from the authors' code (the docs/differences.md, "Differences from the authors' code"), each with a known answer."""
 
 import numpy as np
 import pandas as pd

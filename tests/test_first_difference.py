@@ -1,4 +1,4 @@
-"""The reading at the first differing token (README, "Numbers of several tokens"; issue 46 item 1):
+"""The reading at the first differing token (docs/several-tokens.md, "Numbers of several tokens"; issue 46 item 1):
 TE and DE scoring the one token a patched position predicts, at the last prompt token (the TE's
 matched term) and at p*, the position that predicts the first answer token the clean and the
 corrupted answer do not share."""

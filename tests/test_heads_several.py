@@ -1,5 +1,5 @@
 """The head stage (section 5.2, Figs. D2-D7) for answers of several tokens, and the change of a
-post-normed block's write that a single head's DE and path patching read (README, "Numbers of
+post-normed block's write that a single head's DE and path patching read (docs/several-tokens.md, "Numbers of
 several tokens")."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Every neuron's digit logit lens (Fig. F4's base rate, App. F; README "Numbers of several
+"""Every neuron's digit logit lens (Fig. F4's base rate, App. F; docs/several-tokens.md "Numbers of several
 tokens"): computed the same way as a top unit's, chunk by chunk, for a Llama and a Gemma-3 (whose
 post-MLP norm the lens passes the column through)."""
 

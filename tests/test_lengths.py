@@ -1,4 +1,4 @@
-"""Summaries by answer length (helixclock.lengths, README "Findings"): strata by answer token
+"""Summaries by answer length (helixclock.lengths, docs/findings.md "Findings"): strata by answer token
 count recovered from planted per-pair tables, the mix stated, and length-standardised means that
 compare two models whose pairs mix answer lengths differently."""
 

@@ -1,4 +1,4 @@
-"""Fig. F4's base rate for the digit logit lens (App. F; README "Numbers of several tokens"):
+"""Fig. F4's base rate for the digit logit lens (App. F; docs/several-tokens.md "Numbers of several tokens"):
 the Poisson-binomial against brute-force enumeration; the power shares by Parseval; a DE set drawn
 from its layers' own population gives p-values that are not small (about uniform: the test holds
 its level), a DE set with real period structure a small p; a population that leans to period 10

@@ -1,4 +1,4 @@
-"""The locked environment (README, "A locked environment"): pyproject.toml and the lock agree,
+"""The locked environment (docs/installation.md, "A locked environment"): pyproject.toml and the lock agree,
 every pin carries its hashes, and the files that follow from the lock are what `make lock`
 writes. No network: only the repository's files are read."""
 

@@ -1,6 +1,6 @@
 """The MLP stage (section 5.3, Figs. D8, 7): the paper's tables for one-token answers, and for
 answers of several tokens the same tables at the last token and at the answer positions, with
-TE and DE on one metric (README, "Numbers of several tokens")."""
+TE and DE on one metric (docs/several-tokens.md, "Numbers of several tokens")."""
 
 import numpy as np
 import pandas as pd

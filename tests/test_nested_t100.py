@@ -1,4 +1,4 @@
-"""The nested T = 100 test of a number's last token (README, "Numbers of several tokens"): a
+"""The nested T = 100 test of a number's last token (docs/several-tokens.md, "Numbers of several tokens"): a
 T = 100 circle planted beside digit features is detected although the race between single bases
 does not name the helix; without one nothing is detected; the periods 2, 5, 10 add exactly
 nothing over a units one-hot; the circles' increment is the comparison's own paired difference;

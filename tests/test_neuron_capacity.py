@@ -1,4 +1,4 @@
-"""Eq. 5 against the digit basis at equal capacity (section 5.4, Eq. 5; README "Numbers of
+"""Eq. 5 against the digit basis at equal capacity (section 5.4, Eq. 5; docs/several-tokens.md "Numbers of
 several tokens"): both sides have 24 columns with a common core of 16; a neuron planted from Eq. 5
 terms is won by Eq. 5's side and one planted from digit terms by the digits' side (with a
 units-digit T = 5 harmonic, which the old 15-column digit basis lacked, so that Eq. 5 won it by

@@ -1,5 +1,5 @@
 """The neuron stage (section 5.4, Figs. 8-10, D9-D13, F3, F4) for answers of several tokens: units
-(layer, neuron, place) (README, "Numbers of several tokens"), each experiment held to the paper's
+(layer, neuron, place) (docs/several-tokens.md, "Numbers of several tokens"), each experiment held to the paper's
 definition where numbers are one token and to known answers where they are not."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Known-answer tests of what a number's last token encodes (README, "Numbers of several
+"""Known-answer tests of what a number's last token encodes (docs/several-tokens.md, "Numbers of several
 tokens"): planted digit circles, a planted T = 100 helix and a planted digit-count step are each
 recovered as what they are; the class-mean spectrum drops the step's T = 360, 180, 120 bins;
 the held-out R^2 equals scikit-learn's; the paper's bases are untouched."""

@@ -1,4 +1,4 @@
-"""Numbers of several tokens (README, "Numbers of several tokens"): spans found through the
+"""Numbers of several tokens (docs/several-tokens.md, "Numbers of several tokens"): spans found through the
 tokenizer, pairs of one shape, the teacher-forced LD (equal to the paper's LD for one-token
 answers, and to a plain-hook computation for answers of several), batches that never mix token
 layouts, and a number read at the last token of its span."""

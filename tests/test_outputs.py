@@ -45,7 +45,7 @@ def test_every_function_the_readme_names_is_importable():
 
 def test_paths_are_relative_to_the_project_folder():
     """Snakemake records the paths of a job's inputs: an absolute one would pin a finished
-    project to its folder (README, "Outputs")."""
+    project to its folder (docs/outputs.md, "Outputs")."""
     constants = {k: v for k, v in vars(outputs).items() if k.isupper()}
     # folders and file names the workflow keeps beside the outputs (config/: in helixclock's checkout)
     kept = {"LOGS", "STAGING", "COMMITTED_TOYS", "PAPER_VALUES_SOURCE", "INSTALLED_GGUF", "CONVERTED_GGUF"}

@@ -1,4 +1,4 @@
-"""What a run ran on (README, "Provenance of a run"): the record, its table, the rule's rerun
+"""What a run ran on (docs/running.md, "Provenance of a run"): the record, its table, the rule's rerun
 trigger and the warnings when recorded and installed versions differ."""
 
 import json

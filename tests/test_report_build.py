@@ -74,7 +74,7 @@ def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):
 
 
 def test_the_run_records_what_it_ran_on(tiny_run):
-    """README, "Provenance of a run": the record, the model cards' environment, the table the
+    """docs/running.md, "Provenance of a run": the record, the model cards' environment, the table the
     report shows and paper_comparison's column naming the record."""
     work, _ = tiny_run
     record = json.loads((work / "results/all/provenance.json").read_text())

@@ -1,4 +1,4 @@
-"""Rules a reader can grep (README, "Adding a stage"): every rule `snakemake --list-rules` lists is
+"""Rules a reader can grep (docs/contributing.md, "Adding a stage"): every rule `snakemake --list-rules` lists is
 written in the Snakefile or workflow/rules/ as `rule NAME:` or `use rule BASE as NAME with:`, with a
 one-line docstring; the rules that claim a GPU are helixclock.outputs.MODEL_JOBS; each staged rule
 has a publish rule that publishes what it stages; which rules run in Snakemake's own process."""

@@ -1,4 +1,4 @@
-"""Selection apart from estimation (README, "Findings"): the choices that decide what a model job
+"""Selection apart from estimation (docs/findings.md, "Findings"): the choices that decide what a model job
 runs (the heads it screens in and ranks by TE, the MLPs' top-k order and circuit, the neurons
 whose DE it measures) are made on a selection draw of pairs that shares no prompt with the pairs
 that measure them.  Known-answer tests of the real selection functions on planted per-pair noise

@@ -1,6 +1,6 @@
 """One switch for numbers of several tokens: helixclock.config.several_tokens reads registry key
 number_tokens wherever it is carried, each rule's library entry point chooses the paper's path or
-the several-token path by it, and no script chooses (README, "Numbers of several tokens")."""
+the several-token path by it, and no script chooses (docs/several-tokens.md, "Numbers of several tokens")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Architecture adapters: one class that reads a row of the family table (:mod:`helixclock.families`).
 
-Every experiment speaks one vocabulary of hook points (the README, "The patching engine"):
+Every experiment speaks one vocabulary of hook points (the docs/patching-engine.md, "The patching engine"):
 
 =============  ==========================================================  ============
 hook point     what                                                        shape

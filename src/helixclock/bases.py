@@ -12,7 +12,7 @@ column).  Baselines (section 4.3): a *circle* drops the linear term, a *polynomi
 their columns before any model is loaded.
 
 Two more kinds serve the question of what a number's last token encodes when the tokenizer
-splits numbers into digits (README, "Numbers of several tokens"; helixclock's, not the
+splits numbers into digits (docs/several-tokens.md, "Numbers of several tokens"; helixclock's, not the
 paper's): *digits*, the per-digit circles of Levy & Geva (NAACL 2025) - cos/sin 2 pi d / 10 of
 the tens, hundreds ... digit d of n - and *classes*, the linear term with one indicator per
 digit-count class (a digit tokenizer's token count).  A third, *onehot*, is the richest

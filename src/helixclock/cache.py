@@ -16,7 +16,7 @@ numbers    [N + 1, n_layers + 1, d]          the numbers 0..N, each in the
                                              token by default)
 =========  ================================  ===============================================
 
-With numbers of several tokens (README, "Numbers of several tokens") "the a token" is the last
+With numbers of several tokens (docs/several-tokens.md, "Numbers of several tokens") "the a token" is the last
 token of a's span (likewise b, and each bare number), and the rows of a, b, last and ab are
 in the order of the prompts' token layouts: ``ab`` says which problem each row is.
 

@@ -208,7 +208,7 @@ def check_config(
 
 # -- what the config and the registry tell without a model or a tokenizer ------------------------
 # Every check a job would otherwise make on its own settings, made while the DAG is built, so
-# that a rejected setting costs no job (README, "When a run fails").
+# that a rejected setting costs no job (docs/running.md, "When a run fails").
 FEWEST_NUMBERS = 99  # the schema's minimum of cache.largest_bare_number: App. E's line and Fig. 2's PC1 read 0..99
 OPERANDS = {"add": ("a", "b")}  # every other task has the one operand a
 
@@ -385,7 +385,7 @@ def model_files(name: str, spec: dict, resources: str | Path = MODEL_FILES) -> t
 
 def several_tokens(of) -> bool:
     """Whether a model's numbers may take several tokens: registry key ``number_tokens:
-    several``, helixclock's extension of the paper (README, "Numbers of several tokens").
+    several``, helixclock's extension of the paper (docs/several-tokens.md, "Numbers of several tokens").
 
     The one switch between the paper's path (every number one token, read at shared positions)
     and the several-token path (numbers read at roles of each prompt's token layout, answers

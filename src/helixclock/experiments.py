@@ -170,7 +170,7 @@ def _component_labels(points: Sequence[Point]) -> list[dict]:
 
 def total_effects(engine: PatchingEngine, pairs: Pairs, points: Sequence[Point], desc: str = "total effects"):
     """TE (activation patching) of each point alone, the rows of :func:`total_and_direct` with
-    effect te: what a selection draw ranks components by (README, "Findings")."""
+    effect te: what a selection draw ranks components by (docs/findings.md, "Findings")."""
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
     return ld_table(te, pairs, _component_labels(points), effect="te")
 

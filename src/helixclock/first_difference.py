@@ -1,4 +1,4 @@
-"""The reading at the first differing token (README, "Numbers of several tokens"; paper section 5.1's
+"""The reading at the first differing token (docs/several-tokens.md, "Numbers of several tokens"; paper section 5.1's
 TE and DE carried over to answers of several tokens).
 
 The paper's answers are one token, and its TE and DE score that token at the last prompt token.

@@ -1,7 +1,7 @@
 """Inference on per-pair tables that matches the design of the patching experiments.
 
 The model jobs' raw tables (:mod:`helixclock.statistics`) hold one value per clean/corrupted
-pair.  The findings of the project (README, "Findings") are means of such values, paired
+pair.  The findings of the project (docs/findings.md, "Findings") are means of such values, paired
 differences of two of them, and ratios of two means; this module gives them intervals, tests
 and standard errors that respect how the pairs were drawn:
 

@@ -3,7 +3,7 @@
 With the paper's models every number is one token, so every prompt of a task has the same
 length and a, b and the last token sit at the same positions in all of them.  A tokenizer that
 splits numbers (into digits, or into chunks) gives prompts of several lengths: 7+8= and 17+28=
-differ by two tokens.  helixclock then groups rows by *layout* (README, "Numbers of several
+differ by two tokens.  helixclock then groups rows by *layout* (docs/several-tokens.md, "Numbers of several
 tokens"): a :class:`Layout` is what a run of rows shares - the sequence length, the token
 span of each operand and the number of answer tokens read after the prompt.  Rows are sorted
 so that each layout is one contiguous :class:`Group`; the engine never puts two layouts in one

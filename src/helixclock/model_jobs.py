@@ -35,7 +35,7 @@ log = logging.getLogger("helixclock")
 def load(snakemake, **kwargs) -> LoadedModel:
     """Load the job's model (registry entry in params.spec) on the configured device, with the
     rule's threads; warn when the installed versions are not those its model card recorded
-    (README, "Provenance of a run")."""
+    (docs/running.md, "Provenance of a run")."""
     if getattr(snakemake, "threads", None):
         torch.set_num_threads(int(snakemake.threads))
     card = getattr(snakemake.input, "card", None)

@@ -204,7 +204,7 @@ def install_gguf(name: str, spec: dict, out_dir: str, published: str | None = No
     and convert it where :func:`helixclock.config.model_files` loads it (:func:`convert_gguf`).
     Returns a record of what was installed (the rule writes it as ``source.json``), naming the
     files in ``published``, the folder they are moved to (the rule's job writes them in its
-    staging folder, README "When a run fails"), or in ``out_dir`` where that is None."""
+    staging folder, docs/running.md "When a run fails"), or in ``out_dir`` where that is None."""
     module, kind, what = package_source(name, spec["source"])
     found = importlib.util.find_spec(module)
     if found is None:

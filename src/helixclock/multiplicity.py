@@ -1,4 +1,4 @@
-"""Multiplicity, verdicts and power for the declared findings (README, "Findings").
+"""Multiplicity, verdicts and power for the declared findings (docs/findings.md, "Findings").
 
 A *confirmatory family* (each sentence of the README a claim) is tested with Holm's step-down
 procedure, which keeps the familywise error rate at alpha; a *screening list* (heads screened

@@ -14,7 +14,7 @@ character offsets:
   tokens (which it must keep), spelling the answer.
 
 A number's *representation* is the residual stream at the last token of its span: the only
-position whose residual can hold the whole number in a causal model (README, "Numbers of
+position whose residual can hold the whole number in a causal model (docs/several-tokens.md, "Numbers of
 several tokens").  Prompts then fall into *length classes* (the token counts of a, b and the
 answer); :func:`layouts` turns each prompt into a :class:`~helixclock.layout.Layout`
 that the patching engine resolves roles with.
@@ -265,7 +265,7 @@ def describe_classes(tokens: PromptTokens) -> list[dict]:
 
 def digit_tokens(tokenizer, vocab_size: int) -> np.ndarray:
     """[vocab] bool: tokens that decode (stripped of spaces) to one or more of the digits 0-9,
-    the tokens that continue an answer in greedy decoding (README, "Numbers of several
+    the tokens that continue an answer in greedy decoding (docs/several-tokens.md, "Numbers of several
     tokens").  Other Unicode digits (Gemma-3's vocabulary has 448: "²", "٣", "१८", ...) are not
     how an answer is spelled, so they end the decoding like any other non-digit."""
     flags = np.zeros(vocab_size, dtype=bool)

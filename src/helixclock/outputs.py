@@ -6,7 +6,7 @@ The rule files (through ``workflow/rules/common.smk``), the library and the pape
 (:mod:`helixclock.stages.report.quantities`) read their paths here, so no rule file depends on
 another's constants and no path is written twice.  Relative paths are also what keeps a finished
 project movable: Snakemake records the paths of each job's inputs, and a recorded absolute path
-would make a copy of the project in another folder plan its jobs again (README, "Outputs").
+would make a copy of the project in another folder plan its jobs again (docs/outputs.md, "Outputs").
 
 Imports nothing but the standard library.
 """
@@ -17,7 +17,7 @@ MODEL = "results/{model}"
 ALL = "results/all"  # cross-model outputs
 LOGS = "logs"
 # a staged job's outputs until its publish job moves them into place: STAGING/<rule>/<params hash>/<path>
-# (README, "When a run fails"; workflow/rules/common.smk)
+# (docs/running.md, "When a run fails"; workflow/rules/common.smk)
 STAGING = ".staging"
 MODEL_FILES = "resources/models"  # the models the pipeline trains or installs, one folder each
 COMMITTED_TOYS = "resources/toys"  # trained toys committed with the code (installed instead of training)
@@ -91,7 +91,7 @@ CACHE = f"{MODEL}/cache/residuals.h5"
 # -- structure of numbers (structure.smk; its peaks are table "fourier_peaks")
 STRUCTURE = {k: f"{MODEL}/structure/{k}.csv" for k in ("spectrum", "pc1", "similarity", "delta_n", "peaks_by_layer")}
 
-# -- which basis explains a number's last token (structure.smk, README "Numbers of several tokens"):
+# -- which basis explains a number's last token (structure.smk, docs/several-tokens.md "Numbers of several tokens"):
 # the held-out R^2 of the competing bases at every layer, their paired differences, the winner per
 # layer, the layer where the helix's R^2 levels off (the rule for a several-token model's layers), and
 # the spectrum with the digit-count classes' step taken out

@@ -8,7 +8,7 @@ pair column's prompts, for the findings' clusters and the strata by answer lengt
 that decide what a job runs (the heads it screens and ranks, the order of the top-k sweeps, the
 MLP circuit) are made on a *selection draw* (:class:`Selection`, :func:`selection_draw`): pairs
 drawn with their own seed from the correct prompts that no measuring pair uses, so that an object
-is never measured on the pairs that chose it (README, "Findings"); ``compat: authors`` keeps the
+is never measured on the pairs that chose it (docs/findings.md, "Findings"); ``compat: authors`` keeps the
 paper's choice on the measuring pairs.
 """
 
@@ -289,7 +289,7 @@ def job_pairs(measured: Pairs, selected: SelectionDraw | None = None) -> pd.Data
 
 @dataclass(frozen=True)
 class Selection:
-    """Where the choices that decide what a job runs are made (README, "Findings"): on a separate
+    """Where the choices that decide what a job runs are made (docs/findings.md, "Findings"): on a separate
     draw of ``n_pairs`` pairs (config key ``clock.selection_pairs``; an attribution screen reads
     ``attribution_pairs``, config key ``clock.selection_attribution_pairs``, of which the
     ``n_pairs`` are a part), or, under ``compat: authors`` or with ``n_pairs`` 0, on the pairs

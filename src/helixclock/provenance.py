@@ -1,4 +1,4 @@
-"""What a run ran on (README, "Provenance of a run").
+"""What a run ran on (docs/running.md, "Provenance of a run").
 
 Rule ``provenance`` writes ``results/all/provenance.json`` (:func:`run_record`): helixclock's
 version and git commit, Python, the versions of the packages that compute the numbers
@@ -277,7 +277,7 @@ def warn_if_changed(card: dict, what: str) -> list[str]:
     if changed:
         log.warning(
             "%s: this job runs on other versions than its model card recorded (%s); the card's "
-            'environment is what the model\'s earlier jobs ran on (README, "Provenance of a run")',
+            'environment is what the model\'s earlier jobs ran on (docs/running.md, "Provenance of a run")',
             what,
             "; ".join(changed),
         )
@@ -301,7 +301,7 @@ def write_provenance(device_setting: str, root: str | Path, cards: dict[str, str
     for line in changed_records(cards):
         message = (
             f"helixclock: recorded versions differ from the installed ones, {line}; jobs that run now use "
-            'the installed ones (README, "Provenance of a run")'
+            'the installed ones (docs/running.md, "Provenance of a run")'
         )
         log.warning("%s", message)
         print(message, file=sys.__stderr__)  # the console as well as the log: the run's user sees it

@@ -1,5 +1,5 @@
 """Reading a finished project's outputs from Python: tables, figures, findings and the residual
-cache by the names the pipeline gives them (README, "Reading the results"; docs/results-api.md).
+cache by the names the pipeline gives them (docs/results-api.md, "Reading the results"; docs/results-api.md).
 
 An output is named in one of three ways:
 

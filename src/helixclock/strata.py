@@ -1,4 +1,4 @@
-"""TE and DE of the same tokens, and the strata of answers of several tokens (README, "Numbers of
+"""TE and DE of the same tokens, and the strata of answers of several tokens (docs/several-tokens.md, "Numbers of
 several tokens"; issue 46): the summary tables' side of the reading at the first differing token
 (:mod:`helixclock.first_difference`), pandas only.
 

@@ -2,7 +2,7 @@
 
 Figures are drawn from saved tables, never from the model, and this module imports no torch.
 Layers are numbered as the paper numbers them; the axis label says which convention a
-figure uses (see README, "Layer numbering").
+figure uses (see docs/outputs.md, "Layer numbering").
 
 What every figure keeps to, whatever the model (tests/helpers/figures.py checks it on the
 figure's objects): a legend never covers data (it goes beside or below the panels:
@@ -63,7 +63,7 @@ METHOD_STYLE = {
 }
 CATEGORY_COLOR = {"a,b": "C0", "a+b": "C3", "mixed": "C2"}
 
-# What "layer l" means on an axis, per convention (README, "Layer numbering")
+# What "layer l" means on an axis, per convention (docs/outputs.md, "Layer numbering")
 LAYER_AXIS = {
     "input": "layer l (residual stream entering block l)",
     "output": "layer l (residual stream after block l)",

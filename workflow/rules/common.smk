@@ -212,7 +212,7 @@ def head_settings():
 def selection_settings():
     """helixclock.pairs.Selection: config keys compat, clock.selection_pairs and
     clock.selection_attribution_pairs (the registry's clock overrides the last two per model):
-    the draw of pairs on which a job chooses what it measures (README, "Findings")."""
+    the draw of pairs on which a job chooses what it measures (docs/findings.md, "Findings")."""
 
     def selection(wildcards):
         keys = {k: per_model("clock", f"selection_{k}")(wildcards) for k in ("pairs", "attribution_pairs")}
@@ -234,7 +234,7 @@ def neuron_settings(*keys):
     return settings
 
 
-# -- jobs that load a model, and the costly fits: staged, then published (README, "When a run fails")
+# -- jobs that load a model, and the costly fits: staged, then published (docs/running.md, "When a run fails")
 # Such a job writes its outputs under .staging/<rule>/<params hash>/ (temporary files: staged()),
 # named by a hash of its params; a local job, publish_<rule> (`use rule publish as publish_<rule>`),
 # moves them into place once the job has succeeded.  A job that fails or refuses never starts its

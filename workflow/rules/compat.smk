@@ -1,4 +1,4 @@
-# The numbers config key compat changes, under each mode run (README, "Differences from the
+# The numbers config key compat changes, under each mode run (docs/differences.md, "Differences from the
 # authors' code").  Run once with --config compat=authors and once without: the table then
 # holds both.  helixclock.stages.report.compat
 

@@ -56,7 +56,7 @@ rule paper_values:
         ENV
     params:
         # the file's text, not its path: Snakemake records input paths, and this one, in the
-        # repository rather than the project folder, would be absolute (README, "Outputs")
+        # repository rather than the project folder, would be absolute (docs/outputs.md, "Outputs")
         text=(Path(workflow.basedir) / outputs.PAPER_VALUES_SOURCE).read_text(),
     script:
         "../../scripts/paper_values.py"
@@ -67,7 +67,7 @@ rule provenance:
     input:
         cards=expand(outputs.CARD, model=MODELS),
         # the record describes the run that made the tables: written once their jobs have finished, so
-        # a command whose model jobs fail leaves the last record standing (README, "When a run fails"),
+        # a command whose model jobs fail leaves the last record standing (docs/running.md, "When a run fails"),
         # whatever order the scheduler picks and however many cores it has
         tables=COMPARED,
     output:
@@ -84,7 +84,7 @@ rule provenance:
         # in the DAG): its params, so it is rewritten when they change, and only then.  The lock files
         # are read by the job from helixclock's checkout, not as inputs: Snakemake records input
         # paths, and these, in the repository rather than the project folder, would be absolute
-        # (README, "Outputs")
+        # (docs/outputs.md, "Outputs")
         environment=lambda w: settled(fingerprint(workflow.basedir)),
         device=config["device"],
         models=MODELS,

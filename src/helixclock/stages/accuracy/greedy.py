@@ -1,5 +1,5 @@
 """Accuracy with answers of several tokens: bounded greedy decoding (helixclock's extension of
-section 3; README, "Numbers of several tokens").
+section 3; docs/several-tokens.md, "Numbers of several tokens").
 
 With the paper's models an answer is one token and the top token at the last position decides
 (:mod:`.sweep`).  When a tokenizer splits numbers, the model writes the answer digit by digit:

@@ -1,4 +1,4 @@
-"""Findings (README, "Findings"): every claim the project states about a run, declared in
+"""Findings (docs/findings.md, "Findings"): every claim the project states about a run, declared in
 ``config/findings.yaml`` before the run (``registry``), computed from the saved tables of the other
 stages, never their modules (``contrasts``: rows, choices cross-fitted over the pairs, per-pair
 values, intervals), judged within its family for multiplicity (``verdicts``: Holm, Benjamini-

@@ -1,4 +1,4 @@
-"""Each declared finding computed from the saved tables (README, "Findings"): its rows, its
+"""Each declared finding computed from the saved tables (docs/findings.md, "Findings"): its rows, its
 choice (cross-fitted, or on the same pairs under ``compat: authors``), its per-pair values, its
 estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`).
 

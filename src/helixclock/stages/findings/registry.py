@@ -1,4 +1,4 @@
-"""The registry of findings (README, "Findings"): ``config/findings.yaml``, checked against
+"""The registry of findings (docs/findings.md, "Findings"): ``config/findings.yaml``, checked against
 ``workflow/schemas/findings.schema.yaml`` and against the tables the findings job reads.
 
 A finding names a table (:data:`TABLES`: which saved table, of which model job, with which table

@@ -1,5 +1,5 @@
 """The findings job's entry point: the saved tables in, ``findings/contrasts.csv`` and
-``findings.md`` out (README, "Findings")."""
+``findings.md`` out (docs/findings.md, "Findings")."""
 
 from __future__ import annotations
 

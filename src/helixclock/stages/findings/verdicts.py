@@ -1,7 +1,7 @@
 """The contrasts table (``findings/contrasts.csv``): every declared finding that applies to a
 model, computed (:mod:`.contrasts`), tested within its family (Holm for a confirmatory family,
 Benjamini-Hochberg for a screening list, none for estimates) and given its verdict, the interval
-that agrees with it, and what its pair count can detect (README, "Findings")."""
+that agrees with it, and what its pair count can detect (docs/findings.md, "Findings")."""
 
 from __future__ import annotations
 

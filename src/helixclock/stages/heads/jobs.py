@@ -2,7 +2,7 @@
 
 :func:`head_patching` chooses, by :func:`helixclock.config.several_tokens`, between the paper's
 heads at the last token (:func:`.patching.last_token_heads`, every number one token) and the two
-readings of answers of several tokens (:func:`.readings.head_patching_readings`; README, "Numbers
+readings of answers of several tokens (:func:`.readings.head_patching_readings`; docs/several-tokens.md, "Numbers
 of several tokens").
 """
 

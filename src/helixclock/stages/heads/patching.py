@@ -308,7 +308,7 @@ def head_reading(
 
     The choices that decide what runs, which heads are screened in (by attribution) and their
     order by TE (the top-k sweep's order and the categorised top heads), are made on the
-    selection draw ``select`` where there is one (:func:`choose_heads`; README, "Findings"),
+    selection draw ``select`` where there is one (:func:`choose_heads`; docs/findings.md, "Findings"),
     else on ``pairs``, the paper's; every table but the screen is measured on ``pairs``."""
     points, ordered, te_sorted, screen = choose_heads(engine, pairs, position, settings, select)
     effects = total_and_direct(engine, pairs, points, desc="head effects")

@@ -1,4 +1,4 @@
-"""Attention heads for answers of several tokens (section 5.2 carried over; README, "Numbers
+"""Attention heads for answers of several tokens (section 5.2 carried over; docs/several-tokens.md, "Numbers
 of several tokens").
 
 The head stage is read twice, as Figs. 5 and 6 are (column ``reading``): at the last prompt

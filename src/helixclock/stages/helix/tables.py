@@ -84,7 +84,7 @@ def helix_summary(
 def strata_table(sweep: pd.DataFrame, pairs: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Fig. 4's sweep summarised within each stratum of its pairs (which digits of a the
     corruption changes: ``pairs.stratum``), with intervals and ``n_pairs``: rows of the sweep
-    per stratum, column ``stratum`` first (README, "Numbers of several tokens")."""
+    per stratum, column ``stratum`` first (docs/several-tokens.md, "Numbers of several tokens")."""
     labels = labels_of(sweep)
     out = []
     for stratum, group in pairs.groupby("stratum", sort=True):

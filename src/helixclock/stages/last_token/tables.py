@@ -1,6 +1,6 @@
 """The last-token stage's tables (pandas only): Fig. 5's curves and Fig. 6's effects with
 intervals, and for answers of several tokens both by stratum (answer tokens, p*) at every reading,
-the first differing token's among them (README, "Numbers of several tokens")."""
+the first differing token's among them (docs/several-tokens.md, "Numbers of several tokens")."""
 
 from __future__ import annotations
 

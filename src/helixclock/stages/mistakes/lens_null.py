@@ -4,7 +4,7 @@ show the predicted period by chance?
 App. F counts the top-DE neurons whose logit lens has the period of their largest a+b fit term.
 Over the ten digit tokens that count needs a null: the period-10 bin is the lowest frequency and
 takes any smooth or monotone preference among the digits (the unembedding's own digit geometry),
-and most predictions are period 10.  helixclock's null (README, "Numbers of several tokens"):
+and most predictions are period 10.  helixclock's null (docs/several-tokens.md, "Numbers of several tokens"):
 
 * **Matches against a base rate.**  For each unit i of the DE set with a predicted period P_i
   (:func:`.logit_lens.predicted_digit_period`), q_i = the share of the *other* units of its layer

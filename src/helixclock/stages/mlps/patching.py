@@ -22,7 +22,7 @@ Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two pat
 The order of the top-k sweep and the circuit are choices that decide what the stage reports, so
 they are made on the job's selection draw where it has one (:func:`selection_sweep`: every MLP's
 TE and the top-k sweep in that order on pairs apart from the measuring ones, raw table
-``selection``; README, "Findings"); under ``compat: authors`` on the measuring pairs, the paper's.
+``selection``; docs/findings.md, "Findings"); under ``compat: authors`` on the measuring pairs, the paper's.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def planted_grids(
 # ----------------------------------------------------------------------------- the digit basis
 #
 # Neither basis is nested in the other, so comparing their fits says which describes a neuron,
-# and they are compared at equal capacity (README, "Numbers of several tokens"): 24 columns
+# and they are compared at equal capacity (docs/several-tokens.md, "Numbers of several tokens"): 24 columns
 # each, constant included, the rank of Eq. 5's design on the grid.  Shared, the *core*
 # (:func:`core_columns`, 16 columns): the constant and the units-digit harmonics T = 10, 5, 2 of
 # a, b and a+b (cos/sin 2 pi t / T for T = 10, 5 and cos pi t: functions of t mod 10, equal to

@@ -1,5 +1,5 @@
 """Eq. 5 against the digit basis at equal capacity, and T = 100 beyond the digit one-hot
-(section 5.4, Eq. 5; helixclock's extension for numbers of several tokens, README "Numbers of
+(section 5.4, Eq. 5; helixclock's extension for numbers of several tokens, docs/several-tokens.md "Numbers of
 several tokens").
 
 Does a unit read helices (Eq. 5) or digits?  Two bases of equal size answer it, 24 columns

@@ -12,7 +12,7 @@ helixclock fits
                + w_a a~ + w_b b~ + w_ab (a~ + b~) + c,
 
 with a~ = 2 a / (n_a - 1) - 1 and b~ = 2 b / (n_b - 1) - 1 scaled to [-1, 1].  Two choices
-differ from the paper's form (README, "Differences from the authors' code"):
+differ from the paper's form (docs/differences.md, "Differences from the authors' code"):
 
 * the constant c: the paper's form has none, so a neuron's mean (a GELU neuron's
   preactivation is mostly negative) would have to be carried by the linear terms, tilting

@@ -96,7 +96,7 @@ def de_pairs(
 ) -> tuple[Pairs, pd.DataFrame]:
     """The pairs the top units' DE is measured on, and the job's pairs table: ``settings.de_pairs``
     pairs drawn apart from the attribution pairs that chose the units
-    (:func:`helixclock.pairs.draw_apart`, README "Findings") where ``selection`` separates them;
+    (:func:`helixclock.pairs.draw_apart`, docs/findings.md "Findings") where ``selection`` separates them;
     else (``compat: authors``, or no ``selection``) the paper's, taken from the attribution
     pairs (the first ones; numbers of several tokens: spread over every layout in proportion)."""
     separate = selection is not None and selection.separate

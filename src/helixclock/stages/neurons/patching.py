@@ -29,7 +29,7 @@ choice (:data:`GATED_PREACTIVATIONS`, config key ``neurons.gated_preactivation``
 * ``product`` - act(gate) * up, what the down projection reads (not a linear read of the
   residual: products of helices have sum and difference frequencies Eq. 5 lacks).
 
-Measured on toy-llama (README, "Differences from the authors' code"): Fig. 9 recovers 0.68 of
+Measured on toy-llama (docs/differences.md, "Differences from the authors' code"): Fig. 9 recovers 0.68 of
 the actual accuracy with gate and up fitted, 0.29 with the gate alone, 0.23 with the product.
 The paper analyses neurons in GPT-J only; the gated-MLP neuron analysis is helixclock's
 extension.

@@ -13,7 +13,7 @@ from .basis import as_grids, grid_values
 
 def grid_periods(grids, chunk_size: int = 4096, detrend: bool = False) -> dict[str, np.ndarray]:
     """The dominant period of each neuron's N over a+b, a and b (figD12; helixclock's
-    estimator, README "Differences from the authors' code"): the mean of N over each
+    estimator, docs/differences.md "Differences from the authors' code"): the mean of N over each
     s = a+b (s = 0..n_a+n_b-2), over b for each a, and over a for each b; centred; rFFT;
     the period L / k of the largest |FFT| with k >= 1 (DC excluded).  Returns {"a+b": [n],
     "a": [n], "b": [n]} (periods in units of t).

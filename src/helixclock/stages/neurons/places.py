@@ -1,4 +1,4 @@
-"""Neurons for answers of several tokens (section 5.4 carried over; README, "Numbers of several
+"""Neurons for answers of several tokens (section 5.4 carried over; docs/several-tokens.md, "Numbers of several
 tokens").
 
 With teacher forcing, an answer of k digit tokens is predicted at k positions: the last prompt

@@ -5,7 +5,7 @@ config key ``compat`` and the cross-model figures.
 ``compare``: the paper's published numbers (``config/paper_values.yaml``) beside the run's.
 ``quantities``: where each published number's run value is read from, and how.
 ``status``: what a row's status says (ok, differs, not run, not defined, different metric).
-``compat``: the numbers ``compat: authors`` changes, under each mode run (README, "Differences
+``compat``: the numbers ``compat: authors`` changes, under each mode run (docs/differences.md, "Differences
 from the authors' code").
 ``figures``: fig01_clock, figAll_accuracy, figAll_ld_ratios (no torch).
 """

@@ -1,4 +1,4 @@
-"""Whether a run's number agrees with the paper's (paper_comparison's status; README, "The
+"""Whether a run's number agrees with the paper's (paper_comparison's status; docs/running.md, "The
 report").
 
 A number is compared with the paper's only where both are on one scale whatever the model:

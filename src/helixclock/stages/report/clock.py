@@ -2,7 +2,7 @@
 
 The paper's Fig. 1 is a hand-drawn schematic of the Clock algorithm: a and b are angles on
 circles of period T, and the model "rotates" them to a+b.  helixclock draws it from data
-(the README, "Outputs", fig01_clock): a and b on the circles of Fig. 3's projection (the
+(the docs/outputs.md, "Outputs", fig01_clock): a and b on the circles of Fig. 3's projection (the
 a-token helix fit, ``helix/projection.csv``) and a+b on the same periods of the last-token
 helix(a+b) fit at the layer where helix(a+b) patches best (Fig. 5, ``clock/last_token.csv``).
 

@@ -336,7 +336,7 @@ def paper_comparison_report(
     tolerance: float = TOLERANCE,
 ) -> tuple[pd.DataFrame, str]:
     """paper_comparison for ``models`` from the results under ``root``: (table, markdown); with
-    ``provenance`` (the run's record, README "Provenance of a run"), a column and a line name it."""
+    ``provenance`` (the run's record, docs/running.md "Provenance of a run"), a column and a line name it."""
     table = paper_comparison(load_paper_values(paper_path), run_values(root, models), tolerance=tolerance)
     if provenance is None:
         return table, comparison_markdown(table)

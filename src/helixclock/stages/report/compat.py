@@ -1,5 +1,5 @@
 """The numbers that ``compat: authors`` changes, per mode, and the table that sets the two
-modes side by side (README, "Differences from the authors' code").
+modes side by side (docs/differences.md, "Differences from the authors' code").
 
 Each run writes ``results/{model}/compat/{mode}.json`` for its own mode; a run in the other
 mode adds the other file, and ``compat_effects.csv`` lists every number under each mode found.

@@ -54,7 +54,8 @@ class Quantity:
 # what the neuron stage's quantities count for numbers of several tokens
 UNITS = (
     "numbers of several tokens: units (layer, neuron, place) at the positions that predict the answer's digits, "
-    'the top share of each place, LD the log-likelihood ratio (README, "Numbers of several tokens"), not the '
+    "the top share of each place, LD the log-likelihood ratio "
+    '(docs/several-tokens.md, "Numbers of several tokens"), not the '
     "last token's neurons and one answer token's logit"
 )
 
@@ -117,7 +118,7 @@ STANDARDISED = " (length-standardised)"  # helixclock.stages.helix.tables.STANDA
 
 def standardised_column(tab01: pd.DataFrame, column: str) -> str:
     """Table 1's column as a comparison across models reads it: the length-standardised maxima
-    where the model's answers take several tokens (README, "Findings"), else the column itself."""
+    where the model's answers take several tokens (docs/findings.md, "Findings"), else the column itself."""
     return column + STANDARDISED if column + STANDARDISED in tab01.columns else column
 
 

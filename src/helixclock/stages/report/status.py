@@ -1,6 +1,6 @@
 """The status of each row of paper_comparison: what the run knows about a published number.
 
-Every row has one status of :data:`STATUSES` and its reason (README, "The report"):
+Every row has one status of :data:`STATUSES` and its reason (docs/running.md, "The report"):
 
 * ``agree`` / ``differ``: a scale-free quantity (a share, a ratio, a ratio to Full, a period)
   whose paper value lies inside / outside the run's widened by the declared tolerance, or whose
@@ -41,7 +41,8 @@ OK, DIFFERENT_METRIC, MISSING = "ok", "different metric", "missing"
 # the statuses of paper_comparison, in the order of paper_comparison_status's columns
 STATUSES = (AGREE, DIFFER, NOT_COMPARABLE, NOT_RUN, NOT_DEFINED, MISSING)
 SEVERAL_TOKEN_LD = (
-    'numbers of several tokens: this LD scores the answer\'s tokens (README, "Numbers of several tokens"), '
+    "numbers of several tokens: this LD scores the answer's tokens "
+    '(docs/several-tokens.md, "Numbers of several tokens"), '
     "not the paper's one answer token; compare only the ratios to Full (run_to_full, paper_to_full)"
 )
 

@@ -170,7 +170,7 @@ BASIS_COLOR = {"units digit": "0.5", "helix": "C3", "digit circles": "C0", "digi
 
 
 def figN1_number_bases(r2: pd.DataFrame, winner: pd.DataFrame, peaks: pd.DataFrame, *rest):
-    """helixclock's test of what a number's last token encodes (README, "Numbers of several
+    """helixclock's test of what a number's last token encodes (docs/several-tokens.md, "Numbers of several
     tokens"): the held-out R^2 of the competing bases at every layer with 95% bootstrap bands
     (left), each basis's paired difference from the helix (middle), and the strongest period of
     the spectrum with the digit-count classes' step taken out (right); the layers where one basis

@@ -1,6 +1,6 @@
 """Is there a T = 100 component beyond the digits?  The nested test, and what it can detect.
 
-helixclock's extension for numbers of several tokens (README, "Numbers of several tokens"),
+helixclock's extension for numbers of several tokens (docs/several-tokens.md, "Numbers of several tokens"),
 not the paper's.  The paper takes T = 100 into its helix (section 4.2) from the spectrum of
 bare numbers (section 4.1, Fig. 2).  A race between single bases (:func:`.number_bases.winner`)
 cannot say whether a representation holds a T = 100 component: one that holds digit features

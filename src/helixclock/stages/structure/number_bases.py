@@ -1,6 +1,6 @@
 """What a number's last token encodes: a T = 100 helix, digit circles, or its token count?
 
-helixclock's extension for numbers of several tokens (README, "Numbers of several tokens"),
+helixclock's extension for numbers of several tokens (docs/several-tokens.md, "Numbers of several tokens"),
 not the paper's: the paper's Fig. 2 reads periods off the Fourier spectrum of bare numbers
 (section 4.1), but over 0..359 a digit tokenizer splits the numbers into one-, two- and
 three-token classes, and a step in token count at 100 peaks at T = 360, 180, 120, a tens-digit
@@ -293,7 +293,7 @@ def levelled_layer(r2: pd.DataFrame, share: float = LEVEL_SHARE) -> pd.DataFrame
     gain is 0.17 at resid_pre[5], level to block 19, and 0.26 at block 27, where the digit-count
     classes explain most); the rule names the first step, the paper's reading of a number's
     representation, not the late one.  The rule helixclock states for choosing ``structure.layer`` and
-    ``helix.figure_layer`` of a model whose numbers take several tokens (README, "Numbers of
+    ``helix.figure_layer`` of a model whose numbers take several tokens (docs/several-tokens.md, "Numbers of
     several tokens"): at resid_pre[1] such a model's last token is still its units digit.
     One row (``layer`` empty where the gain is nowhere above 0): ``share``, ``layer``, ``gain``
     (with ``gain_low``, ``gain_high``: the interval of the paired difference), ``r2`` (the
@@ -331,7 +331,7 @@ REGISTRY_LAYERS = {"structure": "layer", "helix": "figure_layer"}  # the keys th
 
 def check_registry_layers(layer: pd.DataFrame, registry: dict | None, model: str = "") -> None:
     """The layers a registry entry sets by hand (``structure.layer``, ``helix.figure_layer``),
-    stated by the rule (README, "Numbers of several tokens"), against the rule's (``layer``:
+    stated by the rule (docs/several-tokens.md, "Numbers of several tokens"), against the rule's (``layer``:
     :func:`levelled_layer`'s row): another value is an error naming the key and both layers."""
     rule = layer["layer"].iloc[0]
     for section, key in REGISTRY_LAYERS.items():
