@@ -171,10 +171,16 @@ def load_registry(path: str | Path) -> dict:
 
 
 def check_config(
-    config: dict, registry_path: str | Path | None = None, schema_dir: str | Path | None = None
+    config: dict,
+    registry_path: str | Path | None = None,
+    schema_dir: str | Path | None = None,
+    base: str | Path | None = None,
 ) -> tuple[dict, dict]:
     """Validate the pipeline config and registry together; return both with defaults.
 
+    A relative registry path is the project folder's file where it has one, else the workflow's
+    own (``base``: the Snakefile's folder, workflow.basedir; helixclock's checkout by default), so
+    a variant run in a folder of its own (``--directory runs/<variant>``) reads the checkout's.
     Raises :class:`ConfigError` naming the key and value at fault; an unknown model
     name lists the registered ones.
     """
@@ -183,7 +189,7 @@ def check_config(
     config = validate(config, schemas / "config.schema.yaml", "config")
     reg_path = Path(registry_path or config["registry"])
     if not reg_path.is_absolute() and not reg_path.exists():
-        reg_path = REPO / reg_path
+        reg_path = Path(base or REPO) / reg_path
     registry = load_registry(reg_path)
     for name in config["models"]:
         if name not in registry:
@@ -330,6 +336,12 @@ def check_settings(config: dict, registry: dict) -> None:
             )
         if source_kind(spec["source"]) == "package":
             package_source(name, spec["source"])
+        if "revision" in spec and source_kind(spec["source"]) != "hub":
+            raise ConfigError(
+                f"registry key '{name}.revision': value {spec['revision']!r} is for a model of the Hugging Face "
+                f"hub, and source {spec['source']!r} is a {source_kind(spec['source'])} model; allowed: no revision "
+                "(or a hub id as the source)"
+            )
         if spec["source"] == TOY_SOURCE:
             _toy_checks(name, spec, config)
 
@@ -338,14 +350,17 @@ PACKAGE_SOURCE = "python-package:"  # a GGUF inside an installed Python package
 
 
 def source_kind(source: str) -> str:
-    """'toy', 'package' (a GGUF inside an installed package), 'gguf' (a local .gguf file) or
-    'hub' (a hub id or a local directory)."""
+    """'toy', 'package' (a GGUF inside an installed package), 'gguf' (a local .gguf file),
+    'local' (a local directory of transformers' files: one that exists, or a path that starts
+    with /, ./ or ../) or 'hub' (a Hugging Face hub id, owner/name)."""
     if source == TOY_SOURCE:
         return "toy"
     if source.startswith(PACKAGE_SOURCE):
         return "package"
     if source.endswith(".gguf"):
         return "gguf"
+    if source.startswith(("/", "./", "../", "~")) or Path(source).is_dir():
+        return "local"
     return "hub"
 
 
@@ -371,7 +386,9 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
 def model_files(name: str, spec: dict, resources: str | Path = MODEL_FILES) -> tuple[str, dict]:
     """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
     from its directory with ``gguf_file=`` (transformers dequantises it to float); a package's
-    GGUF from what the install_gguf job converted it to (:func:`helixclock.models.convert_gguf`)."""
+    GGUF from what the install_gguf job converted it to (:func:`helixclock.models.convert_gguf`);
+    a hub model at its registry ``revision`` from the local cache alone (``local_files_only``:
+    rule download_model fills the cache on the submit host, and no other job reaches the hub)."""
     kind = source_kind(spec["source"])
     if kind == "toy":
         return str(Path(resources) / name), {}
@@ -380,7 +397,38 @@ def model_files(name: str, spec: dict, resources: str | Path = MODEL_FILES) -> t
     if kind == "gguf":
         path = Path(spec["source"])
         return str(path.parent), {"gguf_file": path.name}
+    if kind == "hub":
+        return spec["source"], {"revision": spec.get("revision"), "local_files_only": True}
     return spec["source"], {}
+
+
+def model_resources(weights) -> str:
+    """The folder :func:`model_files` finds a toy's or a package's model in, from the record a
+    job reads as its input ``weights`` (a path, or a list of one or none): the record's folder's
+    parent (the project's resources/models, or for a committed toy the checkout's resources/toys);
+    resources/models where a job has no such record."""
+    if weights is not None and not isinstance(weights, (str, Path)):
+        weights = next(iter(weights), None)
+    return str(Path(weights).parent.parent) if weights else MODEL_FILES
+
+
+# Training keys of a toy: with the registry entry, what decides its weights
+TOY_TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed", "threads")
+
+
+def toy_settings(spec: dict, training: dict) -> dict:
+    """Everything that decides a toy's weights, as its training.json records it: the registry
+    entry and ``training`` (every key of :data:`TOY_TRAINING_KEYS`; helixclock.toy.toy_settings
+    fills the defaults of a partial one).  Without torch: the DAG compares it with a committed
+    checkpoint's record."""
+    arch = {k: v for k, v in spec["toy"].items() if k not in TOY_TRAINING_KEYS}
+    return {
+        "family": spec["family"],
+        "number_limit": spec.get("number_limit", 399),
+        "prompts": dict(spec["prompts"]),
+        "architecture": arch,
+        **{k: training[k] for k in TOY_TRAINING_KEYS},
+    }
 
 
 def several_tokens(of) -> bool:
