@@ -122,7 +122,7 @@ def config_parameters(cfg: dict) -> int:
     cfg = cfg.get("text_config", cfg) if "hidden_size" not in cfg and "n_embd" not in cfg else cfg
     d = _get(cfg, "hidden_size", "n_embd", "d_model")
     layers = _get(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _get(cfg, "num_attention_heads", "n_head")
+    heads = _get(cfg, "num_attention_heads", "n_head", "num_heads")
     kv = _get(cfg, "num_key_value_heads", default=heads)
     head_dim = _get(cfg, "head_dim", default=d // heads)
     mlp = _get(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * d)

@@ -444,7 +444,8 @@ def check_rules():
         raise WorkflowError(
             f"the rules with resources gpu are not helixclock.outputs.MODEL_JOBS: {sorted(gpu ^ set(outputs.MODEL_JOBS))}"
         )
-    submitted = [r for r in workflow.rules if not workflow.is_local(r) and r.name not in BASE_RULES]
+    # the rules a cluster gets (workflow.is_local says every rule is local in a local run)
+    submitted = [r for r in workflow.rules if r.name not in workflow._localrules and r.name not in BASE_RULES]
     unsized = sorted(r.name for r in submitted if not {"mem_mb", "runtime"} <= set(r.resources.keys()))
     if unsized:
         raise WorkflowError(f"rules sent to a cluster without resources mem_mb and runtime: {', '.join(unsized)}")
