@@ -131,8 +131,8 @@ def test_memory_is_the_weights_a_batch_and_the_overhead_and_a_retry_asks_for_mor
                 )
             )
     print("\nGPT-J-6B placement (rule, gpu, mem_mb attempts 1 and 2 before the card, attempt 1 with it, runtime min):")
-    for row in sorted(rows):
-        print("  %-22s gpu=%s mem_mb %6d / %6d (card: %6d) runtime %d" % row)
+    for rule, gpu, one, two, card_mb, minutes in sorted(rows):
+        print(f"  {rule:<22} gpu={gpu} mem_mb {one:6d} / {two:6d} (card: {card_mb:6d}) runtime {minutes}")
     # a reader of the cache: the datasets it reads, bounded by every a+b prompt at every layer
     fits = next(res for rule, _, res in before if rule == "helix_fits")
     a_bytes = 10_000 * 29 * 4096 * 4 + 10_000 * 2 * 8  # dataset a (float32) and ab (int64)
