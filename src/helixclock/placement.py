@@ -30,8 +30,8 @@ first try): a job that ran out of memory or time is resubmitted with twice, then
 much (``retries`` in the profile).
 
 **Runtime** is :data:`GPTJ_MINUTES` (a generous bound from the forward passes each job makes on
-GPT-J-6B, ``benchmarks/gpu_costs.py``) scaled by parameters x layers (a sweep patches every
-layer), with :data:`MIN_MINUTES` as a floor.
+GPT-J-6B, docs/gpu-costs.md) scaled by parameters x layers (a sweep patches every layer), with
+:data:`MIN_MINUTES` as a floor.
 
 **Readers of the residual cache** need the datasets they read (:data:`CACHE_DATASETS`) in
 memory, :data:`CACHE_COPIES` times (float32 as read, and float64 copies of the fits), plus
@@ -58,23 +58,25 @@ ACTIVATION_BYTES = 4  # float32 logits and residuals a forward batch hands back
 CACHE_COPIES = 3
 ADD_PROMPTS = 10_000  # every a+b prompt (a, b in 0..99): the cache's most rows
 
-# Minutes on one A100/H100-class GPU for GPT-J-6B (6.05e9 parameters, 28 layers) at the config's
-# counts: the estimated GPU time of benchmarks/gpu_costs.py at 10% of the H100's peak, plus the
-# Python/nnsight time of its forward passes and the weights' loading, rounded up with room
-# (docs/gpu-costs.md); train_toy runs for toys alone.
+# Minutes of a first try on one A100/H100-class GPU for GPT-J-6B (6.05e9 parameters, 28 layers) at
+# config/config.yaml's counts: ten times the pessimistic estimate of docs/gpu-costs.md
+# (benchmarks/gpu_costs.py: the job's FLOPs at 10% of an H100's peak, its passes' overhead and
+# the weights' loading), and 15 minutes for what the estimate leaves out (imports, HDF5, the fits'
+# float64 SVDs), rounded up to half hours; helix_patching, which also reads the whole cache and
+# fits at every layer, an hour.  train_toy runs for toys alone (a CPU trains one in 20 minutes).
 GPTJ_MINUTES = {
     "train_toy": 60,
     "accuracy": 30,
     "residual_cache": 30,
-    "helix_patching": 120,
-    "other_tasks_patching": 60,
-    "last_token_patching": 60,
-    "head_patching": 240,
-    "mlp_patching": 60,
-    "neuron_attribution": 90,
+    "helix_patching": 60,
+    "other_tasks_patching": 30,
+    "last_token_patching": 30,
+    "head_patching": 60,
+    "mlp_patching": 30,
+    "neuron_attribution": 30,
     "neuron_grids": 30,
-    "neuron_fit_eval": 60,
-    "answer_scores": 60,
+    "neuron_fit_eval": 30,
+    "answer_scores": 30,
 }
 GPTJ_PARAMETERS = 6_050_882_784  # GPT-J-6B's, counted (its 28 layers: GPTJ_SIZE)
 GPTJ_SIZE = GPTJ_PARAMETERS * 28
