@@ -26,6 +26,7 @@ def gpt2_tokenizer():
     """GPT-J's tokenizer (GPT-2's BPE), built offline from the files vendored in tests/data/gpt2."""
     if str(ROOT / "tests") not in sys.path:  # tests/helpers is a package of the tests' folder
         sys.path.insert(0, str(ROOT / "tests"))
+    # deferred: tests/helpers imports only once the tests' folder is on sys.path (above)
     from helpers.gpt2_tokenizer import gpt2_tokenizer as build
 
     return build()

@@ -99,6 +99,7 @@ def weights_revision(spec: dict) -> dict:
     model of another source."""
     if source_kind(spec["source"]) != "hub":
         return {}
+    # deferred: helixclock.models imports torch, which the card of a model of another source does without
     from .models import hub_commit
 
     return {"revision": spec.get("revision"), "commit": hub_commit(spec["source"], spec.get("revision"))}

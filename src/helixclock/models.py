@@ -15,6 +15,7 @@ import logging
 import shutil
 import warnings
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +207,7 @@ def download_model(name: str, spec: dict, offline: bool = False) -> dict:
     ``HF_HUB_OFFLINE=1``) only check that the cache holds it.  Returns the record the rule writes:
     the source, the revision asked for, the commit it resolved to, the snapshot folder, its files
     and their bytes."""
-    from fnmatch import fnmatch
-
+    # deferred: huggingface_hub's download machinery only in the one job that reaches the hub
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -242,6 +242,7 @@ def download_model(name: str, spec: dict, offline: bool = False) -> dict:
 def hub_commit(source: str, revision: str | None) -> str | None:
     """The commit a hub model's ``revision`` resolves to in the local cache (its snapshot
     folder's name), without the hub; None where the cache does not hold it."""
+    # deferred: huggingface_hub only where a hub model's card is made
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(source, "config.json", revision=revision)

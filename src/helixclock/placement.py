@@ -48,6 +48,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import source_kind
+
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MB = 1_000_000  # Snakemake's mem_mb (Slurm reads --mem in MiB: a little more)
 OVERHEAD_MB = 3000  # a model job's Python, torch, CUDA context and nnsight, beside the weights
@@ -163,7 +165,8 @@ def _read_json(path: Path) -> dict | None:
 
 def _hub_config(source: str, revision: str | None) -> Path | None:
     """config.json of a hub model's revision in the local Hugging Face cache, without the hub."""
-    from huggingface_hub import try_to_load_from_cache  # a cache lookup: files only
+    # deferred: huggingface_hub (a cache lookup: files only) only for a hub model, while the DAG is built
+    from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(source, "config.json", revision=revision)
     return Path(found) if isinstance(found, str) else None
@@ -174,8 +177,6 @@ def model_size(name: str, spec: dict, card: str | Path, model_folder: str | Path
     exists, else its config.json (a local directory, the hub cache at its revision, or
     ``model_folder``: the folder its toy or converted GGUF is in), else registry ``parameters``,
     else a toy's registry architecture; None where nothing describes it yet."""
-    from .config import source_kind
-
     found = _read_json(Path(card))
     if found and found.get("parameters"):
         return Size(
@@ -255,7 +256,8 @@ def cache_dataset_bytes(path: str | Path, datasets, size: Size | None, numbers: 
     ``dtype``; 0 where neither is known."""
     path = Path(path)
     if path.exists():
-        import h5py  # only once a cache exists: its datasets' shapes, no data read
+        # deferred: h5py only once a cache exists (its datasets' shapes, no data read)
+        import h5py
 
         with h5py.File(path, "r") as f:
             return sum(int(math.prod(f[k].shape)) * f[k].dtype.itemsize for k in datasets if k in f)

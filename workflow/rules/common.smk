@@ -146,7 +146,7 @@ def cross_model_inputs(model):
 FINISHED = [m for m in REGISTRY if m not in MODELS and all(Path(f).exists() for f in cross_model_inputs(m))]
 COMPARED_MODELS = [m for m in REGISTRY if m in MODELS or m in FINISHED]
 if FINISHED:
-    logger.info(f"results/all compares {', '.join(COMPARED_MODELS)} ({', '.join(FINISHED)}: finished results)")
+    logger.info(f"{outputs.ALL} compares {', '.join(COMPARED_MODELS)} ({', '.join(FINISHED)}: finished results)")
 
 
 # what loading and training read
