@@ -140,9 +140,11 @@ def cross_model_inputs(model):
 # folder, not only this command's (README, "Outputs"): the models of config key models, made or
 # remade by this command, and, read as they stand, every other registered model whose files
 # cross_model_inputs all exist (those models' jobs are not in this command's DAG, so nothing of
-# theirs is rerun).  Running the paper's models one by one thus ends with all of them compared.
-# In the registry's order: a new model joining reruns the cross-model jobs (their params), a
-# command naming fewer models does not.
+# theirs is rerun).  Running the paper's models one by one thus ends with all of them compared,
+# in the registry's order.  Only the command's models are the cross-model jobs' inputs (a finished
+# model's files as inputs would bring its jobs into the DAG, to be rerun on any change of code or
+# settings): a command naming another set of models reruns those local jobs, in seconds, with
+# every finished model still compared.
 FINISHED = [m for m in REGISTRY if m not in MODELS and all(Path(f).exists() for f in cross_model_inputs(m))]
 COMPARED_MODELS = [m for m in REGISTRY if m in MODELS or m in FINISHED]
 if FINISHED:
