@@ -3,7 +3,7 @@ CPU, per layer and per token, the engine and the attribution backward against pl
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -24,10 +24,12 @@ from helixclock.tasks import render
 # -- timing at GPT-J's width ------------------------------------------------------------------------------
 def gpt2_tokenizer():
     """GPT-J's tokenizer (GPT-2's BPE), built offline from the files vendored in tests/data/gpt2."""
-    spec = importlib.util.spec_from_file_location("gpt2_tokenizer", ROOT / "tests" / "helpers" / "gpt2_tokenizer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.gpt2_tokenizer()
+    if str(ROOT / "tests") not in sys.path:  # tests/helpers is a package of the tests' folder
+        sys.path.insert(0, str(ROOT / "tests"))
+    # deferred: tests/helpers imports only once the tests' folder is on sys.path (above)
+    from helpers.gpt2_tokenizer import gpt2_tokenizer as build
+
+    return build()
 
 
 def wide_model(tok, n_layers: int, seed: int = 0):

@@ -45,10 +45,13 @@ class Shape:
     d_mlp: int
     vocab: int
     parallel: bool = True  # GPT-J: attention and MLP read the same residual
+    kv_ratio: float = 1.0  # key/value heads per query head (grouped-query attention: Llama-3 0.25)
+    mlp_matrices: int = 2  # a gated MLP (Llama) has three
 
     def block_flops(self, ctx: int) -> float:
         d = self.d_model
-        return 2.0 * (4 * d * d + 2 * d * self.d_mlp) + 4.0 * ctx * d
+        attention = (2 + 2 * self.kv_ratio) * d * d  # q, out; k, v
+        return 2.0 * (attention + self.mlp_matrices * d * self.d_mlp) + 4.0 * ctx * d
 
     @property
     def unembed_flops(self) -> float:

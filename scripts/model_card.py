@@ -1,10 +1,12 @@
 """Rule model_card: family, shape and checked token positions of a model (no forward pass)."""
 
+from helixclock.config import model_resources
 from helixclock.io import write_json
 from helixclock.model_card import model_card
 from helixclock.pipeline import start
 
 log = start(snakemake)
-card = model_card(snakemake.wildcards.model, snakemake.params.spec, snakemake.params.tasks)
+p = snakemake.params
+card = model_card(snakemake.wildcards.model, p.spec, p.tasks, model_resources(snakemake.input.get("weights")))
 write_json(snakemake.output[0], card)
 log.info("%s", card)

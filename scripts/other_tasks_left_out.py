@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from helixclock.config import model_resources
 from helixclock.model_card import tokenizer_task_shapes
 from helixclock.pipeline import minimum, start
 from helixclock.preconditions import other_tasks_left_out
@@ -10,7 +11,7 @@ start(snakemake)
 p = snakemake.params
 model = snakemake.wildcards.model
 frames = {t: pd.read_csv(path) for t, path in zip(p.tasks, snakemake.input.accuracy)}
-shapes = tokenizer_task_shapes(model, p.spec, frames)
+shapes = tokenizer_task_shapes(model, p.spec, frames, model_resources(snakemake.input.get("weights")))
 other_tasks_left_out(frames, p.periods, p.n_pairs, minimum(snakemake), model, shapes).to_csv(
     snakemake.output[0], index=False
 )

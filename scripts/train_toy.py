@@ -9,7 +9,10 @@ from helixclock.toy import install_checkpoint, matching_checkpoint, train_toy
 log = start(snakemake)
 model, spec, toy = snakemake.wildcards.model, snakemake.params.spec, snakemake.params.toy
 out = Path(snakemake.output[0])  # the staged model directory (published into resources/models/)
-committed = matching_checkpoint(Path(snakemake.params.committed) / model, spec, toy)
+# the checkpoint committed in the checkout (input committed, where its settings are these: the DAG
+# then runs this job only with toy_retrain; README, "The embedded default")
+record = snakemake.input.get("committed")
+committed = matching_checkpoint(Path(record[0]).parent, spec, toy) if record else None
 if committed is not None and not snakemake.params.retrain:
     record = install_checkpoint(committed, out)
     log.info(

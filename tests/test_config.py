@@ -247,7 +247,11 @@ def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):
     package = {"source": "python-package:some_module/data/model.gguf"}
     assert source_kind(package["source"]) == "package"
     assert model_files("m", package, "res") == ("res/m/converted", {})  # what install_gguf converts it to
-    assert model_files("m", {"source": "EleutherAI/gpt-j-6B"}) == ("EleutherAI/gpt-j-6B", {})
+    # a hub model: its registry revision, from the local cache alone (download_model filled it)
+    hub = {"source": "EleutherAI/gpt-j-6B", "revision": "abc"}
+    assert model_files("m", hub) == ("EleutherAI/gpt-j-6B", {"revision": "abc", "local_files_only": True})
+    assert source_kind(hub["source"]) == "hub" and source_kind(str(tmp_path)) == "local"
+    assert model_files("m", {"source": str(tmp_path)}) == (str(tmp_path), {})
 
 
 @pytest.mark.parametrize("source", ["python-package:", "python-package:mod", "python-package:mod/weights.bin"])

@@ -12,7 +12,7 @@ from helpers.paths import REPO
 from helpers.slurm_cluster import LocalSlurm, ensure_installed
 from safetensors.torch import load_file
 
-from helixclock import outputs
+from helixclock import outputs, placement
 from helixclock.tasks import TASKS
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
@@ -32,9 +32,12 @@ def cluster(tmp_path_factory):
 
 
 # Two model jobs prove the executor path: the toy's training and its accuracy job, which reads
-# the weights the first one published, both through sbatch, each taking its GPU from Slurm; the
-# model card between them goes through sbatch too, the table after them (a local rule) does not.
-# (Every model job of the DAG runs in the local run; the executor does not look inside a job.)
+# the weights the first one published, both through sbatch to the GPU partition the profile's
+# partitions.yaml names (the local cluster declares it, its GPUs backed by /dev/null), each
+# taking its GPU from Slurm with the memory and runtime its rule declares; the model card
+# between them goes through sbatch to the CPU partition, the table after them (a local rule)
+# does not.  (Every model job of the DAG runs in the local run; the executor does not look
+# inside a job.)
 MODEL = "toy-gptj"
 TARGET = outputs.table("tabC1_other_tasks_accuracy", MODEL)[0]
 SUBMITTED = {"train_toy", "model_card", "accuracy"}  # the jobs of TARGET that are not local rules
@@ -70,16 +73,26 @@ def slurm_run(cluster, tmp_path_factory):
         env=slurm.env,
         timeout=1200,
     )
-    return work, proc.stdout + proc.stderr, time.time() - t0, slurm.submissions() - before
+    out = proc.stdout + proc.stderr
+    jobs = {rule: slurm.job(jobid) for jobid, rule in re.findall(r"SLURM jobid (\d+) \(log: .*?/rule_(\w+)/", out)}
+    return work, out, time.time() - t0, slurm.submissions() - before, jobs
 
 
 def test_tiny_dag_through_slurm_equals_the_local_run(slurm_run, tiny_run):
-    work, out, seconds, submissions = slurm_run
+    work, out, seconds, submissions, jobs = slurm_run
     local, _ = tiny_run
     submitted = out.count("has been submitted with SLURM jobid")
     # every job that is not a local rule went through sbatch; the publish jobs and the table did not
     assert submitted == len(SUBMITTED) and submissions == submitted
     assert set(re.findall(r"^rule (\w+):", out, re.M)) == SUBMITTED  # local rules print as "localrule"
+    # the plugin placed them by partitions.yaml: the model jobs on the GPU partition with one GPU,
+    # the card on the CPU partition without; each with its rule's memory and runtime (a toy's: the floors)
+    assert set(jobs) == SUBMITTED
+    for rule, job in jobs.items():
+        gpu = rule in outputs.MODEL_JOBS
+        assert job["Partition"] == ("gpu" if gpu else "cpu"), (rule, job)
+        assert ("gpu:1" in job.get("TresPerJob", "")) == gpu, (rule, job)  # sbatch --gpus=1: "gres:gpu:1"
+        assert job["MinMemoryNode"] == f"{placement.MIN_MEM_MB}M" and job["TimeLimit"] == "00:30:00", (rule, job)
     gpu_logs = [p for p in (work / "logs" / MODEL).glob("*.log") if "Slurm job" in p.read_text()]
     assert sorted(p.name.rsplit("-", 1)[0] for p in gpu_logs) == ["accuracy", "train_toy"]  # GPUs from Slurm
     tables = sorted(str(p.relative_to(work)) for p in (work / "results" / MODEL).rglob("*.csv"))

@@ -21,11 +21,18 @@ import yaml
 
 from .adapters import FAMILIES as _FAMILY_TABLE
 from .adapters import MODEL_TYPES, UnsupportedFamilyError, detect_family  # noqa: F401 (re-exported)
-from .outputs import CONVERTED_GGUF, MODEL_FILES
+from .sources import (  # noqa: F401 (re-exported: where a registered model's files are)
+    PACKAGE_SOURCE,
+    TOY_SOURCE,
+    TOY_TRAINING_KEYS,
+    model_files,
+    model_resources,
+    source_kind,
+    toy_settings,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "workflow" / "schemas"
-TOY_SOURCE = "toy"
 FAMILIES = tuple(_FAMILY_TABLE)  # architecture families with an adapter (adapters.py)
 # MODEL_TYPES (HF model_type -> family), detect_family and UnsupportedFamilyError come from
 # adapters.py, whose table imports no torch
@@ -171,10 +178,16 @@ def load_registry(path: str | Path) -> dict:
 
 
 def check_config(
-    config: dict, registry_path: str | Path | None = None, schema_dir: str | Path | None = None
+    config: dict,
+    registry_path: str | Path | None = None,
+    schema_dir: str | Path | None = None,
+    base: str | Path | None = None,
 ) -> tuple[dict, dict]:
     """Validate the pipeline config and registry together; return both with defaults.
 
+    A relative registry path is the project folder's file where it has one, else the workflow's
+    own (``base``: the Snakefile's folder, workflow.basedir; helixclock's checkout by default), so
+    a variant run in a folder of its own (``--directory runs/<variant>``) reads the checkout's.
     Raises :class:`ConfigError` naming the key and value at fault; an unknown model
     name lists the registered ones.
     """
@@ -183,7 +196,7 @@ def check_config(
     config = validate(config, schemas / "config.schema.yaml", "config")
     reg_path = Path(registry_path or config["registry"])
     if not reg_path.is_absolute() and not reg_path.exists():
-        reg_path = REPO / reg_path
+        reg_path = Path(base or REPO) / reg_path
     registry = load_registry(reg_path)
     for name in config["models"]:
         if name not in registry:
@@ -330,23 +343,14 @@ def check_settings(config: dict, registry: dict) -> None:
             )
         if source_kind(spec["source"]) == "package":
             package_source(name, spec["source"])
+        if "revision" in spec and source_kind(spec["source"]) != "hub":
+            raise ConfigError(
+                f"registry key '{name}.revision': value {spec['revision']!r} is for a model of the Hugging Face "
+                f"hub, and source {spec['source']!r} is a {source_kind(spec['source'])} model; allowed: no revision "
+                "(or a hub id as the source)"
+            )
         if spec["source"] == TOY_SOURCE:
             _toy_checks(name, spec, config)
-
-
-PACKAGE_SOURCE = "python-package:"  # a GGUF inside an installed Python package
-
-
-def source_kind(source: str) -> str:
-    """'toy', 'package' (a GGUF inside an installed package), 'gguf' (a local .gguf file) or
-    'hub' (a hub id or a local directory)."""
-    if source == TOY_SOURCE:
-        return "toy"
-    if source.startswith(PACKAGE_SOURCE):
-        return "package"
-    if source.endswith(".gguf"):
-        return "gguf"
-    return "hub"
 
 
 def package_source(name: str, source: str) -> tuple[str, str, str]:
@@ -366,21 +370,6 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
         f"'{PACKAGE_SOURCE}MODULE/PATH.gguf' (a file of the package) or '{PACKAGE_SOURCE}MODULE:FUNCTION' "
         "(a function that writes the GGUF to the path it is given)"
     )
-
-
-def model_files(name: str, spec: dict, resources: str | Path = MODEL_FILES) -> tuple[str, dict]:
-    """(path, keyword arguments) for transformers' ``from_pretrained``: a GGUF file is loaded
-    from its directory with ``gguf_file=`` (transformers dequantises it to float); a package's
-    GGUF from what the install_gguf job converted it to (:func:`helixclock.models.convert_gguf`)."""
-    kind = source_kind(spec["source"])
-    if kind == "toy":
-        return str(Path(resources) / name), {}
-    if kind == "package":
-        return str(Path(resources) / name / CONVERTED_GGUF), {}
-    if kind == "gguf":
-        path = Path(spec["source"])
-        return str(path.parent), {"gguf_file": path.name}
-    return spec["source"], {}
 
 
 def several_tokens(of) -> bool:

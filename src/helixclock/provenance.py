@@ -188,6 +188,11 @@ def run_record(
         "device": device(device_setting),
         "lock": {"file": LOCK, "matches": not found, "differences": found},
         "models": {m: card.get("environment") for m, card in cards.items()},
+        # each model's weights: its source and, for a hub model, the registry revision and the commit
+        # it resolved to (README, "Models from the hub")
+        "weights": {
+            m: {k: card[k] for k in ("source", "revision", "commit") if k in card} for m, card in cards.items()
+        },
     }
 
 
@@ -215,6 +220,7 @@ def provenance_table(record: dict, lock_versions: dict[str, str]):
             **{m: _cuda(e["torch_cuda"]) if e else UNRECORDED for m, e in models.items()},
         },
         {"item": "device", "run": f"{dev['resolved']}{gpus} (config key device: {dev['setting']})"},
+        {"item": "weights", **{m: _weights(w) for m, w in record.get("weights", {}).items()}},
     ]
     for name, installed in record["packages"].items():
         cards = {m: (e["packages"].get(name) or "not installed") if e else UNRECORDED for m, e in models.items()}
@@ -224,6 +230,14 @@ def provenance_table(record: dict, lock_versions: dict[str, str]):
     matches = "yes" if not found else "no: " + "; ".join(found[:SHOWN_DIFFERENCES]) + more
     rows.append({"item": "environment is the lock", "run": matches, "lock": record["lock"]["file"]})
     return pd.DataFrame(rows, columns=["item", "run", "lock", *models]).fillna("")
+
+
+def _weights(weights: dict) -> str:
+    """A model's weights in the table: its source, and a hub model's commit and revision."""
+    if "commit" not in weights and "revision" not in weights:
+        return weights.get("source", UNRECORDED)
+    revision = weights.get("revision") or "the default branch"
+    return f"{weights['source']} at {weights.get('commit') or 'an unknown commit'} (revision {revision})"
 
 
 def _cuda(version: str | None) -> str:

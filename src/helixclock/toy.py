@@ -30,6 +30,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from .config import TOY_TRAINING_KEYS
+from .config import toy_settings as config_toy_settings
 from .progress import progress as progress_bar
 from .tasks import TASKS, Problems, Task, render
 
@@ -286,20 +288,14 @@ def evaluate(model, evals: dict[str, Split], batch_size: int = 2048) -> dict[str
 
 # The settings that decide a toy's weights, besides its registry entry's family, numbers,
 # prompts and architecture (eval_every only adds evaluations; stop_after ends a run early)
-TRAINING_KEYS = ("steps", "batch_size", "lr", "weight_decay", "warmup", "holdout", "seed", "threads")
+TRAINING_KEYS = TOY_TRAINING_KEYS
 
 
 def toy_settings(spec: dict, training: dict) -> dict:
-    """Everything that decides a toy's weights: registry entry and training settings."""
+    """Everything that decides a toy's weights: registry entry and training settings (those
+    ``training`` lacks at :func:`train_toy`'s defaults; :func:`helixclock.config.toy_settings`)."""
     defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
-    arch = {k: v for k, v in spec["toy"].items() if k not in TRAINING_KEYS}
-    return {
-        "family": spec["family"],
-        "number_limit": spec.get("number_limit", 399),
-        "prompts": dict(spec["prompts"]),
-        "architecture": arch,
-        **{k: training.get(k, defaults[k]) for k in TRAINING_KEYS},
-    }
+    return config_toy_settings(spec, {k: training.get(k, defaults[k]) for k in TRAINING_KEYS})
 
 
 def matching_checkpoint(directory: str | Path, spec: dict, training: dict) -> Path | None:

@@ -156,6 +156,30 @@ def planned_jobs(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[
     return {rule: n for rule, n in counts.items() if rule != "total"}
 
 
+def planned_resources(
+    workdir: Path, *targets: str, configfile: Path = TINY, attempts=(1, 2)
+) -> list[tuple[str, str, dict[int, dict]]]:
+    """Every job a dry run in ``workdir`` would schedule: its rule, its wildcards, and the
+    resources its rule declares at each of ``attempts`` (Snakemake's ``attempt``, 1 on the first
+    try, one more on each retry), as Snakemake evaluates them for the job."""
+    from snakemake.settings.types import DAGSettings
+
+    with workflow_api(workdir, configfile) as workflow:
+        dag = workflow.dag(
+            DAGSettings(targets=frozenset(targets), force_incomplete=PROFILE.get("rerun-incomplete", False))
+        )
+        dag.execute_workflow(executor="dryrun")
+        planned = dag.workflow_api._workflow.dag.needrun_jobs(exclude_finished=False)
+        out = []
+        for job in planned:
+            by_attempt = {}
+            for attempt in attempts:
+                job.attempt = attempt
+                by_attempt[attempt] = {k: v for k, v in job.resources.items() if not k.startswith("_")}
+            out.append((job.rule.name, str(dict(job.wildcards_dict)), by_attempt))
+    return out
+
+
 def planned_jobs_cli(workdir: Path, *targets: str, configfile: Path = TINY) -> dict[str, int]:
     """Jobs a dry run on Snakemake's command line would schedule, by rule name."""
     proc = snakemake(workdir, *targets, "-n", "--quiet", "rules", configfile=configfile)

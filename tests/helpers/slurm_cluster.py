@@ -2,8 +2,9 @@
 
 Installs Slurm and munge from the distribution's packages when they are missing, writes a
 minimal slurm.conf in a temporary directory (no accounting database; two GPUs backed by
-/dev/null and /dev/zero so that jobs asking for GPUs are schedulable), starts munged,
-slurmctld and slurmd, and stops every daemon it started by process id.
+/dev/null and /dev/zero so that jobs asking for GPUs are schedulable; the partitions of
+profiles/slurm/partitions.yaml, cpu and gpu, both on the one node), starts munged, slurmctld
+and slurmd, and stops every daemon it started by process id.
 
 Two things such a cluster needs beyond the profile: status queries through squeue (with a
 MinJobAge long enough for finished jobs to stay visible) and no account; and, since the
@@ -105,7 +106,8 @@ JobCompType=jobcomp/none
 MpiDefault=none
 GresTypes=gpu
 NodeName={self.host} NodeAddr=127.0.0.1 CPUs=16 RealMemory=200000 Gres=gpu:2 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=cpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP
 """)
         (r / "gres.conf").write_text(
             f"AutoDetect=off\nNodeName={self.host} Name=gpu File=/dev/null\n"
@@ -147,6 +149,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
                 return
             time.sleep(0.5)
         raise RuntimeError(f"the Slurm node did not come up (state {state!r}); see {r}/slurmctld.log, {r}/slurmd.log")
+
+    def job(self, jobid: str) -> dict[str, str]:
+        """``scontrol show job``'s fields of a job (finished jobs stay MinJobAge seconds)."""
+        out = subprocess.run(["scontrol", "show", "job", jobid], capture_output=True, text=True, env=self.env).stdout
+        return dict(item.split("=", 1) for item in out.split() if "=" in item)
 
     def submissions(self) -> int:
         log = self.root / "slurmctld.log"

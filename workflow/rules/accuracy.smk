@@ -19,6 +19,8 @@ rule accuracy:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],
@@ -88,8 +90,9 @@ rule tab_prompts_accuracy:
     conda:
         ENV
     params:
-        models=MODELS,
-        templates={m: REGISTRY[m]["prompts"]["add"] for m in MODELS},
+        # every model results/all compares (COMPARED_MODELS, workflow/rules/common.smk)
+        models=COMPARED_MODELS,
+        templates={m: REGISTRY[m]["prompts"]["add"] for m in COMPARED_MODELS},
     script:
         "../../scripts/tab_prompts_accuracy.py"
 

@@ -20,6 +20,8 @@ rule residual_cache:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],

@@ -1,6 +1,7 @@
 # Config validation (before any job), target lists, the base rules and small helpers for every rule file.
 import hashlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -8,15 +9,43 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
-from helixclock import outputs
-from helixclock.config import ConfigError, check_config, several_tokens, source_kind, training_settings
+from helixclock import outputs, placement
+from helixclock.config import (
+    ConfigError,
+    check_config,
+    model_files,
+    model_resources,
+    several_tokens,
+    source_kind,
+    toy_settings,
+    training_settings,
+)
 
+# Paths that mean "inside helixclock's checkout" (the committed toys, the registry, the paper's
+# values, the config) resolve from the Snakefile's folder, so a variant run in a folder of its
+# own (--directory runs/<variant>, README "Variants") finds them; every output is relative to the
+# project folder (the working directory).
+BASE = Path(workflow.basedir)
 try:
-    _validated, REGISTRY = check_config(config)
+    _validated, REGISTRY = check_config(config, base=BASE)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config.update(_validated)
+
+# Every job runs with the hub offline: rule download_model, a local job, fills the Hugging Face
+# cache first (README, "Models from the hub").  Set here, the variable reaches every job this
+# Snakemake starts, on this machine or through sbatch (which exports the environment); the value
+# the run was started with reaches download_model as HELIXCLOCK_HUB_OFFLINE (set: it reads the
+# cache alone).
+os.environ.setdefault("HELIXCLOCK_HUB_OFFLINE", os.environ.get("HF_HUB_OFFLINE", ""))
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+envvars:
+    "HF_HUB_OFFLINE",
+    "HELIXCLOCK_HUB_OFFLINE",
 
 
 def settled(value):
@@ -100,9 +129,32 @@ def final_outputs():
     return [p.format(model=m) for m in MODELS for p in PER_MODEL_OUTPUTS] + ALL_MODELS_OUTPUTS
 
 
+def cross_model_inputs(model):
+    """What the cross-model outputs read of a model: its card and compared tables, its a+b
+    accuracy (Table A1)."""
+    per_model = [p for p in outputs.COMPARED_TABLES.values() if "{model}" in p]
+    return [p.format(model=model) for p in per_model] + [outputs.accuracy("add", model)]
+
+
+# The cross-model outputs (results/all) compare every model with finished results in this project
+# folder, not only this command's (README, "Outputs"): the models of config key models, made or
+# remade by this command, and, read as they stand, every other registered model whose files
+# cross_model_inputs all exist (those models' jobs are not in this command's DAG, so nothing of
+# theirs is rerun).  Running the paper's models one by one thus ends with all of them compared,
+# in the registry's order.  Only the command's models are the cross-model jobs' inputs (a finished
+# model's files as inputs would bring its jobs into the DAG, to be rerun on any change of code or
+# settings): a command naming another set of models reruns those local jobs, in seconds, with
+# every finished model still compared.
+FINISHED = [m for m in REGISTRY if m not in MODELS and all(Path(f).exists() for f in cross_model_inputs(m))]
+COMPARED_MODELS = [m for m in REGISTRY if m in MODELS or m in FINISHED]
+if FINISHED:
+    logger.info(f"{outputs.ALL} compares {', '.join(COMPARED_MODELS)} ({', '.join(FINISHED)}: finished results)")
+
+
 # what loading and training read
 MODEL_KEYS = (
     "source",
+    "revision",
     "family",
     "dtype",
     "number_limit",
@@ -127,22 +179,109 @@ def minimum(*keys):
     return settled({k: config["minimum"][k] for k in keys})
 
 
+def committed_checkpoint(model):
+    """The record (training.json) of the toy checkpoint committed in the checkout for ``model``
+    (resources/toys/<model>/, beside the Snakefile) when it was trained with exactly the settings
+    asked for (registry entry and config key toy), as a path relative to the project folder (a
+    path Snakemake records stays valid when the checkout and its runs/ move together); None
+    otherwise."""
+    record = BASE / outputs.COMMITTED_TOYS / model / Path(outputs.TOY).name
+    spec = REGISTRY[model]
+    if spec["source"] != "toy" or not record.exists() or not (record.parent / "model.safetensors").exists():
+        return None
+    saved = json.loads(record.read_text()).get("settings")
+    wanted = toy_settings(spec, training_settings(config["toy"], spec))
+    if saved != json.loads(json.dumps(wanted)):
+        return None
+    return os.path.relpath(record)
+
+
 def committed_toy(wildcards):
-    """The committed checkpoint's record, when there is one (a new one reruns the rule)."""
-    record = Path(outputs.COMMITTED_TOYS) / wildcards.model / Path(outputs.TOY).name
-    return [str(record)] if record.exists() else []
+    """train_toy's input: the committed checkpoint it would install (committed_checkpoint)."""
+    record = committed_checkpoint(wildcards.model)
+    return [record] if record else []
 
 
 def model_weights(wildcards):
-    """What loading a model needs first: a toy's training, a package's GGUF installed
-    (install_gguf), a local GGUF file itself; hub and local-directory models nothing."""
-    source = REGISTRY[wildcards.model]["source"]
+    """model_input of the job's model."""
+    return model_input(wildcards.model)
+
+
+def model_input(model):
+    """What loading a model needs first: a toy's checkpoint (the committed one, used where it
+    is unless config key toy_retrain, or one trained here by train_toy), a package's GGUF
+    installed (install_gguf), a local GGUF file itself, a hub model in the local cache
+    (download_model); a local directory nothing."""
+    source = REGISTRY[model]["source"]
     kind = source_kind(source)
     if kind == "toy":
-        return outputs.TOY.format(model=wildcards.model)
+        committed = committed_checkpoint(model)
+        return committed if committed and not config["toy_retrain"] else outputs.TOY.format(model=model)
     if kind == "package":
-        return outputs.GGUF.format(model=wildcards.model)
+        return outputs.GGUF.format(model=model)
+    if kind == "hub":
+        return outputs.DOWNLOAD.format(model=model)
     return [source] if kind == "gguf" else []
+
+
+# -- what each job asks of a cluster (helixclock.placement; README, "Sending the DAG to a Slurm
+# cluster"): the rules of outputs.MODEL_JOBS declare gpu=1, mem_mb=model_memory and
+# runtime=model_runtime; readers of the residual cache mem_mb=cache_memory; every other job that
+# is not local cpu_memory and cpu_runtime.  Each is a function of the attempt (a retry asks for
+# twice, then three times as much) evaluated while the DAG is built and again just before the
+# job is submitted, when its inputs (the model card, the cache) exist.
+def model_size(model):
+    """helixclock.placement.Size of a model: its card, its config.json, the registry."""
+    spec = REGISTRY[model]
+    folder = None
+    if source_kind(spec["source"]) in ("toy", "package"):
+        weights = model_input(model)
+        folder = model_files(model, spec, model_resources(weights))[0]
+    return placement.model_size(model, spec, outputs.CARD.format(model=model), folder)
+
+
+def _cache_bytes(rulename, model):
+    size = model_size(model)
+    numbers = config["cache"]["largest_bare_number"] + 1
+    datasets = placement.CACHE_DATASETS.get(rulename, ())
+    return placement.cache_dataset_bytes(
+        outputs.CACHE.format(model=model), datasets, size, numbers, config["cache"]["dtype"]
+    )
+
+
+def model_memory(wildcards, attempt, rulename):
+    """mem_mb of a model job: weights, a forward batch, the cache datasets it reads, overhead."""
+    spec = REGISTRY[wildcards.model]
+    cache = _cache_bytes(rulename, wildcards.model)
+    return placement.model_job_mb(model_size(wildcards.model), spec, config["batch_size"], attempt, cache)
+
+
+def model_runtime(wildcards, attempt, rulename):
+    """runtime (minutes) of a model job: its rule's GPT-J-6B minutes scaled to the model."""
+    return placement.model_job_minutes(rulename, model_size(wildcards.model), attempt)
+
+
+def cache_memory(wildcards, attempt, rulename):
+    """mem_mb of a reader of the residual cache: the datasets it reads (placement.CACHE_DATASETS)."""
+    return placement.reader_mb(_cache_bytes(rulename, wildcards.model), attempt)
+
+
+def input_memory(wildcards, input, attempt):
+    """mem_mb of a table job from the size of its input files (once they exist)."""
+    return placement.reader_mb(sum(os.path.getsize(f) for f in input if os.path.exists(f)), attempt)
+
+
+def gguf_memory(wildcards, attempt):
+    """mem_mb of install_gguf (placement.gguf_mb)."""
+    return placement.gguf_mb(REGISTRY[wildcards.model].get("parameters"), attempt)
+
+
+def cpu_memory(wildcards, attempt):
+    return placement.MIN_MEM_MB * attempt
+
+
+def cpu_runtime(wildcards, attempt):
+    return placement.MIN_MINUTES * attempt
 
 
 def final_scores(wildcards):
@@ -308,14 +447,29 @@ def published(rule):
     return inputs
 
 
+BASE_RULES = ("figure", "publish", "publish_folder")  # workflow/rules/bases.smk: never a job
+
+
 def check_rules():
     """Called by the Snakefile once every rule is read. The rules that claim a GPU slot are those
-    that run a model (outputs.MODEL_JOBS), and each publish_<rule> publishes what <rule> stages."""
+    that run a model (outputs.MODEL_JOBS); every rule whose jobs are submitted (not local) declares
+    its memory and runtime (the Slurm profile holds the site's settings alone), and
+    helixclock.placement knows its numbers; each publish_<rule> publishes what <rule> stages."""
     gpu = {r.name for r in workflow.rules if "gpu" in r.resources}
     if gpu != set(outputs.MODEL_JOBS):
         raise WorkflowError(
             f"the rules with resources gpu are not helixclock.outputs.MODEL_JOBS: {sorted(gpu ^ set(outputs.MODEL_JOBS))}"
         )
+    # the rules a cluster gets (workflow.is_local says every rule is local in a local run)
+    submitted = [r for r in workflow.rules if r.name not in workflow._localrules and r.name not in BASE_RULES]
+    unsized = sorted(r.name for r in submitted if not {"mem_mb", "runtime"} <= set(r.resources.keys()))
+    if unsized:
+        raise WorkflowError(f"rules sent to a cluster without resources mem_mb and runtime: {', '.join(unsized)}")
+    readers = [r.name for r in submitted if outputs.CACHE in map(str, r.input)]
+    try:
+        placement.check_rules(outputs.MODEL_JOBS, readers)
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
     for name in [r.name for r in workflow.rules if r.name.startswith("publish_") and r.name != "publish_folder"]:
         work, publish = getattr(rules, name.removeprefix("publish_")), getattr(rules, name)
         made = sorted(str(f).split("/", 3)[3] for f in work.output)  # less .staging/<rule>/<params hash>/

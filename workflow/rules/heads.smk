@@ -22,6 +22,8 @@ rule head_patching:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         selection=selection_settings(),
         spec=spec,

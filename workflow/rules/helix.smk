@@ -19,6 +19,9 @@ rule helix_fits:
     conda:
         ENV
     threads: 2
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         fit=fit_settings(compat=True),
         minimum=minimum("spare_rows"),
@@ -50,6 +53,9 @@ rule helix_figure_tables:
         outputs.benchmark("helix_figure_tables")
     conda:
         ENV
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         periods=config["helix"]["periods"],
         figure_layer=per_model("helix", "figure_layer"),
@@ -77,6 +83,8 @@ rule helix_patching:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],
@@ -141,6 +149,8 @@ rule other_tasks_patching:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],

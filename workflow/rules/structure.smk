@@ -19,6 +19,9 @@ rule number_structure:
         outputs.benchmark("number_structure")
     conda:
         ENV
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         layer=per_model("structure", "layer"),
         n_fourier=config["cache"]["largest_bare_number"],
@@ -39,6 +42,9 @@ rule number_bases:
         outputs.benchmark("number_bases")
     conda:
         ENV
+    resources:
+        mem_mb=cache_memory,
+        runtime=cpu_runtime,
     params:
         periods=config["helix"]["periods"],
         n_fourier=config["cache"]["largest_bare_number"],

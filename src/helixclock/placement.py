@@ -1,0 +1,293 @@
+"""What each job asks of a cluster (README, "Sending the DAG to a Slurm cluster"): the host
+memory and runtime of the jobs that run a model (``outputs.MODEL_JOBS``, which also claim one
+GPU), and the memory of the jobs that read the residual cache, from numbers known while the DAG
+is built and exact once the model card exists.
+
+**The model's size.**  A model job's memory is its weights (parameters x bytes of the registry
+``dtype``), one forward batch's activations (``batch_size`` rows x the prompt's tokens x every
+layer's residual and the vocabulary's logits, float32) and :data:`OVERHEAD_MB` (Python, torch,
+the CUDA context, nnsight).  The parameters are read, first found first:
+
+1. the model card (``results/{model}/model.json``; it counts them exactly on PyTorch's meta
+   device, and knows the prompts' token lengths).  Every model job but train_toy reads the card,
+   so when Snakemake sizes a job it is about to submit (it evaluates resources again once a job's
+   inputs exist) the card is there and the size is exact;
+2. the model's own ``config.json``: a local directory's, the Hugging Face cache's snapshot of the
+   registry ``revision`` (after download_model), a package's converted GGUF, a toy's checkpoint
+   (:func:`config_parameters`: the matrices of the architecture, within about 0.1% for the
+   families here);
+3. the registry's ``parameters`` (what a dry run of a hub model shows before anything of it is
+   downloaded; its layers and width are GPT-J's scaled to the count);
+4. a toy's registry architecture.
+
+A model none of these describes yet (a GGUF before its installation, a hub model without
+``parameters`` before download_model) gets :data:`OVERHEAD_MB` in a dry run; its jobs are
+sized from the card when they are submitted.  Before the card, the prompt's tokens are bounded
+by its characters (a token holds at least one), so a dry run never shows less than the job gets.
+
+**Retries.**  Memory and runtime are multiplied by the attempt (Snakemake's ``attempt``, 1 on the
+first try): a job that ran out of memory or time is resubmitted with twice, then three times as
+much (``retries`` in the profile).
+
+**Runtime** is :data:`GPTJ_MINUTES` (a generous bound from the forward passes each job makes on
+GPT-J-6B, docs/gpu-costs.md) scaled by parameters x layers (a sweep patches every layer), with
+:data:`MIN_MINUTES` as a floor.
+
+**Readers of the residual cache** need the datasets they read (:data:`CACHE_DATASETS`) in
+memory, :data:`CACHE_COPIES` times (float32 as read, and float64 copies of the fits), plus
+:data:`CPU_OVERHEAD_MB`: the datasets' shapes from the cache file once it exists, else bounded by
+every a+b prompt (all correct) at every layer of the model's width.
+
+Imports nothing beyond the standard library (h5py once a cache exists): the DAG's build reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import source_kind
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+MB = 1_000_000  # Snakemake's mem_mb (Slurm reads --mem in MiB: a little more)
+OVERHEAD_MB = 3000  # a model job's Python, torch, CUDA context and nnsight, beside the weights
+CPU_OVERHEAD_MB = 1000  # a table job's Python, numpy, pandas
+MIN_MEM_MB = 4000
+MIN_MINUTES = 30
+ACTIVATION_BYTES = 4  # float32 logits and residuals a forward batch hands back
+CACHE_COPIES = 3
+ADD_PROMPTS = 10_000  # every a+b prompt (a, b in 0..99): the cache's most rows
+
+# Minutes of a first try on one A100/H100-class GPU for GPT-J-6B (6.05e9 parameters, 28 layers) at
+# config/config.yaml's counts: ten times the pessimistic estimate of docs/gpu-costs.md
+# (benchmarks/gpu_costs.py: the job's FLOPs at 10% of an H100's peak, its passes' overhead and
+# the weights' loading), and 15 minutes for what the estimate leaves out (imports, HDF5, the fits'
+# float64 SVDs), rounded up to half hours; helix_patching, which also reads the whole cache and
+# fits at every layer, an hour.  train_toy runs for toys alone (a CPU trains one in 20 minutes).
+GPTJ_MINUTES = {
+    "train_toy": 60,
+    "accuracy": 30,
+    "residual_cache": 30,
+    "helix_patching": 60,
+    "other_tasks_patching": 30,
+    "last_token_patching": 30,
+    "head_patching": 60,
+    "mlp_patching": 30,
+    "neuron_attribution": 30,
+    "neuron_grids": 30,
+    "neuron_fit_eval": 30,
+    "answer_scores": 30,
+}
+GPTJ_PARAMETERS = 6_050_882_784  # GPT-J-6B's, counted (its 28 layers: GPTJ_SIZE)
+GPTJ_SIZE = GPTJ_PARAMETERS * 28
+
+# The datasets of the residual cache each reader reads (helixclock.cache; its scripts say so)
+CACHE_DATASETS = {
+    "clock_coordinates": ("last", "ab"),
+    "helix_figure_tables": ("a", "ab"),
+    "helix_fits": ("a", "ab"),
+    "number_structure": ("numbers",),
+    "number_bases": ("numbers",),
+    "linear_addition": ("numbers",),
+    "helix_patching": ("a", "b", "last", "ab", "numbers"),
+    "last_token_patching": ("last", "ab"),
+}
+
+
+@dataclass(frozen=True)
+class Size:
+    """What a job's resources are computed from: parameters, layers, width, vocabulary, the
+    longest prompt's tokens (None: unknown) and where they were read."""
+
+    parameters: int
+    n_layers: int
+    d_model: int
+    vocab: int
+    tokens: int | None
+    read_from: str
+
+
+def _get(cfg: dict, *keys, default=None):
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+GATED = ("llama", "mistral", "qwen2", "olmo", "olmo2", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3")
+
+
+def config_parameters(cfg: dict) -> int:
+    """The parameters of the model a transformers ``config.json`` (as a dict) describes: the
+    embedding (and an untied unembedding), attention (grouped-query too) and MLP matrices of
+    every layer (gated MLPs have three); norms and biases, well under 0.1%, are left out."""
+    cfg = cfg.get("text_config", cfg) if "hidden_size" not in cfg and "n_embd" not in cfg else cfg
+    d = _get(cfg, "hidden_size", "n_embd", "d_model")
+    layers = _get(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _get(cfg, "num_attention_heads", "n_head", "num_heads")
+    kv = _get(cfg, "num_key_value_heads", default=heads)
+    head_dim = _get(cfg, "head_dim", default=d // heads)
+    mlp = _get(cfg, "intermediate_size", "n_inner", "ffn_dim", default=4 * d)
+    vocab = cfg["vocab_size"]
+    matrices = 3 if cfg.get("model_type") in GATED else 2
+    attention = 2 * d * heads * head_dim + 2 * d * kv * head_dim
+    tied = cfg.get("tie_word_embeddings", True)
+    return vocab * d * (1 if tied else 2) + layers * (attention + matrices * d * mlp)
+
+
+def config_size(cfg: dict, read_from: str) -> Size:
+    inner = cfg.get("text_config", cfg) if "hidden_size" not in cfg and "n_embd" not in cfg else cfg
+    return Size(
+        parameters=config_parameters(cfg),
+        n_layers=_get(inner, "num_hidden_layers", "n_layer", "num_layers"),
+        d_model=_get(inner, "hidden_size", "n_embd", "d_model"),
+        vocab=inner["vocab_size"],
+        tokens=None,
+        read_from=read_from,
+    )
+
+
+def card_tokens(card: dict) -> int | None:
+    """The longest prompt's tokens a one-token model's card records (None for several tokens:
+    their lengths are classes of each task's prompts)."""
+    lengths = [p["length"] for p in card.get("positions", {}).values() if p.get("length")]
+    return max(lengths) if lengths else None
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _hub_config(source: str, revision: str | None) -> Path | None:
+    """config.json of a hub model's revision in the local Hugging Face cache, without the hub."""
+    # deferred: huggingface_hub (a cache lookup: files only) only for a hub model, while the DAG is built
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(source, "config.json", revision=revision)
+    return Path(found) if isinstance(found, str) else None
+
+
+def model_size(name: str, spec: dict, card: str | Path, model_folder: str | Path | None = None) -> Size | None:
+    """The size of model ``name`` (registry entry ``spec``): from its card at ``card`` where it
+    exists, else its config.json (a local directory, the hub cache at its revision, or
+    ``model_folder``: the folder its toy or converted GGUF is in), else registry ``parameters``,
+    else a toy's registry architecture; None where nothing describes it yet."""
+    found = _read_json(Path(card))
+    if found and found.get("parameters"):
+        return Size(
+            found["parameters"],
+            found["n_layers"],
+            found["d_model"],
+            found["vocab"],
+            card_tokens(found),
+            "model card",
+        )
+    kind = source_kind(spec["source"])
+    candidates = []
+    if kind == "local":
+        candidates.append(Path(spec["source"]) / "config.json")
+    elif kind == "hub":
+        candidates.append(_hub_config(spec["source"], spec.get("revision")))
+    if model_folder is not None:
+        candidates.append(Path(model_folder) / "config.json")
+    for path in candidates:
+        cfg = _read_json(path) if path is not None else None
+        if cfg and cfg.get("vocab_size"):
+            return config_size(cfg, f"config.json ({path})")
+    if spec.get("parameters"):
+        # layers and width unknown: GPT-J's, scaled to the count (a cube root: both grow with it)
+        scale = (spec["parameters"] / GPTJ_PARAMETERS) ** (1 / 3)
+        shape = round(28 * scale), round(4096 * scale), 50_400
+        return Size(int(spec["parameters"]), *shape, None, "registry key parameters")
+    if kind == "toy":
+        arch = spec["toy"]
+        d, L = arch["d_model"], arch["n_layers"]
+        vocab = spec.get("number_limit", 399) + 1 + 256  # the numbers and the prompts' words
+        cfg = {
+            "hidden_size": d,
+            "num_hidden_layers": L,
+            "num_attention_heads": arch["n_heads"],
+            "num_key_value_heads": arch.get("n_kv_heads", arch["n_heads"]),
+            "intermediate_size": arch.get("d_mlp", 4 * d),
+            "vocab_size": vocab,
+            "model_type": spec.get("family"),
+            "tie_word_embeddings": arch.get("tie_embeddings", False),
+        }
+        return config_size(cfg, "registry toy architecture")
+    return None
+
+
+def prompt_tokens(spec: dict) -> int:
+    """An upper bound on a prompt's tokens before the card counts them: the longest template
+    with its numbers at the most digits, one token a character, and a BOS."""
+    digits = len(str(spec.get("number_limit", 999)))
+    longest = max(len(t.replace("{a}", "9" * digits).replace("{b}", "9" * digits)) for t in spec["prompts"].values())
+    return longest + 1
+
+
+def model_job_mb(size: Size | None, spec: dict, batch_size: int, attempt: int, extra_bytes: int = 0) -> int:
+    """A model job's host memory (MB): weights, one batch's activations, ``extra_bytes`` (the
+    cache datasets it reads) and the overhead, times the attempt; :data:`MIN_MEM_MB` at least."""
+    if size is None:
+        return max(MIN_MEM_MB, OVERHEAD_MB) * attempt
+    weights = size.parameters * DTYPE_BYTES[spec.get("dtype", "float32")]
+    tokens = size.tokens or prompt_tokens(spec)
+    activations = batch_size * tokens * (size.vocab + (size.n_layers + 1) * size.d_model) * ACTIVATION_BYTES
+    total = math.ceil((weights + activations + extra_bytes) / MB) + OVERHEAD_MB
+    return max(MIN_MEM_MB, total) * attempt
+
+
+def model_job_minutes(rule: str, size: Size | None, attempt: int) -> int:
+    """A model job's runtime (minutes): :data:`GPTJ_MINUTES` of its rule scaled by parameters x
+    layers, :data:`MIN_MINUTES` at least, times the attempt."""
+    scale = size.parameters * size.n_layers / GPTJ_SIZE if size is not None else 0.0
+    return max(MIN_MINUTES, math.ceil(GPTJ_MINUTES[rule] * scale)) * attempt
+
+
+# -- the residual cache ------------------------------------------------------------------------------
+def cache_dataset_bytes(path: str | Path, datasets, size: Size | None, numbers: int, dtype: str) -> int:
+    """Bytes of ``datasets`` of the residual cache: their shapes in the file where it exists,
+    else every a+b prompt (or the ``numbers`` bare numbers) at every layer of ``size``'s width in
+    ``dtype``; 0 where neither is known."""
+    path = Path(path)
+    if path.exists():
+        # deferred: h5py only once a cache exists (its datasets' shapes, no data read)
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            return sum(int(math.prod(f[k].shape)) * f[k].dtype.itemsize for k in datasets if k in f)
+    if size is None:
+        return 0
+    per_row = (size.n_layers + 1) * size.d_model * DTYPE_BYTES[dtype]
+    rows = {"a": ADD_PROMPTS, "b": ADD_PROMPTS, "last": ADD_PROMPTS, "numbers": numbers}
+    return sum(rows[k] * per_row if k in rows else ADD_PROMPTS * 2 * 8 for k in datasets)
+
+
+def reader_mb(data_bytes: int, attempt: int) -> int:
+    """A table job's memory (MB) for ``data_bytes`` it reads: :data:`CACHE_COPIES` copies and
+    :data:`CPU_OVERHEAD_MB`, :data:`MIN_MEM_MB` at least, times the attempt."""
+    return max(MIN_MEM_MB, math.ceil(CACHE_COPIES * data_bytes / MB) + CPU_OVERHEAD_MB) * attempt
+
+
+GGUF_UNKNOWN_MB = 16_000  # install_gguf of a model whose registry entry gives no parameters
+
+
+def gguf_mb(parameters: float | None, attempt: int) -> int:
+    """install_gguf's memory (MB): the model dequantised to float32 twice (the model and the
+    copy it saves), from the registry's ``parameters``; :data:`GGUF_UNKNOWN_MB` without them."""
+    if not parameters:
+        return GGUF_UNKNOWN_MB * attempt
+    return max(MIN_MEM_MB, math.ceil(2 * 4 * parameters / MB) + CPU_OVERHEAD_MB) * attempt
+
+
+def check_rules(model_jobs, readers) -> None:
+    """Every model job has a runtime here and every reader of the cache its datasets (the
+    Snakefile calls this with the rules that declare them)."""
+    missing = sorted(set(model_jobs) - set(GPTJ_MINUTES)) + sorted(set(readers) - set(CACHE_DATASETS))
+    if missing:
+        raise ValueError(f"helixclock.placement has no runtime or cache datasets for rule(s) {', '.join(missing)}")
