@@ -1,5 +1,6 @@
-"""Output paths in one place (helixclock.outputs) and the README's Outputs table true to the code:
-every rule it names exists and every function it names is importable."""
+"""Output paths in one place (helixclock.outputs) and the table of docs/outputs.md ("Where each
+figure comes from") true to the code: every rule it names exists and every function it names is
+importable."""
 
 import importlib
 import re
@@ -12,23 +13,23 @@ from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES
 
 
 def outputs_table() -> list[list[str]]:
-    """The rows of the README's Outputs table, as cells."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Outputs") : text.index("## When a run fails")]
+    """The rows of docs/outputs.md's table of rules and code, as cells."""
+    text = (REPO / "docs" / "outputs.md").read_text()
+    section = text[text.index("## Where each figure comes from") : text.index("## Layer numbering")]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     header = [c.strip() for c in rows[0].strip("|").split("|")]
     assert header[3:] == ["rules", "code (`helixclock.`…)"], header
     return [[c.strip() for c in row.strip("|").split(" | ")] for row in rows[1:]]
 
 
-def test_every_rule_the_readme_names_exists(tmp_path):
+def test_every_rule_the_outputs_page_names_exists(tmp_path):
     listed = workflow_rules(tmp_path)
     named = {name for row in outputs_table() for name in re.findall(r"`(\w+)`", row[3])}
     assert len(named) > 40
     assert named <= set(listed), sorted(named - set(listed))
 
 
-def test_every_function_the_readme_names_is_importable():
+def test_every_function_the_outputs_page_names_is_importable():
     """A name with dots is a module path under helixclock and an attribute of it; a bare name
     after it is another attribute of the same module."""
     found = 0
