@@ -71,8 +71,8 @@ real: $(VENV)/.real
 test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 
-# the inner loop (under 2 minutes): the unit room, no Snakemake run, less its one slow test (the real
-# SmolLM2-135M, marked slow: `make test` runs it)
+# the inner loop (under 2 minutes): the unit room, no Snakemake run, less its tests marked slow (the real
+# SmolLM2-135M, the committed toys' first steps retrained: `make test` runs them)
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q tests/unit -m "not slow"
 
