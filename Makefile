@@ -72,7 +72,7 @@ test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 
 # the inner loop (under 2 minutes): the unit room, no Snakemake run, less its tests marked slow (the real
-# SmolLM2-135M, the committed toys' first steps retrained: `make test` runs them)
+# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case: `make test` runs them)
 test-fast: $(STAMP)
 	$(VENV)/bin/python -m pytest -q tests/unit -m "not slow"
 

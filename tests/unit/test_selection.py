@@ -98,7 +98,11 @@ def by_mlp_order(values: np.ndarray) -> int:
 
 
 @pytest.mark.parametrize("separate", [True, False])
-@pytest.mark.parametrize("chooser", [by_te, by_screen, by_mlp_order])
+@pytest.mark.parametrize(
+    "chooser",
+    # by_mlp_order builds a selection table a replicate (5 s for 2,000 on 2 cores): in `make test` only
+    [by_te, by_screen, pytest.param(by_mlp_order, marks=pytest.mark.slow)],
+)
 def test_a_choice_on_the_selection_draw_is_measured_without_the_winners_curse(chooser, separate):
     """K = 10 candidates of no effect, unit per-pair noise on the measuring pairs and on a
     selection draw apart from them (no prompt shared): the candidate the real selection function
