@@ -66,13 +66,15 @@ run: $(STAMP)
 real: $(VENV)/.real
 	$(VENV)/bin/snakemake --cores $(CORES) --config 'models=$(REAL_MODELS)'
 
-# everything: lint, then every test (the whole tiny DAG and the Slurm run included)
+# everything: lint, then both rooms of tests/ (pyproject's testpaths): tests/unit, then tests/dag (every
+# Snakemake run: the whole tiny DAG, the digit toy, failures, the report, the Slurm run)
 test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 
-# the inner loop: no whole-DAG or Slurm runs
+# the inner loop (under 2 minutes): the unit room, no Snakemake run, less its tests marked slow (the real
+# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case: `make test` runs them)
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not slow"
+	$(VENV)/bin/python -m pytest -q tests/unit -m "not slow"
 
 # the documentation site (mkdocs-material) into build/docs; --strict: a broken link, a page missing
 # from the nav or an output no rule makes fails the build (docs/hooks.py)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -81,10 +83,33 @@ def tiny_config(cfg: dict) -> dict:
     return out
 
 
-def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
-    """Run every model job's library calls on a tiny random GPT-J; counts per job."""
+@dataclass
+class TinyRun:
+    """A tiny random-weight GPT-J with the counter on it, and the config's settings as its jobs
+    read them (what every counted job below shares)."""
 
-    prompts, tasks = entry["prompts"], tuple(cfg["accuracy"]["tasks"])
+    cfg: dict
+    prompts: dict
+    tok: Any
+    shape: Shape
+    model: Any
+    counter: Counter
+    batch: int
+    fit: FitSettings
+    neurons: NeuronSettings
+
+    @property
+    def template(self) -> str:
+        return self.prompts["add"]
+
+    def engine(self) -> PatchingEngine:
+        """A new engine, as each job's script makes one."""
+        return PatchingEngine(self.model, batch_size=self.batch, progress=False)
+
+
+def tiny_gptj(prompts: dict, seed: int) -> tuple[Any, Any, Shape]:
+    """The toy tokenizer of ``prompts``, a random-weight GPT-J on it (3 layers, 4 heads, d 32,
+    MLP 64; weights seeded) and its shape."""
     tok = build_tokenizer(prompts, 399, bos=False)
     shape = Shape(n_layers=3, n_heads=4, d_model=32, d_mlp=64, vocab=len(tok))
     torch.manual_seed(seed)
@@ -101,88 +126,99 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
             eos_token_id=None,
         )
     )
-    model = wrap_model(hf.eval(), tok, name="tiny-gptj")
-    name, template, device = model.name, prompts["add"], model.device
-    geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], name)
-    helix, clock = cfg["helix"], cfg["clock"]
+    return tok, hf, shape
+
+
+def job_settings(cfg: dict) -> tuple[FitSettings, NeuronSettings]:
+    """The helix fits' and the neuron stage's settings of ``cfg``."""
+    helix = cfg["helix"]
     fit = FitSettings(helix["periods"], helix["pca_components"], cfg.get("compat", "corrected"))
-    neurons = NeuronSettings(
-        **{
-            k: cfg["neurons"][k]
-            for k in ("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share")
-        },
-        seed=cfg["seed"],
-    )
-    positions = check_task_tokens(tok, name, get_task("add"), template, answers=False).positions.as_dict()
-    last = positions["last"]
-    counter = Counter(hf)
-    engine = lambda: PatchingEngine(model, batch_size=batch, progress=False)  # noqa: E731  (one per job, as the scripts)
-    got: dict[str, dict] = {}
+    keys = ("attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share")
+    return fit, NeuronSettings(**{k: cfg["neurons"][k] for k in keys}, seed=cfg["seed"])
 
-    check_all_tasks(tok, name, prompts, tasks)
-    eng = engine()
-    counter.take()
+
+def count_accuracy(run: TinyRun, tasks: tuple[str, ...]) -> dict:
+    """The accuracy sweep of every task (one engine for all, as the job)."""
+    check_all_tasks(run.tok, run.model.name, run.prompts, tasks)
+    eng = run.engine()
+    run.counter.take()
     for t in tasks:
-        task_accuracy(model, get_task(t), prompts[t], eng, keep=ANSWER_NUMBERS if t == "add" else None)
-    got["accuracy"] = counter.take()
-    tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, seed)  # a random model gets nothing right
-    acc = tables["add"]
-    correct = acc[acc["correct"]]
+        task_accuracy(run.model, get_task(t), run.prompts[t], eng, keep=ANSWER_NUMBERS if t == "add" else None)
+    return run.counter.take()
 
+
+def count_cache(run: TinyRun, correct: pd.DataFrame) -> tuple[dict, Any]:
+    """The residual cache of the correct a+b prompts, written and read back: its counts and the
+    cache."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "residuals.h5"
         write_residual_cache(
-            model,
-            template,
+            run.model,
+            run.template,
             correct["a"].to_numpy(),
             correct["b"].to_numpy(),
             path,
             dtype="float32",
-            largest_bare_number=cfg["cache"]["largest_bare_number"],
-            engine=engine(),
+            largest_bare_number=run.cfg["cache"]["largest_bare_number"],
+            engine=run.engine(),
         )
-        got["residual_cache"] = counter.take()
-        cache = read_residual_cache(path)
-    H = torch.from_numpy(cache.a).transpose(0, 1)  # helix_fits, a CPU job
-    fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
+        counted = run.counter.take()
+        return counted, read_residual_cache(path)
 
-    counter.take()
+
+def count_helix(run: TinyRun, correct: pd.DataFrame, tables: dict, cache) -> dict[str, dict]:
+    """helix_fits (a CPU job, not counted), then helix_patching and other_tasks_patching."""
+    fit, helix, seed = run.fit, run.cfg["helix"], run.cfg["seed"]
+    H = torch.from_numpy(cache.a).transpose(0, 1)
+    fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
+    run.counter.take()
+    got = {}
     helix_patching(
-        engine(),
+        run.engine(),
         correct,
         cache,
-        to_device(fits, device),
-        template,
+        to_device(fits, run.model.device),
+        run.template,
         fit,
         n_pairs=helix["n_pairs"],
-        seed=cfg["seed"],
+        seed=seed,
         test_fraction=helix["test_fraction"],
     )
-    got["helix_patching"] = counter.take()
-    other_tasks_patching(engine(), tables, prompts, fit, n_pairs=helix["n_pairs"], seed=cfg["seed"])
-    got["other_tasks_patching"] = counter.take()
+    got["helix_patching"] = run.counter.take()
+    other_tasks_patching(run.engine(), tables, run.prompts, fit, n_pairs=helix["n_pairs"], seed=seed)
+    got["other_tasks_patching"] = run.counter.take()
+    return got
 
-    def clock_pairs():
-        return draw_pairs(correct, clock["n_pairs"], cfg["seed"], tok, template, tuple(clock["corrupt"]), device=device)
 
-    eng = engine()
-    pairs = clock_pairs()
-    last_token_curves(eng, pairs, cache, fit.periods, clock["pca_components"])
+def clock_pairs(run: TinyRun, correct: pd.DataFrame):
+    """The clock stages' pairs, drawn as their jobs draw them."""
+    clock, seed, device = run.cfg["clock"], run.cfg["seed"], run.model.device
+    return draw_pairs(correct, clock["n_pairs"], seed, run.tok, run.template, tuple(clock["corrupt"]), device=device)
+
+
+def count_last_token(run: TinyRun, correct: pd.DataFrame, cache) -> tuple[dict, Any]:
+    """last_token_patching (Fig. 5's curves and the layer effects, one engine): its counts and
+    the layer effects the MLP job reads."""
+    eng = run.engine()
+    pairs = clock_pairs(run, correct)
+    last_token_curves(eng, pairs, cache, run.fit.periods, run.cfg["clock"]["pca_components"])
     effects = layer_effects(eng, pairs)
-    got["last_token_patching"] = counter.take()
+    return run.counter.take(), effects
 
-    rows = seeded_rows(correct, clock["fit_prompts"], cfg["seed"])  # the fitted sample, as clock_job draws it
-    ids, a, b = prompt_ids(tok, template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
-    heads = last_token_heads(
-        engine(),
-        clock_pairs(),
-        ids,
-        a,
-        b,
-        positions,
-        HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components),
-    )
-    got["head_patching"] = counter.take()
+
+def fitted_prompts(run: TinyRun, correct: pd.DataFrame) -> tuple:
+    """The prompts the heads' and MLPs' fits read, as clock_job draws them: ids, a and b."""
+    rows = seeded_rows(correct, run.cfg["clock"]["fit_prompts"], run.cfg["seed"])
+    return prompt_ids(run.tok, run.template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
+
+
+def count_heads(run: TinyRun, correct: pd.DataFrame, sample: tuple, positions: dict) -> tuple[dict, dict]:
+    """head_patching: its counts, and what of it the formulas read (the top heads, the layers of
+    the path-patched senders and receivers), with Fig. D7's path count held to its formula."""
+    clock, fit = run.cfg["clock"], run.fit
+    settings = HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components)
+    heads = last_token_heads(run.engine(), clock_pairs(run, correct), *sample, positions, settings)
+    counted = run.counter.take()
     paths = heads["paths"]
 
     def role_layers(side):
@@ -193,32 +229,59 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[
         "senders": role_layers("sender"),
         "receivers": role_layers("receiver"),
     }
-    want = path_counts(shape, observed["senders"], observed["receivers"])[0]
+    want = path_counts(run.shape, observed["senders"], observed["receivers"])[0]
     if want != len(paths):
         raise AssertionError(f"Fig. D7 paths: the formula says {want}, the job patched {len(paths)}")
+    return counted, observed
 
-    last_token_mlps(engine(), clock_pairs(), ids, a, b, last, effects, fit.periods, fit.pca_components)
-    got["mlp_patching"] = counter.take()
 
-    out = last_token_attribution(engine(), acc, template, last, neurons)
-    got["neuron_attribution"] = counter.take()
+def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: tuple, last: int, effects) -> dict:
+    """mlp_patching at the last token."""
+    fit = run.fit
+    last_token_mlps(run.engine(), clock_pairs(run, correct), *sample, last, effects, fit.periods, fit.pca_components)
+    return run.counter.take()
+
+
+def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int) -> dict[str, dict]:
+    """neuron_attribution, neuron_grids of its top neurons, neuron_fits (a CPU job, not
+    counted) and neuron_fit_eval."""
+    got = {}
+    neurons, template = run.neurons, run.template
+    out = last_token_attribution(run.engine(), acc, template, last, neurons)
+    got["neuron_attribution"] = run.counter.take()
     scores = out["attribution"]
     top = scores.iloc[: top_count(len(scores), neurons.top_share)]
-    grids = last_token_grids(engine(), acc, template, last, top)
-    got["neuron_grids"] = counter.take()
-    nf = fit_neurons(grids["pre"], fit.periods, layer=grids["layer"], neuron=grids["neuron"])  # neuron_fits, CPU
-    counter.take()
-    last_token_fit_eval(
-        engine(),
-        acc,
-        template,
-        last,
-        pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron}),
-        nf.predict(),
-        out["means"],
-        neurons,
-    )
-    got["neuron_fit_eval"] = counter.take()
+    grids = last_token_grids(run.engine(), acc, template, last, top)
+    got["neuron_grids"] = run.counter.take()
+    nf = fit_neurons(grids["pre"], run.fit.periods, layer=grids["layer"], neuron=grids["neuron"])
+    run.counter.take()
+    fitted = pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron})
+    last_token_fit_eval(run.engine(), acc, template, last, fitted, nf.predict(), out["means"], neurons)
+    got["neuron_fit_eval"] = run.counter.take()
+    return got
+
+
+def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
+    """Run every model job's library calls on a tiny random GPT-J; counts per job."""
+    prompts, tasks = entry["prompts"], tuple(cfg["accuracy"]["tasks"])
+    tok, hf, shape = tiny_gptj(prompts, seed)
+    model = wrap_model(hf.eval(), tok, name="tiny-gptj")
+    geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], model.name)
+    fit, neurons = job_settings(cfg)
+    positions = check_task_tokens(tok, model.name, get_task("add"), prompts["add"], answers=False).positions.as_dict()
+    run = TinyRun(cfg, prompts, tok, shape, model, Counter(hf), batch, fit, neurons)
+
+    got = {"accuracy": count_accuracy(run, tasks)}
+    tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, seed)  # a random model gets nothing right
+    acc = tables["add"]
+    correct = acc[acc["correct"]]
+    got["residual_cache"], cache = count_cache(run, correct)
+    got |= count_helix(run, correct, tables, cache)
+    got["last_token_patching"], effects = count_last_token(run, correct, cache)
+    sample = fitted_prompts(run, correct)
+    got["head_patching"], observed = count_heads(run, correct, sample, positions)
+    got["mlp_patching"] = count_mlps(run, correct, sample, positions["last"], effects)
+    got |= count_neurons(run, acc, positions["last"])
 
     counts = counts_from(cfg, entry, tables, batch, **observed)
     return got, shape, geo, counts

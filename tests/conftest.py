@@ -1,5 +1,7 @@
-"""Shared fixtures: tiny random-weight models of every supported family (no network), and the
-whole-DAG runs (the tiny run, the run on toy-digits), started in the background."""
+"""Shared fixtures of both rooms, tests/unit and tests/dag: tiny random-weight models of every
+supported family (no network), and the whole-DAG runs (the tiny run, the run on toy-digits),
+started in the background when some test of the session reads them (tests/dag; `pytest tests/unit`
+starts none)."""
 
 from __future__ import annotations
 
@@ -92,7 +94,9 @@ DAG_RUNS = {"tiny_run": tiny_run_start, "digits_run": digits_run_start}
 
 def pytest_collection_modifyitems(items):
     """The tests that read a whole-DAG run go last, the Slurm test first among them: its own run
-    through sbatch needs no DAG run, so it goes on while the test waits for the local run."""
+    through sbatch needs no DAG run, so it goes on while the test waits for the local run.  The
+    rest keep the order of collection: tests/unit, then the tests of tests/dag that start a
+    Snakemake run of their own (pyproject's testpaths)."""
 
     def key(item):
         reads = bool(DAG_RUNS.keys() & set(item.fixturenames))

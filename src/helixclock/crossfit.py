@@ -9,7 +9,7 @@ two folds, whole clusters of pairs that share a prompt to one fold
 (:func:`helixclock.inference.prompt_clusters`); the object is chosen on each fold and measured on
 the other, and each pair keeps the value of the object chosen without it.  The mean of those
 per-pair values has no selection bias, and its test is the ordinary test of a mean
-(tests/test_inference.py: bias about 0 and a rejection rate at most alpha under a planted null,
+(tests/unit/test_inference.py: bias about 0 and a rejection rate at most alpha under a planted null,
 where choosing and measuring on the same pairs fails both).
 """
 
@@ -116,7 +116,7 @@ def fold_bound(values, fold, clusters, n_boot: int, seed: int) -> FoldBound:
     reads), so the standard error is bounded by w0 se0 + w1 se1 (the two perfectly correlated):
     valid whatever the candidates, conservative where the choice is stable.  The bootstrap of the
     fixed per-pair values instead misses the correlation: with 10 candidates of no effect and 50
-    pairs its test rejects about 0.09 at alpha 0.05 (tests/test_inference.py).  Resampling the
+    pairs its test rejects about 0.09 at alpha 0.05 (tests/unit/test_inference.py).  Resampling the
     choices as well (the whole procedure on each resample) over-states the spread where
     candidates tie, and lost about half of this bound's power where one candidate of ten had an
     effect, in trials while building it.  Degrees of freedom: the smaller fold's clusters - 1."""

@@ -23,7 +23,7 @@ and standard errors that respect how the pairs were drawn:
   the leave-one-cluster-out jackknife) covers at that same 0.942 for a normal mean and no
   better than the t interval on the skewed distributions tried (exponential, chi-squared,
   lognormal at n = 50: both 0.92-0.93), so the findings use the t interval; both are tested
-  (tests/test_inference.py).
+  (tests/unit/test_inference.py).
 * **Ratios.** :func:`fieller` (DE/TE, helix/TE): the interval is defined only where the
   denominator's own interval excludes 0, else "not defined".
 

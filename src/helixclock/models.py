@@ -312,7 +312,7 @@ def convert_gguf(gguf: Path) -> Path:
     ``from_pretrained(..., gguf_file=)`` gives, as safetensors), the configuration, and the tokenizer
     as tokenizer.json.  Loading a GGUF rebuilds its tokenizer and dequantises every tensor in
     Python (Gemma-3-270M: about 50 s a job on 2 cores); the converted files load in about a
-    second, to the same weights and token ids (tests/test_real_model.py).  Returns the folder."""
+    second, to the same weights and token ids (tests/unit/test_real_model.py).  Returns the folder."""
     # deferred: transformers and nnsight (about 2 s) stay out of the jobs that load no model (neuron_fits)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -31,7 +31,7 @@ one-token answer and no end token): the scoring is the set's (``Pairs.scoring``,
 :func:`helixclock.pairs.draw_pairs`), so one pair of several tokens scores every pair of its set
 by log-probability, its one-token pairs included.  A set of one-position pairs is scored by the
 paper's logit difference exactly, and the several-token code paths then give the paper path's
-tables (tests/test_readings.py).
+tables (tests/unit/test_readings.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,6 @@ torch: plotting jobs never load torch).  Science shared by several stages lives 
 :mod:`helixclock.experiments`; so do the names several stages share, such as
 :data:`helixclock.layout.READINGS` (the readings of the last-token, head and MLP stages) and
 :data:`helixclock.statistics.MIN_ERRORS` (the fewest wrong answers of App. F's test, which the
-report reads too).  A stage never imports another stage's modules (tests/test_imports.py checks
+report reads too).  A stage never imports another stage's modules (tests/unit/test_imports.py checks
 it); it reads their saved outputs.
 """

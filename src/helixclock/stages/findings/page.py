@@ -1,6 +1,6 @@
 """The findings page (``results/{model}/findings.md``), rendered from ``contrasts.csv`` alone:
 each sentence is chosen by the finding's verdict, and every number in it is a value of the table
-(tests/test_findings.py renders a planted table and checks each number of the page against it).
+(tests/unit/test_findings.py renders a planted table and checks each number of the page against it).
 """
 
 from __future__ import annotations

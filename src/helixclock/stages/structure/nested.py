@@ -18,7 +18,7 @@ T = 100 circle (cos, sin 2 pi n / 100) add to a basis that already holds the dig
   richest function of each digit alone, with the token count), and the digit circles with the
   classes (the comparison's own "helix + digit circles + classes" - "digit circles + classes").
   T = 100 alone is tested: the periods 2, 5 and 10 are functions of the units digit, and over a
-  units one-hot they add exactly nothing (tests/test_nested_t100.py shows it).  What T = 100
+  units one-hot they add exactly nothing (tests/unit/test_nested_t100.py shows it).  What T = 100
   adds over the one-hot is its within-decade interaction of tens and units (cos 2 pi n / 100 is
   not a sum of a function of the tens digit and one of the units digit).
 * **The verdict, Holm across layers.**  Each layer's increment gets a two-sided p from its

@@ -169,7 +169,7 @@ def test_the_engine_on_the_saved_model_equals_a_plain_forward(model_path, tok):
     from helixclock.patching import PatchingEngine, Point
 
     # float32 here, so that the engine can be held to a plain forward at 1e-5 (the registry's
-    # GPT-J runs in bfloat16, as the authors ran it: tests/test_fidelity.py)
+    # GPT-J runs in bfloat16, as the authors ran it: tests/unit/test_fidelity.py)
     spec = {**gptj_spec(model_path), "dtype": "float32"}
     model = load_model("gptj", spec, device="cpu", resources="unused-for-a-local-source")
     assert model.adapter.vocab_size == GPTJ_VOCAB_SIZE and model.source == str(model_path)

@@ -10,6 +10,7 @@ import torch
 from helpers.families import tiny_hf_model
 from helpers.hooks import replace_io
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.tables import correct_table
 
 from helixclock.layout import Layout, boundaries, groups_of, layout_order
 from helixclock.models import wrap_model
@@ -30,12 +31,6 @@ def digits():
 def digit_llama(digits):
     hf = tiny_hf_model("llama", len(digits), seed=1)
     return wrap_model(hf, digits, name="digit-llama", number_tokens="several")
-
-
-def correct_table(rows):
-    """An accuracy table whose rows are all 'correct' (the pairs' source)."""
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
 
 
 def test_spans_answers_and_length_classes_of_a_digit_tokenizer(digits):

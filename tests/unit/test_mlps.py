@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.families import tiny_hf_model
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.digit_models import digit_engine
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table
 
-from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, prompt_ids
 from helixclock.patching import PatchingEngine
 from helixclock.patching.metrics import TERMS
@@ -23,24 +23,11 @@ ADD = GPTJ_PROMPTS["add"]
 LAYERS = 4
 
 
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
-
-
 @pytest.fixture(scope="module")
 def several():
     """A 4-block digit-tokenised Llama (gated MLPs), its engine, pairs of answers of several
-    tokens and the correct prompts its fits read."""
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model(
-        "llama", len(digits), layers=LAYERS, seed=3, initializer_range=0.2
-    )  # effects well above float noise
-    model = wrap_model(hf, digits, name="d4", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
-    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True, end=".")
-    engine = PatchingEngine(model, progress=False)
-    return engine, pairs, correct
+    tokens and the correct prompts its fits read (effects well above float noise)."""
+    return digit_engine("llama", layers=LAYERS, name="d4", n_pairs=12)
 
 
 def _te_de(effects: pd.DataFrame, layer: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers.dag import workflow_rules
-from helpers.families import tiny_hf_model
+from helpers.digit_models import digit_engine
 from helpers.paths import REPO
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table, pairs_table, sampled_correct
 
 from helixclock.bases import clock_bases
 from helixclock.experiments import answer_position_fits, total_effects
 from helixclock.inference import prompt_clusters, resample, standard_error, t_interval
 from helixclock.model_jobs import selection
-from helixclock.models import wrap_model
 from helixclock.multiplicity import ALPHA
 from helixclock.pairs import (
     MEASURE,
@@ -37,7 +37,6 @@ from helixclock.pairs import (
     used_prompts,
 )
 from helixclock.patching import PatchingEngine, Point
-from helixclock.sampling import pair_indices
 from helixclock.stages.findings.contrasts import MEASURE as FINDINGS_MEASURE
 from helixclock.stages.findings.contrasts import Tables, each_split
 from helixclock.stages.heads.patching import FittedHeads, HeadSettings, head_reading, rank_by_te, screened_points
@@ -59,26 +58,6 @@ def mc_se(rate: float) -> float:
     return float(np.sqrt(rate * (1 - rate) / R))
 
 
-def accuracy_table(per_b: int = 20, n_b: int = 40, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = [(int(a), b) for b in range(n_b) for a in rng.choice(100, per_b, replace=False)]
-    df = pd.DataFrame(rows, columns=["a", "b"])
-    return df.assign(answer=df["a"] + df["b"], correct=True)
-
-
-def drawn(correct: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
-    clean, corrupted = pair_indices(correct, n, seed, vary=("a",))
-    c, k = correct.iloc[clean], correct.iloc[corrupted]
-    return pd.DataFrame(
-        {
-            "clean_a": c["a"].to_numpy(),
-            "corrupted_a": k["a"].to_numpy(),
-            "clean_b": c["b"].to_numpy(),
-            "corrupted_b": k["b"].to_numpy(),
-        }
-    )
-
-
 def prompts_of(table: pd.DataFrame) -> set[tuple[int, int]]:
     return {(int(a), int(b)) for s in ("clean", "corrupted") for a, b in zip(table[f"{s}_a"], table[f"{s}_b"])}
 
@@ -86,12 +65,12 @@ def prompts_of(table: pd.DataFrame) -> set[tuple[int, int]]:
 def two_draws(seed: int = 3):
     """The measuring pairs and a selection draw from the correct prompts they leave, as
     :func:`helixclock.pairs.draw_apart` draws them (its pool and its seed)."""
-    correct = accuracy_table(seed=seed)
-    measured = drawn(correct, N, seed)
+    correct = sampled_correct(seed=seed)
+    measured = pairs_table(correct, N, seed)
     pool = correct[[(a, b) not in prompts_of(measured) for a, b in zip(correct["a"], correct["b"])]].reset_index(
         drop=True
     )
-    return measured, drawn(pool, N_SELECT, seed + SELECTION_SEED)
+    return measured, pairs_table(pool, N_SELECT, seed + SELECTION_SEED)
 
 
 # -- the real choosers, each on a [K, n] table of one replicate's per-pair values -------------------
@@ -119,7 +98,11 @@ def by_mlp_order(values: np.ndarray) -> int:
 
 
 @pytest.mark.parametrize("separate", [True, False])
-@pytest.mark.parametrize("chooser", [by_te, by_screen, by_mlp_order])
+@pytest.mark.parametrize(
+    "chooser",
+    # by_mlp_order builds a selection table a replicate (5 s for 2,000 on 2 cores): in `make test` only
+    [by_te, by_screen, pytest.param(by_mlp_order, marks=pytest.mark.slow)],
+)
 def test_a_choice_on_the_selection_draw_is_measured_without_the_winners_curse(chooser, separate):
     """K = 10 candidates of no effect, unit per-pair noise on the measuring pairs and on a
     selection draw apart from them (no prompt shared): the candidate the real selection function
@@ -146,7 +129,7 @@ def test_a_choice_on_the_selection_draw_is_measured_without_the_winners_curse(ch
 
 
 def test_unused_rows_leave_out_every_prompt_of_the_other_draw():
-    correct = accuracy_table()
+    correct = sampled_correct()
     measured, _ = two_draws()
     used = prompts_of(measured)
     pool = unused_rows(correct, used)
@@ -155,11 +138,6 @@ def test_unused_rows_leave_out_every_prompt_of_the_other_draw():
 
 
 # -- the draws on a model -----------------------------------------------------------------------------
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
-
-
 def test_the_selection_draw_shares_no_prompt_and_compat_authors_has_none(tiny_gptj, tokenizer):
     """One-token prompts: the selection draw (screen and ranked pairs, the ranked a part of the
     screen's) uses no prompt of the measuring pairs, has its own seed, and its job's pairs table
@@ -181,13 +159,10 @@ def test_the_selection_draw_shares_no_prompt_and_compat_authors_has_none(tiny_gp
 @pytest.fixture(scope="module")
 def digits():
     """A 3-block digit-tokenised Llama, its engine, measuring pairs and a selection draw."""
-    tok = digit_splitting_tokenizer()
-    hf = tiny_hf_model("llama", len(tok), layers=3, seed=3, initializer_range=0.2)
-    model = wrap_model(hf, tok, name="d-llama", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88, 23, 9) for b in (5, 21, 34, 56, 70)])
-    pairs = draw_pairs(correct, 10, 0, tok, ADD, ("a", "b"), several=True, end=".")
-    draw = selection_draw(model, correct, pairs, Selection(n_pairs=6, attribution_pairs=10), 0, ADD, ("a", "b"))
-    return PatchingEngine(model, progress=False), pairs, correct, draw
+    grid = [(a, b) for a in (3, 7, 12, 45, 61, 88, 23, 9) for b in (5, 21, 34, 56, 70)]
+    engine, pairs, correct = digit_engine("llama", grid=grid)
+    draw = selection_draw(engine.model, correct, pairs, Selection(n_pairs=6, attribution_pairs=10), 0, ADD, ("a", "b"))
+    return engine, pairs, correct, draw
 
 
 def test_heads_are_screened_and_ranked_on_the_selection_draw(digits):

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers.tables import pairs_table, sampled_correct
 
 from helixclock.config import ConfigError
-from helixclock.sampling import pair_indices
 from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.contrasts import Tables
 from helixclock.stages.findings.page import findings_page
@@ -25,21 +25,11 @@ LAYERS = 4
 
 
 def planted_pairs(seed: int = 0) -> pd.DataFrame:
-    """The helix stage's pairs table of a draw by pair_indices (vary a, partners share b)."""
-    rng = np.random.default_rng(seed)
-    rows = [(int(a), b) for b in range(25) for a in rng.choice(100, 6, replace=False)]
-    correct = pd.DataFrame(rows, columns=["a", "b"]).assign(answer=lambda d: d["a"] + d["b"])
-    clean, corrupted = pair_indices(correct, N, seed, vary=("a",))
-    c, k = correct.iloc[clean], correct.iloc[corrupted]
-    return pd.DataFrame(
-        {
-            "pair": [f"pair_{i}" for i in range(len(clean))],
-            "clean_a": c["a"].to_numpy(),
-            "corrupted_a": k["a"].to_numpy(),
-            "clean_b": c["b"].to_numpy(),
-            "corrupted_b": k["b"].to_numpy(),
-        }
-    )
+    """The helix stage's pairs table of a draw by pair_indices (vary a, partners share b), its
+    pairs named."""
+    pairs = pairs_table(sampled_correct(per_b=6, n_b=25, seed=seed), N, seed)
+    pairs.insert(0, "pair", [f"pair_{i}" for i in range(len(pairs))])
+    return pairs
 
 
 def planted_sweep(n: int, seed: int = 0) -> pd.DataFrame:

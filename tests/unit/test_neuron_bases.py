@@ -4,6 +4,7 @@ exists at a digit-tokenised answer position) and of the digit basis fitted besid
 import numpy as np
 import pytest
 import torch
+from helpers.phases import circular
 
 from helixclock.stages.neurons.basis import PERIODS, columns, design, digit_columns, digit_design, planted_grids
 from helixclock.stages.neurons.fit import compare_bases, design_rank, fit_digit_basis, fit_neurons
@@ -24,11 +25,6 @@ def planted(n, seed):
     d = rng.uniform(0, 1, size=(n, 3, NT)) * np.asarray(PERIODS, dtype=float)
     d[:, :, 0] = rng.integers(0, 2, size=(n, 3))
     return planted_grids(A, d, rng.normal(size=(n, 3)), rng.normal(size=n)), A, d
-
-
-def circular(d1, d2, T):
-    T = np.asarray(T, dtype=float)
-    return (d1 - d2 + T / 2) % T - T / 2
 
 
 def test_mask_none_is_the_unmasked_fit_and_a_full_mask_agrees_with_it():

@@ -6,13 +6,12 @@ corrupted answer do not share."""
 import numpy as np
 import pandas as pd
 import pytest
-import torch
-from helpers.families import tiny_hf_model
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.digit_models import digit_engine, planted_copy_head
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table
 
 from helixclock.experiments import total_and_direct
 from helixclock.first_difference import first_difference_pairs
-from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs
 from helixclock.patching import PatchingEngine, Point
 from helixclock.stages.findings import registry as reg
@@ -25,47 +24,26 @@ from helixclock.statistics import Resampling, pair_columns
 from helixclock.strata import matched_rows, matched_terms, strata_masks, stratified
 
 ADD = GPTJ_PROMPTS["add"]
-D, OFFSET, COPY, BIGRAM = 32, 5, 4.0, 20.0  # width, the head's offset, its logit, "=" -> "1"
+D, OFFSET, COPY, BIGRAM = 32, 5, 4.0, 20.0  # width (planted_copy_head's), the head's offset, its logit, "=" -> "1"
 
 
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
+def the_unembedding_reads_the_copy(weights, digits) -> None:
+    """The unembedding alone reads the copied digit (``COPY`` on the digit's logit: nothing
+    reads the head but the logits), and gives "1" a logit ``BIGRAM`` after "="."""
+    for d in range(10):
+        weights["lm_head.weight"][digits.convert_tokens_to_ids(str(d)), 20 + d] = COPY
+    weights["lm_head.weight"][digits.convert_tokens_to_ids("1"), 1 + digits.convert_tokens_to_ids("=")] = BIGRAM
 
 
 def planted_first_difference():
-    """A 2-block digit Llama with one working head, L0H0, and a bigram, planted by hand: every
-    token carries a constant coordinate (4) and a one-hot of itself; RoPE makes L0H0 attend from
-    each position to the token ``OFFSET`` before it and write that token's digit one-hot into
-    residual dimensions 20-29, which only the unembedding reads (``COPY`` on the digit's logit:
-    nothing reads the head but the logits); the unembedding also gives "1" a logit ``BIGRAM``
-    after "=".  In "Output ONLY a number.\\n{a}+{b}=" with two-digit a and b, at "=" the model
-    says "1" whatever the head copies (a's tens digit), and at the next position (after the
-    teacher-forced "1") it says the digit the head copies there: a's units digit."""
-    digits = digit_splitting_tokenizer()
-    V = len(digits)
-    hf = tiny_hf_model("llama", V, d=D, layers=2, heads=2, seed=0, rope_theta=2.0, intermediate_size=32)
-    weights = hf.state_dict()
-    with torch.no_grad():
-        for name, w in weights.items():
-            if "norm" not in name:
-                w.zero_()
-        weights["model.embed_tokens.weight"][:, 0] = 4.0
-        weights["model.embed_tokens.weight"][torch.arange(V), 1 + torch.arange(V)] = 1.0
-        rms = (17 / D) ** 0.5  # every token's embedding has this root mean square
-        theta = 2.0 ** (-torch.arange(8) / 8)  # RoPE's angles per position at rope_theta 2, head width 16
-        attn = "model.layers.0.self_attn"
-        weights[f"{attn}.q_proj.weight"][:8, 0] = 40.0 * rms / 4
-        weights[f"{attn}.k_proj.weight"][:8, 0] = torch.cos(OFFSET * theta) * rms / 4
-        weights[f"{attn}.k_proj.weight"][8:16, 0] = torch.sin(OFFSET * theta) * rms / 4
-        for d in range(10):
-            token = digits.convert_tokens_to_ids(str(d))
-            weights[f"{attn}.v_proj.weight"][d, 1 + token] = rms
-            weights[f"{attn}.o_proj.weight"][20 + d, d] = 1.0
-            weights["lm_head.weight"][token, 20 + d] = COPY
-        weights["lm_head.weight"][digits.convert_tokens_to_ids("1"), 1 + digits.convert_tokens_to_ids("=")] = BIGRAM
-    hf.load_state_dict(weights)
-    return wrap_model(hf, digits, name="planted-p*", number_tokens="several", answer_end=".")
+    """A 2-block digit Llama with one working head, L0H0, and a bigram, planted by hand
+    (helpers.digit_models.planted_copy_head): L0H0 attends from each position to the token
+    ``OFFSET`` before it and writes that token's digit one-hot into residual dimensions 20-29,
+    which only the unembedding reads (:func:`the_unembedding_reads_the_copy`).  In
+    "Output ONLY a number.\\n{a}+{b}=" with two-digit a and b, at "=" the model says "1" whatever
+    the head copies (a's tens digit), and at the next position (after the teacher-forced "1") it
+    says the digit the head copies there: a's units digit."""
+    return planted_copy_head(OFFSET, the_unembedding_reads_the_copy, "planted-p*")
 
 
 def planted_pairs(model, n_pairs: int = 14):
@@ -170,12 +148,8 @@ def test_where_the_first_tokens_differ_p_star_is_the_last_token(llama_digits):
 
 @pytest.fixture(scope="module")
 def llama_digits():
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model("llama", len(digits), layers=3, seed=3, initializer_range=0.2)
-    model = wrap_model(hf, digits, name="d-llama", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
-    pairs = draw_pairs(correct, 16, 0, digits, ADD, ("a", "b"), several=True, end=".")
-    return PatchingEngine(model, progress=False), pairs
+    engine, pairs, _ = digit_engine("llama", n_pairs=16)
+    return engine, pairs
 
 
 def test_matched_terms_take_the_first_tokens_term_or_the_answers_own():

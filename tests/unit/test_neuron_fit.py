@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from helpers.phases import circular
 
 from helixclock.stages.neurons.basis import PERIODS, VARIABLES, columns, design, grid_values, planted_grids
 from helixclock.stages.neurons.fit import fit_neurons
@@ -36,12 +37,6 @@ def params(n, seed=0, amp=(0.3, 1.5), periods_used=PERIODS, dominant=3.0):
     for i, (j, k) in enumerate(top):
         A[i, j, k] = dominant
     return A, d, rng.normal(size=(n, 3)), rng.normal(size=n), top
-
-
-def circular(d1, d2, T):
-    """Smallest signed difference of phases modulo T."""
-    T = np.asarray(T, dtype=float)
-    return (d1 - d2 + T / 2) % T - T / 2
 
 
 def test_the_design_matrix_has_known_zero_and_collinear_columns():

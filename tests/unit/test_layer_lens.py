@@ -5,10 +5,8 @@ post-MLP norm the lens passes the column through)."""
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.families import tiny_hf_model
-from helpers.prompts import digit_splitting_tokenizer
+from helpers.digit_models import digit_model
 
-from helixclock.models import wrap_model
 from helixclock.patching import PatchingEngine
 from helixclock.stages.neurons.layer_lens import layer_digit_lens
 from helixclock.stages.neurons.places import digit_lens, lens_tokens
@@ -16,9 +14,7 @@ from helixclock.stages.neurons.places import digit_lens, lens_tokens
 
 @pytest.mark.parametrize("family", ["llama", "gemma3"])
 def test_every_neurons_lens_is_the_top_units_lens(family):
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model(family, len(digits), layers=2, seed=4, initializer_range=0.2)
-    engine = PatchingEngine(wrap_model(hf, digits, name=f"d-{family}", number_tokens="several", answer_end="."))
+    engine = PatchingEngine(digit_model(family, layers=2, seed=4))
     _, ids = lens_tokens(engine.model.tokenizer, ".")
     every = layer_digit_lens(engine, ids, chunk_size=7)  # chunks that do not divide d_mlp
     ad = engine.adapter

@@ -1,12 +1,10 @@
-"""Config and registry validation: errors name the key, the value and what is allowed."""
-
-import subprocess
-import sys
-import time
+"""Config and registry validation: errors name the key, the value and what is allowed (the same
+refusals on Snakemake's command line, before any job: tests/dag/test_config_refusals.py)."""
 
 import pytest
 import yaml
 from helpers.paths import REPO
+from helpers.registry import registry_with
 
 from helixclock.config import ConfigError, check_config, load_yaml
 
@@ -65,21 +63,6 @@ def test_registry_errors_name_the_key_the_value_and_what_is_allowed(tmp_path):
         check_config({"registry": str(path)})
 
 
-def test_snakemake_refuses_an_unknown_model_within_seconds():
-    t0 = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--config", 'models=["no-such-model"]'],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
-    assert "unknown model 'no-such-model'" in out and "toy-gptj" in out
-    assert time.time() - t0 < 20
-
-
 def test_nested_command_line_values_are_typed():
     """snakemake --config helix='{"n_pairs": 50}' hands the nested value over as a string."""
     config, _ = check_config({"helix": {"n_pairs": "50", "periods": ["2", "10"]}, "toy": {"lr": "0.01"}})
@@ -87,22 +70,6 @@ def test_nested_command_line_values_are_typed():
     assert config["toy"]["lr"] == 0.01
     with pytest.raises(ConfigError, match="key 'helix.n_pairs': value 'many' should be of type integer"):
         check_config({"helix": {"n_pairs": "many"}})
-
-
-def registry_with(tmp_path, **changes):
-    """The registry file with ``changes`` applied: ``{"toy-gptj.prompts.add": "{a}+="}``-style
-    dotted keys given as keyword arguments with "__" for the dots.  (The toys share their
-    prompts with gptj and llama through YAML anchors: a change to one is a change to both.)"""
-    reg = load_yaml(REPO / "config/models.yaml")
-    for dotted, value in changes.items():
-        *parents, last = dotted.split("__")
-        node = reg
-        for key in parents:
-            node = node[key]
-        node[last] = value
-    path = tmp_path / "models.yaml"
-    path.write_text(yaml.safe_dump(reg))
-    return str(path)
 
 
 @pytest.mark.parametrize(
@@ -222,20 +189,6 @@ def test_a_coarser_layer_grid_is_refused_for_a_one_token_model(tmp_path):
     """The MLP stage chooses circuit MLPs from Fig. 6's layers: a one-token model keeps them all."""
     with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.layer_step': value 2 thins Fig. 6's layers"):
         check_config({"registry": registry_with(tmp_path, **{"toy-gptj__layer_step": 2})})
-
-
-def test_snakemake_refuses_a_prompt_without_b_before_any_job(tmp_path):
-    registry = registry_with(tmp_path, **{"toy-gptj__prompts__add": "{a}+="})
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--config", f"registry={registry}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "Job stats" not in out
-    assert "registry key 'toy-gptj.prompts.add': value '{a}+=' lacks the placeholder {b}" in out
 
 
 def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):

@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.families import tiny_hf_model
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.digit_models import digit_engine, digit_model
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table
 
 from helixclock.bases import clock_bases
 from helixclock.config import ConfigError
 from helixclock.experiments import answer_position_fits
 from helixclock.first_difference import first_difference_pairs
-from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, prompt_ids
 from helixclock.patching import PatchingEngine, Point
 from helixclock.stages.heads.patching import HeadSettings, last_token_heads
@@ -42,18 +42,11 @@ HEADS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # the several-token engine skips the positions before the last (float rounding)
 
 
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
-
-
 @pytest.fixture(scope="module")
 def one_token():
     """A digit-tokenised Llama whose numbers are several tokens (its registry's switch), on sums
     of one digit and no end token: every pair reads one position, the paper's LD."""
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model("llama", len(digits), layers=3, seed=3, initializer_range=0.2)
-    model = wrap_model(hf, digits, name="d-one", number_tokens="several")
+    model = digit_model("llama", name="d-one", answer_end=None)
     correct = correct_table([(a, b) for a in range(10) for b in range(10) if a + b <= 9])
     return model, correct
 
@@ -168,13 +161,8 @@ def test_a_draw_without_three_digit_answers_reads_every_answer_position():
     56 = 144), a draw may have none so long (clean a <= 12: two-digit answers at most): the
     heads' and the MLPs' fits at the answer positions still patch every position of the role
     (the padding repeats the first position), and no table loses a reading."""
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model("llama", len(digits), layers=2, seed=3, initializer_range=0.2)
-    model = wrap_model(hf, digits, name="d-short", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
-    pairs = draw_pairs(correct, 8, 0, digits, ADD, ("a", "b"), clean_a=(3, 7, 12), several=True, end=".")
+    engine, pairs, correct = digit_engine("llama", layers=2, name="d-short", n_pairs=8, clean_a=(3, 7, 12))
     assert int(pairs.answer_tokens().max()) == 2 and len(pairs.groups[0].layout.resolve("answer")) == 3
-    engine = PatchingEngine(model, progress=False)
     heads = head_patching_readings(engine, pairs, correct, ADD, HEADS)
     assert set(heads["fits"]["reading"]) == {"last token", "answer positions", "first differing token"}
     rows = [

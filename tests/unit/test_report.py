@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from helpers.figures import save
 from helpers.paths import REPO
+from helpers.report_results import synthetic_results, write_table
 
 from helixclock import preconditions as pre
-from helixclock.preconditions import LEFT_OUT_COLUMNS
 from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum_helix, sum_basis, sum_helix_coordinates
 from helixclock.stages.report.compare import (
@@ -147,173 +147,6 @@ def test_fig01_clock_names_the_helices_the_operands_and_the_axes(tmp_path):
 # ---------------------------------------------------------------- the paper comparison
 
 
-def write(root: Path, key: str, model: str, obj) -> None:
-    path = root / TABLE_FILES[key].format(model=model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(obj, dict):
-        path.write_text(json.dumps(obj))
-    else:
-        obj.to_csv(path, index=False)
-
-
-def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
-    """Every table the registry reads, with known answers; returns the expected values."""
-    labels = ["a+b", "a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
-    write(root, "card", model, {"n_layers": 28, "n_heads": 16})
-    write(
-        root,
-        "tab01",
-        model,
-        pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0, "Circle": 6.5, "Poly": 3.0}),
-    )
-    write(root, "tab01_left_out", model, pd.DataFrame(columns=LEFT_OUT_COLUMNS))  # every task ran
-    write(
-        root,
-        "tabC1",
-        model,
-        pd.DataFrame(
-            {"task": labels[1:], "domain": "", "prompt": "", "n": 100, "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}
-        ),
-    )
-    k = np.arange(1, 26)
-    write(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction_of_max": k / 25, "smallest_k": 20}))
-    write(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
-    cats = ["a,b"] * 11 + ["a+b"] * 5 + ["mixed"] * 4
-    layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
-    write(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
-    k = np.arange(1, 29)
-    write(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5**k}))
-    circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
-    build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
-    write(
-        root,
-        "mlp_stages",
-        model,
-        pd.DataFrame(
-            {"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2), "de_over_te": np.where(build, 0.1, 0.6)}
-        ),
-    )
-    # 10 top neurons: 7 in circuit MLPs; DE 5, 3, 1, 1, 0 ... -> the 80% set is the first two
-    write(
-        root,
-        "neurons",
-        model,
-        pd.DataFrame(
-            {
-                "layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
-                "neuron": np.arange(10),
-                "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0],
-            }
-        ),
-    )
-    fractions = [0.001, 0.005, 0.02, 1.0]
-    write(
-        root,
-        "neuron_ablation",
-        model,
-        pd.DataFrame(
-            {
-                "fraction_kept": fractions * 2,
-                "reading": ["frozen"] * 4 + ["live"] * 4,
-                "accuracy_mean": [0.2, 0.4, 0.6, 1.0, 0.0, 0.1, 0.2, 1.0],
-            }
-        ),
-    )
-    write(
-        root,
-        "neuron_fit_eval",
-        model,
-        pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8], "fitted_accuracy": [0.0, 0.25, 0.6]}),
-    )
-    write(
-        root,
-        "linear_addition",
-        model,
-        pd.DataFrame(
-            {
-                "alpha": [50, 100] * 3,
-                "reading": np.repeat(["points", "regression", "regression_heldout"], 2),
-                "linear_accuracy": [0.3, 0.1, 0.5, 0.25, 0.2, 0.05],
-                "model_accuracy": [0.9, 0.85] * 3,
-                "n_problems": [1, 2] * 3,
-                "line_r2": np.repeat([0.08, 0.998, 0.9], 2),
-            }
-        ),
-    )
-    write(
-        root,
-        "error_summary",
-        model,
-        pd.DataFrame(
-            [
-                {
-                    "wrong_share": 0.2,
-                    "numeric_share_of_wrong": 0.6,
-                    "minus10_share": 0.4,
-                    "plus10_share": 0.3,
-                    "top2_cumulative_share": 0.7,
-                }
-            ]
-        ),
-    )
-    write(
-        root, "carry_test", model, pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"], "p": [0.3, 0.01]})
-    )
-    write(root, "logit_line_fourier", model, pd.DataFrame({"slope": [-1, -2, 3, -1], "top_frequency": [20, 20, 2, 1]}))
-    tab = pd.DataFrame(
-        {
-            "model": ["gptj", "pythia", "toy-gptj"],
-            "task": "a+b",
-            "prompt": "",
-            "n": 10_000,
-            "accuracy": [0.7245, 0.772, 0.5],
-        }
-    )
-    write(root, "tabA1", model, tab)
-    return {
-        "heads_k_for_80pct": 20,
-        "heads_fraction_k20": 0.8,
-        "mixed_fraction_m4": 0.74,
-        "mixed_fraction_m0": 0.7,
-        "n_heads_total": 448,
-        "n_ab_heads": 11,
-        "n_sum_heads": 5,
-        "n_mixed_heads": 4,
-        "ab_heads_layer_min": 9,
-        "ab_heads_layer_max": 18,
-        "sum_heads_layer_min": 19,
-        "sum_heads_layer_max": 26,
-        "mixed_heads_layer_min": 15,
-        "mixed_heads_layer_max": 18,
-        "mlp_k_for_95pct": 5,
-        "mlp_circuit_first_layer": 14,
-        "mlp_circuit_last_layer": 27,
-        "mlp_stage_boundary": 19,
-        "n_top_neurons": 10,
-        "top_neurons_in_circuit_share": 0.7,
-        "n_neurons_de80": 2,
-        "de80_late_share": 1.0,
-        "neuron_accuracy_at_1pct": 0.5,
-        "neuron_accuracy_at_1pct_live": 0.15,
-        "neuron_fit_recovery": 0.625,
-        "line_r2": 0.08,
-        "line_r2_regression": 0.998,
-        "line_r2_regression_heldout": 0.9,
-        "linear_accuracy_alpha100": 0.1,
-        "linear_accuracy_alpha100_regression": 0.25,
-        "linear_accuracy_alpha100_regression_heldout": 0.05,
-        "model_accuracy_alpha100": 0.85,
-        "wrong_share": 0.2,
-        "carry_test_p": 0.3,
-        "carry_test_p_authors": 0.01,
-        "logit_top_period": 9.95,
-        "logit_slope_negative_share": 0.75,
-        "tab01_add_full": 8.0 * scale,
-        "tab01_mod2_poly": 3.0,
-        "div5_accuracy": 0.95,
-    }
-
-
 def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
     paper = load_paper_values(PAPER)
     ids = set(paper["id"])
@@ -403,24 +236,24 @@ def weak_several_token_run(root: Path, model: str = "digits") -> dict:
     77 a-23 prompts right (left out of Table 1 by other_tasks_patching's preconditions) and
     makes 5 numeric wrong answers (too few for the carry test).  Returns the accuracy tables."""
     synthetic_results(root, model)
-    write(root, "card", model, {"n_layers": 2, "n_heads": 4, "number_tokens": "several"})
+    write_table(root, "card", model, {"n_layers": 2, "n_heads": 4, "number_tokens": "several"})
     tabA1 = pd.read_csv(root / TABLE_FILES["tabA1"])
-    write(root, "tabA1", model, pd.concat([tabA1, tabA1.iloc[-1:].assign(model=model)], ignore_index=True))
+    write_table(root, "tabA1", model, pd.concat([tabA1, tabA1.iloc[-1:].assign(model=model)], ignore_index=True))
     for key in ("heads_topk", "heads_mixed", "heads_categories"):
         (root / TABLE_FILES[key].format(model=model)).unlink()
     for key in ("neurons", "neuron_ablation", "neuron_fit_eval"):
         (root / TABLE_FILES[key].format(model=model)).unlink()
-    write(
+    write_table(
         root, "logit_line_fourier", model, pd.DataFrame({"not_defined": ["not defined for numbers of several tokens"]})
     )
     frames = {t: task_accuracy(t, 1 if t == "sub23" else None) for t in TASKS}
     needs = pre.other_tasks_needs(frames, (2, 5, 10, 100), 30, pre.Minimum())
-    write(root, "tab01_left_out", model, pre.left_out(needs, frames, model, "other_tasks_patching"))
+    write_table(root, "tab01_left_out", model, pre.left_out(needs, frames, model, "other_tasks_patching"))
     tab01 = pd.read_csv(root / TABLE_FILES["tab01"].format(model=model))
-    write(root, "tab01", model, tab01[tab01["task"] != "a-23"])
+    write_table(root, "tab01", model, tab01[tab01["task"] != "a-23"])
     note = "too few errors for the test: n = 5 numeric wrong answers (at least 20)"
     carry = pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"], "n": 5, "p": np.nan, "note": note})
-    write(root, "carry_test", model, carry)
+    write_table(root, "carry_test", model, carry)
     return frames
 
 

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.families import tiny_hf_model
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.digit_models import digit_engine, planted_copy_head
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table
 
 from helixclock.bases import clock_bases
 from helixclock.experiments import answer_position_fits
-from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, forced_rows
 from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
 from helixclock.stages.heads.jobs import head_patching
@@ -24,28 +24,14 @@ ADD = GPTJ_PROMPTS["add"]
 SETTINGS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components=8)
 
 
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
-
-
-def digit_model(family: str, layers: int = 3, seed: int = 3):
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model(family, len(digits), layers=layers, seed=seed, initializer_range=0.2)
-    model = wrap_model(hf, digits, name=f"d-{family}", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
-    pairs = draw_pairs(correct, 10, 0, digits, ADD, ("a", "b"), several=True, end=".")
-    return PatchingEngine(model, progress=False), pairs, correct
-
-
 @pytest.fixture(scope="module")
 def llama():
-    return digit_model("llama")
+    return digit_engine("llama")
 
 
 @pytest.fixture(scope="module")
 def gemma():
-    return digit_model("gemma3", layers=2)
+    return digit_engine("gemma3", layers=2)
 
 
 @pytest.mark.parametrize("position", ["last", "answer"])
@@ -173,49 +159,25 @@ def test_span_attention_reads_the_digits_of_a_and_b(llama):
     assert np.allclose(both["attn_a"], per.mean(1))  # one row: every position weighs the same
 
 
-def planted_copy_head(offset: int = 4, scale: float = 40.0):
-    """A 2-block digit Llama with one working head, L0H0, planted by hand: every token carries a
-    constant coordinate (so its query and key are the same for every token) and a one-hot of
-    itself; RoPE then makes L0H0 attend from each position to the token ``offset`` before it (a
-    sum of cosines in phase only there) and copy that token's digit one-hot into residual
-    dimensions 20-29, which only block 1's MLP reads (the unembedding reads dimensions 1-19).
-    In "Output ONLY a number.\n{a}+{b}=" with two-digit a and b, the last prompt token is 4
-    after a's units digit: L0H0 moves a's units digit to the answer's first position and acts
-    only through block 1 (its direct effect is 0: both digits' writes have the same norm)."""
-    digits = digit_splitting_tokenizer()
-    V = len(digits)
-    hf = tiny_hf_model("llama", V, d=32, layers=2, heads=2, seed=0, rope_theta=2.0, intermediate_size=32)
-    weights = hf.state_dict()
+def block_1_reads_the_copy(weights, digits) -> None:
+    """Block 1's MLP alone reads the copied digit (dimensions 20-29) and writes into the
+    dimensions the unembedding reads (1-19), with random weights."""
     g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, w in weights.items():
-            if "norm" not in name:
-                w.zero_()
-        weights["model.embed_tokens.weight"][:, 0] = 4.0
-        weights["model.embed_tokens.weight"][torch.arange(V), 1 + torch.arange(V)] = 1.0
-        rms = (17 / 32) ** 0.5  # every token's embedding has this root mean square
-        theta = 2.0 ** (-torch.arange(8) / 8)  # RoPE's angles per position at rope_theta 2, head width 16
-        attn = "model.layers.0.self_attn"
-        weights[f"{attn}.q_proj.weight"][:8, 0] = scale * rms / 4
-        weights[f"{attn}.k_proj.weight"][:8, 0] = torch.cos(offset * theta) * rms / 4
-        weights[f"{attn}.k_proj.weight"][8:16, 0] = torch.sin(offset * theta) * rms / 4
-        for d in range(10):
-            weights[f"{attn}.v_proj.weight"][d, 1 + digits.convert_tokens_to_ids(str(d))] = rms
-            weights[f"{attn}.o_proj.weight"][20 + d, d] = 1.0
-        mlp = "model.layers.1.mlp"
-        weights[f"{mlp}.up_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
-        weights[f"{mlp}.gate_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
-        weights[f"{mlp}.down_proj.weight"][1:20] = 2 * torch.randn(19, 32, generator=g)
-        weights["lm_head.weight"][:, 1:20] = torch.randn(V, 19, generator=g)
-    hf.load_state_dict(weights)
-    return wrap_model(hf, digits, name="planted", number_tokens="several", answer_end=".")
+    mlp = "model.layers.1.mlp"
+    weights[f"{mlp}.up_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
+    weights[f"{mlp}.gate_proj.weight"][:, 20:30] = torch.randn(32, 10, generator=g)
+    weights[f"{mlp}.down_proj.weight"][1:20] = 2 * torch.randn(19, 32, generator=g)
+    weights["lm_head.weight"][:, 1:20] = torch.randn(len(digits), 19, generator=g)
 
 
 def test_a_head_that_copies_as_units_digit_is_found_as_an_a_b_head():
-    """Known answer: the planted head L0H0 (:func:`planted_copy_head`) is the one head with an
+    """Known answer: the planted head L0H0 (helpers.digit_models.planted_copy_head, 4 tokens back)
+    copies a's units digit into dimensions only block 1 reads (:func:`block_1_reads_the_copy`): in
+    "Output ONLY a number.\n{a}+{b}=" with two-digit a and b the last prompt token is 4 after a's
+    units digit, and both digits' writes have the same norm.  L0H0 is the one head with an
     effect at the last token, it acts only indirectly (DE 0, TE > 0), its category is a,b, and
     Fig. D6 sees it attend to a's units digit (nothing else) from the last prompt token."""
-    model = planted_copy_head()
+    model = planted_copy_head(4, block_1_reads_the_copy, "planted")
     engine = PatchingEngine(model, progress=False)
     correct = correct_table([(a, b) for a in range(10, 100, 7) for b in range(12, 100, 9)])
     pairs = draw_pairs(correct, 24, 0, model.tokenizer, ADD, ("a", "b"), several=True, end=".")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.tables import pairs_table, sampled_correct
 from scipy import stats
 
 from helixclock.crossfit import cross_fit, fold_bound, folds
@@ -24,7 +25,6 @@ from helixclock.inference import (
     t_test,
 )
 from helixclock.multiplicity import ALPHA, benjamini_hochberg, holm, mde, verdict
-from helixclock.sampling import pair_indices
 
 R = 2000  # replicates of every rate below
 B = 1000  # resamples (config key helix.bootstrap's default)
@@ -35,28 +35,6 @@ LEVEL = 0.95
 def mc_se(rate: float, reps: int = R) -> float:
     """The Monte Carlo standard error of a rate estimated from ``reps`` replicates."""
     return float(np.sqrt(rate * (1 - rate) / reps))
-
-
-def accuracy_table(per_b: int, n_b: int, seed: int = 0) -> pd.DataFrame:
-    """A synthetic table of correct a+b prompts: ``per_b`` distinct a for each of ``n_b`` b values."""
-    rng = np.random.default_rng(seed)
-    rows = [(int(a), b) for b in range(n_b) for a in rng.choice(100, per_b, replace=False)]
-    df = pd.DataFrame(rows, columns=["a", "b"])
-    return df.assign(answer=df["a"] + df["b"], correct=True)
-
-
-def draw(correct: pd.DataFrame, n: int, seed: int, vary=("a",)) -> pd.DataFrame:
-    """The pairs ``pair_indices`` draws, as the helix stage's pairs table."""
-    clean, corrupted = pair_indices(correct, n, seed, vary=vary)
-    c, k = correct.iloc[clean], correct.iloc[corrupted]
-    return pd.DataFrame(
-        {
-            "clean_a": c["a"].to_numpy(),
-            "corrupted_a": k["a"].to_numpy(),
-            "clean_b": c["b"].to_numpy(),
-            "corrupted_b": k["b"].to_numpy(),
-        }
-    )
 
 
 def t_summary(values, clusters=None, seed=0, level=LEVEL):
@@ -116,8 +94,8 @@ def test_cluster_resampling_widens_the_interval_and_restores_coverage_when_promp
     and a planted effect of each prompt makes the pairs of a component correlated.  Resampling
     pairs as if independent under-covers; resampling components widens the interval and covers
     at 0.95 within 2 MC SE (t on C - 1 degrees of freedom)."""
-    correct = accuracy_table(per_b=4, n_b=30)
-    designs = [draw(correct, N, seed) for seed in range(4)]
+    correct = sampled_correct(per_b=4, n_b=30)
+    designs = [pairs_table(correct, N, seed) for seed in range(4)]
     rng = np.random.default_rng(3)
     covered = {"pairs": [], "clusters": []}
     widths = {"pairs": [], "clusters": []}
@@ -217,8 +195,8 @@ def test_fieller_covers_a_ratio_and_a_denominator_that_straddles_zero_is_not_def
 def _planted_candidates(seed: int, means: np.ndarray):
     """K candidates (layers) measured on the same pairs drawn by pair_indices: per-pair noise of
     unit SD around ``means`` [K], R replicates; the pairs' clusters and folds."""
-    correct = accuracy_table(per_b=20, n_b=40, seed=seed)
-    d = draw(correct, N, seed)
+    correct = sampled_correct(per_b=20, n_b=40, seed=seed)
+    d = pairs_table(correct, N, seed)
     clusters = prompt_clusters(d)
     fold = folds(clusters, seed)
     noise = np.random.default_rng(seed).normal(0, 1.0, size=(R, len(means), N))

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.families import tiny_hf_model
-from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
+from helpers.digit_models import digit_engine
+from helpers.prompts import GPTJ_PROMPTS
+from helpers.tables import correct_table
 
-from helixclock.models import wrap_model
 from helixclock.pairs import draw_pairs, forced_rows, same_forced_pairs
 from helixclock.patching import PatchingEngine, Point, direct_effects
 from helixclock.stages.mistakes.logit_lens import digit_lens_period, digit_lens_tables, predicted_digit_period
@@ -30,19 +30,9 @@ from helixclock.statistics import pair_columns
 ADD = GPTJ_PROMPTS["add"]
 
 
-def correct_table(rows):
-    a, b = np.array(rows).T
-    return pd.DataFrame({"a": a, "b": b, "answer": a + b, "answer_token": 0, "correct": True})
-
-
 @pytest.fixture(scope="module")
 def several():
-    digits = digit_splitting_tokenizer()
-    hf = tiny_hf_model("llama", len(digits), layers=3, seed=5, initializer_range=0.2)
-    model = wrap_model(hf, digits, name="d3", number_tokens="several", answer_end=".")
-    correct = correct_table([(a, b) for a in (3, 7, 12, 45, 61, 88) for b in (5, 21, 34, 56)])
-    pairs = draw_pairs(correct, 12, 0, digits, ADD, ("a", "b"), several=True, end=".")
-    return PatchingEngine(model, progress=False), pairs, correct
+    return digit_engine("llama", seed=5, name="d3", n_pairs=12)
 
 
 def test_by_slot_lays_places_on_the_answer_slots():

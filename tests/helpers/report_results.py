@@ -1,0 +1,185 @@
+"""A planted results folder: every table the report's paper comparison reads
+(helixclock.stages.report.quantities: TABLE_FILES and REGISTRY), written with known answers, and
+the value of each quantity they give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from helixclock.preconditions import LEFT_OUT_COLUMNS
+from helixclock.stages.report.quantities import TABLE_FILES
+
+
+def write_table(root: Path, key: str, model: str, obj) -> None:
+    """``obj`` (a table, or a dict: JSON) where the registry reads table ``key`` of ``model``."""
+    path = root / TABLE_FILES[key].format(model=model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(obj, dict):
+        path.write_text(json.dumps(obj))
+    else:
+        obj.to_csv(path, index=False)
+
+
+def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
+    """Every table the registry reads for ``model``, with known answers (``scale`` multiplies
+    Table 1's Full a+b); returns the expected value of each quantity."""
+    labels = ["a+b", "a-23", "a//5", "a*1.5", "a mod 2", "x-a=0, x="]
+    write_table(root, "card", model, {"n_layers": 28, "n_heads": 16})
+    write_table(
+        root,
+        "tab01",
+        model,
+        pd.DataFrame({"task": labels, "Full": scale * 8.0, "PCA": 6.0, "Helix": 7.0, "Circle": 6.5, "Poly": 3.0}),
+    )
+    write_table(root, "tab01_left_out", model, pd.DataFrame(columns=LEFT_OUT_COLUMNS))  # every task ran
+    write_table(
+        root,
+        "tabC1",
+        model,
+        pd.DataFrame(
+            {"task": labels[1:], "domain": "", "prompt": "", "n": 100, "accuracy": [0.9, 0.95, 0.8, 0.9, 0.96]}
+        ),
+    )
+    k = np.arange(1, 26)
+    write_table(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction_of_max": k / 25, "smallest_k": 20}))
+    write_table(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
+    cats = ["a,b"] * 11 + ["a+b"] * 5 + ["mixed"] * 4
+    layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
+    write_table(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
+    k = np.arange(1, 29)
+    write_table(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5**k}))
+    circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
+    build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
+    write_table(
+        root,
+        "mlp_stages",
+        model,
+        pd.DataFrame(
+            {"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2), "de_over_te": np.where(build, 0.1, 0.6)}
+        ),
+    )
+    # 10 top neurons: 7 in circuit MLPs; DE 5, 3, 1, 1, 0 ... -> the 80% set is the first two
+    write_table(
+        root,
+        "neurons",
+        model,
+        pd.DataFrame(
+            {
+                "layer": [20, 22, 14, 5, 16, 3, 27, 26, 2, 17],
+                "neuron": np.arange(10),
+                "de": [5, 3, 1, 1, 0, 0, 0, 0, 0, 0],
+            }
+        ),
+    )
+    fractions = [0.001, 0.005, 0.02, 1.0]
+    write_table(
+        root,
+        "neuron_ablation",
+        model,
+        pd.DataFrame(
+            {
+                "fraction_kept": fractions * 2,
+                "reading": ["frozen"] * 4 + ["live"] * 4,
+                "accuracy_mean": [0.2, 0.4, 0.6, 1.0, 0.0, 0.1, 0.2, 1.0],
+            }
+        ),
+    )
+    write_table(
+        root,
+        "neuron_fit_eval",
+        model,
+        pd.DataFrame({"k": [1, 10, 100], "actual_accuracy": [0.0, 0.5, 0.8], "fitted_accuracy": [0.0, 0.25, 0.6]}),
+    )
+    write_table(
+        root,
+        "linear_addition",
+        model,
+        pd.DataFrame(
+            {
+                "alpha": [50, 100] * 3,
+                "reading": np.repeat(["points", "regression", "regression_heldout"], 2),
+                "linear_accuracy": [0.3, 0.1, 0.5, 0.25, 0.2, 0.05],
+                "model_accuracy": [0.9, 0.85] * 3,
+                "n_problems": [1, 2] * 3,
+                "line_r2": np.repeat([0.08, 0.998, 0.9], 2),
+            }
+        ),
+    )
+    write_table(
+        root,
+        "error_summary",
+        model,
+        pd.DataFrame(
+            [
+                {
+                    "wrong_share": 0.2,
+                    "numeric_share_of_wrong": 0.6,
+                    "minus10_share": 0.4,
+                    "plus10_share": 0.3,
+                    "top2_cumulative_share": 0.7,
+                }
+            ]
+        ),
+    )
+    write_table(
+        root, "carry_test", model, pd.DataFrame({"split": [">= 10 (carry)", "> 10 (authors' code)"], "p": [0.3, 0.01]})
+    )
+    write_table(
+        root, "logit_line_fourier", model, pd.DataFrame({"slope": [-1, -2, 3, -1], "top_frequency": [20, 20, 2, 1]})
+    )
+    tab = pd.DataFrame(
+        {
+            "model": ["gptj", "pythia", "toy-gptj"],
+            "task": "a+b",
+            "prompt": "",
+            "n": 10_000,
+            "accuracy": [0.7245, 0.772, 0.5],
+        }
+    )
+    write_table(root, "tabA1", model, tab)
+    return {
+        "heads_k_for_80pct": 20,
+        "heads_fraction_k20": 0.8,
+        "mixed_fraction_m4": 0.74,
+        "mixed_fraction_m0": 0.7,
+        "n_heads_total": 448,
+        "n_ab_heads": 11,
+        "n_sum_heads": 5,
+        "n_mixed_heads": 4,
+        "ab_heads_layer_min": 9,
+        "ab_heads_layer_max": 18,
+        "sum_heads_layer_min": 19,
+        "sum_heads_layer_max": 26,
+        "mixed_heads_layer_min": 15,
+        "mixed_heads_layer_max": 18,
+        "mlp_k_for_95pct": 5,
+        "mlp_circuit_first_layer": 14,
+        "mlp_circuit_last_layer": 27,
+        "mlp_stage_boundary": 19,
+        "n_top_neurons": 10,
+        "top_neurons_in_circuit_share": 0.7,
+        "n_neurons_de80": 2,
+        "de80_late_share": 1.0,
+        "neuron_accuracy_at_1pct": 0.5,
+        "neuron_accuracy_at_1pct_live": 0.15,
+        "neuron_fit_recovery": 0.625,
+        "line_r2": 0.08,
+        "line_r2_regression": 0.998,
+        "line_r2_regression_heldout": 0.9,
+        "linear_accuracy_alpha100": 0.1,
+        "linear_accuracy_alpha100_regression": 0.25,
+        "linear_accuracy_alpha100_regression_heldout": 0.05,
+        "model_accuracy_alpha100": 0.85,
+        "wrong_share": 0.2,
+        "carry_test_p": 0.3,
+        "carry_test_p_authors": 0.01,
+        "logit_top_period": 9.95,
+        "logit_slope_negative_share": 0.75,
+        "tab01_add_full": 8.0 * scale,
+        "tab01_mod2_poly": 3.0,
+        "div5_accuracy": 0.95,
+    }
