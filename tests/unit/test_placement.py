@@ -1,0 +1,190 @@
+"""The placement of the paper's models on a cluster, read from the workflow in this process
+(docs/gpus-and-clusters.md, "Sending the DAG to a Slurm cluster", "Models from the hub",
+"Variants"): each model job's memory and runtime from the model's size, growing with the attempt,
+the Slurm profile holding the site's settings alone, variants in folders of their own, a
+revision only for a hub model.  The dry runs through Snakemake's command line, the hub model
+fetched and run offline and the accumulating cross-model results are tests/dag/test_cluster.py."""
+
+import json
+import math
+import re
+import shutil
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from helpers.cluster import (
+    CONFIG,
+    GPTJ_LONGEST_PROMPT,
+    GPTJ_PARAMETERS,
+    PROFILE,
+    gptj_shaped_model,
+)
+from helpers.dag import planned_jobs, planned_resources
+from helpers.paths import REPO
+
+from helixclock import outputs, placement
+from helixclock.outputs import MODEL_JOBS
+
+
+@pytest.fixture(scope="module")
+def gptj_shaped(tmp_path_factory):
+    """A model of GPT-J-6B's shape without its weights (helpers.cluster.gptj_shaped_model)."""
+    return gptj_shaped_model(tmp_path_factory.mktemp("gptj-shape"))
+
+
+def test_memory_is_the_weights_a_batch_and_the_overhead_and_a_retry_asks_for_more(gptj_shaped, tmp_path):
+    """Known answers: before the model card, GPT-J-6B's config.json (6.05e9 parameters by its
+    matrices) in bfloat16, a batch of 512 prompts of at most one token a character, and 3 GB; once
+    the card exists, its exact count and prompt length.  Attempt 2 asks for twice the memory and
+    time of attempt 1, attempt 3 three times."""
+    config_parameters = 50400 * 4096 * 2 + 28 * (4 * 4096 * 4096 + 2 * 4096 * 16384)  # untied, no biases
+    per_token = (50400 + 29 * 4096) * 4  # float32 logits and the 29 residuals of a token
+    batch = 512
+
+    def expected(parameters, tokens):
+        return math.ceil((parameters * 2 + batch * tokens * per_token) / 1e6) + placement.OVERHEAD_MB
+
+    before = planned_resources(tmp_path, configfile=gptj_shaped / "config.yaml", attempts=(1, 2, 3))
+    card = {"parameters": GPTJ_PARAMETERS, "n_layers": 28, "d_model": 4096, "vocab": 50400}
+    card["positions"] = {"add": {"a": 6, "b": 8, "last": 9, "length": 10}, "mod2": {"a": 6, "last": 9, "length": 11}}
+    path = tmp_path / outputs.CARD.format(model="gptj-shape")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(card))
+    after = {rule: res for rule, _, res in planned_resources(tmp_path, configfile=gptj_shaped / "config.yaml")}
+    rows = []
+    for rule, _, res in before:
+        if rule in MODEL_JOBS or rule in placement.CACHE_DATASETS:
+            assert res[2]["mem_mb"] == 2 * res[1]["mem_mb"] and res[3]["mem_mb"] == 3 * res[1]["mem_mb"], rule
+            assert res[2]["runtime"] == 2 * res[1]["runtime"] and res[3]["runtime"] == 3 * res[1]["runtime"], rule
+        if rule in ("accuracy", "neuron_grids"):
+            assert res[1]["mem_mb"] == expected(config_parameters, len(GPTJ_LONGEST_PROMPT) + 1), rule
+            assert after[rule][1]["mem_mb"] == expected(GPTJ_PARAMETERS, 11), rule
+        if rule in MODEL_JOBS:
+            rows.append(
+                (
+                    rule,
+                    res[1].get("gpu"),
+                    res[1]["mem_mb"],
+                    res[2]["mem_mb"],
+                    after[rule][1]["mem_mb"],
+                    res[1]["runtime"],
+                )
+            )
+    print("\nGPT-J-6B placement (rule, gpu, mem_mb attempts 1 and 2 before the card, attempt 1 with it, runtime min):")
+    for rule, gpu, one, two, card_mb, minutes in sorted(rows):
+        print(f"  {rule:<22} gpu={gpu} mem_mb {one:6d} / {two:6d} (card: {card_mb:6d}) runtime {minutes}")
+    # a reader of the cache: the datasets it reads, bounded by every a+b prompt at every layer
+    fits = next(res for rule, _, res in before if rule == "helix_fits")
+    a_bytes = 10_000 * 29 * 4096 * 4 + 10_000 * 2 * 8  # dataset a (float32) and ab (int64)
+    assert fits[1]["mem_mb"] == math.ceil(placement.CACHE_COPIES * a_bytes / 1e6) + placement.CPU_OVERHEAD_MB
+
+
+def test_a_model_jobs_memory_follows_the_cache_file_once_it_exists(tmp_path):
+    """A reader of the residual cache reads the shapes of the datasets it reads from the file."""
+    import h5py
+    import numpy as np
+
+    path = tmp_path / "residuals.h5"
+    with h5py.File(path, "w") as f:
+        f["a"] = np.zeros((7, 3, 5), dtype="float32")
+        f["last"] = np.zeros((7, 3, 5), dtype="float16")
+        f["ab"] = np.zeros((7, 2), dtype="int64")
+    assert placement.cache_dataset_bytes(path, ("a", "ab"), None, 0, "float32") == 7 * 3 * 5 * 4 + 7 * 2 * 8
+    assert placement.cache_dataset_bytes(path, ("last",), None, 0, "float32") == 7 * 3 * 5 * 2
+
+
+def test_the_parameters_of_a_config_are_those_of_its_model(tmp_path):
+    """The config.json reading of placement counts what the model card counts, within 0.1% (the
+    biases and norms it leaves out), for each family with an adapter (tiny random models)."""
+    from helpers.families import ALL, tiny_hf_model
+
+    from helixclock.model_card import parameter_count
+
+    for family in ALL:
+        hf = tiny_hf_model(family, 512)
+        hf.config.save_pretrained(tmp_path / family)
+        cfg = json.loads((tmp_path / family / "config.json").read_text())
+        counted = sum(p.numel() for p in hf.parameters())
+        assert parameter_count(hf.config) == counted, family
+        estimate = placement.config_parameters(cfg)
+        assert estimate <= counted and estimate / counted > 0.9, (family, estimate, counted)
+
+
+def test_the_slurm_profile_holds_only_the_sites_settings(tmp_path):
+    """No resources of a rule in the profile: partitions (partitions.yaml), account, qos, retries
+    and, commented, a GPU type that the profile's YTE loop gives exactly the rules of MODEL_JOBS;
+    its header asks for the Slurm executor the `slurm` extra installs."""
+    from snakemake.profiles import ProfileConfigFileParser
+
+    text = (PROFILE / "config.yaml").read_text()
+    with open(PROFILE / "config.yaml") as fh:
+        parsed = ProfileConfigFileParser().parse(fh)
+    assert "set-resources" not in parsed and "set-threads" not in parsed
+    defaults = dict(item.split("=", 1) for item in parsed["default-resources"])
+    assert set(defaults) <= {"slurm_account", "slurm_partition", "qos"}, defaults
+    assert parsed["slurm-partition-config"] == str(PROFILE / "partitions.yaml") and int(parsed["retries"]) >= 1
+    header = re.search(r"snakemake-executor-plugin-slurm >= ([\d.]+)", text).group(1)
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'slurm = \["snakemake-executor-plugin-slurm>=([\d.]+)"\]', pyproject).group(1) == header == "2.0"
+    # the commented GPU type, uncommented as the profile says
+    lines = text.splitlines()
+    first = lines.index("# __definitions__:")
+    last = next(i for i, line in enumerate(lines) if "gpu_model" in line)
+    uncommented = [
+        "__use_yte__: true",
+        *lines[:first],
+        *(line[2:] for line in lines[first : last + 1]),
+        *lines[last + 1 :],
+    ]
+    (tmp_path / "config.yaml").write_text("\n".join(uncommented) + "\n")
+    shutil.copy(PROFILE / "partitions.yaml", tmp_path)
+    with open(tmp_path / "config.yaml") as fh:
+        typed = ProfileConfigFileParser().parse(fh)
+    assert sorted(typed["set-resources"]) == sorted(f"{rule}:gpu_model=a100" for rule in MODEL_JOBS)
+
+
+class _Resources(dict):
+    def __getattr__(self, name):
+        return self[name]
+
+
+def test_the_slurm_plugin_sends_model_jobs_to_the_gpu_partition():
+    """partitions.yaml, read by the Slurm executor: a job with gpu=1 goes to the partition with
+    GPUs, a job without to the other (the plugin's own choice; test_slurm.py submits them)."""
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
+
+    partitions = read_partition_file(PROFILE / "partitions.yaml")
+    log = SimpleNamespace(info=lambda *a: None, debug=lambda *a: None, warning=lambda *a: None)
+
+    def job(**resources):
+        return SimpleNamespace(resources=_Resources(resources), threads=2, name="job")
+
+    assert get_best_partition(partitions, job(gpu=1, mem_mb=20000, runtime=60), log) == "gpu"
+    assert get_best_partition(partitions, job(mem_mb=4000, runtime=30), log) == "cpu"
+
+
+def test_a_variant_in_a_folder_of_its_own_reuses_the_committed_toys(tmp_path):
+    """--directory runs/<variant> with the paper's config: the toys' checkpoints committed in the
+    checkout are used where they are (no train_toy), unless their settings differ or
+    toy_retrain asks for a training."""
+    work = tmp_path / "runs" / "variant"
+    work.mkdir(parents=True)
+    planned = planned_jobs(work, configfile=CONFIG)
+    assert "train_toy" not in planned and planned["model_card"] == planned["accuracy"] == 2
+    config = yaml.safe_load(CONFIG.read_text())
+    (tmp_path / "retrain.yaml").write_text(yaml.safe_dump(config | {"toy_retrain": True}))
+    assert planned_jobs(work, configfile=tmp_path / "retrain.yaml")["train_toy"] == 2
+    (tmp_path / "lr.yaml").write_text(yaml.safe_dump(config | {"toy": {**config["toy"], "lr": 0.001}}))
+    assert planned_jobs(work, configfile=tmp_path / "lr.yaml")["train_toy"] == 2
+
+
+def test_the_registry_refuses_a_revision_for_a_model_not_on_the_hub(tmp_path):
+    from helixclock.config import ConfigError, check_config
+
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    registry["toy-gptj"]["revision"] = "main"
+    (tmp_path / "models.yaml").write_text(yaml.safe_dump(registry))
+    config = yaml.safe_load(CONFIG.read_text()) | {"registry": str(tmp_path / "models.yaml")}
+    with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.revision': value 'main' is for a model of the"):
+        check_config(config)
