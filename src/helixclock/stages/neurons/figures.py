@@ -128,17 +128,19 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.4))
     sns.lineplot(x=cumulative["count"].to_numpy(), y=cumulative["cumulative_share"].to_numpy(), ax=top, errorbar=None)
     cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
-    for row in cumulative[cumulative["reaches"] != ""].itertuples():
+    reached = cumulative[cumulative["reaches"] != ""]
+    for row in reached.itertuples():
         top.axvline(row.count, color="grey", ls=":", lw=0.8)
-        top.text(  # upright at the foot of its line, under the curve (which is past the share there)
-            row.count,
-            0.03,
-            f" {row.reaches}: {row.count}",
-            transform=top.get_xaxis_transform(),
-            rotation=90,
+    if len(reached):  # the counts in one box at the lower right, under the curve's plateau (lines may crowd)
+        top.text(
+            0.98,
+            0.05,
+            "\n".join(f"{row.reaches} of the DE: {row.count} neurons" for row in reached.itertuples()),
+            transform=top.transAxes,
             ha="right",
             va="bottom",
             fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "0.8", "boxstyle": "round,pad=0.3"},
         )
     top.set_xlabel("top neurons, sorted by direct effect")
     top.set_ylabel("running share of their total DE")
