@@ -1,11 +1,9 @@
-"""Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model), and Eq. 5
-against the digit basis at equal capacity."""
+"""Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model)."""
 
 import numpy as np
 
 from helixclock.io import read_arrays
 from helixclock.pipeline import start
-from helixclock.stages.neurons.capacity import capacity_tables
 from helixclock.stages.neurons.neuron_files import neuron_fits, save_neuron_fits
 
 log = start(snakemake)
@@ -13,11 +11,9 @@ p = snakemake.params
 grids = read_arrays(snakemake.input.grids)
 out = neuron_fits(grids, p.periods, p.method, p.figure_ranks)
 save_neuron_fits(snakemake.output.fits, out["fits"], out["up"], out.get("units"))
-out.update(capacity_tables(grids, p.resampling["bootstrap"], p.resampling["seed"]))
-for name in ("table", "terms", "fig08", "bases", "bases_summary"):
+for name in ("table", "terms", "fig08"):
     out[name].to_csv(snakemake.output[name], index=False)
 table = out["table"]
 log.info("median NRMSE %.4f over %d top neurons (%s)", table["nrmse"].median(), len(table), table["quantity"].iloc[0])
 if out["up"] is not None:
     log.info("median NRMSE of the up projection %.4f", float(np.median(out["up"].nrmse)))
-log.info("Eq. 5 against the digit basis, 24 columns each:\n%s", out["bases_summary"].to_string())

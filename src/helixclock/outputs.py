@@ -161,8 +161,10 @@ NEURON_FITS = {
     "table": f"{NEURONS}/fits.csv",
     "terms": f"{NEURONS}/terms.csv",
     "fig08": f"{NEURONS}/fig08_grids.csv",
-    "bases": f"{NEURONS}/bases.csv",  # Eq. 5 against the digit basis at equal capacity, per unit
-    "bases_summary": f"{NEURONS}/bases_summary.csv",  # ... per place, bootstrapped over units
+}
+NEURON_BASES = {  # Eq. 5 against the digit basis at equal capacity (rule neuron_bases)
+    "bases": f"{NEURONS}/bases.csv",  # per unit
+    "bases_summary": f"{NEURONS}/bases_summary.csv",  # per place, bootstrapped over units
 }
 NEURON_FIT_EVAL_RAW = f"{NEURONS}/raw/fit_eval.csv"
 NEURONS_SUMMARY = {k: f"{NEURONS}/{k}.csv" for k in ("ablation", "neurons", "cumulative_de", "fit_eval")}

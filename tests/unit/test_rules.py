@@ -48,14 +48,16 @@ def test_the_rules_that_load_a_model_are_one_list(tmp_path):
 
 
 # the jobs a cluster runs (not local rules): those that load a model, the staged fits and the GGUF's
-# conversion, and the readers of the cache (which can be many GB); every table, figure and publish
-# job runs in Snakemake's own process (profiles/slurm)
+# conversion, the readers of the cache (which can be many GB) and the bootstrapped basis comparison
+# of the top neurons; every table, figure and publish job runs in Snakemake's own process
+# (profiles/slurm)
 SUBMITTED = {*outputs.MODEL_JOBS, "model_card", "install_gguf", "helix_fits", "neuron_fits"} | {
     "number_structure",
     "number_bases",
     "helix_figure_tables",
     "linear_addition",
     "clock_coordinates",
+    "neuron_bases",
 }
 
 

@@ -112,9 +112,29 @@ rule neuron_fits:
         periods=config["helix"]["periods"],
         method=config["neurons"]["fit_method"],
         figure_ranks=config["neurons"]["figure_ranks"],
-        resampling=resampling(),
     script:
         "../../scripts/neuron_fits.py"
+
+
+rule neuron_bases:
+    """Eq. 5 against the digit basis at equal capacity, per top neuron and per place (no model)."""
+    input:
+        grids=outputs.NEURON_GRIDS,
+    output:
+        **outputs.NEURON_BASES,
+    log:
+        outputs.log("neuron_bases"),
+    benchmark:
+        outputs.benchmark("neuron_bases")
+    conda:
+        ENV
+    resources:
+        mem_mb=input_memory,
+        runtime=cpu_runtime,
+    params:
+        resampling=resampling(),
+    script:
+        "../../scripts/neuron_bases.py"
 
 
 use rule publish as publish_neuron_fits with:
@@ -319,3 +339,4 @@ use rule figure as fig_neuron_trends with:
 
 
 register(*table("tabD2_top_neurons"))
+register(*outputs.NEURON_BASES.values())
