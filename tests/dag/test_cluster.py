@@ -56,7 +56,7 @@ def test_every_model_job_of_a_gptj_shaped_model_gets_a_gpu_and_its_weights(gptj_
             assert "gpu" not in res, (rule, res)  # no job outside MODEL_JOBS claims a GPU
         if not local:
             assert int(res["mem_mb"]) >= placement.MIN_MEM_MB and int(res["runtime"]) >= placement.MIN_MINUTES, rule
-    submitted = ONE_TOKEN_MODEL_JOBS | {"model_card", "neuron_fits"} | set(placement.CACHE_DATASETS)
+    submitted = ONE_TOKEN_MODEL_JOBS | {"model_card", "neuron_fits", "neuron_bases"} | set(placement.CACHE_DATASETS)
     assert {rule for rule, local, _ in jobs if not local} == submitted
 
 
