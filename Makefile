@@ -67,7 +67,7 @@ real: $(VENV)/.real
 	$(VENV)/bin/snakemake --cores $(CORES) --config 'models=$(REAL_MODELS)'
 
 # everything: lint, then both rooms of tests/ (pyproject's testpaths): tests/unit, then tests/dag (every
-# Snakemake run: the whole tiny DAG, the digit toy, failures, the report, the Slurm run)
+# Snakemake run: the whole tiny DAG on a one-token toy and the digit toy, failures, the report, the Slurm run)
 test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 

@@ -1,5 +1,5 @@
 """Shared fixtures of both rooms, tests/unit and tests/dag: tiny random-weight models of every
-supported family (no network), and the whole-DAG runs (the tiny run, the run on toy-digits),
+supported family (no network), and the whole-DAG run (the tiny run: a one-token toy and toy-digits),
 started in the background when some test of the session reads them (tests/dag; `pytest tests/unit`
 starts none)."""
 
@@ -9,12 +9,12 @@ import os
 
 import pytest
 import torch
-from helpers.dag import BackgroundRun, changed_config
+from helpers.dag import TINY, BackgroundRun
 from helpers.families import ALL, tiny_hf_model
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 
-# One thread for torch in the test process: the whole-DAG runs (below) take the other core from
+# One thread for torch in the test process: the whole-DAG run (below) take the other core from
 # the session's start, and an op split over two threads then waits for a core a run holds
 # (measured on 2 cores beside the runs: 300 epochs of the paper's SGD fit of 12 neurons took
 # 9-12 s with two threads and 0.2-0.35 s with one). Jobs the tests start set their own threads.
@@ -72,24 +72,19 @@ def tiny_gptj(tokenizer):
 
 
 def tiny_run_start(tmp_path_factory) -> BackgroundRun:
-    """The tiny DAG on the CPU with two simulated GPU slots, so model jobs run two at a time."""
+    """The tiny DAG on the CPU with two simulated GPU slots, so model jobs run two at a time: a toy
+    whose numbers are one token (toy-gptj) and one whose numbers take several (toy-digits, of
+    Llama's family), in one Snakemake run."""
     work = tmp_path_factory.mktemp("dag")
     env = {**os.environ, "HELIXCLOCK_GPUS": "2", "HELIXCLOCK_GPU_LOCKS": str(work / "gpu-locks")}
     return BackgroundRun(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
 
 
-def digits_run_start(tmp_path_factory) -> BackgroundRun:
-    """The whole DAG on toy-digits alone, a model whose numbers take several tokens."""
-    work = tmp_path_factory.mktemp("digits")
-    config = changed_config(work, "digits.yaml", models=["toy-digits"])
-    return BackgroundRun(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", configfile=config)
-
-
-# The whole-DAG runs start in the background as the session's first test starts, and the tests
-# that read them run last: the runs' jobs, each a new interpreter, take at a low priority (their
+# The whole-DAG run starts in the background as the session's first test starts, and the tests
+# that read it run last: the run's jobs, each a new interpreter, take at a low priority (their
 # autogroup's too: helpers/dag.py) the core that the unit tests (on one torch thread) leave idle,
 # instead of following them.
-DAG_RUNS = {"tiny_run": tiny_run_start, "digits_run": digits_run_start}
+DAG_RUNS = {"tiny_run": tiny_run_start}
 
 
 def pytest_collection_modifyitems(items):
@@ -123,8 +118,7 @@ def tiny_run(dag_runs):
 
 
 @pytest.fixture(scope="session")
-def digits_run(dag_runs):
-    """The finished run on toy-digits (digits_run_start): its folder and its config file."""
-    run = dag_runs["digits_run"]
-    run.finish()
-    return run.workdir, run.workdir / "digits.yaml"
+def digits_run(tiny_run):
+    """The tiny run seen through toy-digits, its model whose numbers take several tokens: its
+    folder and its config file (tests/configs/tiny.yaml)."""
+    return tiny_run[0], TINY

@@ -9,7 +9,6 @@ import json
 import h5py
 import pandas as pd
 import pytest
-from helpers.dag import planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -110,16 +109,3 @@ def test_spans_answers_and_the_cache_of_numbers_of_several_tokens(digits_run):
         assert f.attrs["number_tokens"] == "several" and f["a"].shape[0] == len(right)
         assert sorted(map(tuple, f["ab"][()].tolist())) == sorted(zip(right["a"], right["b"]))
         assert f["numbers"].shape[0] == 121  # the tiny config's bare numbers 0..120
-
-
-def test_a_finished_run_plans_nothing(digits_run):
-    work, config = digits_run
-    assert planned_jobs(work, configfile=config) == {}
-
-
-def test_the_report_shows_its_figures(digits_run):
-    work, config = digits_run
-    snakemake(work, "--report", str(work / "report.html"), configfile=config)
-    html = (work / "report.html").read_text(errors="replace")
-    assert "paper_comparison" in html and "fig04_helix_patching" in html and "fig05_last_token_helix" in html
-    assert "figD9_neuron_ablation" in html and "figD2_head_patching" in html

@@ -67,7 +67,7 @@ def test_a_refused_model_job_changes_nothing(finished, tmp_path):
     proc = snakemake(finished, "--cores", "2", configfile=config, check=False)
     assert proc.returncode != 0
     assert re.search(
-        r"helixclock: toy-(gptj|llama): (residual_cache|neuron_fit_eval) needs at least 1000000 "
+        r"helixclock: toy-(gptj|digits): (residual_cache|neuron_fit_eval) needs at least 1000000 "
         r"correct a\+b prompts .*found \d+",
         proc.stdout + proc.stderr,
     )

@@ -21,6 +21,8 @@ def test_report_names_every_output_of_the_run(tiny_run):
     figures = {p.stem for p in (work / "results").glob("*/figures/*.png")}
     tables = {p.stem for p in (work / "results").glob("*/tables/*.csv")}
     assert len(figures) == 43  # 41 per model (Fig. N1, helixclock's basis comparison, included) and two across models
+    for model in ("toy-gptj", "toy-digits"):  # both toys' figures, toy-digits' numbers of several tokens too
+        assert len(list((work / "results" / model / "figures").glob("*.png"))) == 41, model
     assert {
         "fig01_clock",
         "fig08_neuron_preacts",
@@ -50,7 +52,7 @@ def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):
     work, _ = tiny_run
     values = yaml.safe_load((REPO / "config" / "paper_values.yaml").read_text())["quantities"]
     table = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
-    for model in ("toy-gptj", "toy-llama"):
+    for model in ("toy-gptj", "toy-digits"):
         part = table[table["model"] == model]
         assert set(part["id"]) == {q["id"] for q in values}
         # every row has a status, a value where it is ok, a reason where it is not
@@ -83,12 +85,12 @@ def test_the_run_records_what_it_ran_on(tiny_run):
     for name in ("torch", "transformers", "nnsight", "snakemake", "numpy"):
         assert record["packages"][name] == version(name)
     assert record["device"]["setting"] == "cpu" and record["device"]["resolved"] == "cpu"
-    for model in ("toy-gptj", "toy-llama"):
+    for model in ("toy-gptj", "toy-digits"):
         card = json.loads((work / f"results/{model}/model.json").read_text())
         assert card["environment"]["packages"] == record["packages"] and record["models"][model] == card["environment"]
     table = pd.read_csv(work / "results/all/tables/provenance.csv", keep_default_na=False).set_index("item")
-    assert list(table.columns) == ["run", "lock", "toy-gptj", "toy-llama"]
-    assert table.loc["transformers", "run"] == table.loc["transformers", "toy-llama"] == version("transformers")
+    assert list(table.columns) == ["run", "lock", "toy-gptj", "toy-digits"]
+    assert table.loc["transformers", "run"] == table.loc["transformers", "toy-digits"] == version("transformers")
     comparison = pd.read_csv(work / "results/all/tables/paper_comparison.csv")
     assert (comparison["provenance"] == "results/all/provenance.json").all()
     assert (
