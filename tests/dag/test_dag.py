@@ -62,12 +62,14 @@ def test_tables_are_consistent(tiny_run):
         assert list(tabc1["n"]) == [77, 100, 50, 100, 100]
         mod2 = pd.read_csv(work / f"results/{m}/accuracy/mod2.csv")
         assert tabc1.loc[tabc1.task == "a mod 2", "accuracy"].item() == pytest.approx(mod2["correct"].mean())
+        if card["number_tokens"] == "several":
+            continue  # its cache, by token span: tests/dag/test_dag_several.py
         with h5py.File(work / f"results/{m}/cache/residuals.h5") as f:
             n_correct = int(acc["correct"].sum())
             assert f["a"].shape == (n_correct, card["n_layers"] + 1, card["d_model"])
             assert f["numbers"].shape == (121, card["n_layers"] + 1, card["d_model"])
             assert f.attrs["position_a"] == card["positions"]["add"]["a"]
-            # the tiny registry loads both toys in bfloat16, as the registry loads Llama on a GPU
+            # the tiny registry loads toy-gptj in bfloat16, as the registry loads Llama on a GPU
             assert f.attrs["model_dtype"] == "torch.bfloat16" and f["a"].dtype == "float32"
 
 
