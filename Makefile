@@ -31,7 +31,7 @@ TORCH_INDEX ?= $(addprefix --find-links ,$(shell $(PYTHON) -m pip config get glo
 COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(TORCH_INDEX) $(LOCK_ARGS)
 
-.PHONY: run real test test-fast lint format venv lock clean docs
+.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot
 
 venv: $(STAMP)
 
@@ -65,6 +65,11 @@ run: $(STAMP)
 # jobs are done and only the real models' and the cross-model ones run)
 real: $(VENV)/.real
 	$(VENV)/bin/snakemake --cores $(CORES) --config 'models=$(REAL_MODELS)'
+
+# after `make real`: its findings pages and tables copied to docs/real-findings/ with the run's commit and
+# date (the snapshot docs/real-models.md links; tests/unit/test_docs.py checks every number against its table)
+findings-snapshot: $(STAMP)
+	$(VENV)/bin/python -m helixclock.stages.findings.snapshot docs/real-findings smollm2-135m gemma3-270m
 
 # everything: lint, then both rooms of tests/ (pyproject's testpaths): tests/unit, then tests/dag (every
 # Snakemake run: the whole tiny DAG on a one-token toy and the digit toy, failures, the report, the Slurm run)

@@ -19,6 +19,7 @@ from helpers.paths import REPO
 
 from helixclock import outputs
 from helixclock.results import Results, registered_outputs
+from helixclock.stages.findings.snapshot import snapshot
 
 
 def docs_hooks():
@@ -149,3 +150,21 @@ def test_every_registered_output_is_a_file_under_the_project():
     assert len(registry) > 80 and "CACHE" in registry and "HELIX_SUMMARY.sweep" in registry
     assert all(p.startswith(("results/", "resources/")) and "{model}" in p or "/all/" in p for p in registry.values())
     assert not any("/tables/" in p for p in registry.values())  # tables are read by their table ids
+
+
+def test_a_findings_snapshot_names_its_run_and_keeps_the_page_and_its_table(tmp_path):
+    """`make findings-snapshot`: each model's findings page and table copied with one quoted line
+    after the title naming the run's commit and date; a model without findings is refused."""
+    page = tmp_path / outputs.FINDINGS["page"].format(model="m1")
+    table = tmp_path / outputs.FINDINGS["contrasts"].format(model="m1")
+    table.parent.mkdir(parents=True)
+    page.write_text("# Findings: m1\n\nVerdicts: holds 1.\n")
+    table.write_text("id,estimate\nf1,1.5\n")
+    (written,) = snapshot(tmp_path, ["m1"], tmp_path / "docs", "abc1234", "2026-11-28")
+    assert written.read_text() == (
+        "# Findings: m1\n\n> Snapshot of `results/m1/findings.md` from the run at commit `abc1234` on 2026-11-28;"
+        " its table: [m1.csv](m1.csv).\n\nVerdicts: holds 1.\n"
+    )
+    assert (tmp_path / "docs" / "m1.csv").read_text() == table.read_text()
+    with pytest.raises(FileNotFoundError, match="no findings of m2"):
+        snapshot(tmp_path, ["m2"], tmp_path / "docs", "abc1234", "2026-11-28")

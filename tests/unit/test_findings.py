@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers.pages import assert_every_number_is_in_the_table
 from helpers.tables import pairs_table, sampled_correct
 
 from helixclock.config import ConfigError
@@ -216,31 +217,6 @@ def test_compat_authors_chooses_on_all_pairs_and_says_so(tmp_path):
 
 
 # -- the page -------------------------------------------------------------------------------------
-NUMBER = re.compile(r"[−-]?\d+(?:\.\d+)?")
-
-
-def numbers_in_table(table: pd.DataFrame) -> tuple[set[str], list[float]]:
-    """The table's text (its string cells) and its numbers."""
-    text = {str(v) for col in table for v in table[col] if isinstance(v, str)}
-    values = [float(v) for col in table.select_dtypes("number") for v in table[col] if pd.notna(v)]
-    return text, values
-
-
-def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame) -> int:
-    text, values = numbers_in_table(table)
-    found = 0
-    for match in NUMBER.finditer(page):
-        token = match.group(0).replace("−", "-")
-        decimals = len(token.split(".")[1]) if "." in token else 0
-        as_text = any(match.group(0) in t or token in t for t in text)
-        as_value = any(round(v, decimals) == float(token) or round(abs(v), decimals) == float(token) for v in values)
-        assert as_text or as_value, (
-            f"{match.group(0)} in the page is not in the table: ...{page[max(0, match.start() - 80) : match.end() + 20]}"
-        )
-        found += 1
-    return found
-
-
 def test_every_number_of_the_page_is_a_value_of_the_table(tmp_path):
     pairs = planted_pairs()
     table = run(load_registry(tmp_path), planted_sweep(len(pairs)), pairs).reset_index()
