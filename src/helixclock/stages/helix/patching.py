@@ -184,7 +184,7 @@ def helix_patching(
     """Rule helix_patching: everything of section 4.4 and appendix C that runs the model, for
     a+b (raw tables).  Without ``period_subsets`` (registry key, a lever for slow models) the
     sweep patches what Fig. 4 and Table 1 plot, the fits with every period and the PCA of as
-    many parameters, rather than every subset of the periods (Fig. C4 then has k = all only).
+    many parameters, rather than every subset of the periods (Fig. 4 and Table 1 then have k = all only).
 
     sweep: every fit of every layer patched at the a token (Fig. 4 picks from it; every
     ``layer_step``-th layer and the last: :func:`helixclock.experiments.layer_grid`)
