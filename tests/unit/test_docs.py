@@ -15,6 +15,7 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.pages import assert_every_number_is_in_the_table
 from helpers.paths import REPO
 
 from helixclock import outputs
@@ -168,3 +169,21 @@ def test_a_findings_snapshot_names_its_run_and_keeps_the_page_and_its_table(tmp_
     assert (tmp_path / "docs" / "m1.csv").read_text() == table.read_text()
     with pytest.raises(FileNotFoundError, match="no findings of m2"):
         snapshot(tmp_path, ["m2"], tmp_path / "docs", "abc1234", "2026-11-28")
+
+
+REAL_FINDINGS = REPO / "docs" / "real-findings"  # `make findings-snapshot` after `make real`
+SNAPSHOT_HEADER = re.compile(
+    r"> Snapshot of `results/(?P<model>[\w.-]+)/findings\.md` from the run at commit `[0-9a-f]{7,40}`"
+    r" on \d{4}-\d\d-\d\d; its table: \[(?P=model)\.csv\]\((?P=model)\.csv\)\."
+)
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m", "gemma3-270m"])
+def test_the_committed_real_findings_snapshot_prints_only_its_own_tables_numbers(model):
+    """docs/real-models.md, "The findings": the committed snapshot of each real model's findings
+    page names its run (commit and date) and every number it prints is in its own contrasts.csv."""
+    title, blank, header, body = (REAL_FINDINGS / f"{model}.md").read_text().split("\n", 3)
+    assert title == f"# Findings: {model}" and not blank and SNAPSHOT_HEADER.fullmatch(header), header
+    table = pd.read_csv(REAL_FINDINGS / f"{model}.csv")
+    assert set(table["verdict"]) >= {"holds", "not distinguished"}
+    assert assert_every_number_is_in_the_table(body, table) > 500
