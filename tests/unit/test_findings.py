@@ -98,7 +98,7 @@ def test_the_committed_registry_loads_and_names_known_tables():
     registry = reg.load()
     assert len(registry.findings) >= 15
     assert {f["family"] for f in registry.findings} == set(registry.families)
-    assert "neuron_fits" in registry.tables(several=True) and "neuron_fits" not in registry.tables(several=False)
+    assert "neuron_bases" in registry.tables(several=True) and "neuron_bases" not in registry.tables(several=False)
     inputs = reg.inputs(registry, False, "toy-gptj")
     assert inputs["helix_sweep"] == "results/toy-gptj/helix/raw/sweep.csv"
     assert inputs["prompts_helix_sweep"] == "results/toy-gptj/helix/raw/pairs.csv"

@@ -58,6 +58,7 @@ TABLES: dict[str, Table] = {
     "mlp_fits": Table(outputs.MLPS_RAW["fits"], "mlp_patching", MLPS_PAIRS),
     "mlp_stages": Table(outputs.MLPS_SUMMARY["mlp_stages"], "mlp_summary", MLPS_PAIRS, kind="list"),
     "neuron_fits": Table(outputs.NEURON_FITS["table"], "neuron_fits", kind="units"),
+    "neuron_bases": Table(outputs.NEURON_BASES["bases"], "neuron_bases", kind="units"),
 }
 RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that are not label filters
 
