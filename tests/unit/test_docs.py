@@ -6,6 +6,7 @@ pipeline's names (README, "Documentation"; docs/results-api.md)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -155,20 +156,24 @@ def test_every_registered_output_is_a_file_under_the_project():
 
 def test_a_findings_snapshot_names_its_run_and_keeps_the_page_and_its_table(tmp_path):
     """`make findings-snapshot`: each model's findings page and table copied with one quoted line
-    after the title naming the run's commit and date; a model without findings is refused."""
+    after the title naming the run's commit and date (its provenance record's); a model without
+    findings is refused."""
     page = tmp_path / outputs.FINDINGS["page"].format(model="m1")
     table = tmp_path / outputs.FINDINGS["contrasts"].format(model="m1")
     table.parent.mkdir(parents=True)
     page.write_text("# Findings: m1\n\nVerdicts: holds 1.\n")
     table.write_text("id,estimate\nf1,1.5\n")
-    (written,) = snapshot(tmp_path, ["m1"], tmp_path / "docs", "abc1234", "2026-11-28")
+    record = {"written": "2026-11-28T03:42:54+00:00", "helixclock": {"commit": "abc1234" + "0" * 33}}
+    (tmp_path / outputs.RECORD).parent.mkdir(parents=True)
+    (tmp_path / outputs.RECORD).write_text(json.dumps(record))
+    (written,) = snapshot(tmp_path, ["m1"], tmp_path / "docs")
     assert written.read_text() == (
         "# Findings: m1\n\n> Snapshot of `results/m1/findings.md` from the run at commit `abc1234` on 2026-11-28;"
         " its table: [m1.csv](m1.csv).\n\nVerdicts: holds 1.\n"
     )
     assert (tmp_path / "docs" / "m1.csv").read_text() == table.read_text()
     with pytest.raises(FileNotFoundError, match="no findings of m2"):
-        snapshot(tmp_path, ["m2"], tmp_path / "docs", "abc1234", "2026-11-28")
+        snapshot(tmp_path, ["m2"], tmp_path / "docs")
 
 
 REAL_FINDINGS = REPO / "docs" / "real-findings"  # `make findings-snapshot` after `make real`
