@@ -158,3 +158,31 @@ def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
     assert red == {"T=2", "T=2.5", "T=5", "T=10", "T=90 ≈ 100"}
     assert "T=36" in labels  # the strongest bump beside them, in grey
     save(fig, tmp_path, "fig02_planted")
+
+
+def test_fig_d11_draws_the_running_total_when_the_top_neurons_de_sums_below_zero(tmp_path):
+    """Gemma-3's top neurons' signed DE sums below 0 (make real): Fig. D11 draws the running total
+    and says the running share is not defined, instead of an empty panel, and names no "80%" set."""
+    from helixclock.stages.neurons.figures import figD11_neuron_direct_effect
+    from helixclock.stages.neurons.tables import cumulative_de
+
+    rng = np.random.default_rng(0)
+    n = 40
+    neurons = pd.DataFrame(
+        {
+            "rank": np.arange(n),
+            "layer": rng.integers(0, 4, n),
+            "neuron": np.arange(n),
+            "de": np.r_[0.4, rng.normal(-0.05, 0.02, n - 1)],
+            "in_circuit": False,
+        }
+    )
+    table = cumulative_de(neurons)
+    assert table["cumulative_share"].isna().all() and neurons["de"].sum() < 0
+    fig = figD11_neuron_direct_effect(table, "planted")
+    save(fig, tmp_path, "figD11_total_below_zero")  # and problems() finds nothing
+    top, bottom = fig.axes[:2]
+    assert top.get_title().startswith("no running share: their DE sums to")
+    assert top.get_ylabel() == "running total of their DE"
+    labels = [t.get_text() for t in bottom.get_legend().get_texts()]
+    assert labels == ["all top neurons"]

@@ -126,7 +126,9 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     """figD11: cumulative share of the top neurons' DE vs how many (sorted by DE), with the
     counts reaching 70/80/90/95%; below, the layers of all top neurons and of the 80% set."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.4))
-    sns.lineplot(x=cumulative["count"].to_numpy(), y=cumulative["cumulative_share"].to_numpy(), ax=top, errorbar=None)
+    defined = cumulative["cumulative_share"].notna().any()  # a total DE <= 0 has no running share
+    running = cumulative["cumulative_share"] if defined else cumulative["de"].cumsum()  # else the running total
+    sns.lineplot(x=cumulative["count"].to_numpy(), y=running.to_numpy(), ax=top, errorbar=None)
     cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
     reached = cumulative[cumulative["reaches"] != ""]
     for row in reached.itertuples():
@@ -142,14 +144,18 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
             fontsize=8,
             bbox={"facecolor": "white", "edgecolor": "0.8", "boxstyle": "round,pad=0.3"},
         )
+    if not defined:
+        top.axhline(0, color="grey", lw=0.8)
+        top.set_title(f"no running share: their DE sums to {cumulative['de'].sum():.2f} (not above 0)", fontsize=9)
     top.set_xlabel("top neurons, sorted by direct effect")
-    top.set_ylabel("running share of their total DE")
+    top.set_ylabel("running share of their total DE" if defined else "running total of their DE")
     suptitle(fig, with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
-    n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
-    n80 = int(n80.min()) if len(n80) else len(cumulative)
-    both = pd.concat(
-        [cumulative.assign(set="all top neurons"), cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE")]
-    )
+    sets = [cumulative.assign(set="all top neurons")]
+    if defined:
+        n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
+        n80 = int(n80.min()) if len(n80) else len(cumulative)
+        sets.append(cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE"))
+    both = pd.concat(sets)
     sns.histplot(data=both, x="layer", hue="set", discrete=True, multiple="dodge", shrink=0.8, ax=bottom)
     bottom.set_xticks(range(int(both["layer"].min()), int(both["layer"].max()) + 1))
     bottom.set_xlabel("layer")
