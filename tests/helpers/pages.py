@@ -15,7 +15,7 @@ def numbers_in_table(table: pd.DataFrame) -> tuple[set[str], list[float]]:
     hold each value of a text column (a page counts its verdicts)."""
     text = {str(v) for col in table for v in table[col] if isinstance(v, str)}
     values = [float(v) for col in table.select_dtypes("number") for v in table[col] if pd.notna(v)]
-    counts = [float(n) for col in table.select_dtypes("object") for n in table[col].value_counts()]
+    counts = [float(n) for col in table.select_dtypes(include=["object", "str"]) for n in table[col].value_counts()]
     return text, values + counts
 
 

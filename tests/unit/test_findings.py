@@ -115,6 +115,7 @@ def test_the_committed_registry_loads_and_names_known_tables():
         ({"x": {"method": "helix", "layer": "$layer"}}, "`each` fills no column 'layer'"),
         ({"quantity": "mean"}, "quantity mean takes no y"),
         ({"models": "all"}, "not one of the allowed values"),
+        ({"quantity": "tested"}, "quantity tested, a `test` and a table of kind tested go together"),
     ],
 )
 def test_a_bad_finding_is_refused_with_what_is_wrong(tmp_path, change, message):
@@ -372,3 +373,84 @@ def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
         share["estimate"] == pytest.approx((gap[:n] < 0).mean()) and share["low"] >= 0 and share["clusters"] == "units"
     )
     assert t.loc["share[place=tens]", "low"] < 0.5 < t.loc["share[place=tens]", "high"]
+
+
+# -- a stage's own test (quantity tested) -------------------------------------------------------------
+TESTED = """
+alpha: 0.05
+power: 0.8
+families:
+  nested: {kind: confirmatory, title: "T = 100 beyond the digits"}
+findings:
+  - id: t100
+    section: "4.1"
+    family: nested
+    models: both
+    claim: "at layer $layer a T = 100 circle adds held-out R^2"
+    quantity: tested
+    expect: positive
+    table: number_bases_nested
+    each: {table: number_bases_nested, columns: [layer]}
+    x: {label: increment, column: increment, layer: $layer}
+    test: {p: p, sided: two, low: low, high: high, level: 95, se: se, n: n_numbers, unit: numbers, method: planted}
+"""
+
+
+def planted_tests() -> pd.DataFrame:
+    """Five layers' tests: a clear increment (holds), a clear decrease (not detected, not
+    reversed), one whose p fails Holm's third step (0.03 > 0.05 / 3), one covering 0, and one
+    whose p passes but whose interval covers 0 (not detected: the stage's interval must agree)."""
+    rows = [
+        (0.01, 0.005, 0.015, 1e-5),
+        (-0.01, -0.015, -0.005, 1e-5),
+        (0.004, 0.001, 0.007, 0.03),
+        (0.001, -0.002, 0.004, 0.5),
+        (0.003, -0.0001, 0.006, 1e-5),
+    ]
+    t = pd.DataFrame(rows, columns=["increment", "low", "high", "p"])
+    return t.assign(layer=range(5), se=0.002, n_numbers=200, verdict_test=True)
+
+
+def test_a_stages_own_test_keeps_its_p_and_gets_the_familys_holm(tmp_path):
+    registry = load_registry(tmp_path, TESTED)
+    table = planted_tests()
+    out = findings_tables(registry, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
+    t = out["contrasts"].set_index("id")
+    assert list(t["verdict"]) == ["holds", "not detected", "not detected", "not detected", "not detected"]
+    assert t["p"].tolist() == table["p"].tolist() and (t["m"] == 5).all()  # the stage's p, not recomputed
+    assert t["alpha_step"].tolist() == pytest.approx([0.01, 0.0125, 0.025, 0.025, 0.05 / 3])
+    assert t["adj_low"].isna().all() and t["low"].tolist() == table["low"].tolist() and (t["level"] == 95).all()
+    assert (t["n_pairs"] == 200).all() and (t["clusters"] == "numbers").all() and (t["interval"] == "planted").all()
+    assert t["mde"].iloc[0] == pytest.approx(
+        (2.5758 + 0.8416) * 0.002, abs=1e-5
+    )  # z_{1-0.01/2} + z_0.8, alpha / m = 0.01
+    page = out["page"]
+    assert "Verdicts: holds 1, not detected 4." in page and page.count("**Not detected**") == 4
+    assert "The stage's test: planted." in page and "Reversed" not in page
+    assert assert_every_number_is_in_the_table(page, out["contrasts"]) > 30
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"quantity": "mean"}, "go together"),
+        ({"test": None}, "go together"),
+        ({"test": {"low": None}}, "low, high and level together"),
+        ({"test": {"detectable": "detectable_fraction"}}, "detectable and test.detectable_of go together"),
+        ({"test": {"sided": "greater"}, "expect": "negative"}, "sided: greater is the side expect: positive names"),
+        ({"select": {"over": "layer", "by": "x", "rule": "max", "what": "best"}}, "no select"),
+    ],
+)
+def test_a_bad_tested_finding_is_refused(tmp_path, change, message):
+    data = yaml.safe_load(TESTED)
+    finding = data["findings"][0]
+    for k, v in change.items():
+        if v is None:
+            finding.pop(k)
+        elif isinstance(v, dict) and k == "test":
+            for kk, vv in v.items():
+                finding["test"].pop(kk) if vv is None else finding["test"].__setitem__(kk, vv)
+        else:
+            finding[k] = v
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_registry(tmp_path, yaml.safe_dump(data))

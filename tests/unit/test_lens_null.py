@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.findings import committed_findings
 
 from helixclock.stages.mistakes.lens_null import (
     LENS,
@@ -123,6 +124,34 @@ def test_real_period_structure_gives_a_small_p_and_a_leaning_population_explains
     assert per["q"].to_numpy() == pytest.approx(np.full(10, per["q"].iloc[0]), abs=0.01)  # one layer's rate
     assert list(null.columns) == list(NULL_COLUMNS) and null["lens"].eq(LENS).all()
     assert null["null_population"].eq("all neurons of the layer").all()
+    assert declared(null) == {"matches": "not detected", "power": "not detected"}
+
+
+def declared(null: pd.DataFrame) -> dict[str, str]:
+    """The registry's lens findings on the "all" row of a null table: statistic -> verdict (the
+    stage's p as it is, Holm over the rows the findings read)."""
+    c = committed_findings(["lens_matches_above_base_rate", "lens_power_above_base_rate"], {"logit_lens_null": null})
+    c = c["contrasts"]
+    assert c["estimate"].to_numpy()[: len(null)] == pytest.approx((null["matches"] - null["expected"]).to_numpy())
+    assert (c["p"].to_numpy() == pytest.approx(np.r_[null["p_matches"], null["p_power"]])) and (
+        c["m"] == 2 * len(null)
+    ).all()
+    return {s: c.loc[f"lens_{s}_above_base_rate[place=all]", "verdict"] for s in ("matches", "power")}
+
+
+def test_the_registry_declares_the_base_rate_test_and_its_verdict():
+    """Real period structure: both statistics hold; a layer drawn from its own population: neither
+    is detected (the stage's p, one-sided, with the family's Holm)."""
+    rng = np.random.default_rng(2)
+    layer = biased_population(rng, 400, lean=0.3)
+    layer[:10] = np.stack([np.cos(2 * np.pi * D / 5 + rng.uniform(0, 6)) for _ in range(10)])
+    periods, units = layout(layer[:10], None, [5] * 10)
+    _, null = lens_null(periods, layer[:10], units, layer[None], draws=2000)
+    assert declared(null) == {"matches": "holds", "power": "holds"}
+    ordinary = biased_population(rng, 400)
+    periods, units = layout(ordinary[:10], None, [10] * 10)
+    _, null = lens_null(periods, ordinary[:10], units, ordinary[None], draws=2000)
+    assert declared(null) == {"matches": "not detected", "power": "not detected"}
 
 
 def test_without_every_neurons_lens_the_null_is_the_other_top_units_of_the_layer_and_place():

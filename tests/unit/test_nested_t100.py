@@ -8,6 +8,8 @@ noise is lower."""
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.findings import committed_findings
+from helpers.pages import assert_every_number_is_in_the_table
 
 from helixclock.bases import Basis, Combined, digit, digit_count
 from helixclock.stages.structure.nested import (
@@ -72,6 +74,34 @@ def test_a_t100_circle_beside_digits_is_detected_where_the_race_does_not_name_th
     assert list(circles["verdict"]) == ["not detected", "detected", "detected"]
 
 
+def test_the_findings_job_declares_the_stages_verdict_layer_by_layer(three):
+    """The registry's finding t100_beyond_digits reads the one-hot rows as they are (increment,
+    interval, p) and applies Holm over the layers: its verdict is the stage's at every layer,
+    "holds" where the stage says detected, and a layer below 0 is "not detected", not reversed;
+    every number of its page is in its table, the calibrated amplitude among them."""
+    _, t, _ = three
+    nested = t["nested"]
+    got = committed_findings(["t100_beyond_digits"], {"number_bases_nested": nested}, several=False)
+    c, page = got["contrasts"], got["page"]
+    stage = nested[nested["verdict_test"]].set_index("layer")
+    assert list(c.index) == [f"t100_beyond_digits[layer={i}]" for i in range(3)]
+    words = {"detected": "holds", "not detected": "not detected"}
+    assert list(c["verdict"]) == [words[v] for v in stage["verdict"]] == ["not detected", "holds", "holds"]
+    assert c["p"].to_numpy() == pytest.approx(stage["p"].to_numpy()) and (c["m"] == 3).all()
+    assert c["estimate"].to_numpy() == pytest.approx(stage["increment"].to_numpy())
+    assert c["low"].to_numpy() == pytest.approx(stage["low"].to_numpy()) and c["adj_low"].isna().all()
+    assert (c["n_pairs"] == 361).all() and (c["clusters"] == "numbers").all()
+    assert c["detectable"].to_numpy() == pytest.approx(stage["detectable_fraction"].to_numpy(), nan_ok=True)
+    assert assert_every_number_is_in_the_table(page, got["contrasts"].reset_index()) > 20
+    assert page.count("**Not detected**") == 1 and "The stage's test: rule number_bases' nested test" in page
+    # a planted layer whose increment is significantly below 0: not detected, never "reversed"
+    below = nested.copy()
+    one = below["verdict_test"] & (below["layer"] == 0)
+    below.loc[one, ["increment", "low", "high", "p"]] = [-0.01, -0.015, -0.005, 1e-9]
+    again = committed_findings(["t100_beyond_digits"], {"number_bases_nested": below}, several=False)["contrasts"]
+    assert again.loc["t100_beyond_digits[layer=0]", "verdict"] == "not detected"
+
+
 def test_the_circles_increment_is_the_comparisons_paired_difference(three):
     X, t, _ = three
     pairs = compare_number_bases(X, n_boot=400)["pairs"].set_index(["layer", "basis", "other"])
@@ -87,11 +117,12 @@ def test_tables_have_their_documented_columns(three):
     _, t, _ = three
     nested, power = t["nested"], t["power"]
     assert list(nested.columns) == [
-        "layer", "test", "verdict_test", "rank_base", "rank_full", "r2_base", "r2_full", "increment", "low",
+        "layer", "test", "verdict_test", "n_numbers", "rank_base", "rank_full", "r2_base", "r2_full", "increment", "low",
         "high", "se", "p", "p_holm", "interval", "verdict", "detectable_fraction", "detectable_share",
         "detectable_unique_share",
     ]  # fmt: skip
     assert set(nested["test"]) == {VERDICT, CIRCLES} and len(nested) == 6
+    assert (nested["n_numbers"] == 361).all()  # the numbers 0..360, each fitted and resampled
     sizes = nested.drop_duplicates("test").set_index("test")
     # one-hot: units 9 + tens 9 + hundreds 3 (digits 1..3 on 0..360) + [2 digits]; n and [3 digits]
     # are sums of one-hot columns.  Circles: units T=10, 5 (cos, sin), T=2 (cos), tens and hundreds

@@ -50,10 +50,46 @@ def _support(row) -> str:
     return "; ".join(parts)
 
 
+def _digits(*values) -> int:
+    """Decimals that show a small value (a held-out R^2 increment of 0.001) as more than 0."""
+    return 4 if max(abs(v) for v in values) < 0.01 else DIGITS
+
+
+def _stage_test(row) -> str:
+    """A stage's own test (quantity tested): its estimate, interval where it has one, p, the
+    family's multiplicity and what it resampled or counted (the test itself: the family's
+    heading, :func:`findings_page`)."""
+    shown = f"{row['x']}" + (f" − {row['y']}" if isinstance(row["y"], str) and row["y"] else "")
+    shown += f" = {num(row['estimate'], _digits(row['estimate']))}"
+    if pd.notna(row["low"]):
+        digits = _digits(row["low"], row["high"])
+        shown += f" [{num(row['low'], digits)}, {num(row['high'], digits)}] ({num(row['level'], 0)}%)"
+    sided = "two-sided" if row["sided"] == "two" else "one-sided"
+    method = "Holm" if row["family_kind"] == "confirmatory" else "Benjamini-Hochberg"
+    step = f"{method}'s level {num(row['alpha_step'], 4)} in a family of {int(row['m'])}"
+    counted = f"{int(row['n_pairs'])} {row['clusters']}"
+    return f"{shown[0].upper()}{shown[1:]}, p = {num(row['p'], 4)} ({sided}) against {step}; {counted}"
+
+
+def _detectable(row) -> str:
+    """What the stage calibrated its test to detect, where it did."""
+    if not (isinstance(row["detectable_of"], str) and row["detectable_of"]):
+        return ""
+    of, calibration = row["detectable_of"], "(the stage's calibration)"
+    if pd.isna(row["detectable"]):
+        return f" Planted at the whole of {of}, it would not be detected here {calibration}."
+    fraction = num(row["detectable"], 4 if row["detectable"] < 0.1 else DIGITS)
+    return f" Planted at {fraction} of {of} or more, it is detected here {calibration}; a smaller one is not shown."
+
+
 def sentence(row) -> str:
     """One finding's line, chosen by its verdict."""
     v = row["verdict"]
     q, claim = _quantity(row), row["claim"]
+    if row["quantity"] == "tested" and v in ("holds", "not detected"):
+        head = "**Holds**" if v == "holds" else "**Not detected**"
+        said = claim if v == "holds" else f"{claim} is not shown"
+        return f"- {head}: {said}. {_stage_test(row)}.{_detectable(row)}"
     if v in ("holds", "reversed", "not distinguished"):
         level = f"{num(row['adj_level'], 1)}% interval, {row['family_kind']} family of {int(row['m'])}"
         shown = f"{q} = {num(row['estimate'])} {interval(row['adj_low'], row['adj_high'])} ({level})"
@@ -88,7 +124,8 @@ def findings_page(contrasts: pd.DataFrame, model: str) -> str:
         return f"# Findings: {model}\n\nNo declared finding applies to this model.\n"
     first = contrasts.iloc[0]
     counts = contrasts["verdict"].value_counts()
-    tally = ", ".join(f"{v} {int(counts[v])}" for v in ("holds", "reversed", "not distinguished") if v in counts)
+    verdicts = ("holds", "reversed", "not distinguished", "not detected")
+    tally = ", ".join(f"{v} {int(counts[v])}" for v in verdicts if v in counts)
     lines = [
         f"# Findings: {model}",
         "",
@@ -104,10 +141,23 @@ def findings_page(contrasts: pd.DataFrame, model: str) -> str:
         "object chosen after the run (a best layer, a block, a category) is chosen on one half of the pairs "
         "and measured on the other (cross-fitted); an object the run chose itself (its MLP circuit, its "
         "categorised heads) is measured on the pairs that chose it, and the line says so.",
+        *(
+            [
+                "",
+                "A line that names its stage's own test (the nested T = 100 test's bootstrap over the numbers, "
+                "the digit lens's null) reads its estimate, interval and p from that stage's table; only the "
+                "family's multiplicity is applied here, and such a claim of detection is either shown or not "
+                "detected (a useless term's held-out increment lies slightly below 0: no opposite is claimed).",
+            ]
+            if contrasts["quantity"].eq("tested").any()
+            else []
+        ),
         "",
         f"Verdicts: {tally}." if tally else "No tested finding.",
     ]
     for _, part in contrasts.groupby("family", sort=False):
         lines += ["", f"## {part['family_title'].iloc[0]}", ""]
+        own = part.loc[part["quantity"].eq("tested"), "interval"].dropna().unique()
+        lines += [f"The stage's test: {method}." for method in own] + ([""] if len(own) else [])
         lines += [sentence(row) for _, row in part.iterrows()]
     return "\n".join(lines) + "\n"

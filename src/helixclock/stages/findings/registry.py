@@ -31,7 +31,10 @@ class Table:
     columns (x and y of one finding must come from one job: the same pairs), the table of that
     job's prompts (clusters; None where the job records none) and what a row is: ``pairs``
     (a raw table, one column per pair), ``units`` (one row per unit, e.g. a neuron), ``list``
-    (rows that name objects, read by ``each``)."""
+    (rows that name objects, read by ``each``), ``tested`` (one row per test its stage made with
+    a resampling this job cannot redo, e.g. a bootstrap over the numbers of a held-out R^2, or
+    an exact null: the row's estimate, p and interval are read as they are, and the findings
+    job applies the family's multiplicity and the verdict; quantity ``tested``)."""
 
     path: str
     job: str
@@ -59,6 +62,8 @@ TABLES: dict[str, Table] = {
     "mlp_stages": Table(outputs.MLPS_SUMMARY["mlp_stages"], "mlp_summary", MLPS_PAIRS, kind="list"),
     "neuron_fits": Table(outputs.NEURON_FITS["table"], "neuron_fits", kind="units"),
     "neuron_bases": Table(outputs.NEURON_BASES["bases"], "neuron_bases", kind="units"),
+    "number_bases_nested": Table(outputs.NUMBER_BASES["nested"], "number_bases", kind="tested"),
+    "logit_lens_null": Table(outputs.LOGIT_LENS["null"], "neuron_logit_lens", kind="tested"),
 }
 RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that are not label filters
 
@@ -149,8 +154,30 @@ def check(registry: Registry) -> None:
         if unknown:
             raise ConfigError(f"{where}: table(s) {', '.join(unknown)} unknown; allowed: {', '.join(TABLES)}")
         q = f["quantity"]
+        tested = TABLES[f["table"]].kind == "tested"
+        if tested != (q == "tested") or tested != ("test" in f):
+            raise ConfigError(
+                f"{where}: quantity tested, a `test` and a table of kind tested go together "
+                f"(quantity {q}, table {f['table']} of kind {TABLES[f['table']].kind}, "
+                f"{'a' if 'test' in f else 'no'} test)"
+            )
+        if tested:
+            test = f["test"]
+            if "select" in f or f.get("each", {}).get("by"):
+                raise ConfigError(f"{where}: a tested finding reads its stage's test as it is: no select, no each.by")
+            if len({k for k in ("low", "high", "level") if k in test}) not in (0, 3):
+                raise ConfigError(f"{where}: test names its interval by low, high and level together, or not at all")
+            if ("detectable" in test) != ("detectable_of" in test):
+                raise ConfigError(f"{where}: test.detectable and test.detectable_of go together")
+            if registry.families[f["family"]]["kind"] == "estimate" or (
+                f.get("expect") != "positive" and test["sided"] == "greater"
+            ):
+                raise ConfigError(
+                    f"{where}: a tested finding is a claim with an expected sign in a confirmatory or screening "
+                    "family (sided: greater is the side expect: positive names)"
+                )
         two = q in ("difference", "ratio", "share_below")
-        if two != ("y" in f) and q != "category":
+        if two != ("y" in f) and q not in ("category", "tested"):
             raise ConfigError(f"{where}: quantity {q} {'needs' if two else 'takes no'} y")
         jobs = {TABLES[t].job for t in tables_of(f) if TABLES[t].kind != "list"}
         if len(jobs) > 1:

@@ -60,6 +60,9 @@ COLUMNS = [
     "sd_diff",
     "power",
     "mde",
+    "sided",
+    "detectable",
+    "detectable_of",
     "note",
 ]
 INTERVALS = {
@@ -103,7 +106,7 @@ def contrasts_table(
                 "reading": concrete["reading"],
                 "expect": concrete.get("expect", ""),
                 "selection": concrete.get("each", {}).get("chosen_by", ""),
-                "interval": INTERVALS[concrete["quantity"]],
+                "interval": concrete["test"]["method"] if "test" in concrete else INTERVALS[concrete["quantity"]],
                 "resamples": resampling.bootstrap,
                 "seed": resampling.seed,
                 "alpha": registry.alpha,
@@ -121,29 +124,49 @@ def contrasts_table(
                 numbers["selection"] = f"{row['selection']}; {numbers['selection']}"
             rows.append({**row, **numbers})
     table = pd.DataFrame(rows)
-    for col in [*COLUMNS, "defined"]:
+    for col in [*COLUMNS, "defined", "p_given"]:
         if col not in table:
             table[col] = np.nan
     return judge(table, registry.alpha, registry.power)[COLUMNS]
 
 
+def detection(estimate: float, reject: bool, expect: str, low: float, high: float) -> str:
+    """The verdict of a stage's own test (quantity ``tested``): "holds" where the family's
+    multiplicity rejects on the side ``expect`` says and the stage's interval, where it has one,
+    lies on that side; else "not detected" (a detection claim has no opposite to show: a useless
+    nested term's held-out increment is slightly below 0, and that is not evidence against it)."""
+    sign = 1 if expect == "positive" else -1
+    bound = low if sign > 0 else high
+    inside = np.isnan(bound) or sign * bound > 0
+    return "holds" if reject and sign * estimate > 0 and inside else "not detected"
+
+
 def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
     """p-values, the family's multiplicity (Holm, BH), verdicts, agreeing intervals and the
-    minimal detectable effect at alpha' = alpha / m (Holm's first step), in place of a copy."""
+    minimal detectable effect at alpha' = alpha / m (Holm's first step), in place of a copy.
+    A stage's own test (quantity ``tested``) keeps its p (column ``p_given``) and its interval;
+    only the family's multiplicity and the verdict (:func:`detection`) are applied to it."""
     t = table.copy()
     for col in ("verdict", "note"):
         t[col] = t[col].astype(object)
-    tested = t["family_kind"].isin(["confirmatory", "screening"]) & t["se"].notna()
-    t.loc[tested, "p"] = t_test(t.loc[tested, "estimate"], t.loc[tested, "se"], t.loc[tested, "df"])
-    for _, part in t[tested].groupby("family", sort=False):
+    judged = t["family_kind"].isin(["confirmatory", "screening"])
+    given = judged & t["quantity"].eq("tested") & t["p_given"].notna()
+    computed = judged & ~t["quantity"].eq("tested") & t["se"].notna()
+    t.loc[computed, "p"] = t_test(t.loc[computed, "estimate"], t.loc[computed, "se"], t.loc[computed, "df"])
+    t.loc[given, "p"] = t.loc[given, "p_given"]
+    for _, part in t[computed | given].groupby("family", sort=False):
         kind = part["family_kind"].iloc[0]
         reject, level = (holm if kind == "confirmatory" else benjamini_hochberg)(part["p"].to_numpy(), alpha)
+        own = part["quantity"].eq("tested").to_numpy()
         low, high = t_interval(part["estimate"], part["se"], part["df"], level)
         t.loc[part.index, "m"] = len(part)
         t.loc[part.index, "alpha_step"] = level
-        t.loc[part.index, "adj_level"] = 100 * (1 - level)
-        t.loc[part.index, "adj_low"], t.loc[part.index, "adj_high"] = low, high
-        t.loc[part.index, "verdict"] = [verdict(e, r, x) for e, r, x in zip(part["estimate"], reject, part["expect"])]
+        t.loc[part.index[~own], "adj_level"] = 100 * (1 - level[~own])
+        t.loc[part.index[~own], "adj_low"], t.loc[part.index[~own], "adj_high"] = low[~own], high[~own]
+        rows = zip(part["estimate"], reject, part["expect"], part["low"], part["high"], own)
+        t.loc[part.index, "verdict"] = [
+            detection(e, r, x, lo, hi) if o else verdict(e, r, x) for e, r, x, lo, hi, o in rows
+        ]
         t.loc[part.index, "mde"] = mde(part["se"], 1, alpha / len(part), power)
     estimates = t["family_kind"] == "estimate"
     t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"

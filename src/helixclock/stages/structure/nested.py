@@ -186,7 +186,8 @@ def nested_tables(
     """The nested T = 100 test at every layer and its calibration.
 
     * ``nested``: one row per layer x test (:data:`VERDICT`, :data:`CIRCLES`): ``layer``,
-      ``test``, ``verdict_test`` (True for the one-hot test, the verdict), ``rank_base``,
+      ``test``, ``verdict_test`` (True for the one-hot test, the verdict), ``n_numbers`` (the
+      numbers fitted and resampled), ``rank_base``,
       ``rank_full`` (the parameters the numbers tell apart, the constant not counted),
       ``r2_base``, ``r2_full`` (held out), ``increment`` with ``low``, ``high`` (its percentile
       interval at ``level``), ``se``, ``p``, ``p_holm`` (Holm over the layers, within the test),
@@ -216,6 +217,7 @@ def nested_tables(
                     "layer": np.arange(layers),
                     "test": name,
                     "verdict_test": name == VERDICT,
+                    "n_numbers": n,
                     "rank_base": _rank(base, n),
                     "rank_full": _rank(full, n),
                     "r2_base": got["r2_base"],
