@@ -158,6 +158,7 @@ def findings_page(contrasts: pd.DataFrame, model: str) -> str:
     for _, part in contrasts.groupby("family", sort=False):
         lines += ["", f"## {part['family_title'].iloc[0]}", ""]
         own = part.loc[part["quantity"].eq("tested"), "interval"].dropna().unique()
-        lines += [f"The stage's test: {method}." for method in own] + ([""] if len(own) else [])
+        for method in own:
+            lines += [f"The stage's test: {method}.", ""]
         lines += [sentence(row) for _, row in part.iterrows()]
     return "\n".join(lines) + "\n"
