@@ -373,6 +373,13 @@ def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
         share["estimate"] == pytest.approx((gap[:n] < 0).mean()) and share["low"] >= 0 and share["clusters"] == "units"
     )
     assert t.loc["share[place=tens]", "low"] < 0.5 < t.loc["share[place=tens]", "high"]
+    # the page counts units, and shows an R^2-sized difference with the decimals it needs
+    page = findings_tables(
+        load_registry(tmp_path, HEADS_REGISTRY), True, {"neuron_fits": units}, {}, RESAMPLING, "corrected", "planted"
+    )["page"]
+    tens = next(line for line in page.splitlines() if "Eq. 5 better at the tens place" in line)
+    assert "with these 200 units the test detects" in tens and "pairs" not in tens
+    assert re.search(r"= −?0\.\d{4} \[", tens), tens
 
 
 # -- a stage's own test (quantity tested) -------------------------------------------------------------

@@ -22,8 +22,8 @@ def num(x, digits: int = DIGITS) -> str:
     return text.replace("-", "−")
 
 
-def interval(low, high) -> str:
-    return f"[{num(low)}, {num(high)}]"
+def interval(low, high, digits: int = DIGITS) -> str:
+    return f"[{num(low, digits)}, {num(high, digits)}]"
 
 
 def _quantity(row) -> str:
@@ -36,9 +36,14 @@ def _quantity(row) -> str:
     return str(row["x"])
 
 
+def _counted(row) -> str:
+    """What a row's count counts: units (a table of units, e.g. neurons) or pairs."""
+    return "units" if row["clusters"] == "units" else "pairs"
+
+
 def _support(row) -> str:
     """Where the numbers come from: pairs, clusters, split, choice."""
-    unit = "units" if row["clusters"] == "units" else "pairs"
+    unit = _counted(row)
     parts = [f"{int(row['n_pairs'])} {unit}"]
     if unit == "pairs":
         if row["clusters"] == "prompt-sharing components":
@@ -51,8 +56,10 @@ def _support(row) -> str:
 
 
 def _digits(*values) -> int:
-    """Decimals that show a small value (a held-out R^2 increment of 0.001) as more than 0."""
-    return 4 if max(abs(v) for v in values) < 0.01 else DIGITS
+    """Decimals that show a small value (a held-out R^2 increment of 0.001) as more than 0:
+    4 where every value given (NaN left out) is below 0.01 in size, else 2."""
+    sizes = [abs(float(v)) for v in values if pd.notna(v)]
+    return 4 if sizes and max(sizes) < 0.01 else DIGITS
 
 
 def _stage_test(row) -> str:
@@ -92,7 +99,8 @@ def sentence(row) -> str:
         return f"- {head}: {said}. {_stage_test(row)}.{_detectable(row)}"
     if v in ("holds", "reversed", "not distinguished"):
         level = f"{num(row['adj_level'], 1)}% interval, {row['family_kind']} family of {int(row['m'])}"
-        shown = f"{q} = {num(row['estimate'])} {interval(row['adj_low'], row['adj_high'])} ({level})"
+        d = _digits(row["estimate"], row["adj_low"], row["adj_high"])
+        shown = f"{q} = {num(row['estimate'], d)} {interval(row['adj_low'], row['adj_high'], d)} ({level})"
         if v == "holds":
             head = f"**Holds**: {claim}. {shown}."
         elif v == "reversed":
@@ -100,14 +108,16 @@ def sentence(row) -> str:
         else:
             head = (
                 f"**Not distinguished**: {claim} is not shown, nor its opposite. {shown}; with these "
-                f"{int(row['n_pairs'])} pairs the test detects a true effect of {num(row['mde'])} or more "
+                f"{int(row['n_pairs'])} {_counted(row)} the test detects a true effect of "
+                f"{num(row['mde'], _digits(row['mde']))} or more "
                 f"with power {num(row['power'])}, and cannot tell a smaller one from 0."
             )
         support = _support(row)
         return f"- {head} {support[0].upper()}{support[1:]}."
     if v == "estimate":
         level = f"{num(row['level'], 0)}%, {row['interval']}"
-        shown = f"{num(row['estimate'])} {interval(row['low'], row['high'])} ({level})"
+        d = _digits(row["estimate"], row["low"], row["high"])
+        shown = f"{num(row['estimate'], d)} {interval(row['low'], row['high'], d)} ({level})"
         return f"- {claim}: {q} = {shown}; {_support(row)}."
     if v == "not defined":
         den = f"{num(row['den_estimate'])} {interval(row['den_low'], row['den_high'])} ({num(row['level'], 0)}%)"
