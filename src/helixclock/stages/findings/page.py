@@ -57,7 +57,8 @@ def _support(row) -> str:
 
 def _digits(*values) -> int:
     """Decimals that show a small value (a held-out R^2 increment of 0.001) as more than 0:
-    4 where every value given (NaN left out) is below 0.01 in size, else 2."""
+    4 where every value given (NaN left out) is below 0.01 in size, else 2 (an estimate and its
+    interval take the estimate's)."""
     sizes = [abs(float(v)) for v in values if pd.notna(v)]
     return 4 if sizes and max(sizes) < 0.01 else DIGITS
 
@@ -67,9 +68,9 @@ def _stage_test(row) -> str:
     family's multiplicity and what it resampled or counted (the test itself: the family's
     heading, :func:`findings_page`)."""
     shown = f"{row['x']}" + (f" − {row['y']}" if isinstance(row["y"], str) and row["y"] else "")
-    shown += f" = {num(row['estimate'], _digits(row['estimate']))}"
+    digits = _digits(row["estimate"])
+    shown += f" = {num(row['estimate'], digits)}"
     if pd.notna(row["low"]):
-        digits = _digits(row["low"], row["high"])
         shown += f" [{num(row['low'], digits)}, {num(row['high'], digits)}] ({num(row['level'], 0)}%)"
     sided = "two-sided" if row["sided"] == "two" else "one-sided"
     method = "Holm" if row["family_kind"] == "confirmatory" else "Benjamini-Hochberg"
@@ -99,7 +100,7 @@ def sentence(row) -> str:
         return f"- {head}: {said}. {_stage_test(row)}.{_detectable(row)}"
     if v in ("holds", "reversed", "not distinguished"):
         level = f"{num(row['adj_level'], 1)}% interval, {row['family_kind']} family of {int(row['m'])}"
-        d = _digits(row["estimate"], row["adj_low"], row["adj_high"])
+        d = _digits(row["estimate"])
         shown = f"{q} = {num(row['estimate'], d)} {interval(row['adj_low'], row['adj_high'], d)} ({level})"
         if v == "holds":
             head = f"**Holds**: {claim}. {shown}."
@@ -116,7 +117,7 @@ def sentence(row) -> str:
         return f"- {head} {support[0].upper()}{support[1:]}."
     if v == "estimate":
         level = f"{num(row['level'], 0)}%, {row['interval']}"
-        d = _digits(row["estimate"], row["low"], row["high"])
+        d = _digits(row["estimate"])
         shown = f"{num(row['estimate'], d)} {interval(row['low'], row['high'], d)} ({level})"
         return f"- {claim}: {q} = {shown}; {_support(row)}."
     if v == "not defined":
