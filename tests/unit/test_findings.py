@@ -291,32 +291,6 @@ def test_tables_cluster_pairs_by_the_jobs_prompts():
     assert clusters.max() + 1 <= len(pairs) - (shared - 1).sum()
 
 
-def test_a_tasks_pairs_are_clustered_by_its_own_rows_of_a_prompts_table_numbered_per_task():
-    """Table 1's other tasks: one prompts table, each task's pairs numbered from pair_0. Task t1's
-    six pairs share clean prompts in twos (three clusters); task t2's four pairs share nothing, and
-    its table has no pair_4, pair_5 (singletons of their own, holding no value)."""
-    prompts = pd.DataFrame(
-        {
-            "pair": [f"pair_{i}" for i in range(6)] + [f"pair_{i}" for i in range(4)],
-            "clean_a": [1, 1, 2, 2, 3, 3, 1, 2, 3, 4],
-            "corrupted_a": [10, 11, 12, 13, 14, 15, 20, 21, 22, 23],
-            "clean_b": -1,
-            "corrupted_b": -1,
-            "task": ["t1"] * 6 + ["t2"] * 4,
-        }
-    )
-    table = pd.DataFrame({"task": ["t1", "t2"], **{f"pair_{i}": [1.0, 1.0 if i < 4 else np.nan] for i in range(6)}})
-    tables = Tables({"other_tasks": table}, {"other_tasks": prompts})
-    one, unit = tables.clusters("other_tasks", {"task": "t1"})
-    assert unit == "prompt-sharing components" and one.tolist() == [0, 0, 1, 1, 2, 2]
-    two, _ = tables.clusters("other_tasks", {"task": "t2"})
-    assert two.tolist() == [0, 1, 2, 3, 4, 5]
-    with pytest.raises(ValueError, match="numbered per task; the finding names no task"):
-        tables.clusters("other_tasks", {})
-    committed = reg.load()
-    assert reg.inputs(committed, False, "m")["prompts_other_tasks"] == "results/m/helix/raw/other_tasks_pairs.csv"
-
-
 # -- the heads' categories and the neurons' units ------------------------------------------------
 HEADS_REGISTRY = """
 families:

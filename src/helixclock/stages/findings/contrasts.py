@@ -132,33 +132,19 @@ class Tables:
     def pair_columns(self, name: str) -> list[str]:
         return [c for c in self.frames[name].columns if c.startswith(PAIR)]
 
-    def clusters(self, name: str, fill: Mapping | None = None) -> tuple[np.ndarray, str]:
-        """The cluster of each pair column of table ``name`` and what the clusters are.  A table
-        whose prompts are numbered per value of a column (:attr:`Table.per`, e.g. each task's
-        from pair_0) reads the rows of the finding's own value (``fill``); the pair columns that
-        value does not have (another task's longer numbering: no value there) are clusters of
-        their own."""
+    def clusters(self, name: str) -> tuple[np.ndarray, str]:
+        """The cluster of each pair column of table ``name`` and what the clusters are."""
         cols = self.pair_columns(name)
         prompts = self.prompts.get(name)
         if prompts is None:
             return singletons(len(cols)), UNCLUSTERED
         if "draw" in prompts:  # the raw tables' pair columns are the measuring draw's
             prompts = prompts[prompts["draw"] == MEASURE]
-        per = TABLES[name].per if name in TABLES else None
-        if per:
-            if per not in (fill or {}):
-                raise ValueError(f"table {name}: its prompts are numbered per {per}; the finding names no {per}")
-            prompts = prompts[[_same(v, fill[per]) for v in prompts[per]]]
         by_pair = prompts.set_index("pair")
         missing = [c for c in cols if c not in by_pair.index]
-        if missing and not per:
+        if missing:
             raise ValueError(f"table {name}: pair column(s) {', '.join(missing[:3])} not in its prompts table")
-        present = [c for c in cols if c in by_pair.index]
-        clusters = np.empty(len(cols), dtype=np.int64)
-        mask = np.isin(cols, present)
-        clusters[mask] = prompt_clusters(by_pair.loc[present].reset_index())
-        clusters[~mask] = clusters[mask].max(initial=-1) + 1 + np.arange((~mask).sum())
-        return clusters, CLUSTERED
+        return prompt_clusters(by_pair.loc[cols].reset_index()), CLUSTERED
 
     def recorded_split(self, name: str) -> str | None:
         """How the job of table ``name`` chose what it ran, as its prompts table records it
@@ -224,7 +210,7 @@ def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Res
         frame = prepared(tables.frames[by.get("table", finding["table"])], finding)
         rows = match(frame, filters(by, finding["fill"]), "by")
         crit = np.stack([at(rows, by, v, "by") for v in cands])
-    clusters, unit = tables.clusters(name, finding["fill"])
+    clusters, unit = tables.clusters(name)
     fmt = lambda k: f"{over} {_number(cands[int(k)])}"  # noqa: E731
     if compat == "authors":
         chosen = cross_fit(d, crit, None, sel["rule"])
@@ -418,7 +404,7 @@ def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resamplin
         rows, name = side(tables, finding, "x")
         x = pair_values(rows, finding["x"], f"{finding['id']}: x")
         y = pair_values(side(tables, finding, "y")[0], finding["y"], f"{finding['id']}: y") if "y" in finding else None
-        clusters, unit = tables.clusters(name, finding["fill"])
+        clusters, unit = tables.clusters(name)
     split = each_split(tables, finding)
     if q == "ratio":
         return {**ratio_of(x, y, clusters, unit, resampling), "split": split}

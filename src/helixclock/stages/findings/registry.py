@@ -34,15 +34,12 @@ class Table:
     (rows that name objects, read by ``each``), ``tested`` (one row per test its stage made with
     a resampling this job cannot redo, e.g. a bootstrap over the numbers of a held-out R^2, or
     an exact null: the row's estimate, p and interval are read as they are, and the findings
-    job applies the family's multiplicity and the verdict; quantity ``tested``).  ``per``: the
-    prompts table holds several numberings, one per value of that column (Table 1's other tasks,
-    each numbered from pair_0); a finding's clusters are read from the rows of its own value."""
+    job applies the family's multiplicity and the verdict; quantity ``tested``)."""
 
     path: str
     job: str
     prompts: str | None = None
     kind: str = "pairs"
-    per: str | None = None  # a prompts table that numbers each value of this column's pairs from pair_0
 
 
 HEADS_PAIRS, MLPS_PAIRS = outputs.HEADS_RAW["pairs"], outputs.MLPS_RAW["pairs"]
@@ -51,10 +48,10 @@ LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
 # raw tables' pair columns) and, where it chose on one, its selection draw; a list table's prompts
 # table says how the run chose its rows (column split). Table 1's other tasks: their prompts table
 # (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0, so a finding's clusters
-# are read from its own task's rows (per="task").
+# would have to be read per task; until they are, those findings resample pairs (and say so).
 TABLES: dict[str, Table] = {
     "helix_sweep": Table(outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"]),
-    "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching", outputs.OTHER_TASKS_RAW_PAIRS, per="task"),
+    "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching"),
     "last_token_fits": Table(outputs.LAST_TOKEN_RAW["fits"], "last_token_patching", LAST_TOKEN_PAIRS),
     "layer_effects": Table(outputs.LAST_TOKEN_RAW["layer_effects"], "last_token_patching", LAST_TOKEN_PAIRS),
     "head_effects": Table(outputs.HEADS_RAW["effects"], "head_patching", HEADS_PAIRS),
