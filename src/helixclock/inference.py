@@ -11,8 +11,8 @@ and standard errors that respect how the pairs were drawn:
 * **Clusters.** Clean prompts are drawn without replacement, but a corrupted partner is drawn
   with replacement from a small group (same b, same token shape), so one prompt can sit in
   several pairs.  :func:`prompt_clusters` finds the connected components of the graph whose
-  nodes are prompts and whose edges are pairs; :func:`resample` draws whole components.  Where a
-  table records no prompts each pair is its own cluster.
+  nodes are prompts and whose edges are pairs; :func:`resample` draws whole components.  For a
+  table whose prompts are not read (Table 1's other tasks) each pair is its own cluster.
 * **Tests and intervals.** :func:`t_test` and :func:`t_interval` read the bootstrap's standard
   error, corrected for the number of clusters C (``sqrt(C / (C - 1))``, the small-sample factor
   of cluster-robust standard errors) and referred to Student's t with C - 1 degrees of freedom:
@@ -79,7 +79,7 @@ def _first_appearance(labels: np.ndarray) -> np.ndarray:
 
 
 def singletons(n: int) -> np.ndarray:
-    """Each of ``n`` pairs its own cluster (a table that records no prompts)."""
+    """Each of ``n`` pairs its own cluster (a table whose prompts are not read)."""
     return np.arange(n, dtype=np.int64)
 
 

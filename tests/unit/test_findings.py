@@ -164,7 +164,7 @@ def test_a_ratio_whose_denominator_straddles_zero_is_not_defined(tmp_path):
     assert t.loc["pca_over_zero", "verdict"] == "not defined"
     assert t.loc["pca_over_zero", "den_low"] < 0 < t.loc["pca_over_zero", "den_high"]
     assert np.isnan(t.loc["pca_over_zero", "low"])
-    assert t.loc["pca_over_zero", "clusters"] == "pairs (the job records no prompts)"
+    assert t.loc["pca_over_zero", "clusters"] == "pairs (prompts not read)"
     assert t.loc["pca_over_zero", "n_clusters"] == N
 
 

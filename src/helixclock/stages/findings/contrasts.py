@@ -38,7 +38,7 @@ SPLITS = {
 }
 MEASURE = "measure"  # a prompts table's draw of the measuring pairs (helixclock.pairs.MEASURE; no torch here)
 CLUSTERED = "prompt-sharing components"
-UNCLUSTERED = "pairs (the job records no prompts)"
+UNCLUSTERED = "pairs (prompts not read)"  # Table 1's other tasks: registry.TABLES says why
 
 
 @dataclass(frozen=True)

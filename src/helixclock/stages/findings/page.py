@@ -49,7 +49,10 @@ def _support(row) -> str:
         if row["clusters"] == "prompt-sharing components":
             parts.append(f"{int(row['n_clusters'])} clusters of pairs that share a prompt")
         else:
-            parts.append("each pair its own cluster (the job records no prompts)")
+            parts.append(
+                "each pair its own cluster (pairs that share a prompt count as independent: "
+                "the interval may be too narrow)"
+            )
     if isinstance(row["selection"], str) and row["selection"]:
         parts.append(f"{row['selection']} ({row['split']})")
     return "; ".join(parts)
