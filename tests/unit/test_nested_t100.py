@@ -20,7 +20,8 @@ from helixclock.stages.structure.nested import (
     increments,
     nested_sets,
     nested_tables,
-    two_sided_p,
+    upper_p,
+    verdict,
 )
 from helixclock.stages.structure.number_bases import compare_number_bases, number_bases_tables
 
@@ -102,6 +103,20 @@ def test_the_findings_job_declares_the_stages_verdict_layer_by_layer(three):
     assert again.loc["t100_beyond_digits[layer=0]", "verdict"] == "not detected"
 
 
+def test_a_layer_below_0_is_no_rejection_and_eases_no_other_layers_step():
+    """The p is one-sided (the claim is an increment above 0): a layer whose increment lies
+    clearly below 0 has p near 1 and is never rejected (with a two-sided p it was: Gemma-3's
+    layer 11 in make real, -0.0028 with p 0.0013, eased every other layer's Holm step)."""
+    diff = np.array([-0.01, 0.004, 0.0032])
+    se = np.array([0.002, 0.001, 0.001])
+    low, high = diff - 2 * se, diff + 2 * se
+    v = verdict(diff, low, high, se, 0.95)
+    assert v["p"][0] > 0.999 and v["p"][1] == pytest.approx(3.17e-5, rel=0.01)
+    # layer 1 (p 3.2e-5) passes Holm's first step (0.05 / 3), layer 2 (p 0.00069) the second
+    assert list(v["verdict"]) == ["not detected", "detected", "detected"]
+    assert v["interval"][0] == "below 0" and v["p_holm"][0] == pytest.approx(v["p"][0])
+
+
 def test_the_circles_increment_is_the_comparisons_paired_difference(three):
     X, t, _ = three
     pairs = compare_number_bases(X, n_boot=400)["pairs"].set_index(["layer", "basis", "other"])
@@ -150,7 +165,7 @@ def test_periods_dividing_10_add_exactly_nothing_over_a_units_one_hot():
     got = increments(X, [(base, units), (base, hundred)], folds=5, seed=0, n_boot=50, level=0.95)
     assert np.abs(got[0]["diff"]).max() < 1e-12 and np.abs(got[0]["se"]).max() < 1e-12
     assert np.abs(got[1]["diff"]).min() > 1e-6
-    assert two_sided_p(got[0]["diff"], got[0]["se"]).tolist() == [1.0, 1.0]  # nothing varies: p = 1
+    assert upper_p(got[0]["diff"], got[0]["se"]).tolist() == [1.0, 1.0]  # nothing varies: p = 1
 
 
 def test_holm_is_the_step_down_procedure():

@@ -370,6 +370,9 @@ def tested_of(tables: Tables, finding: Mapping) -> dict:
     if "y" in finding:
         estimate -= float(row[finding["y"]["column"]])
     n = row[test["n"]]
+    missing = [test[k] for k in ("p", "low", "high") if k in test and pd.isna(row[test[k]])]
+    if missing:  # a test the stage could not make (no units, no spread): not judged here
+        raise ValueError(f"the stage's row has no {', '.join(missing)}")
     return {
         "estimate": estimate,
         "p_given": cell("p"),

@@ -58,12 +58,20 @@ def _support(row) -> str:
     return "; ".join(parts)
 
 
+SMALLEST = 8  # decimals at most: a value below 1e-8 (a rounding-sized R^2 increment) prints as 0
+
+
 def _digits(*values) -> int:
-    """Decimals that show a small value (a held-out R^2 increment of 0.001) as more than 0:
-    4 where every value given (NaN left out) is below 0.01 in size, else 2 (an estimate and its
-    interval take the estimate's)."""
+    """Decimals that show a small value as more than 0 (a held-out R^2 increment of 0.0014 as
+    0.0014, one of 5.8e-6 as 0.0000058, a p of 3e-8 as 0.00000003): 2 where the largest value
+    given (NaN left out) is 0.01 or more in size, else two significant digits of it, at most
+    :data:`SMALLEST` (an estimate and its interval take the estimate's)."""
     sizes = [abs(float(v)) for v in values if pd.notna(v)]
-    return 4 if sizes and max(sizes) < 0.01 else DIGITS
+    if not sizes or max(sizes) >= 0.01:
+        return DIGITS
+    if max(sizes) == 0:
+        return 4
+    return min(SMALLEST, 1 - math.floor(math.log10(max(sizes))))
 
 
 def _stage_test(row) -> str:
@@ -74,12 +82,14 @@ def _stage_test(row) -> str:
     digits = _digits(row["estimate"])
     shown += f" = {num(row['estimate'], digits)}"
     if pd.notna(row["low"]):
-        shown += f" [{num(row['low'], digits)}, {num(row['high'], digits)}] ({num(row['level'], 0)}%)"
+        level = f"{num(row['level'], 0)}%, the stage's, not adjusted"
+        shown += f" [{num(row['low'], digits)}, {num(row['high'], digits)}] ({level})"
     sided = "two-sided" if row["sided"] == "two" else "one-sided"
     method = "Holm" if row["family_kind"] == "confirmatory" else "Benjamini-Hochberg"
     step = f"{method}'s level {num(row['alpha_step'], 4)} in a family of {int(row['m'])}"
     counted = f"{int(row['n_pairs'])} {row['clusters']}"
-    return f"{shown[0].upper()}{shown[1:]}, p = {num(row['p'], 4)} ({sided}) against {step}; {counted}"
+    p = num(row["p"], max(4, _digits(row["p"])))
+    return f"{shown[0].upper()}{shown[1:]}, p = {p} ({sided}) against {step}; {counted}"
 
 
 def _detectable(row) -> str:
@@ -89,6 +99,8 @@ def _detectable(row) -> str:
     of, calibration = row["detectable_of"], "(the stage's calibration)"
     if pd.isna(row["detectable"]):
         return f" Planted at the whole of {of}, it would not be detected here {calibration}."
+    if row["detectable"] >= 1:
+        return f" Planted at the whole of {of}, it is detected here; at smaller fractions, not {calibration}."
     fraction = num(row["detectable"], 4 if row["detectable"] < 0.1 else DIGITS)
     return f" Planted at {fraction} of {of} or more, it is detected here {calibration}; a smaller one is not shown."
 
@@ -98,9 +110,8 @@ def sentence(row) -> str:
     v = row["verdict"]
     q, claim = _quantity(row), row["claim"]
     if row["quantity"] == "tested" and v in ("holds", "not detected"):
-        head = "**Holds**" if v == "holds" else "**Not detected**"
-        said = claim if v == "holds" else f"{claim} is not shown"
-        return f"- {head}: {said}. {_stage_test(row)}.{_detectable(row)}"
+        said = f"**Holds**: {claim}" if v == "holds" else f"**Not detected**: the test does not show that {claim}"
+        return f"- {said}. {_stage_test(row)}.{_detectable(row)}"
     if v in ("holds", "reversed", "not distinguished"):
         level = f"{num(row['adj_level'], 1)}% interval, {row['family_kind']} family of {int(row['m'])}"
         d = _digits(row["estimate"])
@@ -151,16 +162,19 @@ def findings_page(contrasts: pd.DataFrame, model: str) -> str:
         "difference is paired, pair by pair over the pairs both quantities have. A verdict is a test at "
         f"level {num(first['alpha'])} within the finding's family (Holm for a confirmatory family, "
         "Benjamini-Hochberg for a screening list), and the interval shown beside it is at the level of the "
-        "step that decided it, so it excludes 0 exactly where the verdict says holds or reversed. An "
+        "step that decided it, so it excludes 0 exactly where the verdict says holds or reversed (a stage's "
+        "own test, below, excepted). An "
         "object chosen after the run (a best layer, a block, a category) is chosen on one half of the pairs "
         "and measured on the other (cross-fitted); an object the run chose itself (its MLP circuit, its "
         "categorised heads) is measured on the pairs that chose it, and the line says so.",
         *(
             [
                 "",
-                "A line that names its stage's own test (the nested T = 100 test's bootstrap over the numbers, "
-                "the digit lens's null) reads its estimate, interval and p from that stage's table; only the "
-                "family's multiplicity is applied here, and such a claim of detection is either shown or not "
+                "A section that names its stage's own test (the nested T = 100 test's bootstrap over the "
+                "numbers, the digit lens's null) reads each line's estimate, interval and p from that stage's "
+                "table: the interval is the stage's, at its own level and not adjusted for the family, and the "
+                "verdict is the stage's p against the Holm step printed beside it (holds only where the "
+                "interval also lies on the claim's side). Such a claim of detection is either shown or not "
                 "detected (a useless term's held-out increment lies slightly below 0: no opposite is claimed).",
             ]
             if contrasts["quantity"].eq("tested").any()

@@ -48,10 +48,11 @@ LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
 # raw tables' pair columns) and, where it chose on one, its selection draw; a list table's prompts
 # table says how the run chose its rows (column split). Table 1's other tasks: their prompts table
 # (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0, and it is not read: a task
-# of one operand has at most 100 prompts for its pairs, and its prompt-sharing components collapse
-# (measured: 2 or 3 clusters of the toys' 100 pairs, 21 of SmolLM2's 50 solve_x pairs), so those
-# findings resample pairs as independent (and say so: their intervals may be too narrow). A
-# variance for pairs that are edges of a dense prompt graph (dyadic-robust) is not built.
+# of one operand has at most 100 prompts for its pairs, and its prompt-sharing components can
+# collapse (measured: 2 or 3 clusters of the toys' 100 pairs and of Gemma-3's 50 mod2 pairs; 21
+# of SmolLM2's and Gemma-3's 50 solve_x pairs), so those findings resample pairs as independent
+# (and say so: their intervals may be too narrow). A variance for pairs that are edges of a dense
+# prompt graph (dyadic-robust) is not built.
 TABLES: dict[str, Table] = {
     "helix_sweep": Table(outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"]),
     "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching"),

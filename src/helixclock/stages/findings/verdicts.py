@@ -167,7 +167,8 @@ def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
         t.loc[part.index, "verdict"] = [
             detection(e, r, x, lo, hi) if o else verdict(e, r, x) for e, r, x, lo, hi, o in rows
         ]
-        t.loc[part.index, "mde"] = mde(part["se"], 1, alpha / len(part), power)
+        # a stage's own test says what it detects itself (e.g. the nested test's calibrated fraction)
+        t.loc[part.index[~own], "mde"] = mde(part["se"][~own], 1, alpha / len(part), power)
     estimates = t["family_kind"] == "estimate"
     t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"
     undefined = t["defined"].eq(False)

@@ -21,11 +21,14 @@ T = 100 circle (cos, sin 2 pi n / 100) add to a basis that already holds the dig
   units one-hot they add exactly nothing (tests/unit/test_nested_t100.py shows it).  What T = 100
   adds over the one-hot is its within-decade interaction of tens and units (cos 2 pi n / 100 is
   not a sum of a function of the tens digit and one of the units digit).
-* **The verdict, Holm across layers.**  Each layer's increment gets a two-sided p from its
-  bootstrap standard error (z = increment / SE, normal); Holm's step-down adjusts the p-values
-  over the layers.  "detected" where the adjusted p < 1 - ``level`` *and* the percentile interval
-  lies above 0; otherwise "not detected" (its interval covers 0, or lies below it: a useless
-  nested term's held-out increment is slightly negative).
+* **The verdict, Holm across layers.**  Each layer's increment gets a one-sided p from its
+  bootstrap standard error (P(Z >= increment / SE), normal: the claim is an increment above 0,
+  so a layer whose increment lies below 0 is no rejection and does not ease the other layers'
+  Holm steps); Holm's step-down (:func:`helixclock.multiplicity.holm`, the findings job's own)
+  decides over the layers.  "detected" where Holm rejects at 1 - ``level`` *and* the percentile
+  interval lies above 0; otherwise "not detected" (its interval covers 0, or lies below it: a
+  useless nested term's held-out increment is slightly negative).  The findings job declares
+  this verdict (finding ``t100_beyond_digits``) and reaches the same one from these columns.
 * **What it can detect.**  At each layer the paper's helix (its periods, with T = 100) is fitted
   to the numbers by least squares; its own T = 100 part, cos/sin n T=100 times their fitted
   coefficients, is planted into the data at ``fractions`` of its amplitude (added at every layer
@@ -46,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from ...bases import PERIODS, Basis, Combined
+from ...multiplicity import holm as step_down
 from .number_bases import _check, _errors, _interval, _numbers, _union, design, kfold
 
 T100 = 100
@@ -90,14 +94,14 @@ def holm(p) -> np.ndarray:
 ROUNDING = 1e-12  # an R^2 increment and its SE below this are rounding (two bases of one span)
 
 
-def two_sided_p(diff, se) -> np.ndarray:
-    """p = P(|Z| >= |diff / se|), Z standard normal; 1 where the SE is rounding (the two bases
-    span the same functions on these numbers: nothing varies)."""
+def upper_p(diff, se) -> np.ndarray:
+    """p = P(Z >= diff / se), Z standard normal (one-sided: an increment above 0); 1 where the
+    SE is rounding (the two bases span the same functions on these numbers: nothing varies)."""
     diff, se = np.broadcast_arrays(np.asarray(diff, np.float64), np.asarray(se, np.float64))
     real = se > ROUNDING
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(real, np.abs(diff) / np.where(real, se, 1), 0.0)
-    return np.vectorize(lambda x: math.erfc(x / math.sqrt(2)))(z).astype(np.float64)
+        z = np.where(real, diff / np.where(real, se, 1), -np.inf)
+    return np.vectorize(lambda x: 0.5 * math.erfc(x / math.sqrt(2)))(z).astype(np.float64)
 
 
 def increments(
@@ -136,13 +140,15 @@ def increments(
 
 
 def verdict(diff, low, high, se, level: float) -> dict[str, np.ndarray]:
-    """Over layers: the two-sided p, Holm's adjusted p, where the interval lies (``interval``:
-    "above 0", "covers 0", "below 0") and the ``verdict`` ("detected" where the adjusted p is
-    below 1 - ``level`` and the interval lies above 0, else "not detected")."""
-    p = two_sided_p(diff, se)
+    """Over layers: the one-sided p (:func:`upper_p`), Holm's adjusted p (for reading), where
+    the interval lies (``interval``: "above 0", "covers 0", "below 0") and the ``verdict``
+    ("detected" where Holm's step-down rejects at 1 - ``level`` and the interval lies above 0,
+    else "not detected")."""
+    p = upper_p(diff, se)
     adjusted = holm(p)
+    reject, _ = step_down(p, 1 - level)
     where = np.where(np.asarray(low) > 0, "above 0", np.where(np.asarray(high) < 0, "below 0", "covers 0"))
-    found = (adjusted < 1 - level) & (where == "above 0")
+    found = reject & (where == "above 0")
     return {"p": p, "p_holm": adjusted, "interval": where, "verdict": np.where(found, "detected", "not detected")}
 
 
@@ -190,7 +196,7 @@ def nested_tables(
       numbers fitted and resampled), ``rank_base``,
       ``rank_full`` (the parameters the numbers tell apart, the constant not counted),
       ``r2_base``, ``r2_full`` (held out), ``increment`` with ``low``, ``high`` (its percentile
-      interval at ``level``), ``se``, ``p``, ``p_holm`` (Holm over the layers, within the test),
+      interval at ``level``), ``se``, ``p`` (one-sided), ``p_holm`` (Holm over the layers, within the test),
       ``interval``, ``verdict``; on the
       verdict's rows also ``detectable_fraction`` (the smallest planted fraction of the helix's
       own T = 100 part from which every larger one is detected; NaN if none),
