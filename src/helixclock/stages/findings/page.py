@@ -101,7 +101,8 @@ def _detectable(row) -> str:
         return f" Planted at the whole of {of}, it would not be detected here {calibration}."
     if row["detectable"] >= 1:
         return f" Planted at the whole of {of}, it is detected here; at smaller fractions, not {calibration}."
-    fraction = num(row["detectable"], 4 if row["detectable"] < 0.1 else DIGITS)
+    exact = [d for d in (DIGITS, 3, 4) if round(row["detectable"], d) == row["detectable"]]  # 0.125, 0.0625
+    fraction = num(row["detectable"], exact[0] if exact else 4)
     return f" Planted at {fraction} of {of} or more, it is detected here {calibration}; a smaller one is not shown."
 
 
