@@ -29,6 +29,7 @@ from ...inference import (
 from ...statistics import PAIR, TERM, Resampling
 from ...strata import MATCHED, by_stratum, strata_masks
 from .registry import RESERVED, TABLES
+from .tested import stage_test
 
 # how the run chose the objects of an `each` list, against the pairs that measure them
 SPLITS = {
@@ -352,42 +353,6 @@ def each_split(tables: Tables, finding: Mapping) -> str:
     return SPLITS[tables.recorded_split(each["table"]) or each.get("split", "same pairs")]
 
 
-def tested_of(tables: Tables, finding: Mapping) -> dict:
-    """A test its stage made (quantity ``tested``, a table of kind tested): the one row the
-    finding's x matches, its estimate (x's column, minus y's where the finding has y), the
-    stage's p (``p_given``: the findings job applies only the family's multiplicity), interval,
-    standard error, count and calibrated detectable amount, as ``test`` names their columns."""
-    rows, _ = side(tables, finding, "x")
-    if len(rows) != 1:
-        raise ValueError(f"{finding['id']}: {len(rows)} rows match where one should")
-    row = rows.iloc[0]
-    test = finding["test"]
-
-    def cell(key):
-        return float(row[test[key]]) if key in test and pd.notna(row[test[key]]) else np.nan
-
-    estimate = float(row[finding["x"]["column"]])
-    if "y" in finding:
-        estimate -= float(row[finding["y"]["column"]])
-    n = row[test["n"]]
-    missing = [test[k] for k in ("p", "low", "high") if k in test and pd.isna(row[test[k]])]
-    if missing:  # a test the stage could not make (no units, no spread): not judged here
-        raise ValueError(f"the stage's row has no {', '.join(missing)}")
-    return {
-        "estimate": estimate,
-        "p_given": cell("p"),
-        "sided": test["sided"],
-        "low": cell("low"),
-        "high": cell("high"),
-        "level": test.get("level", np.nan),
-        "se": cell("se"),
-        "n_pairs": int(n) if pd.notna(n) else 0,
-        "clusters": test["unit"],
-        "detectable": cell("detectable"),
-        "detectable_of": test.get("detectable_of", ""),
-    }
-
-
 def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resampling) -> dict:
     """One concrete finding's numbers before multiplicity (keys of :data:`helixclock.stages.
     findings.verdicts.COLUMNS`)."""
@@ -398,7 +363,8 @@ def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resamplin
         return choose_values(tables, finding, compat, resampling)
     kind = TABLES[finding["table"]].kind
     if kind == "tested":
-        return {**tested_of(tables, finding), "split": each_split(tables, finding)}
+        rows, _ = side(tables, finding, "x")
+        return {**stage_test(rows, finding), "split": each_split(tables, finding)}
     if kind == "units":
         x = unit_values(tables, finding, "x")
         y = unit_values(tables, finding, "y") if "y" in finding else None
