@@ -44,6 +44,20 @@ def holm(p, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     return reject, level
 
 
+def holm_adjusted(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values, for reading beside :func:`holm`'s decisions (p_adj
+    <= alpha where it rejects): sorted ascending, p_(k) (m - k + 1) (k from 1), made
+    non-decreasing, capped at 1; NaN stays NaN and does not count in m."""
+    p = np.asarray(p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out[order] = adjusted
+    return out
+
+
 def benjamini_hochberg(p, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
     """Benjamini-Hochberg over ``p`` [m] (NaN left out): (reject [m], level [m]) with ``level``
     R alpha / m for every hypothesis, R the number rejected (alpha / m when none is): the

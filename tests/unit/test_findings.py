@@ -119,13 +119,22 @@ def test_the_committed_registry_loads_and_names_known_tables():
     ],
 )
 def test_a_bad_finding_is_refused_with_what_is_wrong(tmp_path, change, message):
-    data = yaml.safe_load(REGISTRY)
+    assert_refused(tmp_path, REGISTRY, change, message)
+
+
+def assert_refused(tmp_path, text: str, change: dict, message: str) -> None:
+    """The registry ``text`` with its first finding changed (a key set, or dropped where the
+    value is None; a dict for ``test`` changes that block's keys the same way) is refused with
+    ``message``."""
+    data = yaml.safe_load(text)
     finding = data["findings"][0]
     for k, v in change.items():
-        if v is None:
-            finding.pop(k)
-        else:
-            finding[k] = v
+        target, items = (finding["test"], v.items()) if k == "test" and isinstance(v, dict) else (finding, [(k, v)])
+        for key, value in items:
+            if value is None:
+                target.pop(key)
+            else:
+                target[key] = value
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_registry(tmp_path, yaml.safe_dump(data))
 
@@ -461,15 +470,4 @@ def test_a_stages_row_without_its_p_or_interval_is_not_judged_and_a_tiny_value_i
     ],
 )
 def test_a_bad_tested_finding_is_refused(tmp_path, change, message):
-    data = yaml.safe_load(TESTED)
-    finding = data["findings"][0]
-    for k, v in change.items():
-        if v is None:
-            finding.pop(k)
-        elif isinstance(v, dict) and k == "test":
-            for kk, vv in v.items():
-                finding["test"].pop(kk) if vv is None else finding["test"].__setitem__(kk, vv)
-        else:
-            finding[k] = v
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        load_registry(tmp_path, yaml.safe_dump(data))
+    assert_refused(tmp_path, TESTED, change, message)

@@ -24,7 +24,7 @@ from helixclock.inference import (
     t_interval,
     t_test,
 )
-from helixclock.multiplicity import ALPHA, benjamini_hochberg, holm, mde, verdict
+from helixclock.multiplicity import ALPHA, benjamini_hochberg, holm, holm_adjusted, mde, verdict
 
 R = 2000  # replicates of every rate below
 B = 1000  # resamples (config key helix.bootstrap's default)
@@ -157,6 +157,23 @@ def test_holm_steps_and_benjamini_hochberg_levels():
     assert verdict(-0.3, True, "negative") == "holds"
     assert verdict(0.3, True, "negative") == "reversed"
     assert verdict(-0.3, False, "negative") == "not distinguished"
+
+
+def test_holm_adjusted_p_values_are_the_step_down_procedures():
+    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan, 0.2])
+    adj = holm_adjusted(p)
+    assert np.allclose(adj[[3, 0, 2, 1, 5]], [0.025, 0.04, 0.09, 0.09, 0.2]) and np.isnan(adj[4])
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        q = rng.uniform(0, 0.05, size=rng.integers(1, 12))
+        for alpha in (0.01, 0.05):
+            rejected, m = set(), len(q)
+            for k, i in enumerate(np.argsort(q)):  # reject while p_(k) <= alpha / (m - k)
+                if q[i] > alpha / (m - k):
+                    break
+                rejected.add(i)
+            assert set(np.flatnonzero(holm_adjusted(q) <= alpha)) == rejected
+            assert set(np.flatnonzero(holm(q, alpha)[0])) == rejected  # the decisions the findings use
 
 
 def test_minimal_detectable_effect_has_80_percent_power():

@@ -16,7 +16,6 @@ from helixclock.stages.structure.nested import (
     CIRCLES,
     VERDICT,
     detectable,
-    holm,
     increments,
     nested_sets,
     nested_tables,
@@ -166,22 +165,6 @@ def test_periods_dividing_10_add_exactly_nothing_over_a_units_one_hot():
     assert np.abs(got[0]["diff"]).max() < 1e-12 and np.abs(got[0]["se"]).max() < 1e-12
     assert np.abs(got[1]["diff"]).min() > 1e-6
     assert upper_p(got[0]["diff"], got[0]["se"]).tolist() == [1.0, 1.0]  # nothing varies: p = 1
-
-
-def test_holm_is_the_step_down_procedure():
-    p = np.array([0.01, 0.04, 0.03, 0.005, np.nan, 0.2])
-    adj = holm(p)
-    assert np.allclose(adj[[3, 0, 2, 1, 5]], [0.025, 0.04, 0.09, 0.09, 0.2]) and np.isnan(adj[4])
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        q = rng.uniform(0, 0.05, size=rng.integers(1, 12))
-        for alpha in (0.01, 0.05):
-            rejected, m = set(), len(q)
-            for k, i in enumerate(np.argsort(q)):  # reject while p_(k) <= alpha / (m - k)
-                if q[i] > alpha / (m - k):
-                    break
-                rejected.add(i)
-            assert set(np.flatnonzero(holm(q) <= alpha)) == rejected
 
 
 def test_lower_noise_detects_a_smaller_planted_amplitude():

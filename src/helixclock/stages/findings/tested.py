@@ -15,7 +15,7 @@ import pandas as pd
 
 def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
     """The one row of ``rows`` (the finding's x matched), its estimate (x's column, minus y's
-    where the finding has y), the stage's p (``p_given``: the findings job applies only the
+    where the finding has y), the stage's p (kept as it is: the findings job applies only the
     family's multiplicity), interval, standard error, count and calibrated detectable amount,
     as the finding's ``test`` names their columns.  A row without its p or a named interval end
     (a test the stage could not make: no units, no spread) is a ValueError: not judged."""
@@ -36,7 +36,7 @@ def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
         raise ValueError(f"the stage's row has no {', '.join(missing)}")
     return {
         "estimate": estimate,
-        "p_given": cell("p"),
+        "p": cell("p"),
         "sided": test["sided"],
         "low": cell("low"),
         "high": cell("high"),

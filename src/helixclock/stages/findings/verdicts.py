@@ -124,7 +124,7 @@ def contrasts_table(
                 numbers["selection"] = f"{row['selection']}; {numbers['selection']}"
             rows.append({**row, **numbers})
     table = pd.DataFrame(rows)
-    for col in [*COLUMNS, "defined", "p_given"]:
+    for col in [*COLUMNS, "defined"]:
         if col not in table:
             table[col] = np.nan
     return judge(table, registry.alpha, registry.power)[COLUMNS]
@@ -144,16 +144,15 @@ def detection(estimate: float, reject: bool, expect: str, low: float, high: floa
 def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
     """p-values, the family's multiplicity (Holm, BH), verdicts, agreeing intervals and the
     minimal detectable effect at alpha' = alpha / m (Holm's first step), in place of a copy.
-    A stage's own test (quantity ``tested``) keeps its p (column ``p_given``) and its interval;
+    A stage's own test (quantity ``tested``) keeps its p and its interval;
     only the family's multiplicity and the verdict (:func:`detection`) are applied to it."""
     t = table.copy()
     for col in ("verdict", "note"):
         t[col] = t[col].astype(object)
     judged = t["family_kind"].isin(["confirmatory", "screening"])
-    given = judged & t["quantity"].eq("tested") & t["p_given"].notna()
+    given = judged & t["quantity"].eq("tested") & t["p"].notna()
     computed = judged & ~t["quantity"].eq("tested") & t["se"].notna()
     t.loc[computed, "p"] = t_test(t.loc[computed, "estimate"], t.loc[computed, "se"], t.loc[computed, "df"])
-    t.loc[given, "p"] = t.loc[given, "p_given"]
     for _, part in t[computed | given].groupby("family", sort=False):
         kind = part["family_kind"].iloc[0]
         reject, level = (holm if kind == "confirmatory" else benjamini_hochberg)(part["p"].to_numpy(), alpha)

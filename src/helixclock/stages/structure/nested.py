@@ -50,6 +50,7 @@ import pandas as pd
 
 from ...bases import PERIODS, Basis, Combined
 from ...multiplicity import holm as step_down
+from ...multiplicity import holm_adjusted
 from .number_bases import _check, _errors, _interval, _numbers, _union, design, kfold
 
 T100 = 100
@@ -75,19 +76,6 @@ def nested_sets(n_digits: int, variable: str = "n") -> dict[str, tuple[Combined,
     out = {}
     for name, parts in ((VERDICT, (onehot, classes)), (CIRCLES, (units, circles, classes))):
         out[name] = (Combined(f"{name} (base)", parts), Combined(f"{name} (full)", (*parts, t100)))
-    return out
-
-
-def holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values: sorted ascending, p_(k) (m - k + 1) (k from 1), made
-    non-decreasing, capped at 1; NaN stays NaN and does not count in m."""
-    p = np.asarray(p, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
-    out[order] = adjusted
     return out
 
 
@@ -145,7 +133,7 @@ def verdict(diff, low, high, se, level: float) -> dict[str, np.ndarray]:
     ("detected" where Holm's step-down rejects at 1 - ``level`` and the interval lies above 0,
     else "not detected")."""
     p = upper_p(diff, se)
-    adjusted = holm(p)
+    adjusted = holm_adjusted(p)
     reject, _ = step_down(p, 1 - level)
     where = np.where(np.asarray(low) > 0, "above 0", np.where(np.asarray(high) < 0, "below 0", "covers 0"))
     found = reject & (where == "above 0")
