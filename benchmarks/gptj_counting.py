@@ -166,28 +166,37 @@ def count_cache(run: TinyRun, correct: pd.DataFrame) -> tuple[dict, Any]:
         return counted, read_residual_cache(path)
 
 
-def count_helix(run: TinyRun, correct: pd.DataFrame, tables: dict, cache) -> dict[str, dict]:
-    """helix_fits (a CPU job, not counted), then helix_patching and other_tasks_patching."""
-    fit, helix, seed = run.fit, run.cfg["helix"], run.cfg["seed"]
-    H = torch.from_numpy(cache.a).transpose(0, 1)
+def helix_fits_of(run: TinyRun, cache):
+    """The a token's helix fits as helix_fits makes them (a CPU job, not counted), on the
+    model's device."""
+    fit = run.fit
+    H = torch.from_numpy(cache.a).transpose(0, 1).to(run.model.device)
     fits = fit_token(H, cache.ab[:, 0], standard_bases(fit.periods, compat=fit.compat), fit.pca_components)
     run.counter.take()
-    got = {}
+    return to_device(fits, run.model.device)
+
+
+def count_helix_patching(run: TinyRun, correct: pd.DataFrame, cache, fits) -> dict:
+    """helix_patching."""
+    helix = run.cfg["helix"]
     helix_patching(
         run.engine(),
         correct,
         cache,
-        to_device(fits, run.model.device),
+        fits,
         run.template,
-        fit,
+        run.fit,
         n_pairs=helix["n_pairs"],
-        seed=seed,
+        seed=run.cfg["seed"],
         test_fraction=helix["test_fraction"],
     )
-    got["helix_patching"] = run.counter.take()
-    other_tasks_patching(run.engine(), tables, run.prompts, fit, n_pairs=helix["n_pairs"], seed=seed)
-    got["other_tasks_patching"] = run.counter.take()
-    return got
+    return run.counter.take()
+
+
+def count_other_tasks(run: TinyRun, tables: dict) -> dict:
+    """other_tasks_patching."""
+    other_tasks_patching(run.engine(), tables, run.prompts, run.fit, n_pairs=run.cfg["helix"]["n_pairs"], seed=run.cfg["seed"])
+    return run.counter.take()
 
 
 def clock_pairs(run: TinyRun, correct: pd.DataFrame):
@@ -242,49 +251,92 @@ def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: tuple, last: int, ef
     return run.counter.take()
 
 
-def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int) -> dict[str, dict]:
+def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int, measure=lambda job, fn: fn()) -> dict[str, dict]:
     """neuron_attribution, neuron_grids of its top neurons, neuron_fits (a CPU job, not
-    counted) and neuron_fit_eval."""
+    counted) and neuron_fit_eval, each through ``measure`` (:func:`run_jobs`)."""
     got = {}
     neurons, template = run.neurons, run.template
-    out = last_token_attribution(run.engine(), acc, template, last, neurons)
-    got["neuron_attribution"] = run.counter.take()
+
+    def attribution():
+        out = last_token_attribution(run.engine(), acc, template, last, neurons)
+        return run.counter.take(), out
+
+    got["neuron_attribution"], out = measure("neuron_attribution", attribution)
     scores = out["attribution"]
     top = scores.iloc[: top_count(len(scores), neurons.top_share)]
-    grids = last_token_grids(run.engine(), acc, template, last, top)
-    got["neuron_grids"] = run.counter.take()
+
+    def grids_job():
+        grids = last_token_grids(run.engine(), acc, template, last, top)
+        return run.counter.take(), grids
+
+    got["neuron_grids"], grids = measure("neuron_grids", grids_job)
     nf = fit_neurons(grids["pre"], run.fit.periods, layer=grids["layer"], neuron=grids["neuron"])
     run.counter.take()
     fitted = pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron})
-    last_token_fit_eval(run.engine(), acc, template, last, fitted, nf.predict(), out["means"], neurons)
-    got["neuron_fit_eval"] = run.counter.take()
+
+    def fit_eval():
+        last_token_fit_eval(run.engine(), acc, template, last, fitted, nf.predict(), out["means"], neurons)
+        return run.counter.take()
+
+    got["neuron_fit_eval"] = measure("neuron_fit_eval", fit_eval)
     return got
 
 
-def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
-    """Run every model job's library calls on a tiny random GPT-J; counts per job."""
+def count_tiny(
+    cfg: dict, entry: dict, batch: int, seed: int = 0, device: str = "cpu"
+) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
+    """Run every model job's library calls on a tiny random GPT-J (on ``device``); counts per job."""
     prompts, tasks = entry["prompts"], tuple(cfg["accuracy"]["tasks"])
     tok, hf, shape = tiny_gptj(prompts, seed)
-    model = wrap_model(hf.eval(), tok, name="tiny-gptj")
+    model = wrap_model(hf.eval().to(device), tok, name="tiny-gptj")
     geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], model.name)
     fit, neurons = job_settings(cfg)
-    positions = check_task_tokens(tok, model.name, get_task("add"), prompts["add"], answers=False).positions.as_dict()
     run = TinyRun(cfg, prompts, tok, shape, model, Counter(hf), batch, fit, neurons)
-
-    got = {"accuracy": count_accuracy(run, tasks)}
     tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, seed)  # a random model gets nothing right
-    acc = tables["add"]
-    correct = acc[acc["correct"]]
-    got["residual_cache"], cache = count_cache(run, correct)
-    got |= count_helix(run, correct, tables, cache)
-    got["last_token_patching"], effects = count_last_token(run, correct, cache)
-    sample = fitted_prompts(run, correct)
-    got["head_patching"], observed = count_heads(run, correct, sample, positions)
-    got["mlp_patching"] = count_mlps(run, correct, sample, positions["last"], effects)
-    got |= count_neurons(run, acc, positions["last"])
-
+    got, observed = run_jobs(run, tables, lambda job, fn: fn())
     counts = counts_from(cfg, entry, tables, batch, **observed)
     return got, shape, geo, counts
+
+
+# the model jobs in the order run_jobs runs them (the residual cache first: two jobs read it)
+JOB_ORDER = (
+    "residual_cache",
+    "helix_patching",
+    "neuron_attribution",
+    "last_token_patching",
+    "mlp_patching",
+    "neuron_grids",
+    "neuron_fit_eval",
+    "accuracy",
+    "other_tasks_patching",
+    "head_patching",
+)
+
+
+def run_jobs(run: TinyRun, tables: dict, measure) -> tuple[dict[str, dict], dict]:
+    """Every model job's library calls on ``run``'s model, in :data:`JOB_ORDER`, each through
+    ``measure(job, fn)`` (which calls ``fn`` and returns what it returns, or raises to stop the
+    rest): each job's counts, and what of head_patching the formulas read."""
+    tasks = tuple(tables)
+    positions = check_task_tokens(run.tok, run.model.name, get_task("add"), run.template, answers=False).positions
+    last = positions.last
+    acc = tables["add"]
+    correct = acc[acc["correct"]]
+    got: dict[str, dict] = {}
+    got["residual_cache"], cache = measure("residual_cache", lambda: count_cache(run, correct))
+    fits = helix_fits_of(run, cache)
+    got["helix_patching"] = measure("helix_patching", lambda: count_helix_patching(run, correct, cache, fits))
+    del fits
+    got |= count_neurons(run, acc, last, measure)
+    got["last_token_patching"], effects = measure("last_token_patching", lambda: count_last_token(run, correct, cache))
+    sample = fitted_prompts(run, correct)
+    got["mlp_patching"] = measure("mlp_patching", lambda: count_mlps(run, correct, sample, last, effects))
+    got["accuracy"] = measure("accuracy", lambda: count_accuracy(run, tasks))
+    got["other_tasks_patching"] = measure("other_tasks_patching", lambda: count_other_tasks(run, tables))
+    got["head_patching"], observed = measure(
+        "head_patching", lambda: count_heads(run, correct, sample, positions.as_dict())
+    )
+    return got, observed
 
 
 def check_formulas(got: dict[str, dict], shape: Shape, geo: Geometry, counts: Counts) -> list[str]:

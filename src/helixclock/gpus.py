@@ -15,6 +15,12 @@ precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list, used to simulate devic
 tests), ``CUDA_VISIBLE_DEVICES`` (a user's restriction), and the GPUs ``nvidia-smi -L``
 lists.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
 ``<tmp>/helixclock-gpu-slots-<uid>``.
+
+A job that declares a GPU where one is required (config key ``device`` is ``cuda`` or
+``cuda:N``, as the Slurm profile sets it) and whose torch sees no CUDA device stops in its first
+seconds, before it loads anything, naming the torch build it found (:func:`require_cuda`): a CUDA
+job run on two CPU cores would run to its time limit and be retried at twice and three times it.
+Where a job ran on a GPU, its peak GPU memory is logged as it ends (:func:`log_gpu_peak`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,55 @@ import time
 from pathlib import Path
 
 log = logging.getLogger("helixclock")
+
+
+class NoCudaError(RuntimeError):
+    """A job that needs a GPU found no CUDA device: a retry on the same build cannot mend it."""
+
+
+def torch_build() -> str:
+    """The installed torch in words: its version and the CUDA it was built with, if any
+    (imports torch: call it only where a job runs a model)."""
+    # deferred: torch only in jobs that run a model (table jobs import this module too)
+    import torch
+
+    cuda = torch.version.cuda
+    return f"torch {torch.__version__} ({'built with CUDA ' + cuda if cuda else 'a CPU build, without CUDA'})"
+
+
+def require_cuda(rule: str, setting: str) -> None:
+    """Stop the job (:class:`NoCudaError`) unless torch sees a CUDA device: rule ``rule`` needs a
+    GPU under config key device ``setting``."""
+    # deferred: torch only in jobs that run a model (after claim_gpu has narrowed the devices)
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    build = torch_build()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    why = (
+        "install a CUDA build of torch in the jobs' environment (docs/gpus-and-clusters.md)"
+        if torch.version.cuda is None
+        else f"it sees no GPU (CUDA_VISIBLE_DEVICES={visible!r}): run the job where the driver and a GPU are"
+    )
+    raise NoCudaError(
+        f"rule {rule} runs a model and config key device is {setting!r}, but {build} finds no CUDA device: {why}"
+    )
+
+
+def log_gpu_peak() -> None:
+    """Log the GPU memory this process held at its peak (allocated by tensors and reserved by
+    torch's caching allocator), where it used a GPU: what the job's GPU must hold."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return
+    log.info(
+        "GPU memory peak: %.0f MB allocated, %.0f MB reserved (torch.cuda.max_memory_allocated/reserved)",
+        torch.cuda.max_memory_allocated() / 1e6,
+        torch.cuda.max_memory_reserved() / 1e6,
+    )
 _held: dict[str, object] = {}  # device -> open lock file, kept for the process lifetime
 
 

@@ -13,6 +13,7 @@ This module imports no torch and no matplotlib: table jobs import it too.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
@@ -21,7 +22,7 @@ import sys
 import pandas as pd
 
 from . import preconditions as pre
-from .gpus import claim_gpu
+from .gpus import NoCudaError, claim_gpu, log_gpu_peak, require_cuda
 from .io import save_figure, start_log
 from .preconditions import Minimum, Need, PreconditionError, check
 from .progress import quiet_third_party_bars
@@ -31,7 +32,9 @@ from .statistics import Resampling, primary
 def start(snakemake) -> logging.Logger:
     """Route stderr and the library's logger to the rule's log (progress as a line now and then,
     no bars: :mod:`helixclock.progress`); set torch threads; a rule with ``resources: gpu``
-    claims a GPU slot of its own before CUDA starts."""
+    claims a GPU slot of its own before CUDA starts, stops at once where config key device asks
+    for CUDA and torch sees none (:func:`helixclock.gpus.require_cuda`), and logs its peak GPU
+    memory as it ends."""
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
     quiet_third_party_bars()  # a log file gets progress lines, not bars (helixclock.progress)
@@ -40,7 +43,11 @@ def start(snakemake) -> logging.Logger:
     resources = getattr(snakemake, "resources", None)
     if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:
         slot = claim_gpu()
+        setting = str(getattr(getattr(snakemake, "params", None), "device", "auto"))
+        if setting.startswith("cuda"):
+            require_cuda(f"{snakemake.rule} of {dict(snakemake.wildcards).get('model', '')}".strip(), setting)
         logger.info("device slot: %s", "none, running on the CPU" if slot is None else f"GPU {slot}")
+        atexit.register(log_gpu_peak)
     return logger
 
 
@@ -48,7 +55,7 @@ def _short_precondition_report(kind, error, traceback) -> None:
     """An unmet precondition ends a job with its one line, in the rule's log and on the
     console Snakemake prints (no traceback: the line says all); anything else with its
     traceback, as usual."""
-    if not issubclass(kind, PreconditionError):
+    if not issubclass(kind, (PreconditionError, NoCudaError)):
         sys.__excepthook__(kind, error, traceback)
         return
     line = f"helixclock: {error}"

@@ -1,0 +1,226 @@
+"""Every model job's library calls on a GPU, measured: time, forward passes and the GPU memory
+resident at each job's peak (``torch.cuda.max_memory_allocated``), for docs/gpu-costs.md.
+
+Two parts, on the device given (``--device``; a GPU where one is lent, the CPU to try the script):
+
+1. ``tiny``: the formula check's tiny random GPT-J (benchmarks/gptj_counting.py) with every job on
+   the device: each job runs there at all, and its counted passes equal the CPU's.
+2. ``gptj``: a random-weight model of GPT-J-6B's exact shape (28 layers, d 4096, 16 heads, MLP
+   16,384, vocabulary 50,400; GPT-2's tokenizer, vendored in tests/data/gpt2) in the registry's
+   dtype (bfloat16), each job's library calls at config/config.yaml's counts on accuracy tables
+   fabricated at the paper's accuracies (Table A1, Table C1): the same calls and counts as the
+   formula check, at full size.  Per job: seconds, forward passes, the GPU memory allocated at
+   its peak (weights included) and reserved, and the host's resident memory at its peak (sampled).
+   ``--budget`` seconds bound the part: a job that would start after it is skipped and says so.
+   The helix fits (a CPU job in the DAG) are made on the device here, and not measured.
+
+Each job's row is appended to ``--out`` (JSON lines) as soon as it ends, so an interrupted run
+keeps what it measured; the last line printed is the whole result as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import torch
+from gptj_counting import (
+    Counter,
+    TinyRun,
+    check_formulas,
+    count_tiny,
+    job_settings,
+    run_jobs,
+    tiny_config,
+)
+from gptj_timing import gpt2_tokenizer
+from gptj_workload import GPTJ, PAPER_ACCURACY, Shape, fabricated_tables, read_config
+from transformers import GPTJConfig, GPTJForCausalLM
+
+from helixclock.models import run_dtype, wrap_model
+
+GB = 1e9
+
+
+class Skip(Exception):
+    """A job not started: the part's time budget is spent."""
+
+
+class HostPeak:
+    """The process's resident memory, sampled every ``every`` seconds; :meth:`take` returns the
+    largest since the last take."""
+
+    def __init__(self, every: float = 0.05):
+        self.proc, self.every, self.peak = psutil.Process(), every, 0
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+            time.sleep(self.every)
+
+    def take(self) -> int:
+        out, self.peak = max(self.peak, self.proc.memory_info().rss), self.proc.memory_info().rss
+        return out
+
+
+class Meter:
+    """``measure(job, fn)`` for :func:`gptj_counting.run_jobs`: runs ``fn`` with the device's peak
+    statistics reset, records seconds and memory, appends the row to ``out``."""
+
+    def __init__(self, part: str, device: torch.device, out: Path, budget: float):
+        self.part, self.device, self.out, self.budget = part, device, out, budget
+        self.t0, self.host, self.rows = time.perf_counter(), HostPeak(), []
+
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def __call__(self, job: str, fn):
+        elapsed = time.perf_counter() - self.t0
+        if elapsed > self.budget:
+            self._write({"job": job, "skipped": f"budget of {self.budget:.0f} s spent ({elapsed:.0f} s)"})
+            raise Skip(job)
+        self._sync()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated() if self.device.type == "cuda" else 0
+        self.host.take()
+        t = time.perf_counter()
+        result = fn()
+        self._sync()
+        row = {"job": job, "seconds": round(time.perf_counter() - t, 2)}
+        counts = result[0] if isinstance(result, tuple) else result
+        row |= {k: counts[k] for k in ("passes", "block_rows", "unembed_rows", "grad_rows")}
+        if self.device.type == "cuda":
+            row |= {
+                "gpu_allocated_at_start_gb": round(before / GB, 3),
+                "gpu_peak_allocated_gb": round(torch.cuda.max_memory_allocated() / GB, 3),
+                "gpu_peak_reserved_gb": round(torch.cuda.max_memory_reserved() / GB, 3),
+            }
+        row["host_peak_rss_gb"] = round(self.host.take() / GB, 3)
+        self._write(row)
+        return result
+
+    def _write(self, row: dict):
+        row = {"part": self.part, **row}
+        self.rows.append(row)
+        with self.out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+
+
+def gptj_shaped(shape: Shape, device: torch.device, dtype: torch.dtype) -> GPTJForCausalLM:
+    """A random-weight GPT-J of ``shape`` (GPT-J-6B's: EleutherAI/gpt-j-6B's config), built on
+    ``device`` in ``dtype`` (transformers' own initialisation: nothing reads the weights' values
+    but the neuron ranking, and every job's work is the same for any values)."""
+    cfg = GPTJConfig(
+        vocab_size=shape.vocab,
+        n_embd=shape.d_model,
+        n_layer=shape.n_layers,
+        n_head=shape.n_heads,
+        n_inner=shape.d_mlp,
+        rotary_dim=min(64, shape.d_model // shape.n_heads),
+        bos_token_id=50256,
+        eos_token_id=50256,
+    )
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            hf = GPTJForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(prev)
+    return hf.eval()
+
+
+def tiny_part(cfg: dict, entry: dict, device: torch.device, out: Path) -> dict:
+    """Part 1: the tiny counting run on ``device`` against the formulas (as on the CPU)."""
+    t = time.perf_counter()
+    got, shape, geo, counts = count_tiny(tiny_config(cfg), entry, 128, device=str(device))
+    bad = check_formulas(got, shape, geo, counts)
+    row = {
+        "part": "tiny",
+        "device": str(device),
+        "seconds": round(time.perf_counter() - t, 1),
+        "passes": {job: c["passes"] for job, c in got.items()},
+        "formula_mismatches": bad,
+    }
+    with out.open("a") as fh:
+        fh.write(json.dumps(row) + "\n")
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def gptj_part(
+    cfg: dict, entry: dict, device: torch.device, out: Path, budget: float, shape: Shape = GPTJ
+) -> list[dict]:
+    """Part 2: every job at GPT-J-6B's shape (or ``shape``, to try the script on a CPU) and the
+    config's counts on ``device``."""
+    tok = gpt2_tokenizer()
+    dtype = run_dtype(entry.get("dtype", "float32"), device)
+    t = time.perf_counter()
+    hf = gptj_shaped(shape, device, dtype)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    model = wrap_model(hf, tok, name="random-gptj-6b")
+    weights = sum(p.numel() * p.element_size() for p in hf.parameters())
+    meter = Meter("gptj", device, out, budget)
+    meter._write(
+        {
+            "job": "model",
+            "seconds": round(time.perf_counter() - t, 1),
+            "dtype": str(dtype),
+            "parameters": sum(p.numel() for p in hf.parameters()),
+            "weights_gb": round(weights / GB, 3),
+            "batch_size": cfg["batch_size"],
+        }
+    )
+    tasks = tuple(cfg["accuracy"]["tasks"])
+    tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, cfg["seed"])
+    fit, neurons = job_settings(cfg)
+    run = TinyRun(cfg, entry["prompts"], tok, shape, model, Counter(hf), cfg["batch_size"], fit, neurons)
+    try:
+        run_jobs(run, tables, meter)
+    except Skip:
+        pass
+    return meter.rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--parts", default="tiny,gptj", help="comma list of tiny, gptj")
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds after which no gptj job starts")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/gpu_probe.jsonl"))
+    parser.add_argument("--batch-size", type=int, default=None, help="the engine's batch (default: the config's)")
+    parser.add_argument("--small", action="store_true", help="gptj part at 2 layers of width 64 and tiny counts (a try)")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    cfg, entry = read_config()
+    if args.batch_size:
+        cfg["batch_size"] = args.batch_size
+    info = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": str(device)}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["gpu_total_gb"] = round(torch.cuda.get_device_properties(0).total_memory / GB, 1)
+    print(json.dumps(info), flush=True)
+    result = {"info": info}
+    parts = args.parts.split(",")
+    if "tiny" in parts:
+        result["tiny"] = tiny_part(cfg, entry, device, args.out)
+    if "gptj" in parts:
+        shape = replace(GPTJ, n_layers=2, n_heads=4, d_model=64, d_mlp=128) if args.small else GPTJ
+        result["gptj"] = gptj_part(tiny_config(cfg) if args.small else cfg, entry, device, args.out, args.budget, shape)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
