@@ -50,10 +50,11 @@ from helixclock.toy import build_tokenizer
 class Counter:
     """Token-rows through block 0 and the unembedding, rows with gradients, forward passes."""
 
-    def __init__(self, hf):
+    def __init__(self, hf, adapter=None):
         self.n = {"block_rows": 0, "unembed_rows": 0, "grad_rows": 0, "passes": 0}
-        hf.transformer.h[0].register_forward_hook(self._block)
-        hf.lm_head.register_forward_hook(self._unembed)
+        first, unembed = (adapter.block_path(0), adapter.unembed) if adapter else ("transformer.h.0", "lm_head")
+        hf.get_submodule(first).register_forward_hook(self._block)
+        hf.get_submodule(unembed).register_forward_hook(self._unembed)
         self.t0 = time.perf_counter()
 
     def _block(self, module, args, out):
@@ -270,12 +271,14 @@ def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int, measure=lambda job
         return run.counter.take(), grids
 
     got["neuron_grids"], grids = measure("neuron_grids", grids_job)
-    nf = fit_neurons(grids["pre"], run.fit.periods, layer=grids["layer"], neuron=grids["neuron"])
+    ids = {"layer": grids["layer"], "neuron": grids["neuron"]}
+    fits = [fit_neurons(grids[k], run.fit.periods, **ids) for k in ("pre", "up") if k in grids]  # gated: gate, up
     run.counter.take()
-    fitted = pd.DataFrame({"layer": nf.layer, "neuron": nf.neuron})
+    fitted = pd.DataFrame({"layer": fits[0].layer, "neuron": fits[0].neuron})
+    predicted = [f.predict() for f in fits]
 
     def fit_eval():
-        last_token_fit_eval(run.engine(), acc, template, last, fitted, nf.predict(), out["means"], neurons)
+        last_token_fit_eval(run.engine(), acc, template, last, fitted, predicted, out["means"], neurons)
         return run.counter.take()
 
     got["neuron_fit_eval"] = measure("neuron_fit_eval", fit_eval)

@@ -417,10 +417,11 @@ def svd_flops(s: Shape, c: Counts) -> float:
     )  # every head's output (head_patching)
 
 
-def read_config() -> tuple[dict, dict]:
+def read_config(model: str = "gptj") -> tuple[dict, dict]:
+    """config/config.yaml and the registry entry of ``model``."""
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     registry = yaml.safe_load((ROOT / cfg.get("registry", "config/models.yaml")).read_text())
-    return cfg, registry["gptj"]
+    return cfg, registry[model]
 
 
 MEMORY = {

@@ -21,6 +21,7 @@ keeps what it measured; the last line printed is the whole result as JSON.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import threading
 import time
@@ -40,7 +41,6 @@ from gptj_counting import (
 )
 from gptj_timing import gpt2_tokenizer
 from gptj_workload import GPTJ, PAPER_ACCURACY, Shape, fabricated_tables, read_config
-from transformers import GPTJConfig, GPTJForCausalLM
 
 from helixclock.models import run_dtype, wrap_model
 
@@ -89,6 +89,8 @@ class Meter:
             raise Skip(job)
         self._sync()
         if self.device.type == "cuda":
+            gc.collect()
+            torch.cuda.empty_cache()  # each job's reserved peak its own (a job is a process in the DAG)
             torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated() if self.device.type == "cuda" else 0
         self.host.take()
@@ -116,25 +118,75 @@ class Meter:
         print(json.dumps(row), flush=True)
 
 
-def gptj_shaped(shape: Shape, device: torch.device, dtype: torch.dtype) -> GPTJForCausalLM:
-    """A random-weight GPT-J of ``shape`` (GPT-J-6B's: EleutherAI/gpt-j-6B's config), built on
-    ``device`` in ``dtype`` (transformers' own initialisation: nothing reads the weights' values
-    but the neuron ranking, and every job's work is the same for any values)."""
-    cfg = GPTJConfig(
+# the paper's three models' shapes (their hub configs), built with random weights
+SHAPES = {
+    "gptj": (GPTJ, "gptj"),
+    "pythia": (Shape(n_layers=32, n_heads=32, d_model=4096, d_mlp=16384, vocab=50432), "neox"),
+    "llama": (
+        Shape(
+            n_layers=32,
+            n_heads=32,
+            d_model=4096,
+            d_mlp=14336,
+            vocab=128256,
+            parallel=False,
+            kv_ratio=0.25,
+            mlp_matrices=3,
+        ),
+        "llama",
+    ),
+}
+
+
+def hf_config(shape: Shape, family: str):
+    """The transformers configuration of a model of ``shape`` in ``family`` (the hub models'
+    other settings: GPT-J's rotary 64, Pythia's rotary share 0.25, Llama-3.1's untied unembedding)."""
+    from transformers import GPTJConfig, GPTNeoXConfig, LlamaConfig
+
+    if family == "gptj":
+        return GPTJConfig(
+            vocab_size=shape.vocab,
+            n_embd=shape.d_model,
+            n_layer=shape.n_layers,
+            n_head=shape.n_heads,
+            n_inner=shape.d_mlp,
+            rotary_dim=min(64, shape.d_model // shape.n_heads),
+            bos_token_id=50256,
+            eos_token_id=50256,
+        )
+    if family == "neox":
+        return GPTNeoXConfig(
+            vocab_size=shape.vocab,
+            hidden_size=shape.d_model,
+            num_hidden_layers=shape.n_layers,
+            num_attention_heads=shape.n_heads,
+            intermediate_size=shape.d_mlp,
+            rotary_pct=0.25,
+            use_parallel_residual=True,
+            tie_word_embeddings=False,
+        )
+    return LlamaConfig(
         vocab_size=shape.vocab,
-        n_embd=shape.d_model,
-        n_layer=shape.n_layers,
-        n_head=shape.n_heads,
-        n_inner=shape.d_mlp,
-        rotary_dim=min(64, shape.d_model // shape.n_heads),
-        bos_token_id=50256,
-        eos_token_id=50256,
+        hidden_size=shape.d_model,
+        num_hidden_layers=shape.n_layers,
+        num_attention_heads=shape.n_heads,
+        num_key_value_heads=round(shape.n_heads * shape.kv_ratio),
+        intermediate_size=shape.d_mlp,
+        tie_word_embeddings=False,
     )
+
+
+def random_model(shape: Shape, family: str, device: torch.device, dtype: torch.dtype):
+    """A random-weight model of ``shape`` and ``family``, built on ``device`` in ``dtype``
+    (transformers' own initialisation: nothing reads the weights' values but the neuron ranking,
+    and every job's work is the same for any values)."""
+    from transformers import AutoModelForCausalLM
+
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
         with torch.device(device):
-            hf = GPTJForCausalLM(cfg)
+            hf = AutoModelForCausalLM.from_config(hf_config(shape, family))
     finally:
         torch.set_default_dtype(prev)
     return hf.eval()
@@ -158,20 +210,25 @@ def tiny_part(cfg: dict, entry: dict, device: torch.device, out: Path) -> dict:
     return row
 
 
-def gptj_part(
-    cfg: dict, entry: dict, device: torch.device, out: Path, budget: float, shape: Shape = GPTJ
+def model_part(
+    name: str, cfg: dict, entry: dict, device: torch.device, out: Path, budget: float, small: bool = False
 ) -> list[dict]:
-    """Part 2: every job at GPT-J-6B's shape (or ``shape``, to try the script on a CPU) and the
-    config's counts on ``device``."""
+    """Part 2: every job at the shape of the paper's model ``name`` (gptj, pythia, llama; with
+    ``small``, 2 narrow layers, to try the script on a CPU), its registry dtype and prompts and
+    the config's counts on ``device``.  GPT-2's tokenizer stands in for Pythia's and Llama's (its
+    prompts are within a few tokens of theirs; the vocabulary is the model's)."""
+    shape, family = SHAPES[name]
+    if small:
+        shape = replace(shape, n_layers=2, n_heads=4, d_model=64, d_mlp=128)
     tok = gpt2_tokenizer()
     dtype = run_dtype(entry.get("dtype", "float32"), device)
     t = time.perf_counter()
-    hf = gptj_shaped(shape, device, dtype)
+    hf = random_model(shape, family, device, dtype)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    model = wrap_model(hf, tok, name="random-gptj-6b")
+    model = wrap_model(hf, tok, name=f"random-{name}", family=family)
     weights = sum(p.numel() * p.element_size() for p in hf.parameters())
-    meter = Meter("gptj", device, out, budget)
+    meter = Meter(name, device, out, budget)
     meter._write(
         {
             "job": "model",
@@ -185,7 +242,7 @@ def gptj_part(
     tasks = tuple(cfg["accuracy"]["tasks"])
     tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, cfg["seed"])
     fit, neurons = job_settings(cfg)
-    run = TinyRun(cfg, entry["prompts"], tok, shape, model, Counter(hf), cfg["batch_size"], fit, neurons)
+    run = TinyRun(cfg, entry["prompts"], tok, shape, model, Counter(hf, model.adapter), cfg["batch_size"], fit, neurons)
     try:
         run_jobs(run, tables, meter)
     except Skip:
@@ -196,7 +253,7 @@ def gptj_part(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--parts", default="tiny,gptj", help="comma list of tiny, gptj")
+    parser.add_argument("--parts", default="tiny,gptj", help="comma list of tiny, gptj, pythia, llama")
     parser.add_argument("--budget", type=float, default=420.0, help="seconds after which no gptj job starts")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/gpu_probe.jsonl"))
     parser.add_argument("--batch-size", type=int, default=None, help="the engine's batch (default: the config's)")
@@ -204,7 +261,7 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    cfg, entry = read_config()
+    cfg, _ = read_config()
     if args.batch_size:
         cfg["batch_size"] = args.batch_size
     info = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": str(device)}
@@ -214,11 +271,14 @@ def main() -> None:
     print(json.dumps(info), flush=True)
     result = {"info": info}
     parts = args.parts.split(",")
-    if "tiny" in parts:
-        result["tiny"] = tiny_part(cfg, entry, device, args.out)
-    if "gptj" in parts:
-        shape = replace(GPTJ, n_layers=2, n_heads=4, d_model=64, d_mlp=128) if args.small else GPTJ
-        result["gptj"] = gptj_part(tiny_config(cfg) if args.small else cfg, entry, device, args.out, args.budget, shape)
+    for part in parts:
+        entry = read_config(part if part in SHAPES else "gptj")[1]
+        if part == "tiny":
+            result["tiny"] = tiny_part(cfg, entry, device, args.out)
+        else:
+            counts = tiny_config(cfg) if args.small else cfg
+            result[part] = model_part(part, counts, entry, device, args.out, args.budget, args.small)
+            gc.collect()
     print(json.dumps(result))
 
 
