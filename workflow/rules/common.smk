@@ -41,11 +41,24 @@ config.update(_validated)
 # cache alone).
 os.environ.setdefault("HELIXCLOCK_HUB_OFFLINE", os.environ.get("HF_HUB_OFFLINE", ""))
 os.environ["HF_HUB_OFFLINE"] = "1"
+# No HDF5 file locks (the plan reads the cache's shapes on the login node, jobs read it on the
+# nodes; on NFS without a lock daemon a lock fails with "unable to lock file, errno 37"): safe
+# because each HDF5 file has one writer, which writes it under .staging/ and publishes it by a
+# rename once complete (the publish rules of workflow/rules/bases.smk), so nothing ever reads a
+# file being written.
+os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
+# Jobs import helixclock from this checkout, whatever environment runs them (envs/helixclock.yaml
+# names the dependencies alone: Snakemake builds it from a copy under .snakemake/conda/).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in dict.fromkeys([str(BASE / "src"), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]) if p
+)
 
 
 envvars:
     "HF_HUB_OFFLINE",
     "HELIXCLOCK_HUB_OFFLINE",
+    "HDF5_USE_FILE_LOCKING",
+    "PYTHONPATH",
 
 
 def settled(value):
