@@ -196,7 +196,9 @@ def count_helix_patching(run: TinyRun, correct: pd.DataFrame, cache, fits) -> di
 
 def count_other_tasks(run: TinyRun, tables: dict) -> dict:
     """other_tasks_patching."""
-    other_tasks_patching(run.engine(), tables, run.prompts, run.fit, n_pairs=run.cfg["helix"]["n_pairs"], seed=run.cfg["seed"])
+    other_tasks_patching(
+        run.engine(), tables, run.prompts, run.fit, n_pairs=run.cfg["helix"]["n_pairs"], seed=run.cfg["seed"]
+    )
     return run.counter.take()
 
 
@@ -329,7 +331,6 @@ def run_jobs(run: TinyRun, tables: dict, measure) -> tuple[dict[str, dict], dict
     got["residual_cache"], cache = measure("residual_cache", lambda: count_cache(run, correct))
     fits = helix_fits_of(run, cache)
     got["helix_patching"] = measure("helix_patching", lambda: count_helix_patching(run, correct, cache, fits))
-    del fits
     got |= count_neurons(run, acc, last, measure)
     got["last_token_patching"], effects = measure("last_token_patching", lambda: count_last_token(run, correct, cache))
     sample = fitted_prompts(run, correct)

@@ -257,7 +257,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=420.0, help="seconds after which no gptj job starts")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/gpu_probe.jsonl"))
     parser.add_argument("--batch-size", type=int, default=None, help="the engine's batch (default: the config's)")
-    parser.add_argument("--small", action="store_true", help="gptj part at 2 layers of width 64 and tiny counts (a try)")
+    parser.add_argument("--small", action="store_true", help="2 narrow layers and tiny counts (a try)")
     args = parser.parse_args()
     device = torch.device(args.device)
     args.out.parent.mkdir(parents=True, exist_ok=True)

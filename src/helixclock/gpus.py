@@ -86,6 +86,8 @@ def log_gpu_peak() -> None:
         torch.cuda.max_memory_allocated() / 1e6,
         torch.cuda.max_memory_reserved() / 1e6,
     )
+
+
 _held: dict[str, object] = {}  # device -> open lock file, kept for the process lifetime
 
 
