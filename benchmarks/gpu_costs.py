@@ -1,182 +1,191 @@
-"""What the paper's models cost on a GPU: GPU memory, host memory, disk and GPU time of the
-whole DAG for GPT-J-6B, Pythia-6.9B and Llama-3.1-8B, written to docs/gpu-costs.md.
+"""What the paper's models cost on a GPU: GPU memory, host memory, disk and GPU time of the whole
+DAG for GPT-J-6B, Pythia-6.9B and Llama-3.1-8B, written to docs/gpu-costs.md.
 
-From the workload model of benchmarks/paper_shape.py (benchmarks/gptj_workload.py: the forward
-passes each model job makes, as formulas of the model's shape, the prompts' tokens and the
-config's counts), in four steps:
+From three committed inputs, each written by a command:
 
-1. Counting.  Every model job's library calls run on a tiny random GPT-J (gptj_counting.py), with
-   hooks summing the token-rows through the blocks and the unembedding, the rows with gradients
-   and the passes.  Where a job's counts differ from its formula (the code has moved on since the
-   formula was written), its FLOPs are scaled by counted/formula FLOPs at the tiny shape: the
-   correction column of the job table.
-2. Each model's shape: its layers, width, heads, MLP (gated for Llama), vocabulary and
-   grouped-query attention (Llama-3: 8 key/value heads of 32), its parameters as the model card
-   counts them (on the meta device), its prompts' token lengths (GPT-2's BPE, GPT-J's own
-   tokenizer; for Pythia and Llama a stand-in: within a few tokens of their own) and its a+b
-   accuracy in the paper (Table A1; the other tasks' at GPT-J's).
-3. GPU time: FLOPs on one H100 SXM (989 TFLOP/s dense bf16) at 30% of its peak and, as a
-   pessimistic bound, 10%, plus loading the weights in each model job (at an assumed 1 GB/s) and
-   each forward pass's Python/nnsight overhead (the tiny model's measured seconds a pass on this
-   CPU, an upper bound of what a GPU job spends outside its kernels).
-4. Memory and disk, analytic: GPU memory is the weights and the largest activations of a job
-   (gptj_workload.memory: a forward batch's logits, a direct-effect chunk, the helix job's cache
-   tensors); host memory is what the workflow asks of Slurm for the job (helixclock.placement,
-   from the card); disk is the residual cache (float32, every layer of the correct a+b prompts' a,
-   b and last tokens and of the bare numbers).
+1. The plan (benchmarks/measured/plan_counts.json, ``--count``): every model job's forward passes,
+   token-rows, unembedding rows and rows with a backward pass, counted by running the job's own
+   library calls on a narrow model of each paper model's layers, heads and vocabulary at the
+   config's counts (benchmarks/plan.py), and the same for the tiny GPT-J of benchmarks/counting.py,
+   which tests/unit/test_gpu_costs.py recounts: when the code changes a job's plan, that test
+   fails until the plan and this page are regenerated.
+2. Measured on a lent NVIDIA H200 (benchmarks/measured/gpu_probe_h200_*.jsonl,
+   benchmarks/gpu_session.sh): every job's library calls at GPT-J-6B's and Llama-3.1-8B's full
+   shapes, their seconds and the GPU memory allocated at their peak; its passes and rows are the
+   plan's (the test checks it).
+3. Memory from helixclock.placement (what each job declares to Slurm), the residual cache's
+   size from its datasets' shapes.
 
-Nothing here ran on a GPU (none was available): the counts and the tiny model's seconds a pass are
-measured; every GPU figure is an estimate.  Run from the repository root:
-``.venv/bin/python benchmarks/gpu_costs.py`` (about 30 s; --out - prints the page instead).
-The last line is JSON.
+GPU time of a job: its measured seconds where it was measured; else (Pythia, and Llama's
+head_patching, which the measuring call's time limit left out) the measured seconds of the same
+job of the nearest measured model scaled by the FLOPs of the two plans.  Each model job also
+starts a process, imports and loads its weights: :data:`START_S` (what the embedded default's
+model jobs took on the H200 beside their work: 13.6-20.3 s a job) and the weights at
+:data:`LOAD_GB_PER_S` (assumed: a shared file system's rate).
+
+Run from the repository root: ``.venv/bin/python benchmarks/gpu_costs.py`` (the page, seconds);
+``--count`` recounts the plan first (about 30 minutes on 2 cores).  The last line is JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import json
+import subprocess
 from pathlib import Path
 
 from common import emit
-from gptj_counting import count_tiny, tiny_config
-from gptj_timing import gpt2_tokenizer
-from gptj_workload import (
-    H100_PEAK_TFLOPS,
-    JOBS,
+from plan import (
+    ADD_ACCURACY,
+    NAMES,
     PAPER_ACCURACY,
-    Shape,
-    counts_from,
+    PARAMETERS,
+    ROOT,
+    SHAPES,
+    count_plan,
     fabricated_tables,
+    flops,
     geometry,
-    memory,
+    gpt2_tokenizer,
     read_config,
     svd_flops,
-    totals,
 )
 
 from helixclock import placement
-from helixclock.config import load_registry
 
-ROOT = Path(__file__).resolve().parents[1]
-# the paper's models: shapes of their hub configs, parameters as their model cards count them
-SHAPES = {
-    "gptj": Shape(n_layers=28, n_heads=16, d_model=4096, d_mlp=16384, vocab=50400),
-    "pythia": Shape(n_layers=32, n_heads=32, d_model=4096, d_mlp=16384, vocab=50432),
-    "llama": Shape(
-        n_layers=32, n_heads=32, d_model=4096, d_mlp=14336, vocab=128256, parallel=False, kv_ratio=0.25, mlp_matrices=3
-    ),
-}
-PARAMETERS = {"gptj": 6_050_882_784, "pythia": 6_857_302_016, "llama": 8_030_261_248}
-NAMES = {"gptj": "GPT-J-6B", "pythia": "Pythia-6.9B", "llama": "Llama-3.1-8B"}
-ADD_ACCURACY = {"gptj": 0.805, "pythia": 0.772, "llama": 0.980}  # Table A1
+MEASURED = ROOT / "benchmarks" / "measured"
+PLAN = MEASURED / "plan_counts.json"
+PROBES = {"gptj": MEASURED / "gpu_probe_h200_gptj.jsonl", "llama": MEASURED / "gpu_probe_h200_llama.jsonl"}
+PAGE = ROOT / "docs" / "gpu-costs.md"
+START_S = 15.0  # a model job's process start, imports and CUDA context (the toys' jobs on the H200)
 LOAD_GB_PER_S = 1.0  # reading the weights in each model job (a shared file system's rate, assumed)
-UTILISATION, PESSIMISTIC = 0.3, 0.1
+KEYS = ("passes", "block_rows", "unembed_rows", "grad_rows")
 
 
-def flops_of(counted: dict, shape: Shape, ctx: int) -> float:
-    """FLOPs of counted rows (gptj_workload.totals' formula, from rows instead of calls)."""
-    return (
-        counted["block_rows"] * shape.n_layers * shape.block_flops(ctx)
-        + counted["unembed_rows"] * shape.unembed_flops
-        + counted["grad_rows"] * shape.backward_flops(ctx)
-    )
+def count_all(cfg: dict) -> dict:
+    """The plan of every paper model and of the tiny GPT-J (what ``--count`` writes)."""
+    # deferred: counting imports every stage (only --count needs it)
+    from counting import count_tiny, tiny_config
+
+    out = {"tiny": count_tiny(tiny_config(cfg), read_config("gptj")[1], 128)}
+    out["tiny"] = {job: {k: int(c[k]) for k in KEYS} for job, c in out["tiny"].items()}
+    for name in SHAPES:
+        out[name] = count_plan(name, cfg)
+        print(f"counted {name}", flush=True)
+    return out
 
 
-def corrections(cfg: dict, entry: dict, batch: int) -> tuple[dict[str, float], float, list[str]]:
-    """Counted over formula FLOPs of each job on the tiny GPT-J, the measured seconds a pass, and
-    the jobs whose formula no longer matches the code."""
-    got, tiny, geo, counts = count_tiny(tiny_config(cfg), entry, batch)
-    ctx = geo.prompts["add"].length
-    out, drifted = {}, []
-    for job, fn in JOBS.items():
-        want = totals(fn(tiny, geo, counts), tiny, ctx)
-        out[job] = flops_of(got[job], tiny, ctx) / want["flops"]
-        if any(want[k] != got[job][k] for k in ("block_rows", "unembed_rows", "grad_rows", "passes")):
-            drifted.append(job)
-    passes = sum(v["passes"] for v in got.values())
-    return out, sum(v["seconds"] for v in got.values()) / max(1, passes), drifted
+def read_probe(path: Path) -> dict[str, dict]:
+    """The measured rows of one model (job -> row), without the skipped ones."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return {r["job"]: r for r in rows if r.get("part") != "tiny" and "skipped" not in r}
 
 
-def model_costs(name: str, cfg: dict, registry: dict, correction: dict, s_per_pass: float) -> dict:
-    shape, entry = SHAPES[name], registry[name]
+def plan_differences(plan: dict, probes: dict[str, dict]) -> list[str]:
+    """Where a measured job's passes or rows are not the plan's (each a line)."""
+    return [
+        f"{name} {job} {k}: measured {row[k]}, planned {plan[name][job][k]}"
+        for name, rows in probes.items()
+        for job, row in rows.items()
+        if job in plan[name]
+        for k in KEYS
+        if row[k] != plan[name][job][k]
+    ]
+
+
+def add_length(name: str) -> int:
+    """Tokens of model ``name``'s a+b prompt (GPT-2's BPE)."""
+    return geometry(gpt2_tokenizer(), read_config(name)[1]["prompts"], ("add",), name)["add"].length
+
+
+def model_costs(name: str, cfg: dict, plan: dict, probes: dict[str, dict]) -> dict:
+    """One model's page rows: per job passes, PFLOP, GPU seconds (measured or scaled) and peak
+    GPU memory measured; the model's weights, cache, correct prompts and totals."""
+    shape = SHAPES[name][0]
+    entry = read_config(name)[1]
     tok = gpt2_tokenizer()
     tasks = tuple(cfg["accuracy"]["tasks"])
-    geo = geometry(tok, entry["prompts"], tasks, cfg["cache"]["largest_bare_number"], name)
-    accuracy = {**PAPER_ACCURACY, "add": ADD_ACCURACY[name]}
-    tables = fabricated_tables(tok, tasks, accuracy, cfg["seed"])
-    counts = counts_from(cfg, entry, tables, cfg["batch_size"], top_heads=cfg["clock"]["top_heads"])
-    ctx = max(g.length for g in geo.prompts.values())
-    weights_gb = PARAMETERS[name] * 2 / 1e9  # bf16 / fp16
+    geo = geometry(tok, entry["prompts"], tasks, name)
+    ctx = geo["add"].length
+    tables = fabricated_tables(tok, tasks, {**PAPER_ACCURACY, "add": ADD_ACCURACY[name]}, cfg["seed"])
+    correct = int(tables["add"]["correct"].sum())
+    weights_gb = PARAMETERS[name] * 2 / 1e9  # bfloat16 / float16
     size = placement.Size(PARAMETERS[name], shape.n_layers, shape.d_model, shape.vocab, ctx, "benchmark")
+    measured = probes.get(name, {})
     jobs = {}
-    for job, fn in JOBS.items():
-        calls = fn(shape, geo, counts)
-        t = totals(calls, shape, geo.prompts["add"].length)
-        flops = t["flops"] * correction[job]
-        cache = 0
-        if job in placement.CACHE_DATASETS:
-            per_row = (shape.n_layers + 1) * shape.d_model * 4
-            rows = {"a": counts.correct["add"], "b": counts.correct["add"], "last": counts.correct["add"]}
-            rows["numbers"] = counts.numbers
-            cache = sum(rows.get(k, 0) * per_row for k in placement.CACHE_DATASETS[job])
+    for job, counted in plan[name].items():
+        f = flops(counted, shape, ctx)
+        row = measured.get(job)
+        if row:
+            seconds, how = row["seconds"], "measured"
+        else:
+            ref = "gptj"  # the nearest measured model with this job measured
+            ref_flops = flops(plan[ref][job], SHAPES[ref][0], add_length(ref))
+            seconds, how = probes[ref][job]["seconds"] * f / ref_flops, f"{NAMES[ref]}'s × FLOPs"
         jobs[job] = {
-            "passes": t["passes"],
-            "pflop": flops / 1e15,
-            "correction": correction[job],
-            "gpu_s": flops / (H100_PEAK_TFLOPS * 1e12 * UTILISATION),
-            "gpu_s_pessimistic": flops / (H100_PEAK_TFLOPS * 1e12 * PESSIMISTIC),
-            "overhead_s": t["passes"] * s_per_pass + weights_gb / LOAD_GB_PER_S,
-            "host_mb": placement.model_job_mb(size, entry, cfg["batch_size"], 1, cache),
+            **counted,
+            "pflop": f / 1e15,
+            "seconds": seconds,
+            "how": how,
+            "gpu_peak_gb": row["gpu_peak_allocated_gb"] if row else None,
+            "host_mb": placement.model_job_mb(size, entry, cfg["batch_size"], 1, 0),
             "runtime_min": placement.model_job_minutes(job, size, 1),
         }
-    mem = memory(shape, counts, geo, None)
-    activations = max(v for k, v in mem.items() if k not in ("weights_gb", "residual_cache_file_gb"))
+    numbers = cfg["cache"]["largest_bare_number"] + 1
+    cache_gb = (3 * correct + numbers) * (shape.n_layers + 1) * shape.d_model * 4 / 1e9
+    work = sum(j["seconds"] for j in jobs.values())
+    overhead = len(jobs) * (START_S + weights_gb / LOAD_GB_PER_S)
+    peaks = [j["gpu_peak_gb"] for j in jobs.values() if j["gpu_peak_gb"]]
     return {
         "name": NAMES[name],
         "parameters": PARAMETERS[name],
         "weights_gb": weights_gb,
-        "gpu_gb": weights_gb + activations,
-        "largest_activations": max((k for k in mem if k not in ("weights_gb", "residual_cache_file_gb")), key=mem.get),
+        "gpu_peak_gb": max(peaks) if peaks else None,
+        "gpu_peak_job": max(
+            (j for j in jobs if jobs[j]["gpu_peak_gb"]), key=lambda j: jobs[j]["gpu_peak_gb"] or 0, default=None
+        ),
         "host_mb": max(j["host_mb"] for j in jobs.values()),
-        "cache_gb": mem["residual_cache_file_gb"],
-        "correct_add": counts.correct["add"],
-        "prompt_tokens": geo.prompts["add"].length,
+        "cache_gb": cache_gb,
+        "correct_add": correct,
+        "prompt_tokens": ctx,
         "pflop": sum(j["pflop"] for j in jobs.values()),
-        "svd_tflop": svd_flops(shape, counts) / 1e12,
-        "gpu_min": sum(j["gpu_s"] for j in jobs.values()) / 60,
-        "gpu_min_pessimistic": sum(j["gpu_s_pessimistic"] for j in jobs.values()) / 60,
-        "overhead_min": sum(j["overhead_s"] for j in jobs.values()) / 60,
+        "svd_tflop": svd_flops(shape, correct, min(cfg["clock"]["fit_prompts"], correct)) / 1e12,
+        "work_min": work / 60,
+        "overhead_min": overhead / 60,
+        "passes": sum(j["passes"] for j in jobs.values()),
         "jobs": jobs,
     }
 
 
-def page(costs: dict, s_per_pass: float, drifted: list[str], cfg: dict) -> str:
-    rows = [
-        "| model | parameters | GPU memory | host memory (largest job) | disk: residual cache | GPU time, whole DAG |",
-        "|---|---|---|---|---|---|",
+def _gb(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f} GB"
+
+
+def page(costs: dict, cfg: dict, differences: list[str], commit: str) -> str:
+    """docs/gpu-costs.md."""
+    summary = [
+        "| model | parameters | weights | GPU memory, largest job (measured) | host memory asked, largest job "
+        "| disk: residual cache | GPU time, whole DAG |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in costs.values():
-        rows.append(
-            f"| {c['name']} | {c['parameters'] / 1e9:.2f} B | {c['gpu_gb']:.0f} GB ({c['weights_gb']:.1f} GB weights) "
-            f"| {c['host_mb'] / 1000:.0f} GB | {c['cache_gb']:.1f} GB | {c['gpu_min']:.0f} min compute "
-            f"({c['gpu_min_pessimistic']:.0f} at 10%) + {c['overhead_min']:.0f} min loading and overhead |"
+        peak = f"{_gb(c['gpu_peak_gb'])} ({c['gpu_peak_job']})" if c["gpu_peak_gb"] else "not measured"
+        summary.append(
+            f"| {c['name']} | {c['parameters'] / 1e9:.2f} B | {c['weights_gb']:.1f} GB | {peak} "
+            f"| {c['host_mb'] / 1000:.0f} GB | {c['cache_gb']:.1f} GB "
+            f"| {c['work_min'] + c['overhead_min']:.0f} min ({c['work_min']:.1f} of work, "
+            f"{c['overhead_min']:.1f} starting and loading) |"
         )
-    jobs = [
-        "| job | "
-        + " | ".join(f"{c['name']} passes | PFLOP | min (30% / 10%) | runtime asked" for c in costs.values())
-        + " |",
-        "|---|" + "---|---|---|---|" * len(costs),
-    ]
-    for job in JOBS:
+    header = " | ".join(f"{c['name']} passes | PFLOP | s on the H200 | GPU peak" for c in costs.values())
+    rows = [f"| job | {header} |", "|---|" + "---|---|---|---|" * len(costs)]
+    first = next(iter(costs.values()))
+    for job in first["jobs"]:
         cells = []
         for c in costs.values():
             j = c["jobs"][job]
-            cells.append(
-                f"{j['passes']} | {j['pflop']:.2f} | {(j['gpu_s'] + j['overhead_s']) / 60:.1f} / "
-                f"{(j['gpu_s_pessimistic'] + j['overhead_s']) / 60:.1f} | {j['runtime_min']} min"
-            )
-        jobs.append(f"| {job} | " + " | ".join(cells) + " |")
-    corrected = ", ".join(f"{job} ×{next(iter(costs.values()))['jobs'][job]['correction']:.2f}" for job in drifted)
+            s = f"{j['seconds']:.1f}" if j["how"] == "measured" else f"({j['seconds']:.0f})"
+            cells.append(f"{j['passes']} | {j['pflop']:.2f} | {s} | {_gb(j['gpu_peak_gb'])}")
+        rows.append(f"| {job} | " + " | ".join(cells) + " |")
     return "\n".join(
         [
             "# What the paper's models cost on a GPU",
@@ -186,83 +195,75 @@ def page(costs: dict, s_per_pass: float, drifted: list[str], cfg: dict) -> str:
             "The whole DAG for one model (`--config models='[\"gptj\"]'`, and likewise `pythia` and `llama`)",
             f"with the default config (`config/config.yaml`: batch {cfg['batch_size']}, "
             f"{cfg['helix']['n_pairs']} helix pairs, {cfg['clock']['n_pairs']} clock pairs, "
-            f"{cfg['neurons']['attribution_pairs']} attribution pairs), one job at a time on one H100-class GPU.",
-            "**Every GPU figure is an estimate** (no GPU was at hand when this was written); what is",
-            "measured is the forward passes each job makes (counted by hooks on a tiny GPT-J running the",
-            "jobs' own library calls) and the parameters (counted on PyTorch's meta device).",
+            f"{cfg['neurons']['attribution_pairs']} attribution pairs), one job at a time on one GPU.",
+            "Measured on a lent NVIDIA H200 (torch 2.11.0+cu130, bfloat16): every model job's own library",
+            "calls at GPT-J-6B's and Llama-3.1-8B's full shapes with random weights, at the config's counts,",
+            "on accuracy tables fabricated at the paper's accuracies (`benchmarks/gpu_probe.py`; the rows in",
+            "`benchmarks/measured/`). The passes of every job are its plan's, counted on narrow models of",
+            f"each paper model's layers, heads and vocabulary (`benchmarks/plan.py`, at commit {commit}).",
             "",
-            *rows,
+            *summary,
             "",
-            "- **GPU memory**: the weights in bfloat16/float16 and the largest activations any job holds",
-            "  (analytic: a forward batch's logits, a direct-effect chunk, the helix job's cache tensors). An",
-            "  80 GB card holds each model with room; a 24 GB card holds GPT-J and Pythia at a smaller",
-            "  `batch_size` (a job halves its batch on CUDA out-of-memory by itself).",
+            "- **GPU memory**: what torch allocated at the job's peak (`torch.cuda.max_memory_allocated`),",
+            "  the weights included; Pythia-6.9B was not measured. Llama-3.1-8B was measured with GPT-J's",
+            "  a+b accuracy (80.5%, 8,050 correct prompts); at its own 98% the residual cache holds 9,800 and",
+            "  the jobs that keep cache tensors on the GPU hold more.",
             "- **Host memory**: what the workflow asks Slurm for the largest model job (`mem_mb`,",
-            "  `helixclock.placement`, from the model card: weights, a forward batch's float32 logits and",
-            "  residuals, the cache datasets it reads, 3 GB); a retry asks for twice as much.",
+            "  `helixclock.placement`); a retry asks for twice as much.",
             "- **Disk**: the residual cache, float32, every layer of the correct a+b prompts' a, b and last",
-            "  tokens and of the bare numbers 0..360 (correct prompts at the paper's accuracy); the Hugging",
-            "  Face cache holds the weights besides (their files' size: float32 or bfloat16 as published).",
-            "- **GPU time**: the jobs' FLOPs on one H100 SXM at 30% of its 989 TFLOP/s bf16 peak (10% in",
-            "  brackets), then, the larger part, each job's loading of the weights (assumed 1 GB/s) and each",
-            f"  forward pass's Python/nnsight overhead (the tiny model's {s_per_pass * 1e3:.0f} ms a pass, measured on",
-            "  this CPU: an upper bound). Not in it: the fits' float64 SVDs "
-            + ", ".join(f"({c['name']} {c['svd_tflop']:.0f} TFLOP)" for c in costs.values())
-            + " and HDF5 I/O.",
+            "  tokens and of the bare numbers (correct prompts at the paper's accuracy); the Hugging Face",
+            "  cache holds the weights besides (about 54 GB for the three models as published).",
+            "- **GPU time**: the measured seconds of each job's work (in brackets where scaled from the",
+            "  nearest measured model by the two plans' FLOPs), and for each job a process start, imports",
+            f"  and CUDA context ({START_S:.0f} s, what the embedded default's model jobs took on the H200)",
+            f"  and loading the weights (at an assumed {LOAD_GB_PER_S:g} GB/s). The work includes the fits'",
+            "  float64 SVDs on the GPU ("
+            + ", ".join(f"{c['name']} {c['svd_tflop']:.0f} TFLOP" for c in costs.values())
+            + ") and the HDF5 I/O.",
             "- Prompt lengths are GPT-2's BPE (GPT-J's own tokenizer; Pythia's and Llama's within a few",
             "  tokens). Correct a+b prompts: "
             + ", ".join(f"{c['name']} {c['correct_add']:,}" for c in costs.values())
             + " (Table A1's accuracies); the other tasks at GPT-J's (Table C1).",
             *(
-                [
-                    f"- The workload formulas of {', '.join(drifted)} no longer match the counts of the code",
-                    f"  they describe; their FLOPs are scaled by counted/formula at the tiny shape ({corrected}).",
-                ]
-                if drifted
-                else []
+                ["- **The measured rows are of another plan** than the code's:", *(f"  - {d}" for d in differences)]
+                if differences
+                else ["- Every measured job made exactly its plan's passes and rows."]
             ),
             "",
             "## Per model job",
             "",
-            "Forward passes, PFLOP and minutes (compute at 30% / 10% of the peak, with loading and overhead);",
-            "`runtime asked`: the first try's Slurm time limit the rule declares (a retry asks for twice).",
+            "Forward passes, PFLOP, seconds of work on the H200 (in brackets: scaled) and the GPU memory",
+            "allocated at the job's peak.",
             "",
-            *jobs,
+            *rows,
             "",
         ]
     )
 
 
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return out.stdout.strip() or "unknown"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "docs" / "gpu-costs.md"), help="the page ('-': print it)")
-    parser.add_argument("--check-batch", type=int, default=128, help="engine batch of the tiny counting run")
+    parser.add_argument("--out", default=str(PAGE), help="the page ('-': print it)")
+    parser.add_argument("--count", action="store_true", help="count the plan again (about 30 minutes)")
     args = parser.parse_args()
-    cfg, gptj = read_config()
-    registry = load_registry(ROOT / "config" / "models.yaml")
-    correction, s_per_pass, drifted = corrections(cfg, gptj, args.check_batch)
-    costs = {m: model_costs(m, cfg, registry, correction, s_per_pass) for m in SHAPES}
-    text = page(costs, s_per_pass, drifted, cfg)
+    cfg = read_config()[0]
+    if args.count:
+        PLAN.write_text(json.dumps({"commit": commit(), **count_all(cfg)}, indent=1) + "\n")
+    plan = json.loads(PLAN.read_text())
+    probes = {name: read_probe(path) for name, path in PROBES.items()}
+    costs = {name: model_costs(name, cfg, plan, probes) for name in SHAPES}
+    text = page(costs, cfg, plan_differences(plan, probes), plan["commit"])
     if args.out == "-":
         print(text)
     else:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)
-        print(text)
     emit(
-        {
-            "benchmark": "gpu_costs",
-            "drifted_formulas": drifted,
-            "s_per_pass_tiny": round(s_per_pass, 4),
-            "models": {
-                m: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in c.items() if k != "jobs"}
-                for m, c in costs.items()
-            },
-            "jobs": {
-                m: {j: {k: round(v, 3) for k, v in d.items()} for j, d in c["jobs"].items()} for m, c in costs.items()
-            },
-            "minutes_check": {m: math.ceil(c["gpu_min"] + c["overhead_min"]) for m, c in costs.items()},
-        }
+        {"benchmark": "gpu_costs", "models": {m: {k: v for k, v in c.items() if k != "jobs"} for m, c in costs.items()}}
     )
 
 

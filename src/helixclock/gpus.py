@@ -32,6 +32,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -76,8 +77,6 @@ def require_cuda(rule: str, setting: str) -> None:
 def log_gpu_peak() -> None:
     """Log the GPU memory this process held at its peak (allocated by tensors and reserved by
     torch's caching allocator), where it used a GPU: what the job's GPU must hold."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
         return

@@ -1,5 +1,8 @@
-"""The formula check of benchmarks/paper_shape.py: every model job's library calls on a tiny
-random-weight GPT-J, with hooks counting token-rows, unembedding rows, gradient rows and passes."""
+"""Every model job's library calls as its script makes them (:func:`run_jobs`), on any model,
+with hooks counting token-rows through the blocks, rows through the unembedding, rows with a
+backward pass and forward passes: the plan's counts (benchmarks/plan.py counts the paper's models
+on narrow ones; benchmarks/gpu_probe.py times them on a GPU) and the tiny GPT-J whose counts
+tests/unit/test_gpu_costs.py keeps in step with the committed plan."""
 
 from __future__ import annotations
 
@@ -11,18 +14,7 @@ from typing import Any
 
 import pandas as pd
 import torch
-from gptj_workload import (
-    JOBS,
-    PAPER_ACCURACY,
-    Counts,
-    Geometry,
-    Shape,
-    counts_from,
-    fabricated_tables,
-    geometry,
-    path_counts,
-    totals,
-)
+from plan import PAPER_ACCURACY, Shape, fabricated_tables
 from transformers import GPTJConfig, GPTJForCausalLM
 
 from helixclock.bases import FitSettings, standard_bases
@@ -224,27 +216,12 @@ def fitted_prompts(run: TinyRun, correct: pd.DataFrame) -> tuple:
     return prompt_ids(run.tok, run.template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
 
 
-def count_heads(run: TinyRun, correct: pd.DataFrame, sample: tuple, positions: dict) -> tuple[dict, dict]:
-    """head_patching: its counts, and what of it the formulas read (the top heads, the layers of
-    the path-patched senders and receivers), with Fig. D7's path count held to its formula."""
+def count_heads(run: TinyRun, correct: pd.DataFrame, sample: tuple, positions: dict) -> dict:
+    """head_patching."""
     clock, fit = run.cfg["clock"], run.fit
     settings = HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components)
-    heads = last_token_heads(run.engine(), clock_pairs(run, correct), *sample, positions, settings)
-    counted = run.counter.take()
-    paths = heads["paths"]
-
-    def role_layers(side):
-        return tuple(int(h.split("H")[0][1:]) for h in paths[paths["analysis"] == side].drop_duplicates("role")["head"])
-
-    observed = {
-        "top_heads": len(heads["categories"]),
-        "senders": role_layers("sender"),
-        "receivers": role_layers("receiver"),
-    }
-    want = path_counts(run.shape, observed["senders"], observed["receivers"])[0]
-    if want != len(paths):
-        raise AssertionError(f"Fig. D7 paths: the formula says {want}, the job patched {len(paths)}")
-    return counted, observed
+    last_token_heads(run.engine(), clock_pairs(run, correct), *sample, positions, settings)
+    return run.counter.take()
 
 
 def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: tuple, last: int, effects) -> dict:
@@ -287,20 +264,16 @@ def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int, measure=lambda job
     return got
 
 
-def count_tiny(
-    cfg: dict, entry: dict, batch: int, seed: int = 0, device: str = "cpu"
-) -> tuple[dict[str, dict], Shape, Geometry, Counts]:
-    """Run every model job's library calls on a tiny random GPT-J (on ``device``); counts per job."""
+def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0, device: str = "cpu") -> dict[str, dict]:
+    """Every model job's library calls on a tiny random GPT-J (on ``device``) at ``cfg``'s counts
+    (:func:`tiny_config`), on accuracy tables fabricated at the paper's accuracies: counts per job."""
     prompts, tasks = entry["prompts"], tuple(cfg["accuracy"]["tasks"])
     tok, hf, shape = tiny_gptj(prompts, seed)
     model = wrap_model(hf.eval().to(device), tok, name="tiny-gptj")
-    geo = geometry(tok, prompts, tasks, cfg["cache"]["largest_bare_number"], model.name)
     fit, neurons = job_settings(cfg)
     run = TinyRun(cfg, prompts, tok, shape, model, Counter(hf), batch, fit, neurons)
     tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, seed)  # a random model gets nothing right
-    got, observed = run_jobs(run, tables, lambda job, fn: fn())
-    counts = counts_from(cfg, entry, tables, batch, **observed)
-    return got, shape, geo, counts
+    return run_jobs(run, tables, lambda job, fn: fn())
 
 
 # the model jobs in the order run_jobs runs them (the residual cache first: two jobs read it)
@@ -318,10 +291,10 @@ JOB_ORDER = (
 )
 
 
-def run_jobs(run: TinyRun, tables: dict, measure) -> tuple[dict[str, dict], dict]:
+def run_jobs(run: TinyRun, tables: dict, measure) -> dict[str, dict]:
     """Every model job's library calls on ``run``'s model, in :data:`JOB_ORDER`, each through
     ``measure(job, fn)`` (which calls ``fn`` and returns what it returns, or raises to stop the
-    rest): each job's counts, and what of head_patching the formulas read."""
+    rest): each job's counts."""
     tasks = tuple(tables)
     positions = check_task_tokens(run.tok, run.model.name, get_task("add"), run.template, answers=False).positions
     last = positions.last
@@ -337,18 +310,5 @@ def run_jobs(run: TinyRun, tables: dict, measure) -> tuple[dict[str, dict], dict
     got["mlp_patching"] = measure("mlp_patching", lambda: count_mlps(run, correct, sample, last, effects))
     got["accuracy"] = measure("accuracy", lambda: count_accuracy(run, tasks))
     got["other_tasks_patching"] = measure("other_tasks_patching", lambda: count_other_tasks(run, tables))
-    got["head_patching"], observed = measure(
-        "head_patching", lambda: count_heads(run, correct, sample, positions.as_dict())
-    )
-    return got, observed
-
-
-def check_formulas(got: dict[str, dict], shape: Shape, geo: Geometry, counts: Counts) -> list[str]:
-    """Each job's counted rows and passes against its formula; returns the mismatches."""
-    bad = []
-    for job, fn in JOBS.items():
-        want = totals(fn(shape, geo, counts), shape, geo.prompts["add"].length)
-        for key in ("block_rows", "unembed_rows", "grad_rows", "passes"):
-            if want[key] != got[job][key]:
-                bad.append(f"{job}: {key} counted {got[job][key]}, formula {want[key]}")
-    return bad
+    got["head_patching"] = measure("head_patching", lambda: count_heads(run, correct, sample, positions.as_dict()))
+    return got
