@@ -161,7 +161,10 @@ def job_items(rule: str, s: Shape, w: Work) -> tuple[dict[str, int], dict[str, i
     if rule == "mlp_patching":
         # MLP outputs of the fitted prompts at every layer (activations' dtype, then float32), fitted
         collected = w.fit_prompts * L * d * (ab + 4)
-        return {}, {"MLP outputs' fit": collected + fit_bytes(w.fit_prompts, d, L, 1, w.helix_components), "sweep batch": fwd}
+        return {}, {
+            "MLP outputs' fit": collected + fit_bytes(w.fit_prompts, d, L, 1, w.helix_components),
+            "sweep batch": fwd,
+        }
     if rule == "head_patching":
         # every head's output of the fitted prompts, collected, stacked and in float32, fitted per head
         d_head = d // s.n_heads
