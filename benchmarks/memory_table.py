@@ -104,9 +104,8 @@ def probe_rows() -> list[str]:
             if "gpu_peak_allocated_gb" not in r:
                 continue
             got = memory.job_peak_bytes(r["job"], size.shape(2), paper_work(name, 512, False), int(weights)) / 1e9
-            rows.append(
-                f"| {name} | {r['job']} | {r['gpu_peak_allocated_gb']:.2f} | {got:.2f} | {100 * (got / r['gpu_peak_allocated_gb'] - 1):+.1f}% |"
-            )
+            peak = r["gpu_peak_allocated_gb"]
+            rows.append(f"| {name} | {r['job']} | {peak:.2f} | {got:.2f} | {100 * (got / peak - 1):+.1f}% |")
     return rows
 
 
@@ -126,7 +125,7 @@ def card_rows() -> list[str]:
             extra = placement.cache_dataset_bytes("-", placement.CACHE_DATASETS.get(rule, ()), size, 361, "float32")
             host = placement.model_job_mb(rule, size, spec, paper_work(name, 512, True), True, 1, extra) / 1000
 
-            def fits(card):
+            def fits(card, full=full, half=half):
                 return "yes" if full <= card else ("at 256" if half <= card else "no")
 
             rows.append(

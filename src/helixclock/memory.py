@@ -69,6 +69,7 @@ class Work:
     tokens: int
     prefix: int = 0
     answer: int = 1
+    several: bool = False  # numbers of several tokens: logits of the answer positions alone
     add_rows: int = 10_000
     task_rows: int = 400
     helix_pairs: int = 100
@@ -96,7 +97,8 @@ def forward_bytes(s: Shape, w: Work, rows: int | None = None, logits: bool = Tru
     run = max(w.answer, tokens - w.prefix)
     kv = 2 * s.n_layers * rows * tokens * s.kv_width * s.act_bytes
     mlp = (3 if s.gated else 2) * rows * run * s.d_mlp * s.act_bytes
-    out = rows * run * s.vocab * s.act_bytes + 9 * rows * w.answer * s.vocab if logits else 0
+    read = w.answer if w.several else run  # several tokens: logits_to_keep, the answer's positions
+    out = rows * read * s.vocab * s.act_bytes + 9 * rows * w.answer * s.vocab if logits else 0
     return kv + max(mlp, out)
 
 
@@ -173,7 +175,7 @@ def job_items(rule: str, s: Shape, w: Work) -> tuple[dict[str, int], dict[str, i
         return {}, {"heads' fit": collected + fit, "sweep batch": fwd}
     if rule == "neuron_attribution":
         clean = w.attribution_pairs * L * s.d_mlp * ab  # the clean run's neurons at every layer
-        return {"clean neurons": clean}, {"attribution batch": backward_bytes(s, w, w.batch)}
+        return {"clean neurons": clean}, {"attribution batch": backward_bytes(s, w, w.attribution_pairs)}
     if rule in ("neuron_grids", "neuron_fit_eval"):
         kinds = 3 if s.gated else 2  # every layer's neurons of a batch: pre- (gate, up) and post-activation
         return {}, {"forward batch and its neurons": fwd + kinds * w.batch * L * s.d_mlp * ab}

@@ -3,10 +3,13 @@ memory and runtime of the jobs that run a model (``outputs.MODEL_JOBS``, which a
 GPU), and the memory of the jobs that read the residual cache, from numbers known while the DAG
 is built and exact once the model card exists.
 
-**The model's size.**  A model job's memory is its weights (parameters x bytes of the registry
-``dtype``), one forward batch's activations (``batch_size`` rows x the prompt's tokens x every
-layer's residual and the vocabulary's logits, float32) and :data:`OVERHEAD_MB` (Python, torch,
-the CUDA context, nnsight).  The parameters are read, first found first:
+**The model's size.**  A model job's memory is what it holds at its peak (docs/memory.md):
+:mod:`helixclock.memory` sums each job's items (weights, a forward batch's keys, values and
+logits, the cache's tensors, fits' chunks, the attribution's backward) from the model's shape,
+the batch and the config's counts (:func:`job_work`).  On a GPU that is the job's ``gpu_mem_mb``
+(:func:`gpu_job_mb`), and its host memory is :data:`HOST_GPU_MB` (the CUDA context and
+libraries), the weights and the cache datasets it reads; on the CPU every item lives in host
+memory (:func:`model_job_mb`).  The parameters and shape are read, first found first:
 
 1. the model card (``results/{model}/model.json``; it counts them exactly on PyTorch's meta
    device, and knows the prompts' token lengths).  Every model job but train_toy reads the card,
@@ -21,7 +24,7 @@ the CUDA context, nnsight).  The parameters are read, first found first:
 4. a toy's registry architecture.
 
 A model none of these describes yet (a GGUF before its installation, a hub model without
-``parameters`` before download_model) gets :data:`OVERHEAD_MB` in a dry run; its jobs are
+``parameters`` before download_model) gets :data:`MIN_MODEL_MB` in a dry run; its jobs are
 sized from the card when they are submitted.  Before the card, the prompt's tokens are bounded
 by its characters (a token holds at least one), so a dry run never shows less than the job gets.
 
@@ -183,9 +186,10 @@ def config_size(cfg: dict, read_from: str) -> Size:
 
 
 def card_tokens(card: dict) -> int | None:
-    """The longest prompt's tokens a one-token model's card records (None for several tokens:
-    their lengths are classes of each task's prompts)."""
+    """The longest a+b prompt's tokens a card records (one-token numbers: each task's length;
+    several tokens: the a+b prompts' classes), None where it records none."""
     lengths = [p["length"] for p in card.get("positions", {}).values() if p.get("length")]
+    lengths += [n for c in card.get("classes", {}).get("add", []) for n in c.get("prompt_lengths", [])]
     return max(lengths) if lengths else None
 
 
@@ -288,6 +292,12 @@ def prompt_tokens(spec: dict) -> int:
     return longest + 1
 
 
+def runs_on_gpu(device: str) -> bool:
+    """Whether model jobs run on a GPU under config key ``device``: cuda, or auto on a machine
+    with an NVIDIA driver (the Slurm profile sets cuda)."""
+    return device == "cuda" or (device == "auto" and Path("/proc/driver/nvidia").exists())
+
+
 def run_bytes(spec: dict, on_gpu: bool) -> int:
     """Bytes of a weight or activation as the model runs (helixclock.models.run_dtype): the
     registry's dtype, float16 as float32 on the CPU."""
@@ -307,6 +317,7 @@ def job_work(size: Size | None, spec: dict, batch_size: int, counts: dict) -> me
         tokens=tokens,
         prefix=size.prefix if size is not None else 0,
         answer=ANSWER_TOKENS if several else 1,
+        several=several,
         **{k: v for k, v in counts.items() if k in fields and v is not None},
     )
 

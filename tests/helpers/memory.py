@@ -7,9 +7,12 @@ import re
 import tempfile
 from pathlib import Path
 
+import yaml
+
 from helixclock import placement
 from helixclock.outputs import MODEL_JOBS
 from helpers.dag import workflow_api
+from helpers.paths import REPO
 
 RATIO = (1.0, 2.0)
 
@@ -22,8 +25,11 @@ def declared(run: Path, configfile: Path, models: list[str]) -> dict[tuple[str, 
         for name in ("results", "resources", "logs"):
             if (run / name).exists():
                 (Path(tmp) / name).symlink_to((run / name).resolve())
-        with workflow_api(Path(tmp), configfile) as workflow:
-            workflow._workflow.config_settings.overwrite_config["models"] = models
+        config = yaml.safe_load(Path(configfile).read_text())
+        config["models"] = models
+        config["registry"] = str((REPO / config.get("registry", "config/models.yaml")).resolve())
+        (Path(tmp) / "config.yaml").write_text(yaml.safe_dump(config))
+        with workflow_api(Path(tmp), Path(tmp) / "config.yaml") as workflow:
             dag = workflow.dag(DAGSettings(forceall=True))
             dag.execute_workflow(executor="dryrun")
             out = {}

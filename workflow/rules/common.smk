@@ -297,8 +297,7 @@ def job_counts(model):
 def on_gpu():
     """Whether model jobs run on a GPU: config key device cuda, or auto where this machine has
     an NVIDIA driver (the Slurm profile sets cuda)."""
-    device = config["device"]
-    return device == "cuda" or (device == "auto" and os.path.exists("/proc/driver/nvidia"))
+    return placement.runs_on_gpu(config["device"])
 
 
 def _work(model):
