@@ -97,8 +97,11 @@ def forward_bytes(s: Shape, w: Work, rows: int | None = None, logits: bool = Tru
     run = max(w.answer, tokens - w.prefix)
     kv = 2 * s.n_layers * rows * tokens * s.kv_width * s.act_bytes
     mlp = (3 if s.gated else 2) * rows * run * s.d_mlp * s.act_bytes
-    read = w.answer if w.several else run  # several tokens: logits_to_keep, the answer's positions
-    out = rows * read * s.vocab * s.act_bytes + 9 * rows * w.answer * s.vocab if logits else 0
+    if w.several:  # logits_to_keep: the answer's positions alone, and their float32 copy
+        out = rows * w.answer * s.vocab * (s.act_bytes + 4)
+    else:  # every position run; the last one's float32 copy, its clone and a comparison
+        out = rows * run * s.vocab * s.act_bytes + 9 * rows * s.vocab
+    out = out if logits else 0
     return kv + max(mlp, out)
 
 
