@@ -3,10 +3,13 @@ memory and runtime of the jobs that run a model (``outputs.MODEL_JOBS``, which a
 GPU), and the memory of the jobs that read the residual cache, from numbers known while the DAG
 is built and exact once the model card exists.
 
-**The model's size.**  A model job's memory is its weights (parameters x bytes of the registry
-``dtype``), one forward batch's activations (``batch_size`` rows x the prompt's tokens x every
-layer's residual and the vocabulary's logits, float32) and :data:`OVERHEAD_MB` (Python, torch,
-the CUDA context, nnsight).  The parameters are read, first found first:
+**The model's size.**  A model job's memory is what it holds at its peak (docs/memory.md):
+:mod:`helixclock.memory` sums each job's items (weights, a forward batch's keys, values and
+logits, the cache's tensors, fits' chunks, the attribution's backward) from the model's shape,
+the batch and the config's counts (:func:`job_work`).  On a GPU that is the job's ``gpu_mem_mb``
+(:func:`gpu_job_mb`), and its host memory is :data:`HOST_GPU_MB` (the CUDA context and
+libraries), the weights and the cache datasets it reads; on the CPU every item lives in host
+memory (:func:`model_job_mb`).  The parameters and shape are read, first found first:
 
 1. the model card (``results/{model}/model.json``; it counts them exactly on PyTorch's meta
    device, and knows the prompts' token lengths).  Every model job but train_toy reads the card,
@@ -21,7 +24,7 @@ the CUDA context, nnsight).  The parameters are read, first found first:
 4. a toy's registry architecture.
 
 A model none of these describes yet (a GGUF before its installation, a hub model without
-``parameters`` before download_model) gets :data:`OVERHEAD_MB` in a dry run; its jobs are
+``parameters`` before download_model) gets :data:`MIN_MODEL_MB` in a dry run; its jobs are
 sized from the card when they are submitted.  Before the card, the prompt's tokens are bounded
 by its characters (a token holds at least one), so a dry run never shows less than the job gets.
 
@@ -48,15 +51,19 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import memory
 from .config import source_kind
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MB = 1_000_000  # Snakemake's mem_mb (Slurm reads --mem in MiB: a little more)
-OVERHEAD_MB = 3000  # a model job's Python, torch, CUDA context and nnsight, beside the weights
+HOST_CPU_MB = 500  # a model job's Python, torch, transformers, nnsight and pandas (the tiny run's peak 460-620 MB)
+HOST_GPU_MB = 1800  # ... and the CUDA context and its libraries (the toys' H200 run: 0.8-1.75 GB)
+HOST_MARGIN = 1.4  # what a job asks beyond what it holds: the allocator keeps freed pages (SmolLM2: 1.03-1.25 x)
+MIN_MODEL_MB = 1000  # the least a model job asks for
+ANSWER_TOKENS = 3  # answer positions whose logits a job on numbers of several tokens reads
 CPU_OVERHEAD_MB = 1000  # a table job's Python, numpy, pandas
 MIN_MEM_MB = 4000
 MIN_MINUTES = 30
-ACTIVATION_BYTES = 4  # float32 logits and residuals a forward batch hands back
 CACHE_COPIES = 3
 ADD_PROMPTS = 10_000  # every a+b prompt (a, b in 0..99): the cache's most rows
 
@@ -99,7 +106,9 @@ CACHE_DATASETS = {
 @dataclass(frozen=True)
 class Size:
     """What a job's resources are computed from: parameters, layers, width, vocabulary, the
-    longest prompt's tokens (None: unknown) and where they were read."""
+    longest prompt's tokens (None: unknown) and where they were read; the MLP's width, the keys'
+    and values' width, the heads and whether the MLP is gated where a config.json says (else
+    GPT-J's proportions: 4 x d_model, d_model, 64-wide heads, not gated)."""
 
     parameters: int
     n_layers: int
@@ -107,6 +116,25 @@ class Size:
     vocab: int
     tokens: int | None
     read_from: str
+    d_mlp: int | None = None
+    kv_width: int | None = None
+    n_heads: int | None = None
+    gated: bool = False
+    prefix: int = 0  # tokens every a+b prompt shares before its first number (the card's), run once
+
+    def shape(self, act_bytes: int) -> memory.Shape:
+        """The :class:`helixclock.memory.Shape` of the model with activations of ``act_bytes``."""
+        d = self.d_model
+        return memory.Shape(
+            self.n_layers,
+            d,
+            self.d_mlp or 4 * d,
+            self.kv_width or d,
+            self.vocab,
+            self.n_heads or max(1, d // 64),
+            self.gated,
+            act_bytes,
+        )
 
 
 def _get(cfg: dict, *keys, default=None):
@@ -139,20 +167,29 @@ def config_parameters(cfg: dict) -> int:
 
 def config_size(cfg: dict, read_from: str) -> Size:
     inner = cfg.get("text_config", cfg) if "hidden_size" not in cfg and "n_embd" not in cfg else cfg
+    d = _get(inner, "hidden_size", "n_embd", "d_model")
+    heads = _get(inner, "num_attention_heads", "n_head", "num_heads")
+    head_dim = _get(inner, "head_dim", default=d // heads if heads else None)
+    kv = _get(inner, "num_key_value_heads", default=heads)
     return Size(
         parameters=config_parameters(cfg),
         n_layers=_get(inner, "num_hidden_layers", "n_layer", "num_layers"),
-        d_model=_get(inner, "hidden_size", "n_embd", "d_model"),
+        d_model=d,
         vocab=inner["vocab_size"],
         tokens=None,
         read_from=read_from,
+        d_mlp=_get(inner, "intermediate_size", "n_inner", "ffn_dim", default=4 * d),
+        kv_width=kv * head_dim if kv and head_dim else None,
+        n_heads=heads,
+        gated=inner.get("model_type") in GATED,
     )
 
 
 def card_tokens(card: dict) -> int | None:
-    """The longest prompt's tokens a one-token model's card records (None for several tokens:
-    their lengths are classes of each task's prompts)."""
+    """The longest a+b prompt's tokens a card records (one-token numbers: each task's length;
+    several tokens: the a+b prompts' classes), None where it records none."""
     lengths = [p["length"] for p in card.get("positions", {}).values() if p.get("length")]
+    lengths += [n for c in card.get("classes", {}).get("add", []) for n in c.get("prompt_lengths", [])]
     return max(lengths) if lengths else None
 
 
@@ -172,21 +209,23 @@ def _hub_config(source: str, revision: str | None) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
+def card_prefix(card: dict) -> int:
+    """Tokens every a+b prompt shares before its first number, which the engine runs once (the
+    card's position of a, or the first token of a's spans with numbers of several tokens); 0
+    where the card does not say."""
+    add = card.get("positions", {}).get("add") or {}
+    if add.get("a") is not None:
+        return int(add["a"])
+    spans = [c["example_spans"]["a"][0] for c in card.get("classes", {}).get("add", []) if c.get("example_spans")]
+    return min(spans) if spans else 0
+
+
 def model_size(name: str, spec: dict, card: str | Path, model_folder: str | Path | None = None) -> Size | None:
     """The size of model ``name`` (registry entry ``spec``): from its card at ``card`` where it
     exists, else its config.json (a local directory, the hub cache at its revision, or
     ``model_folder``: the folder its toy or converted GGUF is in), else registry ``parameters``,
-    else a toy's registry architecture; None where nothing describes it yet."""
-    found = _read_json(Path(card))
-    if found and found.get("parameters"):
-        return Size(
-            found["parameters"],
-            found["n_layers"],
-            found["d_model"],
-            found["vocab"],
-            card_tokens(found),
-            "model card",
-        )
+    else a toy's registry architecture; None where nothing describes it yet.  The MLP's and the
+    keys' widths come from config.json (or the toy's architecture) where one is found."""
     kind = source_kind(spec["source"])
     candidates = []
     if kind == "local":
@@ -195,31 +234,54 @@ def model_size(name: str, spec: dict, card: str | Path, model_folder: str | Path
         candidates.append(_hub_config(spec["source"], spec.get("revision")))
     if model_folder is not None:
         candidates.append(Path(model_folder) / "config.json")
+    shape = None
     for path in candidates:
         cfg = _read_json(path) if path is not None else None
         if cfg and cfg.get("vocab_size"):
-            return config_size(cfg, f"config.json ({path})")
+            shape = config_size(cfg, f"config.json ({path})")
+            break
+    if shape is None and kind == "toy":
+        shape = _toy_size(spec)
+    found = _read_json(Path(card))
+    if found and found.get("parameters"):
+        widths = {k: getattr(shape, k) for k in ("d_mlp", "kv_width", "gated")} if shape else {}
+        return Size(
+            found["parameters"],
+            found["n_layers"],
+            found["d_model"],
+            found["vocab"],
+            card_tokens(found),
+            "model card",
+            n_heads=found.get("n_heads"),
+            prefix=card_prefix(found),
+            **widths,
+        )
+    if shape is not None:
+        return shape
     if spec.get("parameters"):
         # layers and width unknown: GPT-J's, scaled to the count (a cube root: both grow with it)
         scale = (spec["parameters"] / GPTJ_PARAMETERS) ** (1 / 3)
         shape = round(28 * scale), round(4096 * scale), 50_400
         return Size(int(spec["parameters"]), *shape, None, "registry key parameters")
-    if kind == "toy":
-        arch = spec["toy"]
-        d, L = arch["d_model"], arch["n_layers"]
-        vocab = spec.get("number_limit", 399) + 1 + 256  # the numbers and the prompts' words
-        cfg = {
-            "hidden_size": d,
-            "num_hidden_layers": L,
-            "num_attention_heads": arch["n_heads"],
-            "num_key_value_heads": arch.get("n_kv_heads", arch["n_heads"]),
-            "intermediate_size": arch.get("d_mlp", 4 * d),
-            "vocab_size": vocab,
-            "model_type": spec.get("family"),
-            "tie_word_embeddings": arch.get("tie_embeddings", False),
-        }
-        return config_size(cfg, "registry toy architecture")
     return None
+
+
+def _toy_size(spec: dict) -> Size:
+    """A toy's size from its registry architecture."""
+    arch = spec["toy"]
+    d, L = arch["d_model"], arch["n_layers"]
+    vocab = spec.get("number_limit", 399) + 1 + 256  # the numbers and the prompts' words
+    cfg = {
+        "hidden_size": d,
+        "num_hidden_layers": L,
+        "num_attention_heads": arch["n_heads"],
+        "num_key_value_heads": arch.get("n_kv_heads", arch["n_heads"]),
+        "intermediate_size": arch.get("d_mlp", 4 * d),
+        "vocab_size": vocab,
+        "model_type": spec.get("family"),
+        "tie_word_embeddings": arch.get("tie_embeddings", False),
+    }
+    return config_size(cfg, "registry toy architecture")
 
 
 def prompt_tokens(spec: dict) -> int:
@@ -230,16 +292,73 @@ def prompt_tokens(spec: dict) -> int:
     return longest + 1
 
 
-def model_job_mb(size: Size | None, spec: dict, batch_size: int, attempt: int, extra_bytes: int = 0) -> int:
-    """A model job's host memory (MB): weights, one batch's activations, ``extra_bytes`` (the
-    cache datasets it reads) and the overhead, times the attempt; :data:`MIN_MEM_MB` at least."""
+def runs_on_gpu(device: str) -> bool:
+    """Whether model jobs run on a GPU under config key ``device``: cuda, or auto on a machine
+    with an NVIDIA driver (the Slurm profile sets cuda)."""
+    return device == "cuda" or (device == "auto" and Path("/proc/driver/nvidia").exists())
+
+
+def run_bytes(spec: dict, on_gpu: bool) -> int:
+    """Bytes of a weight or activation as the model runs (helixclock.models.run_dtype): the
+    registry's dtype, float16 as float32 on the CPU."""
+    dtype = spec.get("dtype", "float32")
+    return 4 if dtype == "float16" and not on_gpu else DTYPE_BYTES[dtype]
+
+
+def job_work(size: Size | None, spec: dict, batch_size: int, counts: dict) -> memory.Work:
+    """The :class:`helixclock.memory.Work` of a model's jobs: ``counts`` (config keys, the
+    registry's overrides applied, and ``add_rows``/``task_rows``: correct prompts) with the
+    prompt's tokens from ``size`` (bounded by its characters before the card)."""
+    several = spec.get("number_tokens") == "several"
+    tokens = (size.tokens if size is not None else None) or prompt_tokens(spec)
+    fields = set(memory.Work.__dataclass_fields__)
+    return memory.Work(
+        batch=batch_size,
+        tokens=tokens,
+        prefix=size.prefix if size is not None else 0,
+        answer=ANSWER_TOKENS if several else 1,
+        several=several,
+        **{k: v for k, v in counts.items() if k in fields and v is not None},
+    )
+
+
+def _peak(rule: str, size: Size, spec: dict, work: memory.Work, on_gpu: bool) -> tuple[int, int, dict]:
+    """(weights, items beside them, resident items) of a model job in bytes on the GPU or the CPU."""
+    nbytes = run_bytes(spec, on_gpu)
+    weights = size.parameters * nbytes
+    resident, _ = memory.job_items(rule, size.shape(nbytes), work)
+    return weights, memory.job_peak_bytes(rule, size.shape(nbytes), work, weights) - weights, resident
+
+
+def gpu_job_mb(rule: str, size: Size | None, spec: dict, work: memory.Work) -> int:
+    """A model job's GPU memory (MB, resource ``gpu_mem_mb``): the sum of what it holds there at
+    once (:func:`helixclock.memory.job_peak_bytes`), whatever the attempt (a retry holds no more
+    on the GPU: on CUDA out-of-memory the engine halves its batch itself); 0 where the size is
+    unknown."""
+    if size is None or rule == "train_toy":
+        return 0
+    weights, items, _ = _peak(rule, size, spec, work, on_gpu=True)
+    return math.ceil((weights + items) / MB)
+
+
+def model_job_mb(
+    rule: str, size: Size | None, spec: dict, work: memory.Work, on_gpu: bool, attempt: int, extra_bytes: int = 0
+) -> int:
+    """A model job's host memory (MB, resource ``mem_mb``), :data:`HOST_MARGIN` x what it holds,
+    :data:`MIN_MODEL_MB` at least, times the attempt.  On the CPU: :data:`HOST_CPU_MB`, the
+    weights and every item of :func:`helixclock.memory.job_peak_bytes` (activations live in host
+    memory), and the cache datasets it reads (``extra_bytes``) beyond those items.  On a GPU
+    (``on_gpu``): :data:`HOST_GPU_MB` (the CUDA context and libraries), the weights (read through
+    host memory while loading) and the cache datasets it reads."""
     if size is None:
-        return max(MIN_MEM_MB, OVERHEAD_MB) * attempt
-    weights = size.parameters * DTYPE_BYTES[spec.get("dtype", "float32")]
-    tokens = size.tokens or prompt_tokens(spec)
-    activations = batch_size * tokens * (size.vocab + (size.n_layers + 1) * size.d_model) * ACTIVATION_BYTES
-    total = math.ceil((weights + activations + extra_bytes) / MB) + OVERHEAD_MB
-    return max(MIN_MEM_MB, total) * attempt
+        return MIN_MODEL_MB * attempt
+    weights, items, resident = _peak(rule, size, spec, work, on_gpu)
+    if on_gpu:
+        held = HOST_GPU_MB * MB + weights + extra_bytes
+    else:
+        cached = sum(v for k, v in resident.items() if k.startswith("cache"))
+        held = HOST_CPU_MB * MB + weights + items + max(0, extra_bytes - cached)
+    return max(MIN_MODEL_MB, math.ceil(HOST_MARGIN * held / MB)) * attempt
 
 
 def model_job_minutes(rule: str, size: Size | None, attempt: int) -> int:

@@ -37,9 +37,10 @@ def gptj_shaped(tmp_path_factory):
 
 
 def test_every_model_job_of_a_gptj_shaped_model_gets_a_gpu_and_its_weights(gptj_shaped, tmp_path):
-    """A dry run under the Slurm profile: each job that loads GPT-J-6B asks for one GPU and host
-    memory above its weights (bfloat16), no other job asks for a GPU, and every job sent to the
-    cluster declares its memory and runtime; plots and tables stay on the submit host."""
+    """A dry run under the Slurm profile: each job that loads GPT-J-6B asks for one GPU, host
+    memory above its weights (bfloat16) and the CUDA context and GPU memory above its weights, no
+    other job asks for a GPU, and every job sent to the cluster declares its memory and runtime;
+    plots and tables stay on the submit host."""
     proc = snakemake(tmp_path, "-n", "--workflow-profile", str(PROFILE), configfile=gptj_shaped / "config.yaml")
     jobs = dry_run_jobs(proc.stdout + proc.stderr, local_rules(tmp_path, gptj_shaped / "config.yaml"))
     assert len(jobs) == sum(
@@ -51,7 +52,8 @@ def test_every_model_job_of_a_gptj_shaped_model_gets_a_gpu_and_its_weights(gptj_
     assert {rule for rule, _, res in jobs if res.get("gpu") == "1"} == ONE_TOKEN_MODEL_JOBS
     for rule, local, res in jobs:
         if rule in MODEL_JOBS:
-            assert not local and int(res["mem_mb"]) > weights_mb + placement.OVERHEAD_MB, (rule, res)
+            assert not local and int(res["mem_mb"]) > weights_mb + placement.HOST_GPU_MB, (rule, res)
+            assert int(res["gpu_mem_mb"]) > weights_mb, (rule, res)
         else:
             assert "gpu" not in res, (rule, res)  # no job outside MODEL_JOBS claims a GPU
         if not local:

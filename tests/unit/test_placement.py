@@ -15,7 +15,6 @@ import pytest
 import yaml
 from helpers.cluster import (
     CONFIG,
-    GPTJ_LONGEST_PROMPT,
     GPTJ_PARAMETERS,
     PROFILE,
     gptj_shaped_model,
@@ -33,20 +32,16 @@ def gptj_shaped(tmp_path_factory):
     return gptj_shaped_model(tmp_path_factory.mktemp("gptj-shape"))
 
 
-def test_memory_is_the_weights_a_batch_and_the_overhead_and_a_retry_asks_for_more(gptj_shaped, tmp_path):
-    """Known answers: before the model card, GPT-J-6B's config.json (6.05e9 parameters by its
-    matrices) in bfloat16, a batch of 512 prompts of at most one token a character, and 3 GB; once
-    the card exists, its exact count and prompt length.  Attempt 2 asks for twice the memory and
-    time of attempt 1, attempt 3 three times."""
+def test_memory_is_what_a_job_holds_and_a_retry_asks_for_more(gptj_shaped, tmp_path):
+    """GPT-J-6B's config.json (6.05e9 parameters by its matrices, bfloat16) before the card and
+    its exact count and prompt once the card exists: every model job asks for host memory above
+    its weights and the base (:data:`placement.HOST_CPU_MB` on the CPU, x HOST_MARGIN) and for
+    GPU memory summed by helixclock.memory (accuracy: 15.1 GB measured on an H200, within 15%);
+    attempt 2 asks for twice the host memory and time of attempt 1, attempt 3 three times, and the
+    same GPU memory."""
     config_parameters = 50400 * 4096 * 2 + 28 * (4 * 4096 * 4096 + 2 * 4096 * 16384)  # untied, no biases
-    per_token = (50400 + 29 * 4096) * 4  # float32 logits and the 29 residuals of a token
-    batch = 512
-
-    def expected(parameters, tokens):
-        return math.ceil((parameters * 2 + batch * tokens * per_token) / 1e6) + placement.OVERHEAD_MB
-
     before = planned_resources(tmp_path, configfile=gptj_shaped / "config.yaml", attempts=(1, 2, 3))
-    card = {"parameters": GPTJ_PARAMETERS, "n_layers": 28, "d_model": 4096, "vocab": 50400}
+    card = {"parameters": GPTJ_PARAMETERS, "n_layers": 28, "d_model": 4096, "vocab": 50400, "n_heads": 16}
     card["positions"] = {"add": {"a": 6, "b": 8, "last": 9, "length": 10}, "mod2": {"a": 6, "last": 9, "length": 11}}
     path = tmp_path / outputs.CARD.format(model="gptj-shape")
     path.parent.mkdir(parents=True)
@@ -55,25 +50,21 @@ def test_memory_is_the_weights_a_batch_and_the_overhead_and_a_retry_asks_for_mor
     rows = []
     for rule, _, res in before:
         if rule in MODEL_JOBS or rule in placement.CACHE_DATASETS:
-            assert res[2]["mem_mb"] == 2 * res[1]["mem_mb"] and res[3]["mem_mb"] == 3 * res[1]["mem_mb"], rule
-            assert res[2]["runtime"] == 2 * res[1]["runtime"] and res[3]["runtime"] == 3 * res[1]["runtime"], rule
-        if rule in ("accuracy", "neuron_grids"):
-            assert res[1]["mem_mb"] == expected(config_parameters, len(GPTJ_LONGEST_PROMPT) + 1), rule
-            assert after[rule][1]["mem_mb"] == expected(GPTJ_PARAMETERS, 11), rule
-        if rule in MODEL_JOBS:
+            for key in ("mem_mb", "runtime"):
+                if key in res[1]:
+                    assert res[2][key] == 2 * res[1][key] and res[3][key] == 3 * res[1][key], (rule, key)
+            if "gpu_mem_mb" in res[1]:  # the GPU holds no more at a retry: the engine halves its batch itself
+                assert res[3]["gpu_mem_mb"] == res[2]["gpu_mem_mb"] == res[1]["gpu_mem_mb"], rule
+        if rule in MODEL_JOBS and rule != "train_toy":
+            floor = placement.HOST_MARGIN * (config_parameters * 2 / 1e6 + placement.HOST_CPU_MB)
+            assert res[1]["mem_mb"] > floor and res[1]["gpu_mem_mb"] > config_parameters * 2 / 1e6, rule
             rows.append(
-                (
-                    rule,
-                    res[1].get("gpu"),
-                    res[1]["mem_mb"],
-                    res[2]["mem_mb"],
-                    after[rule][1]["mem_mb"],
-                    res[1]["runtime"],
-                )
+                (rule, res[1]["mem_mb"], after[rule][1]["mem_mb"], res[1]["gpu_mem_mb"], after[rule][1]["gpu_mem_mb"])
             )
-    print("\nGPT-J-6B placement (rule, gpu, mem_mb attempts 1 and 2 before the card, attempt 1 with it, runtime min):")
-    for rule, gpu, one, two, card_mb, minutes in sorted(rows):
-        print(f"  {rule:<22} gpu={gpu} mem_mb {one:6d} / {two:6d} (card: {card_mb:6d}) runtime {minutes}")
+    assert after["accuracy"][1]["gpu_mem_mb"] == pytest.approx(15_064, rel=0.15)
+    print("\nGPT-J-6B placement (rule, mem_mb before the card / with it, gpu_mem_mb before / with it):")
+    for rule, one, card_mb, gpu, card_gpu in sorted(rows):
+        print(f"  {rule:<22} mem_mb {one:6d} / {card_mb:6d}  gpu_mem_mb {gpu:6d} / {card_gpu:6d}")
     # a reader of the cache: the datasets it reads, bounded by every a+b prompt at every layer
     fits = next(res for rule, _, res in before if rule == "helix_fits")
     a_bytes = 10_000 * 29 * 4096 * 4 + 10_000 * 2 * 8  # dataset a (float32) and ab (int64)

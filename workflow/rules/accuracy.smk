@@ -20,6 +20,7 @@ rule accuracy:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,

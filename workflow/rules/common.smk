@@ -5,6 +5,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
@@ -262,11 +263,60 @@ def _cache_bytes(rulename, model):
     )
 
 
+def _correct_rows(path):
+    """Correct prompts of an accuracy table (None before it exists)."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split(",")
+        col = header.index("correct")
+        return sum(line.rstrip("\n").split(",")[col] == "True" for line in f)
+
+
+def job_counts(model):
+    """What a model's jobs run on (helixclock.memory.Work): the config's counts with the
+    registry's overrides, and the correct prompts of its accuracy tables once they exist."""
+    w = SimpleNamespace(model=model)
+    periods = len(config["helix"]["periods"])
+    subsets = period_subsets()(w)
+    others = [_correct_rows(outputs.accuracy(t, model)) for t in OTHER_TASKS]
+    return {
+        "add_rows": _correct_rows(outputs.accuracy("add", model)) or placement.ADD_PROMPTS,
+        "task_rows": max([n for n in others if n is not None], default=None),
+        "helix_pairs": per_model("helix", "n_pairs")(w),
+        "clock_pairs": per_model("clock", "n_pairs")(w),
+        "fit_prompts": per_model("clock", "fit_prompts")(w),
+        "attribution_pairs": per_model("neurons", "attribution_pairs")(w),
+        "ablation_prompts": per_model("neurons", "ablation_prompts")(w),
+        "helix_bases": 2 * (2**periods - 1) + periods if subsets else 3,
+        "helix_components": config["helix"]["pca_components"],
+        "last_components": config["clock"]["pca_components"],
+    }
+
+
+def on_gpu():
+    """Whether model jobs run on a GPU: config key device cuda, or auto where this machine has
+    an NVIDIA driver (the Slurm profile sets cuda)."""
+    return placement.runs_on_gpu(config["device"])
+
+
+def _work(model):
+    spec = REGISTRY[model]
+    return placement.job_work(model_size(model), spec, config["batch_size"], job_counts(model))
+
+
 def model_memory(wildcards, attempt, rulename):
-    """mem_mb of a model job: weights, a forward batch, the cache datasets it reads, overhead."""
-    spec = REGISTRY[wildcards.model]
-    cache = _cache_bytes(rulename, wildcards.model)
-    return placement.model_job_mb(model_size(wildcards.model), spec, config["batch_size"], attempt, cache)
+    """mem_mb of a model job: what it holds in host memory (placement.model_job_mb)."""
+    model = wildcards.model
+    cache = _cache_bytes(rulename, model)
+    size, spec = model_size(model), REGISTRY[model]
+    return placement.model_job_mb(rulename, size, spec, _work(model), on_gpu(), attempt, cache)
+
+
+def model_gpu_memory(wildcards, rulename):
+    """gpu_mem_mb of a model job: what it holds on the GPU at once (placement.gpu_job_mb)."""
+    model = wildcards.model
+    return placement.gpu_job_mb(rulename, model_size(model), REGISTRY[model], _work(model))
 
 
 def model_runtime(wildcards, attempt, rulename):

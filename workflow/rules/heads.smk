@@ -23,6 +23,7 @@ rule head_patching:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         selection=selection_settings(),

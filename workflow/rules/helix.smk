@@ -84,6 +84,7 @@ rule helix_patching:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,
@@ -150,6 +151,7 @@ rule other_tasks_patching:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,

@@ -24,6 +24,7 @@ rule last_token_patching:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,

@@ -48,6 +48,7 @@ rule answer_scores:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,

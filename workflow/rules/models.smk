@@ -21,6 +21,7 @@ rule train_toy:
     resources:
         gpu=1,
         mem_mb=model_memory,
+        gpu_mem_mb=model_gpu_memory,
         runtime=model_runtime,
     params:
         spec=spec,

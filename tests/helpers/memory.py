@@ -1,0 +1,70 @@
+"""What each model job of a finished run declared (the plan's resources) and what it used (its
+benchmark file's max_rss): tests/dag/test_memory.py and benchmarks/memory_table.py (docs/memory.md)."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from helixclock import placement
+from helixclock.outputs import MODEL_JOBS
+from helpers.dag import workflow_api
+from helpers.paths import REPO
+
+RATIO = (1.0, 2.0)
+
+
+def declared(run: Path, configfile: Path, models: list[str]) -> dict[tuple[str, str], dict]:
+    """(model, rule) -> resources at attempt 1 of every model job a forced dry run of ``run`` plans."""
+    from snakemake.settings.types import DAGSettings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("results", "resources", "logs"):
+            if (run / name).exists():
+                (Path(tmp) / name).symlink_to((run / name).resolve())
+        config = yaml.safe_load(Path(configfile).read_text())
+        config["models"] = models
+        config["registry"] = str((REPO / config.get("registry", "config/models.yaml")).resolve())
+        (Path(tmp) / "config.yaml").write_text(yaml.safe_dump(config))
+        with workflow_api(Path(tmp), Path(tmp) / "config.yaml") as workflow:
+            dag = workflow.dag(DAGSettings(forceall=True))
+            dag.execute_workflow(executor="dryrun")
+            out = {}
+            for job in dag.workflow_api._workflow.dag.needrun_jobs(exclude_finished=False):
+                if job.rule.name in MODEL_JOBS or job.rule.name == "install_gguf":
+                    job.attempt = 1
+                    res = {k: v for k, v in job.resources.items() if not k.startswith("_")}
+                    out[(job.wildcards_dict.get("model"), job.rule.name)] = res
+    return out
+
+
+def measured(run: Path) -> dict[tuple[str, str], float]:
+    """(model, rule) -> max_rss (MB) of the newest benchmark file of each model job of ``run``."""
+    out, when = {}, {}
+    for path in sorted((run / "logs").glob("*/*-*.benchmark.tsv")):
+        rule = re.sub(r"-[0-9a-f]{10}$", "", path.name.removesuffix(".benchmark.tsv"))
+        key = (path.parent.name, rule)
+        lines = path.read_text().splitlines()
+        if len(lines) < 2 or (key in when and when[key] > path.stat().st_mtime):
+            continue
+        header, values = lines[0].split("\t"), lines[-1].split("\t")
+        out[key], when[key] = float(values[header.index("max_rss")]), path.stat().st_mtime
+    return out
+
+
+def within(declared_mb: float, peak_mb: float, floor_mb: float = placement.MIN_MODEL_MB) -> bool:
+    """The check of tests/dag/test_memory.py: 1.0 to 2.0 x the peak, or the floor where the peak is below it."""
+    return RATIO[0] * peak_mb <= declared_mb <= RATIO[1] * peak_mb or (declared_mb == floor_mb and peak_mb <= floor_mb)
+
+
+def old_model_job_mb(size: placement.Size, spec: dict, batch_size: int, extra_bytes: int = 0) -> int:
+    """mem_mb of a model job at commit 32a8dce (placement.model_job_mb then, attempt 1): the
+    weights, the full vocabulary's float32 logits and every layer's residual for every token of a
+    batch, the cache datasets it read and 3 GB; 4 GB at least."""
+    weights = size.parameters * placement.DTYPE_BYTES[spec.get("dtype", "float32")]
+    tokens = size.tokens or placement.prompt_tokens(spec)
+    activations = batch_size * tokens * (size.vocab + (size.n_layers + 1) * size.d_model) * 4
+    return max(4000, -(-(weights + activations + extra_bytes) // 1_000_000) + 3000)
