@@ -119,9 +119,7 @@ def card_rows() -> list[str]:
         size = paper_size(name)
         spec = {"dtype": "float16" if name == "pythia" else "bfloat16"}
         for rule in JOBS:
-            full, half = (
-                placement.gpu_job_mb(rule, size, spec, paper_work(name, b, True)) / 1000 for b in (512, 256)
-            )
+            full, half = (placement.gpu_job_mb(rule, size, spec, paper_work(name, b, True)) / 1000 for b in (512, 256))
             extra = placement.cache_dataset_bytes("-", placement.CACHE_DATASETS.get(rule, ()), size, 361, "float32")
             host = placement.model_job_mb(rule, size, spec, paper_work(name, 512, True), True, 1, extra) / 1000
 
