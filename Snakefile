@@ -39,3 +39,4 @@ rule all:
 
 
 check_rules()  # the GPU jobs are helixclock.outputs.MODEL_JOBS; each publish_<rule> publishes what <rule> stages
+check_gpu_memory()  # where config key gpu_memory_gb says the cards, every model job fits one

@@ -179,3 +179,29 @@ def test_the_registry_refuses_a_revision_for_a_model_not_on_the_hub(tmp_path):
     config = yaml.safe_load(CONFIG.read_text()) | {"registry": str(tmp_path / "models.yaml")}
     with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.revision': value 'main' is for a model of the"):
         check_config(config)
+
+
+def test_the_plan_refuses_a_gpu_card_that_no_batch_fits(gptj_shaped, tmp_path):
+    """Config key gpu_memory_gb (the Slurm profile's site setting, 80 by default): once GPT-J-6B's
+    card exists, the plan stops on a 24 GB card, naming helix_patching and last_token_patching
+    (their cache tensors and fits hold 28.2 and 24.1 GB whatever the batch), and passes on a 40 GB
+    one. The old claim that "a 24 GB card holds GPT-J at a smaller batch" is what it refuses."""
+    card = {"parameters": GPTJ_PARAMETERS, "n_layers": 28, "d_model": 4096, "vocab": 50400, "n_heads": 16}
+    card["positions"] = {"add": {"a": 6, "b": 8, "last": 9, "length": 10}}
+    path = tmp_path / outputs.CARD.format(model="gptj-shape")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(card))
+    base = yaml.safe_load((gptj_shaped / "config.yaml").read_text())
+    site = yaml.safe_load((REPO / "profiles" / "slurm" / "site.yaml").read_text())
+    assert site["gpu_memory_gb"] == 80  # the checked default
+    for card_gb in (24, 40, site["gpu_memory_gb"]):
+        configfile = tmp_path / f"config-{card_gb}.yaml"
+        configfile.write_text(yaml.safe_dump(base | {"gpu_memory_gb": card_gb}))
+        if card_gb == 24:
+            with pytest.raises(Exception, match="gpu_memory_gb is 24") as err:
+                planned_resources(tmp_path, configfile=configfile)
+            refused = re.findall(r"(\w+) of gptj-shape holds ([\d.]+) GB even at a batch of one", str(err.value))
+            assert {rule for rule, _ in refused} == {"helix_patching", "last_token_patching"}
+            assert all(float(gb) > 24 for _, gb in refused)
+        else:
+            assert planned_resources(tmp_path, configfile=configfile)  # planned, nothing refused

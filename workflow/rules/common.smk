@@ -5,6 +5,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from dataclasses import replace
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
@@ -317,6 +318,42 @@ def model_gpu_memory(wildcards, rulename):
     """gpu_mem_mb of a model job: what it holds on the GPU at once (placement.gpu_job_mb)."""
     model = wildcards.model
     return placement.gpu_job_mb(rulename, model_size(model), REGISTRY[model], _work(model))
+
+
+def check_gpu_memory():
+    """Called by the Snakefile: where config key gpu_memory_gb names the cards model jobs get (the
+    Slurm profile's site.yaml), every model job of a model whose card exists must fit one even at a
+    batch of one (its weights, cache tensors and fits do not shrink with the batch): the plan stops,
+    naming each job that cannot; a job that needs more at batch_size is told to halve its batch
+    (it does so itself on CUDA out-of-memory).  Before a model's card the sizes are bounds (a
+    prompt's tokens bounded by its characters): not checked."""
+    card_gb = config["gpu_memory_gb"]
+    if card_gb is None:
+        return
+    refused, halving = [], []
+    for model in MODELS:
+        size = model_size(model)
+        if size is None or size.read_from != "model card":
+            continue
+        spec, work = REGISTRY[model], _work(model)
+        for rule in outputs.MODEL_JOBS:
+            least = placement.gpu_job_mb(rule, size, spec, replace(work, batch=1)) / 1000
+            need = placement.gpu_job_mb(rule, size, spec, work) / 1000
+            if least > card_gb:
+                refused.append(f"{rule} of {model} holds {least:.1f} GB even at a batch of one")
+            elif need > card_gb:
+                halving.append(f"{rule} of {model} ({need:.1f} GB at batch {work.batch})")
+    if refused:
+        raise WorkflowError(
+            f"config key gpu_memory_gb is {card_gb:g} (the GPU cards model jobs get), but "
+            + "; ".join(refused)
+            + ": ask for larger cards (a GPU type or node feature for the model jobs, profiles/slurm/config.yaml)"
+            " and set gpu_memory_gb to their memory"
+        )
+    if halving:
+        logger.warning(
+            f"on {card_gb:g} GB GPU cards these jobs will halve their batch (CUDA out of memory): {', '.join(halving)}"
+        )
 
 
 def model_runtime(wildcards, attempt, rulename):
