@@ -1,6 +1,8 @@
 """Config and registry validation: errors name the key, the value and what is allowed (the same
 refusals on Snakemake's command line, before any job: tests/dag/test_config_refusals.py)."""
 
+import re
+
 import pytest
 import yaml
 from helpers.paths import REPO
@@ -218,3 +220,13 @@ def test_the_number_prompt_needs_a_alone(tmp_path):
     registry = registry_with(tmp_path, **{"toy-gptj__number_prompt": "{a} and {b}"})
     with pytest.raises(ConfigError, match=r"registry key 'toy-gptj.number_prompt': .* unknown placeholder \{b\}"):
         check_config({"registry": registry})
+
+
+def test_the_papers_hub_models_are_pinned_by_commit():
+    """GPT-J-6B, Pythia-6.9B and Llama-3.1-8B are each pinned to a commit (40 hex digits), not a
+    branch that can move (Pythia's was its branch step143000; the pin is main's commit holding
+    that checkpoint)."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    revisions = {name: registry[name]["revision"] for name in ("gptj", "pythia", "llama")}
+    assert all(re.fullmatch(r"[0-9a-f]{40}", r) for r in revisions.values()), revisions
+    assert not re.fullmatch(r"[0-9a-f]{40}", "step143000")  # the branch name the check refuses
