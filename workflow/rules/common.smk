@@ -336,13 +336,13 @@ def check_gpu_memory():
         if size is None or size.read_from != "model card":
             continue
         spec, work = REGISTRY[model], _work(model)
-        for rule in outputs.MODEL_JOBS:
-            least = placement.gpu_job_mb(rule, size, spec, replace(work, batch=1)) / 1000
-            need = placement.gpu_job_mb(rule, size, spec, work) / 1000
+        for job in outputs.MODEL_JOBS:
+            least = placement.gpu_job_mb(job, size, spec, replace(work, batch=1)) / 1000
+            need = placement.gpu_job_mb(job, size, spec, work) / 1000
             if least > card_gb:
-                refused.append(f"{rule} of {model} holds {least:.1f} GB even at a batch of one")
+                refused.append(f"{job} of {model} holds {least:.1f} GB even at a batch of one")
             elif need > card_gb:
-                halving.append(f"{rule} of {model} ({need:.1f} GB at batch {work.batch})")
+                halving.append(f"{job} of {model} ({need:.1f} GB at batch {work.batch})")
     if refused:
         raise WorkflowError(
             f"config key gpu_memory_gb is {card_gb:g} (the GPU cards model jobs get), but "
