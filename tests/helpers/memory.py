@@ -1,5 +1,5 @@
 """What each model job of a finished run declared (the plan's resources) and what it used (its
-benchmark file's max_rss): tests/dag/test_memory.py and benchmarks/memory_table.py (docs/memory.md)."""
+benchmark file's max_rss): tests/dag/test_declared_memory.py and benchmarks/memory_table.py (docs/memory.md)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def measured(run: Path) -> dict[tuple[str, str], float]:
 
 
 def within(declared_mb: float, peak_mb: float, floor_mb: float = placement.MIN_MODEL_MB) -> bool:
-    """The check of tests/dag/test_memory.py: 1.0 to 2.0 x the peak, or the floor where the peak is below it."""
+    """The check of tests/dag/test_declared_memory.py: 1.0 to 2.0 x the peak, or the floor where the peak is below it."""
     return RATIO[0] * peak_mb <= declared_mb <= RATIO[1] * peak_mb or (declared_mb == floor_mb and peak_mb <= floor_mb)
 
 
