@@ -5,11 +5,17 @@ Layers are numbered as the paper numbers them; the axis label says which convent
 figure uses (see docs/outputs.md, "Layer numbering").
 
 What every figure keeps to, whatever the model (tests/helpers/figures.py checks it on the
-figure's objects): a legend never covers data (it goes beside or below the panels:
-:func:`legend_outside`, :func:`shared_legend`), a grid of panels has no empty cell
-(:func:`panel_grid`), and titles fit the figure (:func:`suptitle`, :func:`title` break long
-ones at spaces; every figure lays itself out with matplotlib's constrained layout, which makes room for titles, labels,
-colorbars and the legends outside).
+figure's objects, on the toys' runs and on tables shaped as a real model's): a legend never covers
+data (one legend for the figure, under its panels: :func:`shared_legend`; beside a lone panel:
+:func:`legend_outside`), a grid of panels has no empty cell (:func:`panel_grid`), a panel is at
+least :data:`MIN_PANEL_INCHES` wide (:func:`panels_width`), an axis carries at most about
+:data:`MAX_TICKS` tick labels, never touching (:func:`thin_ticks`, :func:`category_ticks`,
+:func:`heatmap`), labels at data points merge where their points crowd (:func:`label_points`),
+titles fit the figure (:func:`suptitle`, :func:`title` break long ones at spaces), a figure that
+draws less than the paper's says what it leaves out (:func:`left_out`), and a "smallest k for
+x%" that the curve never reaches is drawn and named as not reached (:func:`smallest_mark`).
+Every figure lays itself out with matplotlib's constrained layout, which makes room for titles,
+labels, colorbars and the legends outside.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+
+MIN_PANEL_INCHES = 1.5  # the narrowest a panel of data is drawn
+MAX_TICKS = 12  # about the most tick labels an axis carries (a tick a layer of 30 runs them together)
 
 # the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines, laid
 # out by matplotlib's constrained layout (a figure function never calls tight_layout)
@@ -122,7 +131,7 @@ def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | Non
     if pairs is not None:
         title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        thin_ticks(ax)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel(LAYER_AXIS[convention])
     several = pairs is not None and pairs.attrs.get("ld") == "log-likelihood ratio"
@@ -142,7 +151,12 @@ def heatmap(
     ylabel: str = "",
     ticks: int | str = "auto",
 ):
-    """A heatmap with row 0 at the bottom (layers and numbers grow upwards)."""
+    """A heatmap with row 0 at the bottom (layers and numbers grow upwards); ``ticks`` "auto" labels
+    every row and column up to :data:`MAX_TICKS` of them, else every n-th (:func:`tick_step`:
+    seaborn's own "auto" measures the axes before the layout shrinks them)."""
+    if ticks == "auto":
+        ticks = (tick_step(grid.shape[1]), tick_step(grid.shape[0]))
+    xticks, yticks = ticks if isinstance(ticks, tuple) else (ticks, ticks)
     sns.heatmap(
         grid,
         ax=ax,
@@ -151,8 +165,8 @@ def heatmap(
         vmin=vmin,
         vmax=vmax,
         cbar_kws={"label": label},
-        xticklabels=ticks,
-        yticklabels=ticks,
+        xticklabels=xticks,
+        yticklabels=yticks,
         rasterized=True,
     )
     ax.collections[-1].set_zorder(1)  # above mark_unmeasured's hatching
@@ -189,29 +203,73 @@ def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, lab
         ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
     ax.set_xlabel(label)
     ax.set_ylabel("fraction of the all-components effect" if by == "fraction" else "fraction of the largest effect")
+    thin_ticks(ax)
 
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+def percent_short_of(value: float, threshold: float) -> str:
+    """``value`` (a share below ``threshold``) as a percentage with as many decimals as it takes
+    not to print as the threshold: 0.7995 against 0.8 is "79.95%", never "80%"."""
+    for digits in range(4):
+        if round(100 * value, digits) < round(100 * threshold, digits):
+            return f"{100 * value:.{digits}f}%"
+    return f"{100 * value:.4f}%"
+
+
+def smallest_mark(ax, curve: pd.DataFrame, x: str, by: str, threshold: float, smallest, what: str) -> str:
+    """The smallest ``x`` whose ``by`` reaches ``threshold`` (``smallest``, from the table) marked
+    on ``ax``: a dotted line where the curve does reach it there; where it never does (a table's
+    smallest falls back to the last ``x``), a cross at the curve's highest point, never a line at
+    the last ``x``.  The legend entry names the kind of mark, the returned text the value, for the
+    panel's title: "smallest k for 80%: 6", or "80% not reached (at most 79.95%, at m = 10)"."""
+    at = curve.loc[curve[x] == smallest, by]
+    if len(at) and float(at.max()) >= threshold - 1e-12:
+        ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest {what} for {threshold:.0%}")
+        return f"smallest {what} for {threshold:.0%}: {int(smallest)}"
+    best = curve.loc[curve[by].idxmax()]
+    ax.plot(
+        [best[x]], [best[by]], ls="none", marker="X", ms=8, color="C3", label=f"{threshold:.0%} not reached: highest"
+    )
+    return f"{threshold:.0%} not reached (at most {percent_short_of(best[by], threshold)}, at {what} = {int(best[x])})"
 
 
 def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = False):
-    """A top-k curve (Figs. D3, D8): fraction of the all-components effect vs k."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    """A top-k curve (Figs. D3, D8): fraction of the largest effect vs k, its legend below."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.6 if annotate else 4.2))
     topk_panel(ax, topk, what, annotate)
-    ax.set_title(with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
+    shared_legend(fig, [ax])
+    suptitle(fig, with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
     return fig
 
 
-def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> None:
-    """One top-k curve on ``ax``, with the smallest k reaching its threshold marked."""
+def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False, heading: str = "") -> None:
+    """One top-k curve on ``ax``, with the smallest k reaching its threshold marked (or the
+    threshold named as not reached, :func:`smallest_mark`), and the same for the fraction of
+    patching every component, in the panel's title under ``heading``; ``annotate``: the name of
+    the component each k adds, across the axis over each point (under it on the upper half)."""
     thr = float(topk["threshold"].iloc[0])
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
-    k, k_all = int(topk["smallest_k"].iloc[0]), int(topk["smallest_k_all"].iloc[0])
-    label = f"smallest k for {thr:.0%}: {k}\n({k_all} for {thr:.0%} of all {what} patched)"
-    ax.axvline(k, color="C3", ls=":", lw=1, label=label)
+    note = smallest_mark(ax, topk, "k", "fraction_of_max", thr, int(topk["smallest_k"].iloc[0]), "k")
+    k_all = int(topk["smallest_k_all"].iloc[0])
+    if (topk.loc[topk["k"] == k_all, "fraction"] >= thr - 1e-12).any():
+        every = f"{k_all} for {thr:.0%} of patching all {what}"
+    else:
+        every = f"{thr:.0%} of patching all not reached (at most {percent_short_of(topk['fraction'].max(), thr)})"
+    title(ax, "\n".join(t for t in (heading, f"{note}; {every}") if t), fontsize=9)
     if annotate:
+        top = float(topk["fraction_of_max"].max())
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
-    legend_outside(ax)
+            below = y > 0.5 * top
+            ax.annotate(
+                name,
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, -5 if below else 5),
+                fontsize=7,
+                rotation=90,
+                ha="center",
+                va="top" if below else "bottom",
+                gid=DATA_LABEL,
+            )
 
 
 # a reading's positions in words, for titles (helixclock.layout.READINGS)
@@ -279,36 +337,140 @@ def legend_outside(ax, **kwargs):
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kwargs)
 
 
-def shared_legend(fig, axes, where: str = "right", **kwargs):
+def shared_legend(fig, axes, where: str = "lower", handles=None, **kwargs):
     """One legend for the figure: the entries of every axes in ``axes`` (each label once, in the
-    order first met), their own legends removed.  Beside the panel when there is one and
-    ``where`` is "right" (:func:`legend_outside`); under the panels otherwise (a figure legend
-    at the top right would run into the figure's title, which the layout centres over the whole
-    figure)."""
+    order first met; or ``handles``), their own legends removed.  Under the panels, in as many
+    columns as fit the figure's width (:func:`legend_columns`), so that no panel gives its width
+    to a legend; beside the panel when there is one and ``where`` is "right"
+    (:func:`legend_outside`).  (A figure legend at the top right would run into the figure's
+    title, which the layout centres over the whole figure.)"""
     axes = list(axes)
     if len(axes) == 1 and where == "right":
         return legend_outside(axes[0], **kwargs)
-    entries: dict = {}
+    entries: dict = {h.get_label(): h for h in handles} if handles is not None else {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
-            if not label.startswith("_"):
+            if handles is None and not label.startswith("_"):
                 entries.setdefault(label, handle)
         if ax.get_legend():
             ax.get_legend().remove()
     if not entries:
         return None
     kwargs.setdefault("fontsize", 8)
-    kwargs.setdefault("ncols", min(len(entries), 4))
+    kwargs.setdefault("ncols", legend_columns(fig, list(entries), kwargs["fontsize"]))
     return fig.legend(list(entries.values()), list(entries.keys()), loc="outside lower center", **kwargs)
 
 
-def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4), **kwargs):
-    """A figure with ``n`` panels, at most ``max_cols`` a row and no empty cell: the rows are as
-    even as they can be (4 panels: 2 x 2) and a shorter last row is centred.  Returns the figure
-    and its ``n`` axes, row by row."""
+def legend_columns(fig, labels, fontsize=8, most: int = 4) -> int:
+    """How many columns (up to ``most``) a legend of ``labels`` under the panels takes so that
+    its rows fit the figure's width (each column as wide as its widest label and a handle)."""
+    renderer = fig.canvas.get_renderer()
+    font = FontProperties(size=fontsize)
+    widths = [
+        max(renderer.get_text_width_height_descent(line, font, ismath=False)[0] for line in str(label).split("\n"))
+        for label in labels
+    ]
+    handle = 4.0 * font.get_size_in_points() * fig.dpi / 72  # the handle, its gaps and the column's spacing
+    for ncols in range(min(most, len(labels)), 1, -1):
+        rows = int(np.ceil(len(widths) / ncols))  # matplotlib fills a column before the next
+        columns = [max(widths[i : i + rows]) + handle for i in range(0, len(widths), rows)]
+        if sum(columns) <= 0.95 * fig.bbox.width:
+            return ncols
+    return 1
+
+
+def thin_ticks(ax, axis: str = "x", most: int = MAX_TICKS, integer: bool = True) -> None:
+    """At most about ``most`` ticks on a numeric axis, at round steps (integers: layers, k), placed
+    when the figure is drawn, after the layout has sized the axes."""
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_locator(MaxNLocator(nbins=most, integer=integer))
+
+
+def tick_step(n: int, most: int = MAX_TICKS) -> int:
+    """Every how many of ``n`` categories (rows, columns, layers) a tick label goes so that at most
+    ``most`` do."""
+    return max(1, int(np.ceil(n / most)))
+
+
+def category_ticks(ax, positions, labels, axis: str = "x", most: int = 15) -> None:
+    """Tick labels of categories at ``positions``: every n-th where there are over ``most``
+    (:func:`tick_step`), upright where they are few and short, else across the axis (rotated 90°,
+    so that neighbours never touch)."""
+    positions, labels = list(positions), [str(label) for label in labels]
+    step = tick_step(len(labels), most)
+    rotate = axis == "x" and (len(labels) > 6 or max(map(len, labels), default=0) > 8)
+    setter = ax.set_xticks if axis == "x" else ax.set_yticks
+    setter(positions[::step], labels[::step], rotation=90 if rotate else 0)
+
+
+def label_points(ax, x, y, labels, fontsize: float = 8) -> None:
+    """Labels at data points (``gid`` :data:`DATA_LABEL`) that never pile up: points whose labels
+    would overlap share one, their names joined ("MLP22, 23, 24"), at the first of them.  The
+    extents are measured on the axes as placed now (the layout changes them a little)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y, labels = x[ok], y[ok], [str(label) for label, keep in zip(labels, ok) if keep]
+    if not len(x):
+        return
+    fig = ax.figure
+    box = ax.get_position()
+    width_in, height_in = box.width * fig.get_figwidth(), box.height * fig.get_figheight()
+    span_x, span_y = (np.ptp(x) or 1.0) * 1.3, (np.ptp(y) or 1.0) * 1.3  # the data range and the margins
+    char_w, line_h = 0.6 * fontsize / 72 / width_in * span_x, 1.4 * fontsize / 72 / height_in * span_y
+    groups = [[i] for i in np.argsort(x, kind="stable")]
+    merged = True
+    while merged:
+        merged = False
+        for a in range(len(groups)):
+            for b in range(a + 1, len(groups)):
+                i, j = groups[a][0], groups[b][0]
+                w = max(len(_joined(labels, groups[a])), len(_joined(labels, groups[b]))) * char_w
+                if abs(x[i] - x[j]) < w and abs(y[i] - y[j]) < line_h:
+                    groups[a] += groups.pop(b)
+                    merged = True
+                    break
+            if merged:
+                break
+    for group in groups:
+        ax.annotate(
+            _joined(labels, group),
+            (x[group[0]], y[group[0]]),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=fontsize,
+            gid=DATA_LABEL,
+        )
+
+
+def _joined(labels, group) -> str:
+    """The labels of ``group`` in one: "MLP22, 23, 24" where they share a prefix of letters."""
+    names = [labels[i] for i in sorted(group, key=lambda i: labels[i])]
+    prefix = names[0].rstrip("0123456789")
+    if prefix and all(n.startswith(prefix) and n[len(prefix) :].isdigit() for n in names):
+        names = sorted(names, key=lambda n: int(n[len(prefix) :]))
+        return prefix + ", ".join(n[len(prefix) :] for n in names)
+    return ", ".join(names)
+
+
+def panels_width(n: int, per: float, least: float = 6.5) -> float:
+    """The width of a figure of ``n`` panels side by side, ``per`` inches each and ``least`` in
+    all (one panel of a sweep with one k is as wide as a figure of the paper's column)."""
+    return max(least, per * n, MIN_PANEL_INCHES * n + 1.0)
+
+
+def left_out(what: str, names) -> str:
+    """A line for a figure's title naming what it does not draw that the paper's does: "not
+    drawn: a//5, a*1.5 (too few pairs)"; "" when nothing is left out."""
+    names = [str(n) for n in names]
+    return f"not drawn: {', '.join(names)} ({what})" if names else ""
+
+
+def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4), least: float = 0.0, **kwargs):
+    """A figure with ``n`` panels of ``size`` (the figure ``least`` inches wide at least), at most
+    ``max_cols`` a row and no empty cell: the rows are as even as they can be (4 panels: 2 x 2)
+    and a shorter last row is centred.  Returns the figure and its ``n`` axes, row by row."""
     rows = max(1, int(np.ceil(n / max_cols)))
     cols = max(1, int(np.ceil(n / rows)))
-    fig = plt.figure(figsize=(size[0] * cols, size[1] * rows), **kwargs)
+    fig = plt.figure(figsize=(max(least, size[0] * cols), size[1] * rows), **kwargs)
     grid = fig.add_gridspec(rows, 2 * cols)
     axes = []
     for i in range(n):
