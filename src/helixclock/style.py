@@ -391,13 +391,14 @@ def tick_step(n: int, most: int = MAX_TICKS) -> int:
     return max(1, int(np.ceil(n / most)))
 
 
-def category_ticks(ax, positions, labels, axis: str = "x", most: int = 15) -> None:
-    """Tick labels of categories at ``positions``: every n-th where there are over ``most``
-    (:func:`tick_step`), upright where they are few and short, else across the axis (rotated 90°,
-    so that neighbours never touch)."""
+def category_ticks(ax, positions, labels, axis: str = "x", most: int = MAX_TICKS) -> None:
+    """Tick labels of categories at ``positions`` (layers, circuit MLPs): every n-th where there
+    are over ``most`` (:func:`tick_step`), upright where they are numbers or few and short, else
+    across the axis (rotated 90°, so that neighbours never touch)."""
     positions, labels = list(positions), [str(label) for label in labels]
     step = tick_step(len(labels), most)
-    rotate = axis == "x" and (len(labels) > 6 or max(map(len, labels), default=0) > 8)
+    longest = max(map(len, labels), default=0)
+    rotate = axis == "x" and ((len(labels[::step]) > 6 and longest > 3) or longest > 8)
     setter = ax.set_xticks if axis == "x" else ax.set_yticks
     setter(positions[::step], labels[::step], rotation=90 if rotate else 0)
 

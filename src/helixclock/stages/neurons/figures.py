@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ...style import percent_axis, shared_legend, suptitle, thin_ticks, with_pairs  # noqa: E402
+from ...style import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks, with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)
@@ -114,7 +114,7 @@ def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str
             label=f"circuit MLP layers (outlined): {share:.0%} of top neurons",
         ),
     ]
-    thin_ticks(ax)
+    category_ticks(ax, layers, layers)
     ax.set_xlabel("layer (block)")
     ax.set_ylabel("top neurons")
     shared_legend(fig, [ax], handles=handles, ncols=1)
@@ -183,7 +183,8 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
         common_norm=False,
         ax=bottom,
     )
-    thin_ticks(bottom)
+    layers = np.arange(int(both["layer"].min()), int(both["layer"].max()) + 1)
+    category_ticks(bottom, layers, layers)
     bottom.set_xlabel("layer")
     bottom.set_ylabel("share of the set's neurons")
     percent_axis(bottom)
