@@ -102,8 +102,20 @@ def _tick_labels(ax) -> list:
     return drawn
 
 
+def _points(ax):
+    """The lines of ``ax`` that mark points in data coordinates (one point is data too)."""
+    return [
+        line
+        for line in ax.lines
+        if line.get_visible()
+        and line.get_transform().contains_branch(ax.transData)
+        and line.get_marker() not in ("None", "", " ", None)
+        and np.isfinite(line.get_xydata()).all(axis=1).any()
+    ]
+
+
 def _has_data(ax) -> bool:
-    return bool(_data_lines(ax) or ax.collections or ax.patches or ax.images or ax.containers)
+    return bool(_data_lines(ax) or _points(ax) or ax.collections or ax.patches or ax.images or ax.containers)
 
 
 def _name(ax) -> str:
