@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.style.DATA_LABEL)
-MIN_PANEL_INCHES = 1.5  # the narrowest a data panel may be (helixclock.style.MIN_PANEL_INCHES)
+DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.figure_layout.DATA_LABEL)
+MIN_PANEL_INCHES = 1.5  # the narrowest a data panel may be (helixclock.figure_layout.MIN_PANEL_INCHES)
 MIN_PANEL_SHARE = 0.4  # and its least share of its grid cell's width
 # "smallest k for 80%: 12", "smallest m for 80%: 4", "smallest number for 70% of ...: 312"
 SMALLEST_FOR = re.compile(r"smallest [^\n]*? for (?P<p>\d+(?:\.\d+)?)%[^:\n]*: (?P<n>\d+)")
@@ -238,7 +238,7 @@ def problems(fig) -> list[str]:
     - a share outside [0, 1] (:func:`shares_outside`), a "smallest k for x%" whose curve does not
       reach x% (:func:`unreached`).
 
-    A figure of one axes with a message (``helixclock.style.empty``) is fine."""
+    A figure of one axes with a message (``helixclock.figure_layout.empty``) is fine."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []

@@ -65,7 +65,7 @@ def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the
     """The checker itself: a figure with each fault is caught, its fixed twin is not."""
     import matplotlib.pyplot as plt
 
-    from helixclock import style
+    from helixclock import figure_layout as layout
 
     fig, axes = plt.subplots(1, 2, figsize=(6, 3))
     x = np.linspace(0, 1, 50)
@@ -82,8 +82,8 @@ def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.plot(x, np.ones_like(x) * 0.9, label="a curve at the top")
     ax.plot(x, x, label="a rising curve")
-    style.legend_outside(ax)
-    style.suptitle(fig, "a title far too long for a figure six inches wide, " * 3)
+    layout.legend_outside(ax)
+    layout.suptitle(fig, "a title far too long for a figure six inches wide, " * 3)
     assert problems(fig) == []
     assert fig.get_suptitle().count("\n") >= 2  # broken at spaces, not cut
     plt.close(fig)

@@ -12,6 +12,7 @@ import pytest
 from helpers import real_shaped
 from helpers.figures import narrow_panels, problems, save, shares_outside, tick_overlaps, unreached
 
+from helixclock import figure_layout as layout
 from helixclock import style
 
 FIGURES = list(real_shaped.figures())
@@ -167,10 +168,10 @@ def _layers_bars(ticks_every_layer: bool):
     ax.bar([0], [0], label="circuit MLP layers (outlined): 33% of top neurons")
     if ticks_every_layer:
         ax.set_xticks(layers)
-        style.legend_outside(ax)
+        layout.legend_outside(ax)
     else:
-        style.category_ticks(ax, layers, layers)
-        style.shared_legend(fig, [ax])
+        layout.category_ticks(ax, layers, layers)
+        layout.shared_legend(fig, [ax])
     return fig, ax
 
 
@@ -203,8 +204,8 @@ def _one_k(legend_beside: bool):
     for method, part in sweep.groupby("method", sort=False):
         style.band(ax, part, FIG4_LABELS[method], None)
     style.ld_axes(ax, "k = 4 (n = 50 pairs)\nhelix and circle T=[2, 5, 10, 100]")
-    (style.legend_outside(ax) if legend_beside else style.shared_legend(fig, [ax]))
-    style.suptitle(fig, "smollm2-135m: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
+    (layout.legend_outside(ax) if legend_beside else layout.shared_legend(fig, [ax]))
+    layout.suptitle(fig, "smollm2-135m: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
     return fig, ax
 
 
@@ -249,7 +250,7 @@ def test_problems_finds_a_smallest_k_that_is_not_reached():
             ax.set_title(style.smallest_mark(ax, part, "m", "fraction", 0.8, 10, "m"))
         else:
             ax.axvline(10, color="C3", ls=":", label="smallest m for 80%: 10")
-        style.shared_legend(fig, [ax])
+        layout.shared_legend(fig, [ax])
         found = unreached(ax)
         if mended:
             assert found == [] and problems(fig) == []

@@ -9,23 +9,20 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ...figure_layout import empty, shared_legend, suptitle, thin_ticks
+from ...figure_layout import title as set_title
 from ...style import (
     CATEGORY_COLOR,
     WHERE,
     by_reading,
-    empty,
     fraction_curve,
     heatmap,
     mark_unmeasured,
-    shared_legend,
     smallest_mark,
-    suptitle,
-    thin_ticks,
     topk_figure,
     topk_panel,
     with_pairs,
 )
-from ...style import title as set_title
 
 
 def head_grid(df: pd.DataFrame, col: str, shape: tuple[int, int] | None = None) -> np.ndarray:

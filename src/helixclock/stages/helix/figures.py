@@ -7,20 +7,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...style import (
-    DATA_LABEL,
-    METHOD_STYLE,
-    band,
-    layer_name,
-    ld_axes,
-    left_out,
-    legend_outside,
-    panel_grid,
-    panels_width,
-    shared_legend,
-    suptitle,
-    with_pairs,
-)
+from ...figure_layout import DATA_LABEL, left_out, legend_outside, panel_grid, panels_width, shared_legend, suptitle
+from ...style import METHOD_STYLE, band, layer_name, ld_axes, with_pairs
 from ...tasks import TASKS
 
 

@@ -10,17 +10,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
+from ...figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
 from ...fourier import dominant_periods
-from ...style import (
-    PALETTE,
-    empty,
-    layer_name,
-    panel_grid,
-    paper_note,
-    percent_axis,
-    shared_legend,
-    suptitle,
-)
+from ...style import PALETTE, layer_name, paper_note
 from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
@@ -190,7 +182,7 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
 
 def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, float], **kw):
     """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, no empty cell
-    (:func:`helixclock.style.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
+    (:func:`helixclock.figure_layout.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
     its rows))])."""
     labels = list(dict.fromkeys(lens_table["label"]))
     fig, axes = panel_grid(len(labels), max_cols, size, **kw)

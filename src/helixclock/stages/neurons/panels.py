@@ -22,7 +22,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ... import style  # noqa: E402 (the figures' shared look and constrained layout)
+from ... import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
+from ...figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
@@ -104,7 +105,7 @@ def neuron_preacts_panel(
     for sub in subs[k:]:
         sub.set_visible(False)
     what = "preactivations" if quantity == "preactivation" else f"N(a, b) = {quantity} (gated MLP)"
-    style.suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
+    suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
     return fig
 
 
@@ -148,7 +149,7 @@ def figD12_neuron_fourier(
             bbox_to_anchor=(0.5, -0.2),
             ncol=1,
         )
-    style.suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
+    suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     return fig
 
 
@@ -246,8 +247,8 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
     _read_vs_write_panel(fig, left, trends, norm)
     _by_layer_panel(right, trends)
-    style.shared_legend(fig, [left, right])  # under the panels: the colour bar stays beside its data
-    style.suptitle(
+    shared_legend(fig, [left, right])  # under the panels: the colour bar stays beside its data
+    suptitle(
         fig, f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
     )
     return fig
@@ -274,7 +275,7 @@ def _read_vs_write_panel(fig, ax, trends: pd.DataFrame, norm) -> None:
         ax=ax,
         legend=False,
     )
-    style.label_points(ax, have["ab_fraction"], have["de_over_te"], [f"MLP{l}" for l in have["layer"]])
+    label_points(ax, have["ab_fraction"], have["de_over_te"], [f"MLP{l}" for l in have["layer"]])
     notes = _least_squares_line(ax, have["ab_fraction"].to_numpy(), have["de_over_te"].to_numpy())
     empty_layers = _empty_layers(trends)
     if empty_layers:
@@ -319,7 +320,7 @@ def _by_layer_panel(ax, trends: pd.DataFrame) -> None:
             zorder=3,
             label="circuit MLP without top neurons",
         )
-    style.category_ticks(ax, place.to_numpy(), [f"MLP{l}" for l in trends["layer"]])
+    category_ticks(ax, place.to_numpy(), [f"MLP{l}" for l in trends["layer"]])
     ax.set_xlim(-0.5, len(trends) - 0.5)
     ax.set_xlabel("circuit MLP")
     ax.axhline(0, color="grey", lw=0.6)
