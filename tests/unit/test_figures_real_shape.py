@@ -18,6 +18,15 @@ from helixclock import style
 FIGURES = list(real_shaped.figures())
 
 
+@pytest.fixture(scope="module")
+def drawn():
+    """Each figure of :data:`FIGURES`, drawn once for the module's tests (a second of drawing each)."""
+    figures: dict = {}
+    yield lambda name: figures[name] if name in figures else figures.setdefault(name, real_shaped.draw(name))
+    for fig in figures.values():
+        plt.close(fig)
+
+
 def test_the_fixture_has_a_real_models_shape():
     """What the figures are drawn from: the shape of SmolLM2's tables from `make real`."""
     figures = real_shaped.figures()
@@ -35,13 +44,11 @@ def test_the_fixture_has_a_real_models_shape():
 
 
 @pytest.mark.parametrize("name", FIGURES)
-def test_a_real_models_figure_reads_well(name, tmp_path):
+def test_a_real_models_figure_reads_well(name, drawn, tmp_path):
     """Each of the 13 figures: no legend over data, no empty panel, titles inside and apart, no
     two neighbouring tick labels touching, every panel at least 1.5 in and 40% of its cell wide, a
     share in [0, 1], a "smallest k for x%" that reaches x% (save runs problems())."""
-    fig = real_shaped.draw(name)
-    save(fig, tmp_path, f"real_shape_{name}")
-    plt.close(fig)
+    save(drawn(name), tmp_path, f"real_shape_{name}")
 
 
 def _ticks(ax, axis="x") -> list[str]:
@@ -52,10 +59,10 @@ def _ticks(ax, axis="x") -> list[str]:
     return [t.get_text() for loc, t in zip(ax_.get_majorticklocs(), ax_.get_majorticklabels()) if lo <= loc <= hi]
 
 
-def test_fig04_of_one_k_is_one_wide_panel_and_says_which_k_it_leaves_out():
+def test_fig04_of_one_k_is_one_wide_panel_and_says_which_k_it_leaves_out(drawn):
     """SmolLM2's sweep has k = 4 alone: one panel over most of the figure's width (3% before), its
     legend under it, at most 12 layer ticks, and the title names the paper's k it does not draw."""
-    fig = real_shaped.draw("fig04")
+    fig = drawn("fig04")
     (ax,) = fig.axes
     fig.canvas.draw()
     assert ax.bbox.width / fig.bbox.width > 0.8
@@ -65,10 +72,10 @@ def test_fig04_of_one_k_is_one_wide_panel_and_says_which_k_it_leaves_out():
     assert title.endswith("not drawn: k = 1, k = 2, k = 3 (not fitted in this run; the paper's are)")
 
 
-def test_figD5_names_a_share_never_reached_as_not_reached():
+def test_figD5_names_a_share_never_reached_as_not_reached(drawn):
     """Fig. D5's curve peaks at 0.7995 (and 0.69): "80% not reached", with the highest point
     marked, never "smallest m for 80%: 10" (the table's fallback to the last m)."""
-    fig = real_shaped.draw("figD5")
+    fig = drawn("figD5")
     titles = [" ".join(ax.get_title().split()) for ax in fig.axes]
     assert titles == [
         "at the last token m = 2 used: 61%; 80% not reached (at most 79.95%, at m = 10)",
@@ -80,7 +87,7 @@ def test_figD5_names_a_share_never_reached_as_not_reached():
         assert not [line for line in ax.lines if "smallest" in line.get_label()]
 
 
-def test_figD11_shares_the_positive_de_on_one_scale():
+def test_figD11_shares_the_positive_de_on_one_scale(drawn):
     """SmolLM2's 629 of 1,380 neurons of negative DE: the running share of the positive DE climbs
     to 100% (178% and more before, a share of the signed total) and the counts for 70-95% are
     those of the positive DE; below, both sets as shares of their own neurons (bars of 225 beside
@@ -89,7 +96,7 @@ def test_figD11_shares_the_positive_de_on_one_scale():
     de = np.sort(neurons["de"].to_numpy())[::-1]
     share = np.cumsum(np.clip(de, 0, None)) / np.clip(de, 0, None).sum()
     expected = [int(np.argmax(share >= p - 1e-12)) + 1 for p in (0.7, 0.8, 0.9, 0.95)]
-    fig = real_shaped.draw("figD11")
+    fig = drawn("figD11")
     top, bottom = fig.axes[:2]
     curve = top.lines[0]  # the running share (then the counts' dotted lines)
     assert np.allclose(curve.get_ydata(), share) and curve.get_ydata().max() == 1.0
@@ -104,19 +111,19 @@ def test_figD11_shares_the_positive_de_on_one_scale():
     assert _ticks(bottom) == [str(layer) for layer in range(0, 30, 3)]
 
 
-def test_heatmaps_and_bars_of_30_layers_carry_a_tick_every_third_layer():
+def test_heatmaps_and_bars_of_30_layers_carry_a_tick_every_third_layer(drawn):
     """Figs. D4 and D10: 10 layer ticks (0, 3, ..., 27), not 30."""
-    fig = real_shaped.draw("figD4")
+    fig = drawn("figD4")
     assert _ticks(fig.axes[0], "y") == [str(layer) for layer in range(0, 30, 3)]
     assert _ticks(fig.axes[0], "x") == [str(head) for head in range(9)]
-    fig = real_shaped.draw("figD10")
+    fig = drawn("figD10")
     assert _ticks(fig.axes[0]) == [str(layer) for layer in range(0, 30, 3)]
 
 
-def test_fig10_merges_the_labels_of_crowded_circuit_mlps():
+def test_fig10_merges_the_labels_of_crowded_circuit_mlps(drawn):
     """SmolLM2's MLPs 22-25 sit at one point of Fig. 10's left panel: one label names them all; the
     colour bar beside its panel, the legend under both."""
-    fig = real_shaped.draw("fig10")
+    fig = drawn("fig10")
     left = fig.axes[0]
     labels = [t.get_text() for t in left.texts]
     assert "MLP22, 23, 24, 25" in labels
@@ -129,8 +136,8 @@ def test_fig10_merges_the_labels_of_crowded_circuit_mlps():
     assert len(fig.legends) == 1 and left.get_legend() is None
 
 
-def test_figC7_names_the_tasks_table_1_leaves_out():
-    fig = real_shaped.draw("figC7")
+def test_figC7_names_the_tasks_table_1_leaves_out(drawn):
+    fig = drawn("figC7")
     title = " ".join(fig.get_suptitle().split())
     assert (
         "not drawn: a//5 (6 correct), a*1.5 (3 correct), a mod 2 (9 correct), x-a=0, x= (0 correct) "
