@@ -67,7 +67,7 @@ def other_tasks() -> tuple[pd.DataFrame, pd.DataFrame]:
             "prompts": 10_000,
             "correct": [6, 3, 9, 0],
             "what": "pairs",
-            "found": [6, 3, 9, 0],
+            "found": [6, 3, 9, 0],  # pairs
             "minimum": 10,
             "source": "helix.n_pairs",
             "reason": "too few pairs",

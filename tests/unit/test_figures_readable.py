@@ -30,7 +30,9 @@ def _left_out(tasks) -> pd.DataFrame:
     from helixclock.preconditions import LEFT_OUT_COLUMNS
     from helixclock.tasks import TASKS
 
-    rows = [dict(task=t, label=TASKS[t].label, prompts=100, correct=3) for t in TASKS if t not in tasks]
+    rows = [
+        dict(task=t, label=TASKS[t].label, prompts=100, correct=3, found=3, minimum=10) for t in TASKS if t not in tasks
+    ]
     return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
 
 
@@ -50,8 +52,8 @@ def test_fig_c7_draws_a_panel_per_task_and_its_legend_beside_them(tasks, tmp_pat
     assert fig.legends[0].get_window_extent().y1 < min(ax.get_window_extent().y0 for ax in panels)
     missing = {"mul1p5": "a*1.5", "div5": "a//5", "mod2": "a mod 2"}
     title = " ".join(fig.get_suptitle().split())
-    assert "not drawn: " in title and "(too few correct prompts for pairs or a fit)" in title
-    assert [f"{label} (3 correct)" in title for t, label in missing.items()] == [t not in tasks for t in missing]
+    assert "not drawn: " in title and "(too few correct prompts for the pairs or the fit: found/needed)" in title
+    assert [f"{label} (3/10)" in title for t, label in missing.items()] == [t not in tasks for t in missing]
     rows = {round(ax.get_position().y0, 3) for ax in panels}
     assert len(rows) == 2  # 4 tasks: 2 x 2; 5 tasks: 3 over 2, the second row centred
     if len(tasks) == 5:

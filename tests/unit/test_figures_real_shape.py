@@ -140,8 +140,8 @@ def test_figC7_names_the_tasks_table_1_leaves_out(drawn):
     fig = drawn("figC7")
     title = " ".join(fig.get_suptitle().split())
     assert (
-        "not drawn: a//5 (6 correct), a*1.5 (3 correct), a mod 2 (9 correct), x-a=0, x= (0 correct) "
-        "(too few correct prompts for pairs or a fit)" in title
+        "not drawn: a//5 (6/10), a*1.5 (3/10), a mod 2 (9/10), x-a=0, x= (0/10) "
+        "(too few correct prompts for the pairs or the fit: found/needed)" in title
     )
     assert len([ax for ax in fig.axes if ax.get_visible()]) == 2
 

@@ -194,8 +194,8 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, left_out_tasks: pd.DataFram
             band(ax, part[part["method"] == method], label, color)
         ld_axes(ax, TASKS[task].label if task in TASKS else task, pairs=part)
     shared_legend(fig, axes)
-    labels = [f"{row.label} ({row.correct} correct)" for row in left_out_tasks.itertuples()]
-    missing = left_out("too few correct prompts for pairs or a fit", labels)
+    labels = [f"{row.label} ({row.found}/{row.minimum})" for row in left_out_tasks.itertuples()]
+    missing = left_out("too few correct prompts for the pairs or the fit: found/needed", labels)
     title = f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)" + (f"\n{missing}" if missing else "")
     suptitle(fig, title)
     return fig
