@@ -211,6 +211,8 @@ def smallest_mark(ax, curve: pd.DataFrame, x: str, by: str, threshold: float, sm
     if len(at) and float(at.max()) >= threshold - 1e-12:
         ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest {what} for {threshold:.0%}")
         return f"smallest {what} for {threshold:.0%}: {int(smallest)}"
+    if curve[by].notna().sum() == 0:  # a reference of no effect: no fraction at all
+        return f"{threshold:.0%} not reached (no fraction: the reference effect is 0)"
     best = curve.loc[curve[by].idxmax()]
     ax.plot(
         [best[x]], [best[by]], ls="none", marker="X", ms=8, color="C3", label=f"{threshold:.0%} not reached: highest"

@@ -272,6 +272,8 @@ def test_problems_finds_a_smallest_k_that_is_not_reached():
     style.fraction_curve(ax, part, "m", 0.8, "m")
     assert style.smallest_mark(ax, part, "m", "fraction", 0.8, 8, "m") == "smallest m for 80%: 8"
     assert unreached(ax) == []
+    nothing = part.assign(fraction=np.nan)  # a reference effect of 0: no fraction, nothing marked
+    assert style.smallest_mark(ax, nothing, "m", "fraction", 0.8, 10, "m").startswith("80% not reached (no fraction")
     ax.set_title("smallest m for 80%: 7")  # one m too early
     assert unreached(ax) == [
         "'smallest m for 80%: 7' of 'smallest m for 80%: 7': the curve is at 0.78 there, below 0.8"
