@@ -115,16 +115,20 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
     ax.fill_between(part[x], part[f"{prefix}_low"], part[f"{prefix}_high"], color=color, alpha=0.15, lw=0)
 
 
-def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None):
+def ld_axes(
+    ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None, of: pd.DataFrame | None = None
+):
     """Axes of LD against layers; with ``pairs`` (the panel's summary) the title says "n = k
-    pairs"."""
+    pairs"; the y label names LD as the table ``of`` (default ``pairs``) has it: the
+    log-likelihood ratio of answers of several tokens, else the paper's logit difference."""
     if pairs is not None:
         title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
         thin_ticks(ax)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel(LAYER_AXIS[convention])
-    several = pairs is not None and pairs.attrs.get("ld") == "log-likelihood ratio"
+    of = pairs if of is None else of
+    several = of is not None and of.attrs.get("ld") == "log-likelihood ratio"
     ax.set_ylabel("LD (log-likelihood ratio)" if several else "logit difference")
     ax.set_title(title, fontsize=10)
 

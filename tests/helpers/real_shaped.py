@@ -50,7 +50,9 @@ def helix_sweep() -> tuple[pd.DataFrame, pd.DataFrame]:
         mean = np.full(len(layer), 6.5) if method == "clean" else scale * fall
         parts.append(pd.DataFrame({"method": method, "k": k, "periods": periods, "layer": layer, **_band(mean)}))
     best = pd.DataFrame({"method": ["helix", "circle"], "k": [4, 4], "periods": [PERIODS, PERIODS]})
-    return pd.concat(parts, ignore_index=True), best
+    sweep = pd.concat(parts, ignore_index=True)
+    sweep.attrs["ld"] = "log-likelihood ratio"  # as helixclock.statistics.primary reads a table of terms
+    return sweep, best
 
 
 def other_tasks() -> tuple[pd.DataFrame, pd.DataFrame]:

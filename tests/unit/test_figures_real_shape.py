@@ -61,13 +61,15 @@ def _ticks(ax, axis="x") -> list[str]:
 
 def test_fig04_of_one_k_is_one_wide_panel_and_says_which_k_it_leaves_out(drawn):
     """SmolLM2's sweep has k = 4 alone: one panel over most of the figure's width (3% before), its
-    legend under it, at most 12 layer ticks, and the title names the paper's k it does not draw."""
+    legend under it, at most 12 layer ticks, LD named as the table has it (its numbers take
+    several tokens), and the title names the paper's k it does not draw."""
     fig = drawn("fig04")
     (ax,) = fig.axes
     fig.canvas.draw()
     assert ax.bbox.width / fig.bbox.width > 0.8
     assert fig.legends[0].get_window_extent().y1 < ax.get_window_extent().y0
     assert _ticks(ax) == ["0", "3", "6", "9", "12", "15", "18", "21", "24", "27", "30"]
+    assert ax.get_ylabel() == "LD (log-likelihood ratio)"  # "logit difference" before
     title = " ".join(fig.get_suptitle().split())
     assert title.endswith("not drawn: k = 1, k = 2, k = 3 (not fitted in this run; the paper's are)")
 

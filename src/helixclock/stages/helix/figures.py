@@ -137,12 +137,12 @@ def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
         band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], "polynomial (degree 2k + 1)", "C1")
         same = len(periods) == 2 and len(set(periods.values())) == 1
         names = f"helix and circle {periods['helix']}" if same else ", ".join(f"{m} {t}" for m, t in periods.items())
-        ld_axes(ax, with_pairs(f"k = {k}", sweep) + (f"\n{names}" if names else ""))
+        ld_axes(ax, with_pairs(f"k = {k}", sweep) + (f"\n{names}" if names else ""), of=sweep)
     shared_legend(fig, axes)
     n_periods = max((len(str(p).split(",")) for p in best["periods"]), default=0)
     unfitted = [k for k in range(1, n_periods + 1) if k not in ks]  # the paper: a panel for each k = 1..|T|
     missing = left_out("not fitted in this run; the paper's are", [f"k = {k}" for k in unfitted])
-    title = f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)"
+    title = f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean LD, 95% CI)"
     suptitle(fig, title + (f"\n{missing}" if missing else ""), fontsize=11)
     return fig
 
