@@ -113,6 +113,28 @@ def test_figD11_shares_the_positive_de_on_one_scale(drawn):
     assert _ticks(bottom) == [str(layer) for layer in range(0, 30, 3)]
 
 
+def test_figD11_of_a_table_an_older_run_wrote_shares_the_positive_de():
+    """A cumulative_de.csv as 32a8dce wrote it (the running share of the signed total, to 3.38 on
+    these DEs, and its counts where that share crosses 70-95%) is drawn as this code's table: the
+    figure works the share out again from the DEs."""
+    from helixclock.stages.neurons.figures import figD11_neuron_direct_effect
+    from helixclock.stages.neurons.tables import cumulative_de
+    from helixclock.statistics import cumulative_shares
+
+    table = cumulative_de(real_shaped.top_neurons())
+    signed = cumulative_shares(table["de"].to_numpy())[1]
+    old = table.assign(cumulative_share=signed, reaches="")
+    for p in (0.7, 0.8, 0.9, 0.95):
+        first = int(np.argmax(signed >= p))
+        old.loc[first, "reaches"] = ",".join(x for x in (old.loc[first, "reaches"], f"{p:.0%}") if x)
+    crossed = old.loc[old["reaches"] != "", "count"].to_numpy()
+    assert signed.max() > 3 and (crossed < table.loc[table["reaches"] != "", "count"].to_numpy()).all()  # early
+    fig = figD11_neuron_direct_effect(old, "older table")
+    assert np.allclose(fig.axes[0].lines[0].get_ydata(), table["cumulative_share"])
+    assert problems(fig) == []
+    plt.close(fig)
+
+
 def test_heatmaps_and_bars_of_30_layers_carry_a_tick_every_third_layer(drawn):
     """Figs. D4 and D10: 10 layer ticks (0, 3, ..., 27), not 30."""
     fig = drawn("figD4")

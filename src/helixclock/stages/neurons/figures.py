@@ -25,6 +25,7 @@ from .panels import (  # noqa: E402
     neuron_preacts_panel,
     neuron_trends_panel,
 )
+from .tables import cumulative_de  # noqa: E402
 
 
 # -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
@@ -128,7 +129,10 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
     negative DE adds nothing, so the share never passes 100%: :func:`.tables.cumulative_de`) vs
     how many, with the counts reaching 70/80/90/95%; below, how the top neurons and the set
     holding 80% of the positive DE spread over the layers, each as a share of its own neurons (one
-    scale for both)."""
+    scale for both).  The share and its counts are worked out again from the table's DE (its rows
+    are the top neurons), so that a table an older run wrote (a share of the signed total, which
+    passes 100% where some DE is negative) is drawn as this one would be."""
+    cumulative = cumulative_de(cumulative)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.8))
     defined = cumulative["cumulative_share"].notna().any()  # no positive DE: no running share
     running = cumulative["cumulative_share"] if defined else cumulative["de"].cumsum()  # else the running total
