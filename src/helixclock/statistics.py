@@ -195,6 +195,20 @@ def cumulative_shares(values) -> tuple[np.ndarray, np.ndarray]:
     return order, shares
 
 
+def positive_shares(values) -> tuple[np.ndarray, np.ndarray]:
+    """Values sorted largest first (ties in input order) and the running share of their
+    *positive* total: each value's positive part summed so far over the sum of all positive
+    parts (order [n], shares [n]; NaN shares if no value is positive).  A negative value adds
+    nothing, so the share rises to 1 at the last positive value and never passes it (Fig. D11's
+    running share; :func:`cumulative_shares` is the signed one)."""
+    v = np.asarray(values, dtype=np.float64)
+    order = np.argsort(-v, kind="stable")
+    positive = np.clip(v[order], 0, None)
+    total = positive.sum()
+    shares = np.cumsum(positive) / total if total > 0 else np.full(len(v), np.nan)
+    return order, np.minimum(shares, 1.0)
+
+
 def share_set(values, share: float) -> np.ndarray:
     """The neurons "for ``share`` of the total" (the paper's "the k = 693 highest DE neurons
     required to achieve 80% of the total direct effect", App. D.2 and F): the smallest set of

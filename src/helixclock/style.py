@@ -1,29 +1,28 @@
-"""The figures' shared look (seaborn) and the helpers every stage's figures use.
+"""The figures' shared look (seaborn) and the kinds of panel the stages share: LD against layers
+with its bands (Figs. 4-6, C5-C7), heatmaps of layers (Figs. D2, D4), top-k and fraction curves
+with the smallest k reaching a threshold (Figs. D3, D5, D8; paper App. D).
 
 Figures are drawn from saved tables, never from the model, and this module imports no torch.
 Layers are numbered as the paper numbers them; the axis label says which convention a
-figure uses (see docs/outputs.md, "Layer numbering").
-
-What every figure keeps to, whatever the model (tests/helpers/figures.py checks it on the
-figure's objects): a legend never covers data (it goes beside or below the panels:
-:func:`legend_outside`, :func:`shared_legend`), a grid of panels has no empty cell
-(:func:`panel_grid`), and titles fit the figure (:func:`suptitle`, :func:`title` break long
-ones at spaces; every figure lays itself out with matplotlib's constrained layout, which makes room for titles, labels,
-colorbars and the legends outside).
+figure uses (see docs/outputs.md, "Layer numbering").  How the panels, legends, ticks and
+titles are laid out is :mod:`helixclock.figure_layout`; here, what that layout holds: an axis
+of about :data:`~helixclock.figure_layout.MAX_TICKS` ticks (:func:`ld_axes`, :func:`heatmap`),
+and a "smallest k for x%" that the curve never reaches drawn and named as not reached
+(:func:`smallest_mark`), never replaced by the last k.
 """
 
 from __future__ import annotations
 
 import matplotlib
-from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+
+from .figure_layout import DATA_LABEL, shared_legend, suptitle, thin_ticks, tick_step, title  # noqa: E402
 
 # the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines, laid
 # out by matplotlib's constrained layout (a figure function never calls tight_layout)
@@ -116,16 +115,20 @@ def band(ax, part: pd.DataFrame, label: str, color, x: str = "layer", prefix: st
     ax.fill_between(part[x], part[f"{prefix}_low"], part[f"{prefix}_high"], color=color, alpha=0.15, lw=0)
 
 
-def ld_axes(ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None):
+def ld_axes(
+    ax, title: str, convention: str = "input", pairs: pd.DataFrame | None = None, of: pd.DataFrame | None = None
+):
     """Axes of LD against layers; with ``pairs`` (the panel's summary) the title says "n = k
-    pairs"."""
+    pairs"; the y label names LD as the table ``of`` (default ``pairs``) has it: the
+    log-likelihood ratio of answers of several tokens, else the paper's logit difference."""
     if pairs is not None:
         title = with_pairs(title, pairs)
     if convention != "block":  # bar charts of blocks keep their categorical ticks
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        thin_ticks(ax)
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel(LAYER_AXIS[convention])
-    several = pairs is not None and pairs.attrs.get("ld") == "log-likelihood ratio"
+    of = pairs if of is None else of
+    several = of is not None and of.attrs.get("ld") == "log-likelihood ratio"
     ax.set_ylabel("LD (log-likelihood ratio)" if several else "logit difference")
     ax.set_title(title, fontsize=10)
 
@@ -142,7 +145,12 @@ def heatmap(
     ylabel: str = "",
     ticks: int | str = "auto",
 ):
-    """A heatmap with row 0 at the bottom (layers and numbers grow upwards)."""
+    """A heatmap with row 0 at the bottom (layers and numbers grow upwards); ``ticks`` "auto" labels
+    every row and column up to :data:`MAX_TICKS` of them, else every n-th (:func:`tick_step`:
+    seaborn's own "auto" measures the axes before the layout shrinks them)."""
+    if ticks == "auto":
+        ticks = (tick_step(grid.shape[1]), tick_step(grid.shape[0]))
+    xticks, yticks = ticks if isinstance(ticks, tuple) else (ticks, ticks)
     sns.heatmap(
         grid,
         ax=ax,
@@ -151,8 +159,8 @@ def heatmap(
         vmin=vmin,
         vmax=vmax,
         cbar_kws={"label": label},
-        xticklabels=ticks,
-        yticklabels=ticks,
+        xticklabels=xticks,
+        yticklabels=yticks,
         rasterized=True,
     )
     ax.collections[-1].set_zorder(1)  # above mark_unmeasured's hatching
@@ -161,10 +169,6 @@ def heatmap(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
 
-
-# the gid of a label set at a data point (a class mean on a helix circle): it sits where the data
-# is, so two may overlap where their points do (tests/helpers/figures.py allows that, and only that)
-DATA_LABEL = "data-label"
 
 UNMEASURED = {"facecolor": "0.88", "edgecolor": "0.6", "hatch": "///", "linewidth": 0}
 
@@ -189,29 +193,75 @@ def fraction_curve(ax, curve: pd.DataFrame, x: str, threshold: float | None, lab
         ax.axhline(threshold, color="grey", ls="--", lw=0.8, label=f"{threshold:.0%}")
     ax.set_xlabel(label)
     ax.set_ylabel("fraction of the all-components effect" if by == "fraction" else "fraction of the largest effect")
+    thin_ticks(ax)
 
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+def percent_short_of(value: float, threshold: float) -> str:
+    """``value`` (a share below ``threshold``) as a percentage with as many decimals as it takes
+    not to print as the threshold: 0.7995 against 0.8 is "79.95%", never "80%"."""
+    for digits in range(4):
+        if round(100 * value, digits) < round(100 * threshold, digits):
+            return f"{100 * value:.{digits}f}%"
+    return f"{100 * value:.4f}%"
+
+
+def smallest_mark(ax, curve: pd.DataFrame, x: str, by: str, threshold: float, smallest, what: str) -> str:
+    """The smallest ``x`` whose ``by`` reaches ``threshold`` (``smallest``, from the table) marked
+    on ``ax``: a dotted line where the curve does reach it there; where it never does (a table's
+    smallest falls back to the last ``x``), a cross at the curve's highest point, never a line at
+    the last ``x``.  The legend entry names the kind of mark, the returned text the value, for the
+    panel's title: "smallest k for 80%: 6", or "80% not reached (at most 79.95%, at m = 10)"."""
+    at = curve.loc[curve[x] == smallest, by]
+    if len(at) and float(at.max()) >= threshold - 1e-12:
+        ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest {what} for {threshold:.0%}")
+        return f"smallest {what} for {threshold:.0%}: {int(smallest)}"
+    if curve[by].notna().sum() == 0:  # a reference of no effect: no fraction at all
+        return f"{threshold:.0%} not reached (no fraction: the reference effect is 0)"
+    best = curve.loc[curve[by].idxmax()]
+    ax.plot(
+        [best[x]], [best[by]], ls="none", marker="X", ms=8, color="C3", label=f"{threshold:.0%} not reached: highest"
+    )
+    return f"{threshold:.0%} not reached (at most {percent_short_of(best[by], threshold)}, at {what} = {int(best[x])})"
 
 
 def topk_figure(topk: pd.DataFrame, model: str, what: str, annotate: bool = False):
-    """A top-k curve (Figs. D3, D8): fraction of the all-components effect vs k."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    """A top-k curve (Figs. D3, D8): fraction of the largest effect vs k, its legend below."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.6 if annotate else 4.2))
     topk_panel(ax, topk, what, annotate)
-    ax.set_title(with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
+    shared_legend(fig, [ax])
+    suptitle(fig, with_pairs(f"{model}: top-k {what} ({len(topk) - 1} in all)", topk))
     return fig
 
 
-def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False) -> None:
-    """One top-k curve on ``ax``, with the smallest k reaching its threshold marked."""
+def topk_panel(ax, topk: pd.DataFrame, what: str, annotate: bool = False, heading: str = "") -> None:
+    """One top-k curve on ``ax``, with the smallest k reaching its threshold marked (or the
+    threshold named as not reached, :func:`smallest_mark`), and the same for the fraction of
+    patching every component, in the panel's title under ``heading``; ``annotate``: the name of
+    the component each k adds, across the axis over each point (under it on the upper half)."""
     thr = float(topk["threshold"].iloc[0])
     fraction_curve(ax, topk, "k", thr, f"k ({what} patched, by total effect)", by="fraction_of_max")
-    k, k_all = int(topk["smallest_k"].iloc[0]), int(topk["smallest_k_all"].iloc[0])
-    label = f"smallest k for {thr:.0%}: {k}\n({k_all} for {thr:.0%} of all {what} patched)"
-    ax.axvline(k, color="C3", ls=":", lw=1, label=label)
+    note = smallest_mark(ax, topk, "k", "fraction_of_max", thr, int(topk["smallest_k"].iloc[0]), "k")
+    k_all = int(topk["smallest_k_all"].iloc[0])
+    if (topk.loc[topk["k"] == k_all, "fraction"] >= thr - 1e-12).any():
+        every = f"{k_all} for {thr:.0%} of patching all {what}"
+    else:
+        every = f"{thr:.0%} of patching all not reached (at most {percent_short_of(topk['fraction'].max(), thr)})"
+    title(ax, "\n".join(t for t in (heading, f"{note}; {every}") if t), fontsize=9)
     if annotate:
+        top = float(topk["fraction_of_max"].max())
         for x, y, name in zip(topk["k"], topk["fraction_of_max"], topk["added"].fillna("")):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(0, -12), fontsize=7, ha="center")
-    legend_outside(ax)
+            below = y > 0.5 * top
+            ax.annotate(
+                name,
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, -5 if below else 5),
+                fontsize=7,
+                rotation=90,
+                ha="center",
+                va="top" if below else "bottom",
+                gid=DATA_LABEL,
+            )
 
 
 # a reading's positions in words, for titles (helixclock.layout.READINGS)
@@ -227,113 +277,8 @@ def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 
-def wrapped(fig, text: str, fontsize=None, width: float | None = None) -> str:
-    """``text`` with each of its lines broken at spaces so that none is wider than ``width``
-    inches (default: the figure's width less 5%) in the font of size ``fontsize`` (points or
-    a name, default a figure title's); text with mathtext ($...$) is left as it is.  The
-    breaks are made once, here: matplotlib's own ``wrap=True`` wraps again at each draw and
-    does not hold under ``savefig(bbox_inches="tight")``."""
-
-    if "$" in text:
-        return text
-    renderer = fig.canvas.get_renderer()
-    font = FontProperties(size=fontsize if fontsize is not None else plt.rcParams["figure.titlesize"])
-    limit = (width if width is not None else 0.95 * fig.get_figwidth()) * fig.dpi
-
-    def too_wide(line: str) -> bool:
-        return renderer.get_text_width_height_descent(line, font, ismath=False)[0] > limit
-
-    lines = []
-    for line in text.split("\n"):
-        current = ""
-        for word in line.split(" "):
-            candidate = f"{current} {word}" if current else word
-            if current and too_wide(candidate):
-                lines.append(current)
-                current = word
-            else:
-                current = candidate
-        lines.append(current)
-    return "\n".join(lines)
-
-
-def suptitle(fig, text: str, **kwargs):
-    """The figure's title, broken at spaces to fit the figure's width (:func:`wrapped`): a
-    model's long name or a long note never runs past the edge."""
-    return fig.suptitle(wrapped(fig, text, kwargs.get("fontsize")), **kwargs)
-
-
-def title(ax, text: str, **kwargs):
-    """``ax``'s title, broken at spaces to fit the axes' width (:func:`wrapped`; the width of
-    the axes as placed now, before the layout: a little narrower or wider after it; for a figure
-    title use :func:`suptitle`)."""
-    size = kwargs.get("fontsize", plt.rcParams["axes.titlesize"])
-    width = ax.get_position().width * ax.figure.get_figwidth()
-    return ax.set_title(wrapped(ax.figure, text, size, width), **kwargs)
-
-
-def legend_outside(ax, **kwargs):
-    """``ax``'s legend beside the axes, on its right, never over the data; the constrained layout
-    makes room for it.  (A legend under the panels: :func:`shared_legend` with "lower".)"""
-    kwargs.setdefault("fontsize", 8)
-    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kwargs)
-
-
-def shared_legend(fig, axes, where: str = "right", **kwargs):
-    """One legend for the figure: the entries of every axes in ``axes`` (each label once, in the
-    order first met), their own legends removed.  Beside the panel when there is one and
-    ``where`` is "right" (:func:`legend_outside`); under the panels otherwise (a figure legend
-    at the top right would run into the figure's title, which the layout centres over the whole
-    figure)."""
-    axes = list(axes)
-    if len(axes) == 1 and where == "right":
-        return legend_outside(axes[0], **kwargs)
-    entries: dict = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            if not label.startswith("_"):
-                entries.setdefault(label, handle)
-        if ax.get_legend():
-            ax.get_legend().remove()
-    if not entries:
-        return None
-    kwargs.setdefault("fontsize", 8)
-    kwargs.setdefault("ncols", min(len(entries), 4))
-    return fig.legend(list(entries.values()), list(entries.keys()), loc="outside lower center", **kwargs)
-
-
-def panel_grid(n: int, max_cols: int = 3, size: tuple[float, float] = (4.2, 3.4), **kwargs):
-    """A figure with ``n`` panels, at most ``max_cols`` a row and no empty cell: the rows are as
-    even as they can be (4 panels: 2 x 2) and a shorter last row is centred.  Returns the figure
-    and its ``n`` axes, row by row."""
-    rows = max(1, int(np.ceil(n / max_cols)))
-    cols = max(1, int(np.ceil(n / rows)))
-    fig = plt.figure(figsize=(size[0] * cols, size[1] * rows), **kwargs)
-    grid = fig.add_gridspec(rows, 2 * cols)
-    axes = []
-    for i in range(n):
-        row, col = divmod(i, cols)
-        in_row = min(cols, n - row * cols)
-        start = (cols - in_row) + 2 * col  # a shorter row starts half a panel in per missing panel
-        axes.append(fig.add_subplot(grid[row, start : start + 2]))
-    return fig, axes
-
-
-def empty(message: str):
-    """A figure that says why there is nothing to draw (instead of a misleading plot)."""
-    fig, ax = plt.subplots(figsize=(6, 2))
-    ax.text(0.5, 0.5, wrapped(fig, message, plt.rcParams["font.size"]), ha="center", va="center")
-    ax.axis("off")
-    return fig
-
-
 def paper_note(ax, text: str, loc: str = "lower right") -> None:
     """A small grey note of what the paper reported, in a corner of the axes."""
     x, ha = (0.98, "right") if "right" in loc else (0.02, "left")
     y, va = (0.03, "bottom") if "lower" in loc else (0.97, "top")
     ax.text(x, y, text, transform=ax.transAxes, ha=ha, va=va, fontsize=8, color=PAPER_COLOR)
-
-
-def percent_axis(ax, axis: str = "y") -> None:
-    """Tick labels of a share as percentages."""
-    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(PercentFormatter(1.0))

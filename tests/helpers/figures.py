@@ -1,15 +1,21 @@
 """Saving the figures a test draws, and what makes a figure readable, checked on the figure's
 objects (never on pixels): no legend over the data, no empty panel, titles inside the figure
-and apart from each other."""
+and apart from each other, tick labels apart, panels wide enough to read; and two sanity checks
+of what a figure says: a share it plots lies in [0, 1], and "smallest k for x%" reaches x%."""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.style.DATA_LABEL)
+DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.figure_layout.DATA_LABEL)
+MIN_PANEL_INCHES = 1.5  # the narrowest a data panel may be (helixclock.figure_layout.MIN_PANEL_INCHES)
+MIN_PANEL_SHARE = 0.4  # and its least share of its grid cell's width
+# "smallest k for 80%: 12", "smallest m for 80%: 4", "smallest number for 70% of ...: 312"
+SMALLEST_FOR = re.compile(r"smallest [^\n]*? for (?P<p>\d+(?:\.\d+)?)%[^:\n]*: (?P<n>\d+)")
 
 
 def save(fig, tmp_path: Path, name: str, readable: bool = True) -> Path:
@@ -96,8 +102,122 @@ def _tick_labels(ax) -> list:
     return drawn
 
 
+def _points(ax):
+    """The lines of ``ax`` that mark points in data coordinates (one point is data too)."""
+    return [
+        line
+        for line in ax.lines
+        if line.get_visible()
+        and line.get_transform().contains_branch(ax.transData)
+        and line.get_marker() not in ("None", "", " ", None)
+        and np.isfinite(line.get_xydata()).all(axis=1).any()
+    ]
+
+
 def _has_data(ax) -> bool:
-    return bool(_data_lines(ax) or ax.collections or ax.patches or ax.images or ax.containers)
+    return bool(_data_lines(ax) or _points(ax) or ax.collections or ax.patches or ax.images or ax.containers)
+
+
+def _name(ax) -> str:
+    return repr(ax.get_title() or ax.get_ylabel() or "an axes")
+
+
+def tick_overlaps(ax, renderer) -> list[str]:
+    """Neighbouring tick labels of an axis of ``ax`` that overlap ("0123456789101112" for a tick a
+    layer), one line an axis with how many pairs overlap and the first pair."""
+    found = []
+    for axis, which in ((ax.xaxis, "x"), (ax.yaxis, "y")):
+        lo, hi = sorted(axis.get_view_interval())
+        slack = 1e-9 * (abs(hi - lo) + 1)
+        drawn = sorted(
+            (loc, label)
+            for loc, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+            if lo - slack <= loc <= hi + slack and label.get_visible() and label.get_text()
+        )
+        boxes = [(label.get_text(), label.get_window_extent(renderer)) for _, label in drawn]
+        pairs = [(a, b) for (a, box_a), (b, box_b) in zip(boxes, boxes[1:]) if box_a.overlaps(box_b)]
+        if pairs:
+            found.append(
+                f"{len(pairs)} neighbouring {which} tick labels of {_name(ax)} overlap "
+                f"(the first: {pairs[0][0]!r} and {pairs[0][1]!r})"
+            )
+    return found
+
+
+def _width_share(spec) -> float:
+    """The share of its figure's width the grid cell of ``spec`` takes (its columns' width ratios;
+    a grid nested in a cell, its share of that cell)."""
+    grid = spec.get_gridspec()
+    ratios = grid.get_width_ratios() or [1] * grid.get_geometry()[1]
+    share = sum(ratios[spec.colspan.start : spec.colspan.stop]) / sum(ratios)
+    parent = getattr(grid, "_subplot_spec", None)  # a grid nested in a cell (GridSpecFromSubplotSpec)
+    return share * (_width_share(parent) if parent is not None else 1.0)
+
+
+def narrow_panels(ax) -> list[str]:
+    """A data panel (not a colour bar) narrower than :data:`MIN_PANEL_INCHES` or than
+    :data:`MIN_PANEL_SHARE` of its grid cell (a legend or a colour bar beside it took the rest)."""
+    spec = ax.get_subplotspec()
+    if spec is None or not ax.axison or not _has_data(ax):
+        return []
+    fig = ax.figure
+    inches = ax.bbox.width / fig.dpi
+    cell = _width_share(spec) * fig.bbox.width / fig.dpi
+    if inches < MIN_PANEL_INCHES - 1e-6 or inches < MIN_PANEL_SHARE * cell - 1e-6:
+        return [f"the panel {_name(ax)} is {inches:.2f} in wide, {inches / cell:.0%} of its cell of {cell:.2f} in"]
+    return []
+
+
+def _is_share_axis(axis) -> bool:
+    from matplotlib.ticker import PercentFormatter
+
+    formatter = axis.get_major_formatter()
+    return "share" in axis.get_label_text().lower() or (isinstance(formatter, PercentFormatter) and formatter.xmax == 1)
+
+
+def shares_outside(ax) -> list[str]:
+    """A share (an axis labelled "share", or drawn as a percentage of 1) plotted outside [0, 1]:
+    its curves, points and bars."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Rectangle
+
+    found = []
+    for i, axis in enumerate((ax.xaxis, ax.yaxis)):
+        if not _is_share_axis(axis):
+            continue
+        values = [
+            line.get_xydata()[:, i] for line in _data_lines(ax) + [ln for ln in ax.lines if len(ln.get_xydata()) == 1]
+        ]
+        values += [
+            c.get_offsets()[:, i] for c in ax.collections if isinstance(c, PathCollection) and len(c.get_offsets())
+        ]
+        for patch in ax.patches:
+            if isinstance(patch, Rectangle) and patch.get_transform().contains_branch(ax.transData):
+                start = (patch.get_x(), patch.get_y())[i]
+                values.append(np.array([start, start + (patch.get_width(), patch.get_height())[i]]))
+        v = np.concatenate([np.asarray(x, float) for x in values]) if values else np.array([])
+        v = v[np.isfinite(v)]
+        if len(v) and (v.min() < -1e-9 or v.max() > 1 + 1e-9):
+            found.append(f"the share {axis.get_label_text()!r} of {_name(ax)} runs from {v.min():.3g} to {v.max():.3g}")
+    return found
+
+
+def unreached(ax) -> list[str]:
+    """A "smallest k for x%: n" (a line's label, so its legend entry, a note on the panel or its title) whose
+    curve on the panel is below x% at n: a value never reached, passed off as the last one."""
+    statements = [line.get_label() for line in ax.lines] + [t.get_text() for t in ax.texts] + [ax.get_title()]
+    curves = _data_lines(ax)
+    found = []
+    for text in statements:
+        for match in SMALLEST_FOR.finditer(" ".join(str(text or "").split())):  # a title may wrap
+            share, n = float(match["p"]) / 100, float(match["n"])
+            at = [line.get_xydata()[line.get_xydata()[:, 0] == n, 1] for line in curves]
+            at = np.concatenate(at) if at else np.array([])
+            if not len(at):
+                found.append(f"{match[0]!r} of {_name(ax)}: no curve has a point at {n:g}")
+            elif np.nanmax(at) < share - 1e-9:
+                found.append(f"{match[0]!r} of {_name(ax)}: the curve is at {np.nanmax(at):.4g} there, below {share:g}")
+    return found
 
 
 def problems(fig) -> list[str]:
@@ -112,7 +232,13 @@ def problems(fig) -> list[str]:
       or a legend over tick labels.  Two labels set at data points (gid ``data-label``: the
       class means of Figs. 1 and 3) may overlap each other where their points do.
 
-    A figure of one axes with a message (``helixclock.style.empty``) is fine."""
+    - neighbouring tick labels of an axis that overlap (:func:`tick_overlaps`);
+    - a data panel under :data:`MIN_PANEL_INCHES` wide or under :data:`MIN_PANEL_SHARE` of its
+      grid cell (:func:`narrow_panels`);
+    - a share outside [0, 1] (:func:`shares_outside`), a "smallest k for x%" whose curve does not
+      reach x% (:func:`unreached`).
+
+    A figure of one axes with a message (``helixclock.figure_layout.empty``) is fine."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []
@@ -154,6 +280,10 @@ def problems(fig) -> list[str]:
             for ax in axes:
                 if any(t.get_window_extent(renderer).overlaps(box) for t in _tick_labels(ax)):
                     found.append(f"the legend of {owner} covers tick labels of {ax.get_title() or 'an axes'!r}")
+    for ax in axes:
+        found += tick_overlaps(ax, renderer)
+    for ax in plots:
+        found += narrow_panels(ax) + shares_outside(ax) + unreached(ax)
     for i, (a, box_a, data_a) in enumerate(boxes):
         for b, box_b, data_b in boxes[i + 1 :]:
             if box_a.overlaps(box_b) and not (data_a and data_b):

@@ -25,18 +25,35 @@ def _curves(tasks) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(n_pairs=100)
 
 
+def _left_out(tasks) -> pd.DataFrame:
+    """helix/other_tasks_left_out.csv of a model that runs ``tasks``: the others, too few pairs."""
+    from helixclock.preconditions import LEFT_OUT_COLUMNS
+    from helixclock.tasks import TASKS
+
+    rows = [
+        dict(task=t, label=TASKS[t].label, prompts=100, correct=3, found=3, minimum=10) for t in TASKS if t not in tasks
+    ]
+    return pd.DataFrame(rows, columns=LEFT_OUT_COLUMNS)
+
+
 @pytest.mark.parametrize("tasks", [["add", "sub23", "mul1p5", "solve_x"], ["add", "sub23", "div5", "mod2", "solve_x"]])
 def test_fig_c7_draws_a_panel_per_task_and_its_legend_beside_them(tasks, tmp_path):
     """SmolLM2 runs four or five of the six tasks (Table 1 leaves the others out): a panel for each
-    task it has, none empty, one legend for all, over no curve."""
+    task it has, none empty, one legend for all, under the panels and over no curve; the title
+    names the tasks left out."""
     from helixclock.stages.helix.figures import figC7_other_tasks_patching
 
-    fig = figC7_other_tasks_patching(_curves(tasks), "four-tasks")
+    fig = figC7_other_tasks_patching(_curves(tasks), _left_out(tasks), "four-tasks")
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert len(panels) == len(tasks) and all(len(ax.lines) >= 5 for ax in panels)
     assert [ax.get_legend() for ax in panels] == [None] * len(tasks) and len(fig.legends) == 1
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["layer patch", "PCA", "helix", "circle", "polynomial"]
+    assert fig.legends[0].get_window_extent().y1 < min(ax.get_window_extent().y0 for ax in panels)
+    missing = {"mul1p5": "a*1.5", "div5": "a//5", "mod2": "a mod 2"}
+    title = " ".join(fig.get_suptitle().split())
+    assert "not drawn: " in title and "(too few correct prompts for the pairs or the fit: found/needed)" in title
+    assert [f"{label} (3/10)" in title for t, label in missing.items()] == [t not in tasks for t in missing]
     rows = {round(ax.get_position().y0, 3) for ax in panels}
     assert len(rows) == 2  # 4 tasks: 2 x 2; 5 tasks: 3 over 2, the second row centred
     if len(tasks) == 5:
@@ -50,7 +67,7 @@ def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the
     """The checker itself: a figure with each fault is caught, its fixed twin is not."""
     import matplotlib.pyplot as plt
 
-    from helixclock import style
+    from helixclock import figure_layout as layout
 
     fig, axes = plt.subplots(1, 2, figsize=(6, 3))
     x = np.linspace(0, 1, 50)
@@ -67,8 +84,8 @@ def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.plot(x, np.ones_like(x) * 0.9, label="a curve at the top")
     ax.plot(x, x, label="a rising curve")
-    style.legend_outside(ax)
-    style.suptitle(fig, "a title far too long for a figure six inches wide, " * 3)
+    layout.legend_outside(ax)
+    layout.suptitle(fig, "a title far too long for a figure six inches wide, " * 3)
     assert problems(fig) == []
     assert fig.get_suptitle().count("\n") >= 2  # broken at spaces, not cut
     plt.close(fig)
@@ -160,9 +177,11 @@ def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
     save(fig, tmp_path, "fig02_planted")
 
 
-def test_fig_d11_draws_the_running_total_when_the_top_neurons_de_sums_below_zero(tmp_path):
-    """Gemma-3's top neurons' signed DE sums below 0 (make real): Fig. D11 draws the running total
-    and says the running share is not defined, instead of an empty panel, and names no "80%" set."""
+def test_fig_d11_shares_the_positive_de_when_the_top_neurons_de_sums_below_zero(tmp_path):
+    """Gemma-3's top neurons' signed DE sums below 0 (make real): Fig. D11's running share is of
+    their positive DE, so it is defined, rises to 100% at the last positive neuron and never
+    passes it; a set of no positive DE draws the running total and says the share is not defined,
+    instead of an empty panel, and names no "80%" set."""
     from helixclock.stages.neurons.figures import figD11_neuron_direct_effect
     from helixclock.stages.neurons.tables import cumulative_de
 
@@ -173,16 +192,25 @@ def test_fig_d11_draws_the_running_total_when_the_top_neurons_de_sums_below_zero
             "rank": np.arange(n),
             "layer": rng.integers(0, 4, n),
             "neuron": np.arange(n),
-            "de": np.r_[0.4, rng.normal(-0.05, 0.02, n - 1)],
+            "de": np.r_[0.4, 0.1, rng.normal(-0.05, 0.02, n - 2)],
             "in_circuit": False,
         }
     )
+    neurons.loc[2:, "de"] = -neurons.loc[2:, "de"].abs()
+    assert neurons["de"].sum() < 0
     table = cumulative_de(neurons)
-    assert table["cumulative_share"].isna().all() and neurons["de"].sum() < 0
+    share = table["cumulative_share"].to_numpy()
+    assert share[0] == pytest.approx(0.8) and (share[1:] == 1.0).all()  # 0.4 of 0.5, then all of it
+    assert table.loc[table["reaches"] != "", "reaches"].tolist() == ["70%,80%", "90%,95%"]
     fig = figD11_neuron_direct_effect(table, "planted")
-    save(fig, tmp_path, "figD11_total_below_zero")  # and problems() finds nothing
+    save(fig, tmp_path, "figD11_total_below_zero")  # and problems() finds nothing (a share in [0, 1])
+    top = fig.axes[0]
+    assert top.get_ylabel() == "running share of their positive DE"
+    assert top.get_title() == "38 of 40 with a negative DE (they add nothing to the share)"
+
+    fig = figD11_neuron_direct_effect(cumulative_de(neurons.assign(de=-neurons["de"].abs())), "none positive")
+    save(fig, tmp_path, "figD11_none_positive")
     top, bottom = fig.axes[:2]
-    assert top.get_title().startswith("no running share: their DE sums to")
+    assert top.get_title().startswith("no running share: no neuron has a positive DE (they sum to")
     assert top.get_ylabel() == "running total of their DE"
-    labels = [t.get_text() for t in bottom.get_legend().get_texts()]
-    assert labels == ["all top neurons"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["all 40 top neurons"]

@@ -207,7 +207,7 @@ def test_fig_f4_names_the_base_rate(tmp_path):
     periods, units = layout(layer[:6], None, [10, 10, 10, 5, 5, 2])
     per, _ = lens_null(periods.assign(fitted_period=[10, 10, 10, 5, 5, 2]), layer[:6], units, layer[None])
     fig = figF4_logit_lens_periods(per, "toy")
-    title = fig.axes[0].get_title()
+    title = " ".join(fig.get_suptitle().split())  # the figure's title, broken at spaces to fit
     m = int(per["matches"].sum())
     assert f"by chance {per['q'].sum():.1f} of 6 expected" in title
     assert f"P(≥ {m}) = {poisson_binomial_sf(m, per['q']):.2g}" in title

@@ -122,7 +122,8 @@ def test_fig10_trends_are_layer_means_and_the_line_gives_its_r2(fitted, tmp_path
     fig = neuron_trends_panel(table, circuit, "synthetic")
     x, y = trends["ab_fraction"].to_numpy(), trends["de_over_te"].to_numpy()
     r2 = np.corrcoef(x, y)[0, 1] ** 2  # R^2 of a least-squares line = squared correlation
-    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [f"least squares, R² = {r2:.2f}"]
+    (legend,) = fig.legends  # one, under the panels: the colour bar stays beside its panel
+    assert [t.get_text() for t in legend.get_texts()][0] == f"least squares, R² = {r2:.2f}"
     assert len(fig.axes[0].collections[0].get_offsets()) == len(trends)
     save(fig, tmp_path, "fig10_neuron_trends")
     with pytest.raises(ValueError, match=r"\['de'\]"):
@@ -145,11 +146,11 @@ def test_fig10_with_few_layers_draws_no_line_and_shows_empty_circuit_mlps(fitted
     assert np.isnan(trends["de_over_te"].iloc[0])
     fig = neuron_trends_panel(part, [14, 20, 3], "two layers")
     left, right = fig.axes[0], fig.axes[1]
-    assert left.get_legend() is None and not [line for line in left.lines if line.get_label().startswith("least")]
+    assert not [line for line in left.lines if line.get_label().startswith("least")]
     title = left.get_title()
     assert "no line (fewer than 3)" in title and "no top neurons: MLP3" in title
     assert [t.get_text() for t in right.get_xticklabels()] == ["MLP3", "MLP14", "MLP20"]
-    assert "circuit MLP without top neurons" in [t.get_text() for t in right.get_legend().get_texts()]
+    assert "circuit MLP without top neurons" in [t.get_text() for t in fig.legends[0].get_texts()]
     save(fig, tmp_path, "fig10_two_layers")
 
 
@@ -205,6 +206,6 @@ def test_figD9_shows_both_readings_and_figD10_outlines_circuit_layers(tmp_path):
     fig = figD10_neuron_layers(neurons, pd.DataFrame({"layer": [2, 3]}), "synthetic")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
-    handles = ax.get_legend().legend_handles
-    assert handles[1].get_facecolor()[3] == 0 and "57% of top neurons" in ax.get_legend().get_texts()[1].get_text()
+    (legend,) = fig.legends  # under the panel
+    assert legend.legend_handles[1].get_facecolor()[3] == 0 and "57% of top neurons" in legend.get_texts()[1].get_text()
     save(fig, tmp_path, "figD10")

@@ -369,5 +369,5 @@ def test_top_neuron_table_takes_de_over_te_in_the_rankings_terms():
     assert np.allclose(table["de_over_te"], [0.4, 0.5])
     paper = top_neurons_paper_table(table)
     assert "NRMSE of the preactivation fit" in paper.columns and "DE/TE (effects)" in paper.columns
-    cum = cumulative_de(table)  # total signed DE -1.5: no share is reached, all count
+    cum = cumulative_de(table)  # no positive DE (0 and -1.5): no running share, no count reached
     assert cum["cumulative_share"].isna().all() and (cum["reaches"] == "").all()

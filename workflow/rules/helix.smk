@@ -333,9 +333,10 @@ use rule figure as fig_helix_ablation with:
 
 
 use rule figure as fig_other_tasks_patching with:
-    """Fig. C7: the full fits patched at the a token on six tasks."""
+    """Fig. C7: the full fits patched at the a token on six tasks (the title names those left out of Table 1)."""
     input:
         outputs.OTHER_TASKS,
+        outputs.OTHER_TASKS_LEFT_OUT,
     output:
         figure_files("figC7_other_tasks_patching", "helix"),
     log:

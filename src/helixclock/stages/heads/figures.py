@@ -6,24 +6,23 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
 
+from ...figure_layout import empty, shared_legend, suptitle, thin_ticks
+from ...figure_layout import title as set_title
 from ...style import (
     CATEGORY_COLOR,
     WHERE,
     by_reading,
-    empty,
     fraction_curve,
     heatmap,
-    legend_outside,
     mark_unmeasured,
-    suptitle,
+    smallest_mark,
     topk_figure,
     topk_panel,
     with_pairs,
 )
-from ...style import title as set_title
 
 
 def head_grid(df: pd.DataFrame, col: str, shape: tuple[int, int] | None = None) -> np.ndarray:
@@ -90,10 +89,10 @@ def figD3_head_topk(topk: pd.DataFrame, model: str):
     readings = by_reading(topk)
     if len(readings) == 1:
         return topk_figure(topk, model, "heads")
-    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.0 * len(readings), 4.2), sharey=True, squeeze=False)
     for ax, (reading, part) in zip(axes[0], readings):
-        topk_panel(ax, part, "heads")
-        ax.set_title(f"{WHERE[reading]} ({len(part) - 1} heads)")
+        topk_panel(ax, part, "heads", heading=f"{WHERE[reading]} ({len(part) - 1} heads)")
+    shared_legend(fig, axes[0])
     suptitle(fig, with_pairs(f"{model}: top-k heads", topk))
     return fig
 
@@ -129,19 +128,18 @@ def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
     used for the categories (config clock.mixed_heads, the authors' 4) and the smallest m
     reaching the threshold (a panel per reading)."""
     readings = by_reading(mixed)
-    fig, axes = plt.subplots(1, len(readings), figsize=(6.5 * len(readings), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(readings), figsize=(6.0 * len(readings), 4.4), sharey=True, squeeze=False)
     for ax, (reading, part) in zip(axes[0], readings):
         thr = float(part["threshold"].iloc[0])
         fraction_curve(ax, part, "m", thr, "m (least confident heads allowed to be mixed)")
-        used, smallest = int(part["m_used"].iloc[0]), int(part["smallest_m"].iloc[0])
+        used = int(part["m_used"].iloc[0])
         at = part.loc[part["m"] == used, "fraction"]
-        label = f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "")
-        ax.axvline(used, color="C2", ls="--", lw=1, label=label)
-        ax.axvline(smallest, color="C3", ls=":", lw=1, label=f"smallest m for {thr:.0%}: {smallest}")
+        ax.axvline(used, color="C2", ls="--", lw=1, label="m used (config clock.mixed_heads)")
+        note = smallest_mark(ax, part, "m", "fraction", thr, int(part["smallest_m"].iloc[0]), "m")
+        note = f"m = {used} used" + (f": {float(at.iloc[0]):.0%}" if len(at) else "") + f"; {note}"
         ax.set_ylabel("fraction of the top heads' effect")
-        legend_outside(ax)
-        if len(readings) > 1:
-            ax.set_title(WHERE[reading], fontsize=9)
+        set_title(ax, f"{WHERE[reading]}\n{note}" if len(readings) > 1 else note, fontsize=9)
+    shared_legend(fig, axes[0])
     suptitle(
         fig,
         with_pairs(
@@ -162,13 +160,28 @@ def figD6_head_categories(props: pd.DataFrame, model: str):
     readings = by_reading(props)
     digits = "attn_a_units" in props
     ncols = 4 if digits else 3
-    fig, axes = plt.subplots(len(readings), ncols, figsize=(4.4 * ncols, 3.8 * len(readings)), squeeze=False)
+    fig, axes = plt.subplots(len(readings), ncols, figsize=(4.0 * ncols, 3.6 * len(readings)), squeeze=False)
     for row, (reading, part) in zip(axes, readings):
         _categories_row(row, part, digits)
         if len(readings) > 1:
             row[0].set_title(f"from {'the last token' if reading == 'last token' else 'the answer positions'}")
+    order = [c for c in CATEGORY_COLOR if c in set(props["category"])]
+    counts = {r: part["category"].value_counts() for r, part in readings}
+    handles = [
+        Line2D([], [], ls="none", marker="o", color=CATEGORY_COLOR[c], label=_category_label(c, counts)) for c in order
+    ]
+    shared_legend(fig, axes.ravel(), handles=handles)
     suptitle(fig, f"{model}: properties of the top heads by category")
     return fig
+
+
+def _category_label(category: str, counts: dict) -> str:
+    """A category's legend entry with its number of heads ("a,b heads (5)"; per reading where
+    they differ)."""
+    n = {int(c.get(category, 0)) for c in counts.values()}
+    if len(n) == 1:
+        return f"{category} heads ({n.pop()})"
+    return f"{category} heads (" + ", ".join(f"{int(c.get(category, 0))} {WHERE[r]}" for r, c in counts.items()) + ")"
 
 
 def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
@@ -178,9 +191,9 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
     sns.stripplot(y="attn_last", ax=axes[1], **kw)
     for cat in order:
         part = props[props["category"] == cat]
-        axes[2].scatter(part["attn_a"], part["attn_b"], color=CATEGORY_COLOR[cat], s=30, label=f"{cat} ({len(part)})")
+        axes[2].scatter(part["attn_a"], part["attn_b"], color=CATEGORY_COLOR[cat], s=30)
     axes[0].set_ylabel("layer")
-    axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
+    thin_ticks(axes[0], "y")
     axes[1].set_ylabel("attention to the last token")
     for ax in axes[:2]:
         ax.set_xlabel("")
@@ -188,7 +201,6 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
     span = " (all its tokens)" if digits else " token"
     axes[2].set_xlabel(f"attention to a{span}")
     axes[2].set_ylabel(f"attention to b{span}")
-    legend_outside(axes[2])
     if digits:
         keys = ["attn_a_units", "attn_a_tens", "attn_b_units", "attn_b_tens"]
         long = props.melt(id_vars=["category"], value_vars=keys, var_name="key", value_name="attention")
@@ -202,6 +214,7 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
             palette=CATEGORY_COLOR,
             ax=axes[3],
             size=5,
+            legend=False,
         )
         axes[3].set_xlabel("")
         axes[3].set_ylabel("attention to the digit")

@@ -7,18 +7,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...style import (
-    DATA_LABEL,
-    METHOD_STYLE,
-    band,
-    layer_name,
-    ld_axes,
-    legend_outside,
-    panel_grid,
-    shared_legend,
-    suptitle,
-    with_pairs,
-)
+from ...figure_layout import DATA_LABEL, left_out, legend_outside, panel_grid, panels_width, shared_legend, suptitle
+from ...style import METHOD_STYLE, band, layer_name, ld_axes, with_pairs
 from ...tasks import TASKS
 
 
@@ -126,10 +116,13 @@ def _references(ax, table: pd.DataFrame) -> None:
 
 def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
     """Fig. 4: LD vs layer for layer patch, PCA, best helix and circle per k, polynomial; one
-    legend for the panels, each panel's title naming its k's periods."""
+    legend under the panels, each panel's title naming its k's periods.  The paper draws a panel
+    for each k = 1..|T|; a run that fits fewer k (a real model's config ``period_subsets: false``:
+    k = |T| alone) says which it leaves out."""
     ks = sorted(int(k) for k in best["k"].unique())
-    fig, axes = plt.subplots(1, len(ks), figsize=(4.0 * len(ks), 3.8), sharey=True)
-    for ax, k in zip(np.atleast_1d(axes), ks):
+    fig, axes = plt.subplots(1, len(ks), figsize=(panels_width(len(ks), 4.0, 7.0), 4.4), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, k in zip(axes, ks):
         band(ax, sweep[sweep["method"] == "layer"], "layer patch", "k")
         _references(ax, sweep)
         band(ax, sweep[(sweep["method"] == "pca") & (sweep["k"] == k)], "PCA (2k + 1 components)", "C0")
@@ -144,9 +137,13 @@ def fig04_helix_patching(sweep: pd.DataFrame, best: pd.DataFrame, model: str):
         band(ax, sweep[(sweep["method"] == "poly") & (sweep["k"] == k)], "polynomial (degree 2k + 1)", "C1")
         same = len(periods) == 2 and len(set(periods.values())) == 1
         names = f"helix and circle {periods['helix']}" if same else ", ".join(f"{m} {t}" for m, t in periods.items())
-        ld_axes(ax, with_pairs(f"k = {k}", sweep) + (f"\n{names}" if names else ""))
-    shared_legend(fig, np.atleast_1d(axes), "right")
-    suptitle(fig, f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean over pairs, 95% CI)")
+        ld_axes(ax, with_pairs(f"k = {k}", sweep) + (f"\n{names}" if names else ""), of=sweep)
+    shared_legend(fig, axes)
+    n_periods = max((len(str(p).split(",")) for p in best["periods"]), default=0)
+    unfitted = [k for k in range(1, n_periods + 1) if k not in ks]  # the paper: a panel for each k = 1..|T|
+    missing = left_out("not fitted in this run; the paper's are", [f"k = {k}" for k in unfitted])
+    title = f"{model}: patching fits of h_a (clean a+b, corrupted a'+b; mean LD, 95% CI)"
+    suptitle(fig, title + (f"\n{missing}" if missing else ""), fontsize=11)
     return fig
 
 
@@ -183,11 +180,12 @@ def figC6_helix_ablation(abl: pd.DataFrame, model: str):
     return fig
 
 
-def figC7_other_tasks_patching(curves: pd.DataFrame, model: str):
-    """Fig. C7: full fits patched at the a token on the tasks the model has (a task left out of
-    Table 1 has no panel; helix/other_tasks_left_out.csv says why), one legend for the panels."""
+def figC7_other_tasks_patching(curves: pd.DataFrame, left_out_tasks: pd.DataFrame, model: str):
+    """Fig. C7: full fits patched at the a token on the tasks the model has, one legend under the
+    panels; a task left out of Table 1 (``left_out_tasks``: helix/other_tasks_left_out.csv, too few
+    correct prompts for pairs or a fit) has no panel, and the title names it."""
     tasks = list(dict.fromkeys(curves["task"]))
-    fig, axes = panel_grid(len(tasks), 3, (4.2, 3.4))
+    fig, axes = panel_grid(len(tasks), 3, (4.2, 3.6), least=6.5)
     for ax, task in zip(axes, tasks):
         part = curves[curves["task"] == task]
         _references(ax, part)
@@ -195,6 +193,9 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, model: str):
             label, color = METHOD_STYLE[method]
             band(ax, part[part["method"] == method], label, color)
         ld_axes(ax, TASKS[task].label if task in TASKS else task, pairs=part)
-    shared_legend(fig, axes, "right")
-    suptitle(fig, f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)")
+    shared_legend(fig, axes)
+    labels = [f"{row.label} ({row.found}/{row.minimum})" for row in left_out_tasks.itertuples()]
+    missing = left_out("too few correct prompts for the pairs or the fit: found/needed", labels)
+    title = f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)" + (f"\n{missing}" if missing else "")
+    suptitle(fig, title)
     return fig

@@ -10,19 +10,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
+from ...figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
 from ...fourier import dominant_periods
-from ...style import (
-    PALETTE,
-    empty,
-    layer_name,
-    legend_outside,
-    panel_grid,
-    paper_note,
-    percent_axis,
-    shared_legend,
-    suptitle,
-    title,
-)
+from ...style import PALETTE, layer_name, paper_note
 from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
@@ -192,7 +182,7 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
 
 def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, float], **kw):
     """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, no empty cell
-    (:func:`helixclock.style.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
+    (:func:`helixclock.figure_layout.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
     its rows))])."""
     labels = list(dict.fromkeys(lens_table["label"]))
     fig, axes = panel_grid(len(labels), max_cols, size, **kw)
@@ -256,7 +246,7 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
         ),
         group=[f"{p}, T = {int(t)}" for p, t in zip(periods_table["place"], periods_table["fitted_period"])],
     )
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * table["group"].nunique() + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.1 * table["group"].nunique() + 2), 4.6))
     if table.empty:
         ax.text(0.5, 0.5, "no units of the 80% DE set with an a+b term largest", ha="center", transform=ax.transAxes)
     else:
@@ -269,7 +259,7 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
         sns.barplot(counts, x="group", y="units", hue="outcome", palette=palette, ax=ax)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.tick_params(axis="x", labelsize=8, rotation=30)
-        legend_outside(ax)
+        shared_legend(fig, [ax])
     ax.set_xlabel("place of the unit, period of its largest a+b fit term")
     shares = table.loc[table["predicted_period"].notna(), "matches"]
     base = ""
@@ -281,8 +271,8 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
             f"P(≥ {m}) = {poisson_binomial_sf(m, counted['q'].to_numpy()):.2g} "
             "(lens: norms applied to the column alone)"
         )
-    title(
-        ax,
+    suptitle(
+        fig,
         f"{model}: digit-lens periods of the 80% DE units\n"
         f"{shares.mean():.0%} of {len(shares)} with a prediction show it{base}"
         if len(shares)

@@ -16,7 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ...style import legend_outside, shared_legend, suptitle, with_pairs  # noqa: E402
+from ...figure_layout import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks  # noqa: E402
+from ...style import with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)
@@ -24,6 +25,7 @@ from .panels import (  # noqa: E402
     neuron_preacts_panel,
     neuron_trends_panel,
 )
+from .tables import cumulative_de  # noqa: E402
 
 
 # -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
@@ -99,7 +101,7 @@ def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str
     layers = np.arange(int(max(neurons["layer"].max(), max(circuit, default=0))) + 1)
     values = counts.reindex(layers, fill_value=0).to_numpy()
     share = float(neurons["layer"].isin(circuit).mean())
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
     bars = ax.bar(layers, values, color="C0")
     for bar, layer in zip(bars, layers):
         if layer in circuit:
@@ -114,19 +116,25 @@ def figD10_neuron_layers(neurons: pd.DataFrame, stages: pd.DataFrame, model: str
             label=f"circuit MLP layers (outlined): {share:.0%} of top neurons",
         ),
     ]
-    ax.set_xticks(layers)
+    category_ticks(ax, layers, layers)
     ax.set_xlabel("layer (block)")
     ax.set_ylabel("top neurons")
-    legend_outside(ax, handles=handles)
+    shared_legend(fig, [ax], handles=handles, ncols=1)
     suptitle(fig, f"{model}: where the top neurons are (paper: ~75% in circuit MLPs)")
     return fig
 
 
 def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
-    """figD11: cumulative share of the top neurons' DE vs how many (sorted by DE), with the
-    counts reaching 70/80/90/95%; below, the layers of all top neurons and of the 80% set."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.4))
-    defined = cumulative["cumulative_share"].notna().any()  # a total DE <= 0 has no running share
+    """figD11: the running share of the top neurons' positive DE (sorted by DE; a neuron of
+    negative DE adds nothing, so the share never passes 100%: :func:`.tables.cumulative_de`) vs
+    how many, with the counts reaching 70/80/90/95%; below, how the top neurons and the set
+    holding 80% of the positive DE spread over the layers, each as a share of its own neurons (one
+    scale for both).  The share and its counts are worked out again from the table's DE (its rows
+    are the top neurons), so that a table an older run wrote (a share of the signed total, which
+    passes 100% where some DE is negative) is drawn as this one would be."""
+    cumulative = cumulative_de(cumulative)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.8))
+    defined = cumulative["cumulative_share"].notna().any()  # no positive DE: no running share
     running = cumulative["cumulative_share"] if defined else cumulative["de"].cumsum()  # else the running total
     sns.lineplot(x=cumulative["count"].to_numpy(), y=running.to_numpy(), ax=top, errorbar=None)
     cumulative = cumulative.assign(reaches=cumulative["reaches"].fillna(""))  # empty cells come back as NaN
@@ -137,30 +145,59 @@ def figD11_neuron_direct_effect(cumulative: pd.DataFrame, model: str):
         top.text(
             0.98,
             0.05,
-            "\n".join(f"{row.reaches} of the DE: {row.count} neurons" for row in reached.itertuples()),
+            "\n".join(
+                f"smallest number of neurons for {share}: {row.count}"
+                for row in reached.itertuples()
+                for share in row.reaches.split(",")
+            ),
             transform=top.transAxes,
             ha="right",
             va="bottom",
             fontsize=8,
             bbox={"facecolor": "white", "edgecolor": "0.8", "boxstyle": "round,pad=0.3"},
         )
-    if not defined:
+    n_negative = int((cumulative["de"] < 0).sum())
+    if defined:
+        percent_axis(top)
+        top.set_title(
+            f"{n_negative} of {len(cumulative)} with a negative DE (they add nothing to the share)", fontsize=9
+        )
+    else:
         top.axhline(0, color="grey", lw=0.8)
-        top.set_title(f"no running share: their DE sums to {cumulative['de'].sum():.2f} (not above 0)", fontsize=9)
+        top.set_title(
+            f"no running share: no neuron has a positive DE (they sum to {cumulative['de'].sum():.2f})", fontsize=9
+        )
+    thin_ticks(top)
     top.set_xlabel("top neurons, sorted by direct effect")
-    top.set_ylabel("running share of their total DE" if defined else "running total of their DE")
+    top.set_ylabel("running share of their positive DE" if defined else "running total of their DE")
     suptitle(fig, with_pairs(f"{model}: direct effects of the top neurons", cumulative) + " (paper: ~700 for 80%)")
-    sets = [cumulative.assign(set="all top neurons")]
+    sets = [cumulative.assign(set=f"all {len(cumulative)} top neurons")]
     if defined:
         n80 = cumulative.loc[cumulative["cumulative_share"] >= 0.8 - 1e-12, "count"]
         n80 = int(n80.min()) if len(n80) else len(cumulative)
-        sets.append(cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of DE"))
+        sets.append(cumulative.iloc[:n80].assign(set=f"the {n80} holding 80% of the positive DE"))
     both = pd.concat(sets)
-    sns.histplot(data=both, x="layer", hue="set", discrete=True, multiple="dodge", shrink=0.8, ax=bottom)
-    bottom.set_xticks(range(int(both["layer"].min()), int(both["layer"].max()) + 1))
+    sns.histplot(
+        data=both,
+        x="layer",
+        hue="set",
+        discrete=True,
+        multiple="dodge",
+        shrink=0.8,
+        stat="proportion",
+        common_norm=False,
+        ax=bottom,
+    )
+    layers = np.arange(int(both["layer"].min()), int(both["layer"].max()) + 1)
+    category_ticks(bottom, layers, layers)
     bottom.set_xlabel("layer")
-    bottom.set_ylabel("neurons")
-    sns.move_legend(bottom, "upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, title_fontsize=8)
+    bottom.set_ylabel("share of the set's neurons")
+    percent_axis(bottom)
+    handles = bottom.get_legend().legend_handles
+    labels = [t.get_text() for t in bottom.get_legend().get_texts()]
+    for handle, label in zip(handles, labels):
+        handle.set_label(label)
+    shared_legend(fig, [bottom], handles=handles)
     return fig
 
 
@@ -168,7 +205,7 @@ def fig09_neuron_fit_eval(evaluation: pd.DataFrame, model: str):
     """fig09: accuracy vs k with the top k neurons' actual values vs their fitted N(a, b) (the
     preactivation; for a gated MLP the table's ``quantity``)."""
     quantity = _quantity(evaluation)
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for col, label, color in (
         ("actual_accuracy", "actual values", "k"),
         ("fitted_accuracy", f"fitted N̂(a, b) ({quantity})", "C3"),
@@ -193,5 +230,5 @@ def fig09_neuron_fit_eval(evaluation: pd.DataFrame, model: str):
         "(mean over k of fitted / actual; paper: roughly 75%)",
         fontsize=10,
     )
-    legend_outside(ax)
+    shared_legend(fig, [ax])
     return fig

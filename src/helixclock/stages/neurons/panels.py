@@ -22,7 +22,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ... import style  # noqa: E402 (the figures' shared look and constrained layout)
+from ... import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
+from ...figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
@@ -104,7 +105,7 @@ def neuron_preacts_panel(
     for sub in subs[k:]:
         sub.set_visible(False)
     what = "preactivations" if quantity == "preactivation" else f"N(a, b) = {quantity} (gated MLP)"
-    style.suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
+    suptitle(fig, f"{model}: {what} of top neurons and their helix-inspired fits (Eq. 5)")
     return fig
 
 
@@ -148,7 +149,7 @@ def figD12_neuron_fourier(
             bbox_to_anchor=(0.5, -0.2),
             ncol=1,
         )
-    style.suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
+    suptitle(fig, f"{model}: top Fourier periods of {len(neurons)} top neurons' {_quantity(neurons)}")
     return fig
 
 
@@ -246,7 +247,8 @@ def neuron_trends_panel(neurons: pd.DataFrame, circuit_layers: Sequence[int], mo
     norm = _layer_norm(trends["layer"]) if len(trends) else plt.Normalize(0, 1)
     _read_vs_write_panel(fig, left, trends, norm)
     _by_layer_panel(right, trends)
-    style.suptitle(
+    shared_legend(fig, [left, right])  # under the panels: the colour bar stays beside its data
+    suptitle(
         fig, f"{model}: top neurons of the circuit MLPs, what they read (a+b fraction of the fit) vs write (DE / TE)"
     )
     return fig
@@ -273,10 +275,7 @@ def _read_vs_write_panel(fig, ax, trends: pd.DataFrame, norm) -> None:
         ax=ax,
         legend=False,
     )
-    for row in have.itertuples():
-        ax.annotate(
-            f"MLP{row.layer}", (row.ab_fraction, row.de_over_te), textcoords="offset points", xytext=(4, 4), fontsize=8
-        )
+    label_points(ax, have["ab_fraction"], have["de_over_te"], [f"MLP{l}" for l in have["layer"]])
     notes = _least_squares_line(ax, have["ab_fraction"].to_numpy(), have["de_over_te"].to_numpy())
     empty_layers = _empty_layers(trends)
     if empty_layers:
@@ -300,38 +299,37 @@ def _least_squares_line(ax, x: np.ndarray, y: np.ndarray) -> list[str]:
     r2 = 1 - resid.var() / y[ok].var() if y[ok].var() > 0 else 1.0
     xs = np.linspace(x[ok].min(), x[ok].max(), 2)
     ax.plot(xs, slope * xs + intercept, color="grey", lw=1.2, label=f"least squares, R² = {r2:.2f}")
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     return []
 
 
 def _by_layer_panel(ax, trends: pd.DataFrame) -> None:
     """Fig. 10, right (section 5.4): the mean a+b fraction and the mean DE/TE of each circuit
-    MLP against its layer, the number of its top neurons under each point; circuit MLPs without
-    top neurons marked on the layer axis."""
+    MLP, one place for each in the order of the layers, the number of its top neurons under each
+    point; circuit MLPs without top neurons marked on the axis."""
+    place = pd.Series(np.arange(len(trends)), index=trends["layer"].to_numpy())
     have = trends[trends["n_neurons"] > 0]
     empty_layers = _empty_layers(trends)
-    ax.plot(have["layer"], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
-    ax.plot(have["layer"], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
+    ax.plot(place[have["layer"]], have["ab_fraction"], marker="o", color="C3", label="mean a+b fraction")
+    ax.plot(place[have["layer"]], have["de_over_te"], marker="s", color="C1", label="mean DE / TE")
     if empty_layers:
         ax.scatter(
-            empty_layers,
+            place[empty_layers],
             np.zeros(len(empty_layers)),
             marker="x",
             color="grey",
             zorder=3,
             label="circuit MLP without top neurons",
         )
-    ax.set_xticks(trends["layer"], [f"MLP{l}" for l in trends["layer"]], rotation=45)
-    if len(trends) == 1:
-        ax.set_xlim(trends["layer"].iloc[0] - 1, trends["layer"].iloc[0] + 1)
+    category_ticks(ax, place.to_numpy(), [f"MLP{l}" for l in trends["layer"]])
+    ax.set_xlim(-0.5, len(trends) - 0.5)
+    ax.set_xlabel("circuit MLP")
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_ylabel("mean over the layer's top neurons")
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8)
     ax.set_title("by layer (number of top neurons under each point)", fontsize=10)
     for row in trends.itertuples():
         ax.annotate(
             str(row.n_neurons),
-            (row.layer, row.ab_fraction if row.n_neurons else 0.0),
+            (place[row.layer], row.ab_fraction if row.n_neurons else 0.0),
             textcoords="offset points",
             xytext=(0, -12),
             fontsize=7,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...statistics import Resampling, cumulative_shares, pair_values, positions_of, share_set, summarise
+from ...statistics import Resampling, pair_values, positions_of, positive_shares, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
 PLACES = ("units", "tens", "hundreds")  # helixclock.patching.metrics.PLACES (this module stays free of torch)
@@ -57,25 +57,23 @@ def top_neuron_table(
 
 
 def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
-    """figD11: top neurons sorted by DE, the running share of their total (signed) DE, and where
-    it first reaches each of DE_SHARES (``reaches``: on the row of the smallest count; the same
-    counts as :func:`helixclock.statistics.share_set`)."""
-    order, shares = cumulative_shares(neurons["de"].to_numpy())
+    """figD11: top neurons sorted by DE, the running share of their positive DE (a neuron of
+    negative DE adds nothing: the share never passes 1, :func:`helixclock.statistics.positive_shares`;
+    NaN where no DE is positive) and where it first reaches each of DE_SHARES (``reaches``: on
+    the row of the smallest count).  Fig. F4's set and paper_comparison's count are
+    :func:`helixclock.statistics.share_set`'s, of the signed total: the same counts where no DE is
+    negative (the paper's top neurons)."""
+    order, shares = positive_shares(neurons["de"].to_numpy())
     df = neurons.iloc[order].reset_index(drop=True)
     df["count"] = np.arange(1, len(df) + 1)
     df["cumulative_share"] = shares
     df["reaches"] = ""
     for share in DE_SHARES:
-        k = de_share_count(df, share)
-        if k <= len(df) and (df["cumulative_share"] >= share - 1e-12).any():
-            df.loc[k - 1, "reaches"] = ",".join(x for x in (df.loc[k - 1, "reaches"], f"{share:.0%}") if x)
+        hit = np.flatnonzero(df["cumulative_share"].to_numpy() >= share - 1e-12)
+        if len(hit):
+            df.loc[hit[0], "reaches"] = ",".join(x for x in (df.loc[hit[0], "reaches"], f"{share:.0%}") if x)
     extra = ["n_pairs"] if "n_pairs" in df else []  # the pairs behind each DE
     return df[["count", "rank", "layer", "neuron", "de", "cumulative_share", "reaches", "in_circuit", *extra]]
-
-
-def de_share_count(neurons: pd.DataFrame, share: float) -> int:
-    """How many top neurons (by DE) hold ``share`` of their total DE (all of them if never)."""
-    return int(share_set(neurons["de"].to_numpy(), share).sum())
 
 
 def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:

@@ -12,7 +12,8 @@ import seaborn as sns
 from matplotlib.transforms import blended_transform_factory
 
 from ...bases import SUM
-from ...style import DATA_LABEL, PALETTE, percent_axis, suptitle
+from ...figure_layout import DATA_LABEL, percent_axis, suptitle
+from ...style import PALETTE
 from ...tasks import TASKS
 from .clock import available_example, clock_angles
 from .quantities import standardised_column

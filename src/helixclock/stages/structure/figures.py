@@ -8,7 +8,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ...style import PALETTE, heatmap, layer_name, legend_outside, shared_legend, suptitle
+from ...figure_layout import legend_outside, shared_legend, suptitle
+from ...style import PALETTE, heatmap, layer_name
 
 # The periods the paper's Fig. 2 is about (Sec. 3.1: high-frequency peaks at T = 2, 5 and 10 in
 # GPT-J's spectrum, 2.5 = 5/2 beside them) and the helix's T = 100: the spectrum labels each where
