@@ -53,7 +53,8 @@ def test_a_model_job_on_a_missing_gpu_changes_nothing(finished, tmp_path):
     proc = snakemake(finished, "--cores", "2", configfile=changed_config(tmp_path, device="cuda"), check=False)
     assert proc.returncode != 0
     logs = [p.read_text() for p in (finished / "logs").glob("*/accuracy-*.log")]
-    assert any("config key 'device' is 'cuda' but CUDA is not available" in text for text in logs)
+    found = "config key device is 'cuda', but torch"  # helixclock.gpus.require_cuda, before the model loads
+    assert any(found in text and "finds no CUDA device" in text for text in logs)
     assert_nothing_lost(finished, before)
 
 
