@@ -25,7 +25,7 @@ model jobs took on the H200 beside their work: 13.6-20.3 s a job) and the weight
 :data:`LOAD_GB_PER_S` (assumed: a shared file system's rate).
 
 Run from the repository root: ``.venv/bin/python benchmarks/gpu_costs.py`` (the page, seconds);
-``--count`` recounts the plan first (about 30 minutes on 2 cores).  The last line is JSON.
+``--count`` counts the plan first (the models plan_counts.json lacks; ``--again`` all of them).  The last line is JSON.
 """
 
 from __future__ import annotations
@@ -61,17 +61,26 @@ LOAD_GB_PER_S = 1.0  # reading the weights in each model job (a shared file syst
 KEYS = ("passes", "block_rows", "unembed_rows", "grad_rows")
 
 
-def count_all(cfg: dict) -> dict:
-    """The plan of every paper model and of the tiny GPT-J (what ``--count`` writes)."""
+def count_all(cfg: dict, order: tuple[str, ...], again: bool) -> None:
+    """Count the plan of the tiny GPT-J and of the paper models ``order`` names, writing
+    benchmarks/measured/plan_counts.json after each (a model takes tens of minutes on 2 cores:
+    an interrupted count keeps the models it finished, and a rerun counts only the rest, unless
+    ``again``)."""
     # deferred: counting imports every stage (only --count needs it)
     from counting import count_tiny, tiny_config
 
-    out = {"tiny": count_tiny(tiny_config(cfg), read_config("gptj")[1], 128)}
-    out["tiny"] = {job: {k: int(c[k]) for k in KEYS} for job, c in out["tiny"].items()}
-    for name in SHAPES:
-        out[name] = count_plan(name, cfg)
+    done = {} if again or not PLAN.exists() else json.loads(PLAN.read_text())
+    done.setdefault("commit", commit())
+    for name in ("tiny", *order):
+        if name in done:
+            continue
+        if name == "tiny":
+            counts = count_tiny(tiny_config(cfg), read_config("gptj")[1], 128)
+            done[name] = {job: {k: int(c[k]) for k in KEYS} for job, c in counts.items()}
+        else:
+            done[name] = count_plan(name, cfg)
+        PLAN.write_text(json.dumps(done, indent=1) + "\n")
         print(f"counted {name}", flush=True)
-    return out
 
 
 def read_probe(path: Path) -> dict[str, dict]:
@@ -245,12 +254,18 @@ def commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(PAGE), help="the page ('-': print it)")
-    parser.add_argument("--count", action="store_true", help="count the plan again (about 30 minutes)")
+    parser.add_argument("--count", action="store_true", help="count the plan (the models the file lacks)")
+    parser.add_argument("--again", action="store_true", help="with --count: count every model again")
     args = parser.parse_args()
     cfg = read_config()[0]
     if args.count:
-        PLAN.write_text(json.dumps({"commit": commit(), **count_all(cfg)}, indent=1) + "\n")
+        count_all(cfg, tuple(SHAPES), args.again)
+    if not PLAN.exists():
+        raise SystemExit(f"{PLAN.relative_to(ROOT)} is missing: count the plan first (--count)")
     plan = json.loads(PLAN.read_text())
+    missing = [name for name in ("tiny", *SHAPES) if name not in plan]
+    if missing:
+        raise SystemExit(f"{PLAN.relative_to(ROOT)} lacks {missing}: finish the count (--count counts only those)")
     probes = {name: read_probe(path) for name, path in PROBES.items()}
     costs = {name: model_costs(name, cfg, plan, probes) for name in SHAPES}
     text = page(costs, cfg, plan_differences(plan, probes), plan["commit"])
