@@ -259,7 +259,7 @@ def main() -> None:
     args = parser.parse_args()
     cfg = read_config()[0]
     if args.count:
-        count_all(cfg, tuple(SHAPES), args.again)
+        count_all(cfg, tuple(sorted(SHAPES, key=lambda n: n not in PROBES)), args.again)  # the probed first
     if not PLAN.exists():
         raise SystemExit(f"{PLAN.relative_to(ROOT)} is missing: count the plan first (--count)")
     plan = json.loads(PLAN.read_text())
