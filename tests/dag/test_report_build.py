@@ -55,7 +55,7 @@ def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):
     for model in ("toy-gptj", "toy-digits"):
         part = table[table["model"] == model]
         assert set(part["id"]) == {q["id"] for q in values}
-        # every row has a status, a value where it is ok, a reason where it is not
+        # every row has a status of status.STATUSES, a value where it is judged, and a reason
         judged = {"agree", "differ", "not comparable"}
         assert set(part["status"]) <= judged | {"not run", "not defined"}, set(part["status"])
         assert part.loc[part["status"].isin(judged), "run_value"].notna().all()

@@ -1,8 +1,10 @@
-"""paper_comparison's agree / differ / not comparable (helixclock.stages.report.agreement, README
-"The report"): only scale-free quantities are judged, the paper's value against the run's widened
+"""paper_comparison's agree / differ / not comparable (helixclock.stages.report.agreement;
+docs/running.md, "The report"): only scale-free quantities are judged, the paper's value against the run's widened
 by the declared tolerance; every other number says why it is not comparable."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -26,9 +28,11 @@ def test_a_share_agrees_within_the_tolerance_and_differs_outside():
 def test_a_period_is_judged_relatively_and_table_1_by_its_ratio_to_full():
     assert judge("logit_top_period", 10.5, 10.0, "=", np.nan, np.nan, 0.1)[0] == AGREE
     assert judge("logit_top_period", 5.0, 10.0, "=", np.nan, np.nan, 0.1)[0] == DIFFER
-    # toy-gptj's Full 13.16 against the paper's 8.34 (ratio 1.58) was "ok": an LD in logits is not comparable
+    # toy-gptj's Full 13.16 against the paper's 8.34 (ratio 1.58): an LD in logits is not comparable, and the
+    # reason says why Full is not judged while Helix / Full is
     status, reason = judge("tab01_add_full", 13.16, 8.34, "=", 1.0, 1.0, 0.1)
-    assert status == NOT_COMPARABLE and "in logits" in reason
+    assert status == NOT_COMPARABLE and reason.startswith("Full's LD is a difference of this model's own logits")
+    assert "it is the denominator of the ratio to Full (run_to_full beside paper_to_full)" in reason
     # its Helix is judged by Helix / Full against the paper's: 12.0 / 13.16 = 0.912 against 7.21 / 8.34 = 0.865
     status, reason = judge("tab01_add_helix", 12.0, 7.21, "=", 12.0 / 13.16, 7.21 / 8.34, 0.1)
     assert status == AGREE and "ratio to Full 0.8645 is inside" in reason
@@ -39,19 +43,21 @@ def test_a_period_is_judged_relatively_and_table_1_by_its_ratio_to_full():
 @pytest.mark.parametrize(
     ("qid", "words"),
     [
-        ("n_heads_total", "different model"),
-        ("mlp_k_for_95pct", "different model"),
-        ("mlp_stage_boundary", "different model"),
-        ("n_neurons_de80", "different model"),
-        ("n_ab_heads", "different model"),
-        ("sum_heads_layer_min", "different model"),
-        ("carry_test_p", "p-value"),
+        ("n_heads_total", "a count of heads depends on the model's size"),
+        ("mlp_k_for_95pct", "a count of MLPs depends on the model's size"),
+        ("mlp_stage_boundary", "a layer's index depends on how many layers the model has"),
+        ("n_neurons_de80", "a count of neurons depends on the model's size"),
+        ("n_ab_heads", "a count of heads depends on the model's size"),
+        ("sum_heads_layer_min", "a layer's index depends on how many layers the model has"),
+        ("carry_test_p", "a p-value measures how strong the evidence of the answers tested is"),
     ],
 )
 def test_counts_layers_and_p_values_are_not_comparable_with_the_reason(qid, words):
     assert kind(qid) is None
     status, reason = judge(qid, 12.0, 12.0, "=", np.nan, np.nan, 0.1)  # even an equal value
-    assert status == NOT_COMPARABLE and words in reason
+    assert status == NOT_COMPARABLE and reason.startswith(words)
+    # no status word of another status in the reason, and no words a reader cannot parse
+    assert not re.search(r"\b(not defined|different metric|different model)\b|its own model's", reason)
 
 
 def test_the_heads_top_k_over_a_screened_subset_is_not_the_papers():

@@ -30,7 +30,7 @@ from helixclock.stages.report.compare import (
     run_values,
 )
 from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES, stage_boundary
-from helixclock.stages.report.status import STATUSES, status_counts
+from helixclock.stages.report.status import ANOTHER_SCORE, STATUSES, TO_JUDGE, status_counts
 from helixclock.tasks import TASKS
 
 PAPER = REPO / "config" / "paper_values.yaml"
@@ -156,9 +156,10 @@ def test_every_paper_quantity_has_an_extractor_and_a_row_per_model(tmp_path):
     models = ["gptj", "pythia", "toy-gptj"]
     expected = {m: synthetic_results(tmp_path, m) for m in models}
     run = run_values(tmp_path, models)
-    # every value found; the heads' top-k over the 25 heads a synthetic run patched of its model's are a subset
+    # every value found and left to judge; the heads' top-k over the 25 heads a synthetic run patched of its
+    # model's are a subset
     subset = run["status"] == "not comparable"
-    assert (run.loc[~subset, "status"] == "ok").all() and set(run.loc[subset, "id"]) == {
+    assert (run.loc[~subset, "status"] == TO_JUDGE).all() and set(run.loc[subset, "id"]) == {
         "heads_k_for_80pct",
         "heads_fraction_k20",
     }
@@ -283,7 +284,8 @@ def test_every_row_says_what_the_run_knows(tmp_path):
     # only the table that is absent, not the MLP stage's beside it
     assert rows.loc["top_neurons_in_circuit_share", "reason"] == "no file results/digits/neurons/neurons.csv"
     k95 = rows.loc["mlp_k_for_95pct"]  # the MLP stage runs on numbers of several tokens; a count of MLPs
-    assert k95["status"] == "not comparable" and k95["reason"].startswith("different model") and k95["run_value"] > 0
+    assert k95["status"] == "not comparable" and k95["run_value"] > 0
+    assert k95["reason"].startswith("a count of MLPs depends on the model's size")
     assert rows.loc["logit_top_period", "status"] == "not defined"
     carry = rows.loc["carry_test_p"]
     assert carry["status"] == "not run" and carry["reason"] == "carry test (App. F): " + (
@@ -295,7 +297,9 @@ def test_every_row_says_what_the_run_knows(tmp_path):
     assert add["status"] == "agree" and add["run_value"] == 7.0 and np.isnan(add["ratio"])
     assert np.isclose(add["run_to_full"], 7.0 / 8.0) and np.isclose(add["paper_to_full"], 7.21 / 8.34)
     assert "ratio to Full 0.8645 is inside" in add["reason"]
-    assert rows.loc["tab01_add_full", "status"] == "not comparable"  # an LD in logits, the ratios' reference
+    full = rows.loc["tab01_add_full"]  # an LD in logits, the ratios' reference: the reason says so in words
+    assert full["status"] == "not comparable" and full["run_value"] == 8.0
+    assert "it is the denominator of the ratio to Full (run_to_full beside paper_to_full)" in full["reason"]
     assert rows.loc["carry_test_p_authors", "status"] == "not run"
     acc = rows.loc["add_accuracy"]  # a share: the paper's 0.805 against the run's
     assert acc["status"] == ("agree" if abs(acc["run_value"] - 0.805) <= 0.1 else "differ")
@@ -304,7 +308,7 @@ def test_every_row_says_what_the_run_knows(tmp_path):
         gptj.loc["tab01_add_helix", "ratio"], 7 / 7.21
     )
     assert gptj.loc["carry_test_p_authors", "status"] == "not comparable"  # a p-value
-    assert gptj.loc["carry_test_p_authors", "reason"].startswith("not defined: a p-value")
+    assert gptj.loc["carry_test_p_authors", "reason"].startswith("a p-value measures how strong the evidence")
     slopes = gptj.loc["logit_slope_negative_share"]  # a bound on a share that fails
     assert slopes["status"] == "differ" and slopes["reason"] == "the run's 0.75 fails the paper's bound >= 0.9"
     line = gptj.loc["line_r2"]  # a share far from the paper's
@@ -426,7 +430,8 @@ def test_plotting_and_table_modules_import_no_torch():
 def test_several_token_runs_are_compared_at_the_last_token_and_on_their_own_scores():
     """A two-reading MLP table is read at the last token (the paper's reading), whichever
     reading comes first; Fig. F6's quantities of a model with numbers of several tokens are
-    "different metric" (L(n), not final logits), with their value kept."""
+    "not comparable", measured on another score (L(n), not final logits), with their value kept and no
+    ratio to the paper's."""
     from helixclock.stages.report.quantities import REGISTRY
     from helixclock.stages.report.status import value_status
 
@@ -438,13 +443,20 @@ def test_several_token_runs_are_compared_at_the_last_token_and_on_their_own_scor
         return pd.DataFrame(rows)
 
     q = REGISTRY["mlp_k_for_95pct"]
-    assert value_status(q, {"mlp_topk": topk(3, 1)}, ["p"], "m", several=True)[:2] == (3.0, "ok")
+    assert value_status(q, {"mlp_topk": topk(3, 1)}, ["p"], "m", several=True)[:2] == (3.0, TO_JUDGE)
     assert value_status(q, {"mlp_topk": topk(2, 1)}, ["p"], "m", several=True)[0] == 2.0
     f6 = {"logit_line_fourier": pd.DataFrame({"slope": [-1.0, 1.0, 2.0, -3.0], "top_frequency": [20, 20, 2, 1]})}
     q = REGISTRY["logit_slope_negative_share"]
     value, status, reason = value_status(q, f6, ["p"], "m", several=True)
-    assert (value, status) == (0.5, "different metric") and "L(n)" in reason
-    assert value_status(q, f6, ["p"], "m", several=False)[1] == "ok"
+    assert (value, status) == (0.5, "not comparable") and "L(n)" in reason
+    assert reason.startswith("measured on another score than the paper's: numbers of several tokens")
+    assert value_status(q, f6, ["p"], "m", several=False)[1] == TO_JUDGE
+    # in paper_comparison: the value is kept, with no ratio to the paper's 0.9 and no bound judged
+    run = pd.DataFrame({"model": ["m"], "id": ["logit_slope_negative_share"], "value": [value], "status": [status]})
+    row = paper_comparison(load_paper_values(PAPER), run.assign(reason=reason)).set_index("id")
+    row = row.loc["logit_slope_negative_share"]
+    assert row["status"] == "not comparable" and row["run_value"] == 0.5 and row["reason"].startswith(ANOTHER_SCORE)
+    assert np.isnan(row["ratio"]) and np.isnan(row["bound_holds"])
 
 
 def test_every_report_caption_renders_without_a_docutils_error_or_warning():

@@ -1,17 +1,18 @@
-"""Whether a run's number agrees with the paper's (paper_comparison's status; docs/running.md, "The
-report").
+"""Whether a run's number agrees with the paper's (paper_comparison's status, of
+:data:`.status.MEANINGS`; docs/running.md, "The report").
 
-A number is compared with the paper's only where both are on one scale whatever the model:
+A number is judged against the paper's only where both are on one scale whatever the model:
 *scale-free* quantities (shares and fractions, ratios, a ratio to Full of Table 1, periods).
 There the run **agrees** when the paper's value lies inside the run's interval widened by a
 declared tolerance (config key ``report.tolerance``: absolute for shares and ratios, relative for
 periods; the tables hold no interval for most of these numbers, so the interval is the run's
 value itself, widened), or, for a bound the paper states ("less than 20%"), when the run's value
-satisfies it; else it **differs**.  Every other number is **not comparable**, with the reason:
-a logit difference is in the model's own logits (different metric), a count of heads, MLPs or
-neurons or a layer scales with the model (different model), a p-value with the number of answers
-tested (not defined as a property of the model), and the heads' top-k numbers over a screened
-subset are not the paper's over all heads (screened subset).
+satisfies it; else it **differs** (status ``differ``).  Every other number is **not comparable**, with a reason that
+says why in words (:func:`not_comparable_reason`): Table 1's Full is an LD in the model's own
+logits and the reference of the other fits' ratios to Full; a count of heads, MLPs or neurons
+depends on the model's size and a layer on its depth; a p-value measures the evidence of the
+answers tested; the heads' top-k numbers over a screened subset are not the paper's over all
+heads.
 
 Imports no torch.
 """
@@ -23,7 +24,8 @@ import re
 import numpy as np
 import pandas as pd
 
-AGREE, DIFFER, NOT_COMPARABLE = "agree", "differ", "not comparable"
+from .status import AGREE, DIFFER, NOT_COMPARABLE
+
 TOLERANCE = 0.1  # config key report.tolerance's default
 
 RATIO_TO_FULL = "ratio to Full"
@@ -37,24 +39,37 @@ KINDS: dict[str, str] = {
     "neuron_fit_recovery": "ratio",
     "logit_top_period": "period",
 }
-DIFFERENT_MODEL = "different model: a {what} scales with the model's size; the paper's is GPT-J's (or its own model's)"
-P_VALUE = "not defined: a p-value measures the evidence of the answers tested, not a property to compare"
+NOT_JUDGED = "so it is shown beside the paper's (column ratio) but not judged: only shares, ratios and periods are"
+P_VALUE = (
+    "a p-value measures how strong the evidence of the answers tested is (it falls as more answers are tested), "
+    "not a property of the model to set beside the paper's"
+)
+
+
+def _count(what: str) -> str:
+    return f"a count of {what} depends on the model's size (how many layers, heads and neurons it has), {NOT_JUDGED}"
+
+
+LAYER = f"a layer's index depends on how many layers the model has, {NOT_JUDGED}"
+FULL = (
+    "Full's LD is a difference of this model's own logits (for numbers of several tokens, of its answer tokens' "
+    "log-likelihoods), whose scale varies from model to model, so it is not judged; it is the denominator of "
+    "the ratio to Full (run_to_full beside paper_to_full) by which this task's Helix, PCA, Circle and Poly rows "
+    "are judged (Full / Full is 1 for every model)"
+)
+NO_RATIO = "no ratio to Full to judge: this task's Full, the run's or the paper's, is absent or 0"
 REASONS: dict[str, str] = {  # why a quantity is not comparable
-    "n_heads_total": DIFFERENT_MODEL.format(what="count of heads"),
-    "heads_k_for_80pct": DIFFERENT_MODEL.format(what="count of heads"),
-    "mlp_k_for_95pct": DIFFERENT_MODEL.format(what="count of MLPs"),
-    "mlp_circuit_first_layer": DIFFERENT_MODEL.format(what="layer"),
-    "mlp_circuit_last_layer": DIFFERENT_MODEL.format(what="layer"),
-    "mlp_stage_boundary": DIFFERENT_MODEL.format(what="layer"),
-    "n_top_neurons": DIFFERENT_MODEL.format(what="count of neurons"),
-    "n_neurons_de80": DIFFERENT_MODEL.format(what="count of neurons"),
+    "n_heads_total": _count("heads"),
+    "heads_k_for_80pct": _count("heads"),
+    "mlp_k_for_95pct": _count("MLPs"),
+    "mlp_circuit_first_layer": LAYER,
+    "mlp_circuit_last_layer": LAYER,
+    "mlp_stage_boundary": LAYER,
+    "n_top_neurons": _count("neurons"),
+    "n_neurons_de80": _count("neurons"),
     "carry_test_p": P_VALUE,
     "carry_test_p_authors": P_VALUE,
 }
-LD_IN_LOGITS = (
-    "different metric: an LD in the model's own logits (or log-likelihoods) is not comparable across models; "
-    "compared through its ratio to Full"
-)
 
 
 def kind(qid: str) -> str | None:
@@ -74,10 +89,12 @@ def not_comparable_reason(qid: str) -> str:
     if qid in REASONS:
         return REASONS[qid]
     if qid.startswith("tab01_"):
-        return "different metric: Full is the reference of Table 1's ratios (1 by definition); its LD is in logits"
-    if re.fullmatch(r"n_\w+_heads|\w+_heads_layer_(min|max)", qid):
-        return DIFFERENT_MODEL.format(what="count or layer of heads")
-    return "not defined: helixclock compares only scale-free quantities (shares, ratios, periods) across models"
+        return FULL
+    if re.fullmatch(r"n_\w+_heads", qid):
+        return _count("heads")
+    if re.fullmatch(r"\w+_heads_layer_(min|max)", qid):
+        return LAYER
+    return f"not a scale-free quantity, {NOT_JUDGED}"
 
 
 def judge(
@@ -91,7 +108,7 @@ def judge(
     if k == RATIO_TO_FULL:
         run, paper, what = run_to_full, paper_to_full, "ratio to Full"
         if not (np.isfinite(run) and np.isfinite(paper)):
-            return NOT_COMPARABLE, "not defined: no ratio to Full (its task's Full is missing or 0)"
+            return NOT_COMPARABLE, NO_RATIO
     else:
         what = k
     if relation != "=":

@@ -26,9 +26,19 @@ from ...config import several_tokens
 from ...io import markdown_table
 from ...outputs import PAPER_VALUES_SOURCE
 from ...tasks import TASKS
-from .agreement import NOT_COMPARABLE, TOLERANCE, judge, screened_subset
+from .agreement import TOLERANCE, judge, screened_subset
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
-from .status import DIFFERENT_METRIC, MISSING, OK, STATUSES, status_text, value_status
+from .status import (
+    ANOTHER_SCORE,
+    MEANINGS,
+    MISSING,
+    NOT_COMPARABLE,
+    NOT_DEFINED,
+    STATUSES,
+    TO_JUDGE,
+    status_text,
+    value_status,
+)
 
 REFERENCE_MODEL = "gptj"
 PAPER_MODEL_NAMES = {"gptj": "GPT-J", "pythia": "Pythia-6.9B", "llama": "Llama3.1-8B"}
@@ -126,7 +136,8 @@ def run_values(
     files: Mapping[str, str] = TABLE_FILES,
 ) -> pd.DataFrame:
     """The run's value of every registered quantity for every model: model, id, value, file,
-    status and reason (:func:`value_status`).  Each table is read once per model; the model
+    status and reason (:func:`value_status`; status :data:`.status.TO_JUDGE` where the value is
+    left to :func:`paper_comparison` to judge).  Each table is read once per model; the model
     card (number_tokens) is read where it exists."""
     root = Path(root)
     rows = []
@@ -146,7 +157,7 @@ def run_values(
         for qid, q in registry.items():
             paths = [files[k].format(model=model) for k in q.tables]
             value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, several)
-            if qid in SCREENED and status == OK and "heads_topk" in files:
+            if qid in SCREENED and status == TO_JUDGE and "heads_topk" in files:
                 subset = screened_subset(table("heads_topk"), card)
                 status, reason = (NOT_COMPARABLE, subset) if subset else (status, reason)
             rows.append(
@@ -195,15 +206,16 @@ def paper_comparison(
     same model, or GPT-J's where the paper gives none for it (same_model False).
 
     paper: :func:`load_paper_values`; run: :func:`run_values` (model, id, value, and
-    optionally file, status, reason).  ratio = run / paper where the status is "ok" or
-    "differs"; bound_holds says, for a bound ("<", ">", "<=", ">="), whether the run's value
-    satisfies it (NaN for "=" quantities and rows without a comparable value), and a bound
-    that fails makes the status "differs"; run_to_full and paper_to_full are a Table 1 LD over
-    its task's Full (``registry``'s ``full``), the one comparison of a row marked "different
-    metric"; defined_by says whose definition the run's value follows.  Every row has one
-    status of :data:`STATUSES`: a value is judged by :func:`.agreement.judge` (agree or differ
-    for a scale-free quantity, the paper's value within the run's widened by ``tolerance``, config
-    key report.tolerance; else not comparable, with why).
+    optionally file, status, reason).  ratio = run / paper where the run has a value on the
+    paper's scale or a value shown but not judged ("not comparable", except one measured on
+    another score than the paper's); bound_holds says, for a bound ("<", ">", "<=", ">="),
+    whether the run's value satisfies it (NaN for "=" quantities and rows without such a
+    value); run_to_full and paper_to_full are a Table 1 LD over its task's Full
+    (``registry``'s ``full``), by which Table 1's fits are judged; defined_by says whose
+    definition the run's value follows.  Every row has one status of :data:`.status.STATUSES`:
+    a value (:data:`.status.TO_JUDGE`) is judged by :func:`.agreement.judge` (agree or differ
+    for a scale-free quantity, the paper's value within the run's widened by ``tolerance``,
+    config key report.tolerance; else not comparable, with why).
     """
     paper = paper if "defined_by" in paper.columns else paper.assign(defined_by="paper")
     quantities = paper.drop_duplicates("id")[["id", "description", "section", "approx", "relation", "defined_by"]]
@@ -218,21 +230,22 @@ def paper_comparison(
             pv = float(by_key.loc[(q.id, paper_model)])
             if (model, q.id) in run.index:
                 r = run.loc[(model, q.id)]
-                rv, status = float(r["value"]), r.get("status", OK)
+                rv, status = float(r["value"]), r.get("status", TO_JUDGE)
                 reason, file = _text(r.get("reason", "")), r.get("file", "")
             else:
                 rv, status, reason, file = np.nan, MISSING, "no extractor in the registry", ""
-            # a value on the paper's metric (a screened subset's too): its ratio to the paper's is shown
-            comparable = status in (OK, NOT_COMPARABLE) and np.isfinite(rv)
+            # a value on the paper's scale, or shown but not judged (a screened subset's, a count's): its
+            # ratio to the paper's is shown; one measured on another score than the paper's has none
+            another_score = reason.startswith(ANOTHER_SCORE)
+            comparable = status in (TO_JUDGE, NOT_COMPARABLE) and not another_score and np.isfinite(rv)
             holds = bool(HOLDS[q.relation](rv, pv)) if comparable and q.relation != "=" else np.nan
             full = registry[q.id].full if q.id in registry else None
             run_to_full = _over(rv, run["value"].get((model, full), np.nan)) if full else np.nan
             paper_to_full = _over(pv, by_key.get((full, paper_model), np.nan)) if full else np.nan
-            if status in (OK, DIFFERENT_METRIC) and np.isfinite(rv):
-                if status == DIFFERENT_METRIC and not full:  # read on another score: not on the paper's scale
-                    status, reason = NOT_COMPARABLE, f"different metric: {reason}"
-                else:
-                    status, reason = judge(q.id, rv, pv, q.relation, run_to_full, paper_to_full, tolerance)
+            if status == TO_JUDGE and np.isfinite(rv):
+                status, reason = judge(q.id, rv, pv, q.relation, run_to_full, paper_to_full, tolerance)
+            elif status == TO_JUDGE:  # a run table given without statuses, with no value
+                status, reason = NOT_DEFINED, "no value in the run's table"
             rows.append(
                 {
                     "model": model,
@@ -293,13 +306,9 @@ def comparison_markdown(df: pd.DataFrame) -> str:
         "`to Full`: a Table 1 LD over its task's Full, the run's beside the paper's. "
         "`definition`: `paper` where the paper defines the number; `helixclock` where the run's value follows "
         "helixclock's own definition or reading of words the paper gives no formula for (the `what` column "
-        "says which). `status`: `agree` / `differ` (a scale-free quantity, a share, ratio, ratio to Full or "
-        "period: the paper's value inside / outside the run's widened by the declared tolerance, config key "
-        "`report.tolerance`, or the paper's bound holds / fails), `not comparable` (a value not on the paper's "
-        "scale, with why: an LD in the model's own logits, a count or layer that scales with the model, the "
-        "heads' top-k over a screened subset, a p-value), `not run` (a stage, task or test that did not run on "
-        "this model, with why), `not defined` (no such value for this model, with why), `missing` (an output "
-        "table absent, no reason recorded).",
+        "says which). `status`, with its reason: "
+        + "; ".join(f"`{status}`: {meaning}" for status, meaning in MEANINGS.items())
+        + ".",
         "",
     ]
     for model, part in df.groupby("model", sort=False):

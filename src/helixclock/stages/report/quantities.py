@@ -19,6 +19,7 @@ import pandas as pd
 from ...outputs import COMPARED_TABLES
 from ...statistics import MIN_ERRORS, share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
+from .status import NOT_DEFINED, NOT_RUN  # the vocabulary of statuses: status.MEANINGS
 
 # Where each table lives (relative to the project folder; one place for every output path:
 # helixclock.outputs)
@@ -30,8 +31,6 @@ Gap = tuple[str, str]
 run on this model, with the count found and the minimum) or "not defined" (the quantity has no
 value for this model, e.g. k = 20 top heads of a model with 8)."""
 
-NOT_RUN, NOT_DEFINED = "not run", "not defined"
-
 
 @dataclass(frozen=True)
 class Quantity:
@@ -39,10 +38,10 @@ class Quantity:
     :data:`TABLE_FILES`), ``extract(tables, model) -> float`` (NaN where the run has no such
     value) and ``gap(tables, model) -> Gap``, why it has none (without one, "not defined").
     ``full``: for a logit difference of Table 1, the id of its task's Full (the layer patch),
-    the only reference its value is compared through where the model's LD is not the paper's
-    one-token logit difference (numbers of several tokens).  ``several``: for a quantity that
-    numbers of several tokens measure on another score than the paper's, what that score is
-    (their rows are "different metric" with it as the reason)."""
+    the reference its value is judged through (its ratio to Full; an LD itself is in the model's
+    own logits).  ``several``: for a quantity that numbers of several tokens measure on another
+    score than the paper's, what that score is (their rows are "not comparable", the reason
+    :data:`.status.ANOTHER_SCORE` and this)."""
 
     tables: tuple[str, ...]
     extract: Callable[[Tables, str], float]

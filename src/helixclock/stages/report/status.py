@@ -1,26 +1,15 @@
 """The status of each row of paper_comparison: what the run knows about a published number.
 
-Every row has one status of :data:`STATUSES` and its reason (docs/running.md, "The report"):
+:data:`MEANINGS` is the one vocabulary of statuses, each word with what it means; the code,
+the report's captions (``workflow/report/paper_comparison*.rst``) and docs/running.md ("The
+report") use its words and no others (tests/unit/test_status_vocabulary.py reads them).
+:data:`STATUSES` is its words in the order of paper_comparison_status's columns.
 
-* ``agree`` / ``differ``: a scale-free quantity (a share, a ratio, a ratio to Full, a period)
-  whose paper value lies inside / outside the run's widened by the declared tolerance, or whose
-  bound holds / fails (:mod:`.agreement`);
-* ``not comparable``: the run has a value that is not on the paper's scale, with why: an LD in
-  the model's logits or another score (different metric), a count or layer that scales with the
-  model (different model), the heads' top-k over a screened subset, a p-value;
-* ``not run``: a task or test that did not run on this model: a task left out of Table 1 with
-  the shortfall other_tasks_patching logged (count found and minimum), the carry test with
-  fewer numeric wrong answers than it needs;
-* ``not defined``: the quantity has no value for this model (k = 20 top heads of a model with
-  8, the first layer of an a+b head when no top head is one, a stage's record that it is not
-  defined for numbers of several tokens);
-* ``missing``: an output table absent with no reason recorded (a results folder the DAG did
-  not finish).
-
-:func:`value_status` says from a quantity's tables whether the run has a value ("ok", or
-"different metric" for a model whose numbers take several tokens, read on another score), else
-why not; :func:`.compare.paper_comparison` judges a value (:func:`.agreement.judge`);
-:func:`status_counts` is the table of counts per model the report shows first.
+:func:`value_status` says from a quantity's tables whether the run has a value to judge
+(:data:`TO_JUDGE`, not a status: no row keeps it), else why not (missing, not defined, not run,
+or not comparable where the value is on another score than the paper's);
+:func:`.compare.paper_comparison` judges a value (:func:`.agreement.judge`: agree, differ or not
+comparable); :func:`status_counts` is the table of counts per model the report shows first.
 
 Imports no torch.
 """
@@ -28,22 +17,63 @@ Imports no torch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .agreement import AGREE, DIFFER, NOT_COMPARABLE
-from .quantities import NOT_DEFINED, NOT_RUN, Quantity
+from ...statistics import MIN_ERRORS
 
-# what value_status says of a value (the run has one; on another score than the paper's), before
-# paper_comparison judges it (.agreement)
-OK, DIFFERENT_METRIC, MISSING = "ok", "different metric", "missing"
-# the statuses of paper_comparison, in the order of paper_comparison_status's columns
-STATUSES = (AGREE, DIFFER, NOT_COMPARABLE, NOT_RUN, NOT_DEFINED, MISSING)
+if TYPE_CHECKING:
+    from .quantities import Quantity
+
+AGREE, DIFFER, NOT_COMPARABLE = "agree", "differ", "not comparable"
+NOT_RUN, NOT_DEFINED, MISSING = "not run", "not defined", "missing"
+
+# Every status of a row of paper_comparison, with what it means (Markdown), in the order of
+# paper_comparison_status's columns.  docs/running.md's table of statuses is these rows.
+MEANINGS: dict[str, str] = {
+    AGREE: (
+        "a scale-free quantity (a share, a ratio, a Table 1 fit's ratio to Full, a period): the paper's value "
+        "lies inside the run's widened by the declared tolerance (config key `report.tolerance`), or the run's "
+        'value satisfies the bound the paper states ("below 0.2")'
+    ),
+    DIFFER: (
+        "a scale-free quantity: the paper's value lies outside the run's widened by the tolerance, or the run's "
+        "value fails the paper's bound"
+    ),
+    NOT_COMPARABLE: (
+        "the run has a value, shown beside the paper's but not judged, because the two are not on one scale; "
+        "the reason says why: an LD in the model's own logits (Table 1's Full, the reference of the ratios to "
+        "Full by which the other fits are judged), a count or a layer that depends on the model's size, the "
+        "heads' top-k over a screened subset of the heads, a p-value, a score other than the paper's for a "
+        "model whose numbers take several tokens"
+    ),
+    NOT_RUN: (
+        "a task or test that did not run on this model: a task left out of Table 1 for too few correct "
+        f"prompts (the reason gives the count found and the minimum), the carry test with fewer than {MIN_ERRORS} "
+        "numeric wrong answers"
+    ),
+    NOT_DEFINED: (
+        "the quantity has no value for this model: k = 20 top heads of a model with 8, the layers of a+b heads "
+        "when no top head is one, a stage's record that it is not defined for numbers of several tokens"
+    ),
+    MISSING: (
+        "a table the quantity is read from does not exist and no reason is recorded (a results folder the "
+        "pipeline did not finish); none after a finished run"
+    ),
+}
+STATUSES = tuple(MEANINGS)
+
+# run_values' mark of a value paper_comparison judges (.agreement.judge); not a status
+TO_JUDGE = ""
+# the start of the reason of a value measured on another score than the paper's (numbers of several
+# tokens): not comparable, and no ratio to the paper's value
+ANOTHER_SCORE = "measured on another score than the paper's"
 SEVERAL_TOKEN_LD = (
     "numbers of several tokens: this LD scores the answer's tokens "
-    '(docs/several-tokens.md, "Numbers of several tokens"), '
-    "not the paper's one answer token; compare only the ratios to Full (run_to_full, paper_to_full)"
+    '(docs/several-tokens.md, "Numbers of several tokens"), not the paper\'s one answer token; '
+    "judged only through its ratio to Full (run_to_full beside paper_to_full)"
 )
 
 
@@ -61,10 +91,12 @@ def value_status(
     * a table that is a stage's record that the quantity is not defined (a column
       ``not_defined``, numbers of several tokens): "not defined" with the record's words;
     * no value in the tables: the quantity's ``gap`` ("not run" or "not defined" with why);
-    * a logit difference of Table 1 (``full``), or a quantity measured on another score
-      (``q.several``), of a model whose numbers take several tokens (``several``): "different
-      metric";
-    * else "ok" (:func:`paper_comparison` turns a bound that fails into "differs").
+    * a logit difference of Table 1 (``q.full``) of a model whose numbers take several tokens
+      (``several``): :data:`TO_JUDGE` (by its ratio to Full), the reason :data:`ANOTHER_SCORE`
+      (no ratio to the paper's one-token LD);
+    * a quantity measured on another score (``q.several``) of such a model: "not comparable",
+      the reason :data:`ANOTHER_SCORE` and what that score is;
+    * else :data:`TO_JUDGE` (:func:`.compare.paper_comparison` judges it).
     """
     missing = [p for k, p in zip(q.tables, paths) if tables[k] is None]
     if missing:
@@ -77,10 +109,10 @@ def value_status(
         status, reason = q.gap(tables, model) if q.gap else (NOT_DEFINED, "no value in " + ", ".join(paths))
         return np.nan, status, reason
     if q.full is not None and several:
-        return value, DIFFERENT_METRIC, SEVERAL_TOKEN_LD
+        return value, TO_JUDGE, f"{ANOTHER_SCORE}: {SEVERAL_TOKEN_LD}"
     if q.several is not None and several:
-        return value, DIFFERENT_METRIC, q.several
-    return value, OK, ""
+        return value, NOT_COMPARABLE, f"{ANOTHER_SCORE}: {q.several}"
+    return value, TO_JUDGE, ""
 
 
 def _not_defined(table) -> bool:
