@@ -2,7 +2,8 @@
 
     python docs/examples/results_tour.py PROJECT      # PROJECT: the folder Snakemake ran in
 
-For every model with results: the a+b accuracy, Table 1 (the largest LD over layers of each
+For every finished model (Results.models; an unfinished one, e.g. of an interrupted run, is named
+with what it lacks and skipped): the a+b accuracy, Table 1 (the largest LD over layers of each
 fit patched at the a token), the best layer of Fig. 4's helix, the findings' verdicts, and the
 helix (T = 2, 5, 10, 100) fitted again to resid_pre at the a token of one layer of the cache,
 with its R^2, the paper's §4.3 fit in a few lines of numpy.
@@ -32,6 +33,12 @@ def helix_r2(values: np.ndarray, a: np.ndarray, periods=(2, 5, 10, 100)) -> floa
 def tour(project: str) -> dict:
     run = Results(project)
     summary = {}
+    for model in run.unfinished:
+        lacks = run.lacks(model)
+        print(
+            f"== {model}: not finished, skipped (lacks {len(lacks)} of the outputs every model gets, e.g. "
+            f"{', '.join(lacks[:3])}; rerun the pipeline in {project} to finish it)\n"
+        )
     for model in run.models:
         accuracy = run.table("ADD_ACCURACY", model)["correct"].mean()
         table1 = run.table("tab01_other_tasks", model)
