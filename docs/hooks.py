@@ -5,7 +5,9 @@ The outputs reference (docs/outputs.md) is generated at every build from the out
 Snakemake's API, as ``snakemake --list-rules`` reads them): every registered output, every
 figure and every table, with the rule that makes it and that rule's docstring.  A page can
 therefore not fall behind the code, and ``mkdocs build --strict`` fails where the registry
-names a path no rule makes."""
+names a path no rule makes.  The paper's numbering (the same page, "The paper's numbering") is
+generated from :data:`helixclock.outputs.PAPER_FIGURES` and its neighbours: the compiled paper's
+number of every figure and table id, and helixclock's own."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "<!-- outputs-reference -->"
+NUMBERING = "<!-- paper-numbering -->"
 
 
 def _pattern(output: str) -> str:
@@ -90,9 +93,33 @@ def reference_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def numbering_markdown() -> str:
+    """One row per figure and table of the paper, in its order: the compiled number, the section
+    it sits in, helixclock's id (or, for the two it draws as another figure of other models, which
+    figure of which models), the paper's label; then helixclock's own figures and tables."""
+    sys.path.insert(0, str(REPO / "src"))
+    from helixclock import outputs
+
+    lines = ["| the paper's | in | helixclock's id | the paper's label |", "|---|---|---|---|"]
+    for kind, items in (("Figure", outputs.PAPER_FIGURES), ("Table", outputs.PAPER_TABLES)):
+        for item in items:
+            where = f"§{item.section}" if item.section.isdigit() else f"App. {item.section}"
+            if item.output:
+                output = f"`{item.output}`"
+            else:
+                output = f"none: `{outputs.PAPER_NOT_DRAWN[item.label]}` of the models `pythia` and `llama`"
+            lines.append(f"| {kind} {item.number} | {where} | {output} | `{item.label}` |")
+    for kind, ids in (("figure", outputs.OWN_FIGURES), ("table", outputs.OWN_TABLES)):
+        for output in ids:
+            lines.append(f"| none (helixclock's {kind}) | | `{output}` | |")
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown: str, page, config, files, rules=None):
     """The outputs page with its reference filled in (``rules``: the workflow's, read here unless
     given); an output of the registry that no rule makes stops the build."""
+    if NUMBERING in markdown:
+        markdown = markdown.replace(NUMBERING, numbering_markdown())
     if MARKER not in markdown:
         return markdown
     rows = reference_rows(workflow_rules() if rules is None else rules)

@@ -13,6 +13,8 @@ Imports nothing but the standard library.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 MODEL = "results/{model}"
 ALL = "results/all"  # cross-model outputs
 LOGS = "logs"
@@ -95,6 +97,108 @@ FIGURE_IDS = (
     *("figF3_neuron_logit_lens", "figF4_logit_lens_periods", "figF5_logit_examples", "figF6_logit_slope_fourier"),
     *("figN1_number_bases", "figAll_accuracy", "figAll_ld_ratios"),
 )
+
+
+# -- the paper's numbering.  An id names a main-text figure or table by its number (fig04, tab01)
+# and an appendix one by the appendix's letter and its place there (figD2: the second figure of
+# App. D).  The compiled paper numbers on through the appendices (\appendix resets neither the
+# figure nor the table counter, and the paper resets neither itself): figD2 is the paper's
+# Figure 24, tabA1 its Table 2.  Every figure and table of the paper in the order it numbers
+# them, with the label it has in the paper's source, the section it sits in (the main text's
+# section number, or the appendix's letter) and helixclock's id of it; None where helixclock
+# draws it as another figure of other models (PAPER_NOT_DRAWN says which).
+# tests/unit/test_outputs.py checks the numbers against the paper's count per section.
+class PaperItem(NamedTuple):
+    number: int  # the compiled paper's: Figure <number>, Table <number>
+    label: str  # its \label in the paper's source
+    section: str  # "1".."5": the main text's section; "A".."F": the appendix
+    output: str | None  # helixclock's figure or table id
+
+
+PAPER_FIGURES = (
+    PaperItem(1, "fig:fig1", "1", "fig01_clock"),
+    PaperItem(2, "fig:fig2_fourier_linear", "4", "fig02_fourier_pc1"),
+    PaperItem(3, "fig:fig3_helix_proj", "4", "fig03_helix_projection"),
+    PaperItem(4, "fig:fig4_helix_int", "4", "fig04_helix_patching"),
+    PaperItem(5, "fig:fig5_ab_helix", "5", "fig05_last_token_helix"),
+    PaperItem(6, "fig:fig6_mlp_attn_patching", "5", "fig06_layer_patching"),
+    PaperItem(7, "fig:fig7_dete_helixab", "5", "fig07_mlp_stages"),
+    PaperItem(8, "fig:fig8_neuron_fits", "5", "fig08_neuron_preacts"),
+    PaperItem(9, "fig:fig9_neuron_fit_res", "5", "fig09_neuron_fit_eval"),
+    PaperItem(10, "fig:fig10_neuron_trends", "5", "fig10_neuron_trends"),
+    PaperItem(11, "fig:app-model-perf", "A", "figA1_accuracy_heatmap"),
+    PaperItem(12, "fig:app-four-comp", "B", "figB1_fourier_360_vs_361"),
+    PaperItem(13, "fig:app_cosine_euclid", "B", "figB2_distance_similarity"),
+    PaperItem(14, "fig:app_deltan_euclid", "B", "figB3_delta_n_distance"),
+    PaperItem(15, "fig:app_pc1_360", "B", "figB4_pc1_360"),
+    PaperItem(16, "fig:app_helix_mag", "C", "figC1_helix_magnitudes"),
+    PaperItem(17, "fig:app_helix_cosine_sim", "C", "figC2_helix_cosine"),
+    PaperItem(18, "fig:app_manifold", "C", "figC3_continuity"),
+    PaperItem(19, "fig:app_helix_pythia_llama", "C", None),  # C4
+    PaperItem(20, "fig:app_traintest_random_b", "C", "figC5_helix_controls"),
+    PaperItem(21, "fig:app_ablation", "C", "figC6_helix_ablation"),
+    PaperItem(22, "fig:app_other_tasks", "C", "figC7_other_tasks_patching"),
+    PaperItem(23, "fig:ab_helix_llama_pythia", "D", None),  # D1
+    PaperItem(24, "fig:app_attn_act_patch", "D", "figD2_head_patching"),
+    PaperItem(25, "fig:app_attn_topk_circuit", "D", "figD3_head_topk"),
+    PaperItem(26, "fig:app_attn_helix_fit", "D", "figD4_head_helix_fit"),
+    PaperItem(27, "fig:app_attn_topk_mixed", "D", "figD5_mixed_heads"),
+    PaperItem(28, "fig:app_attn_category_trends", "D", "figD6_head_categories"),
+    PaperItem(29, "fig:app_attn_sender_receiver", "D", "figD7_head_paths"),
+    PaperItem(30, "fig:app_mlp_topk", "D", "figD8_mlp_topk"),
+    PaperItem(31, "fig:app_neuron_acc_ldiff", "D", "figD9_neuron_ablation"),
+    PaperItem(32, "fig:app_neuron_dist", "D", "figD10_neuron_layers"),
+    PaperItem(33, "fig:app_neuron_path", "D", "figD11_neuron_direct_effect"),
+    PaperItem(34, "fig:app_neuron_preact_fourier", "D", "figD12_neuron_fourier"),
+    PaperItem(35, "fig:app_neuron_fit_nrmse", "D", "figD13_neuron_nrmse"),
+    PaperItem(36, "fig:app-line-approx", "E", "figE1_linear_addition"),
+    PaperItem(37, "fig:app_model_error", "F", "figF1_error_distribution"),
+    PaperItem(38, "fig:app_carry_dist", "F", "figF2_carry_test"),
+    PaperItem(39, "fig:app_neuron_logit_lens", "F", "figF3_neuron_logit_lens"),
+    PaperItem(40, "fig:app_neuron_logit_fourier", "F", "figF4_logit_lens_periods"),
+    PaperItem(41, "fig:app_logit_ex", "F", "figF5_logit_examples"),
+    PaperItem(42, "fig:app_logit_analysis", "F", "figF6_logit_slope_fourier"),
+)
+PAPER_TABLES = (
+    PaperItem(1, "tab:other_tasks", "4", "tab01_other_tasks"),
+    PaperItem(2, "tab:app_model_prompts", "A", "tabA1_prompts_accuracy"),
+    PaperItem(3, "tab:other_task_accuracy", "C", "tabC1_other_tasks_accuracy"),
+)
+# The paper's figures with no id of their own (there is no figC4 or figD1): each is a figure of the
+# main text drawn again for Pythia-6.9B and Llama3.1-8B, and helixclock draws every figure for
+# every model it runs, so each is that figure of the models pythia and llama (config/models.yaml)
+PAPER_NOT_DRAWN = {
+    "fig:app_helix_pythia_llama": "fig04_helix_patching",  # C4: Fig. 4's helix patching
+    "fig:ab_helix_llama_pythia": "fig05_last_token_helix",  # D1: Fig. 5's last-token fits
+}
+# helixclock's own figures and tables, which the paper does not have.  An appendix's letter in the
+# id names the appendix whose figures it goes with (tabD1: the top heads of App. D's figures; tabF2:
+# Fig. F2's test as a table); N (figN1) is no appendix: numbers of several tokens, helixclock's
+# (docs/several-tokens.md)
+OWN_FIGURES = ("figN1_number_bases", "figAll_accuracy", "figAll_ld_ratios")
+OWN_TABLES = (
+    "fourier_peaks",
+    "tabD1_head_categories",
+    "tabD2_top_neurons",
+    "tabF2_carry_test",
+    "compat_effects",
+    "provenance",
+    "paper_comparison",
+    "paper_comparison_status",
+)
+
+
+def paper_number(output_id: str) -> str | None:
+    """The compiled paper's name of a figure or table id: "Figure 24" for ``figD2_head_patching``,
+    "Table 2" for ``tabA1_prompts_accuracy``; None for helixclock's own (:data:`OWN_FIGURES`,
+    :data:`OWN_TABLES`).  An id that is neither is a KeyError."""
+    for kind, items in (("Figure", PAPER_FIGURES), ("Table", PAPER_TABLES)):
+        for item in items:
+            if item.output == output_id:
+                return f"{kind} {item.number}"
+    if output_id in OWN_FIGURES + OWN_TABLES:
+        return None
+    raise KeyError(f"{output_id!r} is no figure or table id of helixclock.outputs")
 
 
 # -- models (workflow/rules/models.smk): a toy's training record beside its weights and tokenizer,

@@ -44,8 +44,9 @@ def test_the_site_builds_strictly(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (site / "outputs" / "index.html").read_text()
     assert "<!-- outputs-reference -->" not in page
-    for output in ("HELIX_SUMMARY.sweep", "FINDINGS.contrasts", "fig04_helix_patching"):
+    for output in ("HELIX_SUMMARY.sweep", "FINDINGS.contrasts", "fig04_helix_patching", "Figure 24"):
         assert output in page
+    assert "<!-- paper-numbering -->" not in page
 
 
 def test_the_outputs_reference_lists_every_registered_output_with_its_rule():
@@ -67,6 +68,23 @@ def test_the_outputs_reference_lists_every_registered_output_with_its_rule():
 
 def Path_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def test_the_outputs_page_numbers_every_figure_and_table_as_the_compiled_paper_does():
+    """ "The paper's numbering": a row per figure and table of the paper (42 and 3) with its
+    compiled number and helixclock's id, C4 and D1 as Figs. 4 and 5 of pythia and llama, then
+    helixclock's own; the page's marker is replaced."""
+    hooks = docs_hooks()
+    markdown = hooks.numbering_markdown()
+    rows = [line.split(" | ") for line in markdown.splitlines()[2:]]
+    assert len(rows) == 42 + 3 + len(outputs.OWN_FIGURES) + len(outputs.OWN_TABLES)
+    assert "| Figure 24 | App. D | `figD2_head_patching` | `fig:app_attn_act_patch` |" in markdown
+    assert "| Table 2 | App. A | `tabA1_prompts_accuracy` |" in markdown
+    assert "| Figure 19 | App. C | none: `fig04_helix_patching` of the models `pythia` and `llama` |" in markdown
+    assert "| none (helixclock's table) | | `tabD1_head_categories` | |" in markdown
+    page = (REPO / "docs" / "outputs.md").read_text()
+    assert hooks.NUMBERING in page and "no `figC4` and no `figD1`" in page
+    assert hooks.NUMBERING not in hooks.on_page_markdown(hooks.NUMBERING, None, None, None, rules={})
 
 
 def test_a_registered_path_no_rule_makes_fails_the_build():
