@@ -145,9 +145,10 @@ def test_fig_d2_marks_the_heads_the_screen_left_out_as_not_patched(tmp_path):
 
 def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
     """A spectrum over 0..359 with peaks at T = 2, 2.5, 5, 10 and larger low-frequency bumps at
-    T = 36 and 90 (the toy's): every one of the paper's periods is labelled at its peak, T = 100
-    at the bin nearest it that peaks (90, as "T=90 ≈ 100"); the bumps get grey labels."""
-    from helixclock.stages.structure.figures import PAPER_PERIODS, fig02_fourier_pc1, paper_peaks
+    T = 36 and 90 (the toy's): every one of the paper's periods (2, 5, 10, 100) is labelled in red
+    at its peak, T = 100 at the bin nearest it that peaks (90, as "T=90 ≈ 100"); T = 2.5, which
+    the paper does not name, and the bumps get grey labels, and the title says so."""
+    from helixclock.stages.structure.figures import HARMONICS, PAPER_PERIODS, fig02_fourier_pc1, paper_peaks
 
     n = 360
     k = np.arange(1, n // 2 + 1)
@@ -158,8 +159,9 @@ def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
         {"n_numbers": n, "layer": 1, "frequency": k, "period": n / k, "magnitude": magnitude, "main": True}
     ).assign(compat="corrected")
     peaks = paper_peaks(spectrum)
-    assert list(peaks["paper_period"]) == list(PAPER_PERIODS)
-    assert np.allclose(peaks["period"].astype(float), [2, 2.5, 5, 10, 90])  # 100: bins 90 and 120, 90 stronger
+    assert list(peaks["paper_period"]) == list(PAPER_PERIODS) == [2, 5, 10, 100]
+    assert np.allclose(peaks["period"].astype(float), [2, 5, 10, 90])  # 100: bins 90 and 120, 90 stronger
+    assert HARMONICS == (2.5,) and np.allclose(paper_peaks(spectrum, HARMONICS)["period"].astype(float), [2.5])
     a = np.arange(100)
     pc1 = pd.DataFrame(
         {"range": "0-99", "a": a, "pc1": a / 10, "line": a / 10, "line_r2": 1.0, "explained_variance": 0.5}
@@ -172,8 +174,11 @@ def test_fig_2_labels_the_papers_periods_where_they_peak(tmp_path):
         assert x == pytest.approx(T) and y == pytest.approx(magnitude[k == round(n / T)][0])
     assert labels["T=90 ≈ 100"][0] == pytest.approx(90)
     red = {t.get_text() for t in top.texts if t.get_color() == "#d62728"}
-    assert red == {"T=2", "T=2.5", "T=5", "T=10", "T=90 ≈ 100"}
-    assert "T=36" in labels  # the strongest bump beside them, in grey
+    assert red == {"T=2", "T=5", "T=10", "T=90 ≈ 100"}
+    grey = {t.get_text() for t in top.texts if t.get_color() == "0.4"}
+    assert {"T=2.5", "T=36"} <= grey  # T = 2.5 and the strongest bump beside them
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert "red: the paper's periods T = 2, 5, 10, 100" in title and "grey: T = 2.5" in title
     save(fig, tmp_path, "fig02_planted")
 
 

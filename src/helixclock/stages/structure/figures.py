@@ -11,10 +11,15 @@ from matplotlib.ticker import MaxNLocator
 from ...figure_layout import legend_outside, shared_legend, suptitle
 from ...style import PALETTE, heatmap, layer_name
 
-# The periods the paper's Fig. 2 is about (Sec. 3.1: high-frequency peaks at T = 2, 5 and 10 in
-# GPT-J's spectrum, 2.5 = 5/2 beside them) and the helix's T = 100: the spectrum labels each where
-# it peaks
-PAPER_PERIODS = (2, 2.5, 5, 10, 100)
+# The paper's periods: those its Fig. 2 is about (Sec. 4.1: high-frequency components at T = 2, 5
+# and 10 in GPT-J's spectrum) and the helix's T = 100 (Sec. 4.2).  The spectrum labels each where
+# it peaks, in red
+PAPER_PERIODS = (2, 5, 10, 100)
+# T = 2.5 = 5/2 = 10/4, a harmonic of T = 5 and 10 (a period-5 or period-10 feature that is not a
+# pure sinusoid peaks there too), which the paper does not name: labelled where it peaks as well,
+# in the grey of the other peaks, so a peak there is not taken for one of the paper's
+HARMONICS = (2.5,)
+OTHER_PEAKS = "0.4"  # their colour
 
 
 def paper_peaks(spec: pd.DataFrame, periods=PAPER_PERIODS) -> pd.DataFrame:
@@ -48,25 +53,26 @@ def _peak_label(ax, period: float, magnitude: float, text: str, color) -> None:
 
 def _spectrum_axis(ax, spec: pd.DataFrame, others: int = 0, color=None):
     """The spectrum against the period (log axis), the paper's periods labelled (red, a dot on the
-    peak; "T=90 ≈ 100" where the count has no bin at T) and the ``others`` strongest peaks beside
-    them (grey), every label upright above its peak."""
+    peak; "T=90 ≈ 100" where the count has no bin at T), T = 2.5 (grey, a dot on the peak) and the
+    ``others`` strongest peaks beside them (grey), every label upright above its peak."""
     sns.lineplot(x=spec["period"].to_numpy(), y=spec["magnitude"].to_numpy(), ax=ax, lw=1.2, color=color, errorbar=None)
     ax.set_xscale("log")
     ax.set_xlabel("period T (numbers)")
     ax.set_ylabel("mean |FFT| over model dims")
-    paper = paper_peaks(spec)
-    for row in paper.itertuples():
-        near = abs(row.period - row.paper_period) < 0.02 * row.paper_period
-        text = f"T={row.paper_period:g}" if near else f"T={row.period:.3g} ≈ {row.paper_period:g}"
-        ax.plot([row.period], [row.magnitude], "o", ms=3, color=PALETTE["highlight"])
-        _peak_label(ax, row.period, row.magnitude, text, PALETTE["highlight"])
-    labelled = list(paper["period"].astype(float))
+    labelled = []
+    for periods, color in ((PAPER_PERIODS, PALETTE["highlight"]), (HARMONICS, OTHER_PEAKS)):
+        for row in paper_peaks(spec, periods).itertuples():
+            near = abs(row.period - row.paper_period) < 0.02 * row.paper_period
+            text = f"T={row.paper_period:g}" if near else f"T={row.period:.3g} ≈ {row.paper_period:g}"
+            ax.plot([row.period], [row.magnitude], "o", ms=3, color=color)
+            _peak_label(ax, row.period, row.magnitude, text, color)
+            labelled.append(float(row.period))
     extra = 0
     for row in spec.sort_values("magnitude", ascending=False).itertuples():
         if extra == others:
             break
         if all(abs(np.log(row.period / q)) > 0.2 for q in labelled):  # labels apart from each other
-            _peak_label(ax, row.period, row.magnitude, f"T={row.period:.3g}", "0.4")
+            _peak_label(ax, row.period, row.magnitude, f"T={row.period:.3g}", OTHER_PEAKS)
             labelled.append(row.period)
             extra += 1
     low, high = ax.get_ylim()
@@ -84,7 +90,8 @@ def fig02_fourier_pc1(spectrum: pd.DataFrame, pc1: pd.DataFrame, model: str):
     suptitle(
         fig,
         f"{model}: Fourier spectrum of a in [0, {n - 1}]\nat the {layer_name(int(spec['layer'].iloc[0]))}"
-        "\n(red: the paper's periods, where they peak)",
+        "\n(red: the paper's periods T = 2, 5, 10, 100, where they peak;"
+        " grey: T = 2.5, a harmonic of 5 and 10, and the strongest other peaks)",
         fontsize=11,
     )
     small = pc1[pc1["range"] == pc1["range"].iloc[0]]
@@ -114,7 +121,11 @@ def figB1_fourier_360_vs_361(spectrum: pd.DataFrame, model: str, n: int = 360):
         else "centred |FFT|; T = 2 is a Fourier frequency only for an even count"
     )
     where = layer_name(int(spectrum["layer"].iloc[0]))
-    suptitle(fig, f"{model}: spectrum of the {where}, {n} vs {n + 1} numbers\n({how}; red: the paper's periods)")
+    suptitle(
+        fig,
+        f"{model}: spectrum of the {where}, {n} vs {n + 1} numbers\n({how};"
+        " red: the paper's periods T = 2, 5, 10, 100; grey: T = 2.5 and other peaks)",
+    )
     return fig
 
 
