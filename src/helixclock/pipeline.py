@@ -17,6 +17,7 @@ import atexit
 import importlib
 import logging
 import os
+import resource
 import sys
 
 import pandas as pd
@@ -34,11 +35,12 @@ def start(snakemake) -> logging.Logger:
     no bars: :mod:`helixclock.progress`); set torch threads; a rule with ``resources: gpu``
     claims a GPU slot of its own before CUDA starts, stops at once where config key device asks
     for CUDA and torch sees none (:func:`helixclock.gpus.require_cuda`), and logs its peak GPU
-    memory as it ends."""
+    memory as it ends; every job logs its peak host memory as it ends (:func:`log_host_peak`)."""
     log_path = snakemake.log[0] if len(snakemake.log) else None
     logger = start_log(log_path, getattr(snakemake, "threads", None))
     quiet_third_party_bars()  # a log file gets progress lines, not bars (helixclock.progress)
     logger.info("rule %s, wildcards %s, process %d", snakemake.rule, dict(snakemake.wildcards), os.getpid())
+    atexit.register(log_host_peak)
     sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)
     if resources is not None and int(getattr(resources, "get", lambda *a: 0)("gpu", 0) or 0) > 0:
@@ -49,6 +51,16 @@ def start(snakemake) -> logging.Logger:
         logger.info("device slot: %s", "none, running on the CPU" if slot is None else f"GPU {slot}")
         atexit.register(log_gpu_peak)
     return logger
+
+
+HOST_PEAK = "host memory peak: {mb:.0f} MB (ru_maxrss)"
+
+
+def log_host_peak() -> None:
+    """Log the host memory this process held at its peak, as the kernel counts it (``ru_maxrss``,
+    kB on Linux): the peak itself, where the job's benchmark file samples memory every 30 s
+    after its first 15 s and can miss a short peak (docs/memory.md reads this line first)."""
+    logging.getLogger("helixclock").info(HOST_PEAK.format(mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3))
 
 
 def _short_precondition_report(kind, error, traceback) -> None:

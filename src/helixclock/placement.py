@@ -397,11 +397,18 @@ GGUF_UNKNOWN_MB = 16_000  # install_gguf of a model whose registry entry gives n
 
 
 def gguf_mb(parameters: float | None, attempt: int) -> int:
-    """install_gguf's memory (MB): the model dequantised to float32 twice (the model and the
-    copy it saves), from the registry's ``parameters``; :data:`GGUF_UNKNOWN_MB` without them."""
+    """install_gguf's memory (MB): :data:`HOST_MARGIN` x (:data:`HOST_CPU_MB` and the model
+    dequantised to float32 twice, the model and the copy it saves), from the registry's
+    ``parameters``, :data:`MIN_MODEL_MB` at least; :data:`GGUF_UNKNOWN_MB` without them.
+
+    Held against the true peaks (``ru_maxrss``, not the benchmark file's samples, which come every
+    30 s after a job's first 15 s and missed SmolLM2's conversion): SmolLM2-135M 1,195 MB asked
+    2,207 (1.85 x), Gemma-3-270M 3,265 MB asked 3,703 (1.13 x; its 262,144-token vocabulary is
+    rebuilt in Python beside the weights)."""
     if not parameters:
         return GGUF_UNKNOWN_MB * attempt
-    return max(MIN_MEM_MB, math.ceil(2 * 4 * parameters / MB) + CPU_OVERHEAD_MB) * attempt
+    held = HOST_CPU_MB * MB + 2 * DTYPE_BYTES["float32"] * parameters
+    return max(MIN_MODEL_MB, math.ceil(HOST_MARGIN * held / MB)) * attempt
 
 
 def check_rules(model_jobs, readers) -> None:

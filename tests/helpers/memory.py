@@ -11,6 +11,7 @@ import yaml
 
 from helixclock import placement
 from helixclock.outputs import MODEL_JOBS
+from helixclock.pipeline import HOST_PEAK
 from helpers.dag import workflow_api
 from helpers.paths import REPO
 
@@ -41,8 +42,24 @@ def declared(run: Path, configfile: Path, models: list[str]) -> dict[tuple[str, 
     return out
 
 
+PEAK_LINE = re.compile(re.escape(HOST_PEAK).replace(r"\{mb:\.0f\}", r"(\d+)"))
+
+
+def logged_peak(log: Path) -> float | None:
+    """The peak host memory (MB) a job's log records as it ends (helixclock.pipeline.log_host_peak)."""
+    found = PEAK_LINE.findall(log.read_text(errors="replace")) if log.exists() else []
+    return float(found[-1]) if found else None
+
+
 def measured(run: Path) -> dict[tuple[str, str], float]:
-    """(model, rule) -> max_rss (MB) of the newest benchmark file of each model job of ``run``."""
+    """(model, rule) -> peak host memory (MB) of the newest run of each model job of ``run``: the
+    peak its log records (ru_maxrss), or where the log has none (a run before the line existed)
+    the max_rss its benchmark file sampled."""
+    return {key: peak for key, (peak, _) in measured_with_source(run).items()}
+
+
+def measured_with_source(run: Path) -> dict[tuple[str, str], tuple[float, str]]:
+    """(model, rule) -> (peak MB, "log" or "sampled")."""
     out, when = {}, {}
     for path in sorted((run / "logs").glob("*/*-*.benchmark.tsv")):
         rule = re.sub(r"-[0-9a-f]{10}$", "", path.name.removesuffix(".benchmark.tsv"))
@@ -51,7 +68,10 @@ def measured(run: Path) -> dict[tuple[str, str], float]:
         if len(lines) < 2 or (key in when and when[key] > path.stat().st_mtime):
             continue
         header, values = lines[0].split("\t"), lines[-1].split("\t")
-        out[key], when[key] = float(values[header.index("max_rss")]), path.stat().st_mtime
+        logged = logged_peak(path.with_name(path.name.removesuffix(".benchmark.tsv") + ".log"))
+        sampled = float(values[header.index("max_rss")])
+        out[key] = (logged, "log") if logged is not None else (sampled, "sampled")
+        when[key] = path.stat().st_mtime
     return out
 
 

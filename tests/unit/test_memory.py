@@ -115,3 +115,46 @@ def test_a_rule_declares_its_gpu_memory_from_placement():
     one = placement.gpu_job_mb("helix_patching", size, {"dtype": "bfloat16"}, work)
     assert one == pytest.approx(28_200, rel=0.01)
     assert placement.gpu_job_mb("train_toy", size, {"dtype": "bfloat16"}, work) == 0
+
+
+PEAK_JOB = """
+import sys, time
+import numpy as np
+from helixclock import pipeline
+
+class Job:
+    log, rule, threads, wildcards, resources = [sys.argv[1]], "accuracy", 1, {"model": "toy"}, {}
+
+pipeline.start(Job())
+block = np.ones(300_000_000 // 8)  # 300 MB, touched, held for 0.2 s, freed: a short peak
+time.sleep(0.2)
+del block
+time.sleep(1.0)
+import os
+print(int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6)  # resident now
+"""
+
+
+def test_a_job_logs_its_true_host_peak_and_the_table_prefers_it_to_the_sampled_one(tmp_path):
+    """Every job's log ends with its host memory peak (pipeline.log_host_peak, ru_maxrss): a 300 MB
+    block held for 0.2 s shows in it, where a sampler that reads the memory as the job ends (what
+    Snakemake's benchmark file does every 30 s after 15 s) sees only the baseline; docs/memory.md
+    reads the log's line, and a benchmark file's max_rss only where the log has none."""
+    import subprocess
+    import sys
+
+    from helpers.memory import logged_peak, measured_with_source
+
+    log = tmp_path / "logs" / "toy" / "accuracy-0123456789.log"
+    log.parent.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-c", PEAK_JOB, str(log)], check=True, timeout=120, capture_output=True)
+    resident_at_end = float(out.stdout.split()[-1])
+    peak = logged_peak(log)
+    assert peak is not None and peak >= 300 + 50  # the block and the interpreter, numpy, torch
+    assert resident_at_end < peak - 250  # the wrong method: memory read after the peak misses it
+    bench = log.with_name("accuracy-0123456789.benchmark.tsv")
+    bench.write_text("s\tmax_rss\n1.2\t120.0\n")  # what a late sample saw
+    other = log.with_name("neuron_grids-0123456789.benchmark.tsv")
+    other.write_text("s\tmax_rss\n1.2\t777.0\n")  # a run before the log line existed
+    got = measured_with_source(tmp_path)
+    assert got[("toy", "accuracy")] == (peak, "log") and got[("toy", "neuron_grids")] == (777.0, "sampled")

@@ -205,3 +205,25 @@ def test_the_plan_refuses_a_gpu_card_that_no_batch_fits(gptj_shaped, tmp_path):
             assert all(float(gb) > 24 for _, gb in refused)
         else:
             assert planned_resources(tmp_path, configfile=configfile)  # planned, nothing refused
+
+
+# install_gguf's true peaks (ru_maxrss of the conversion, measured on this machine: the benchmark
+# file samples every 30 s after a job's first 15 s and recorded SmolLM2's as 408 MB)
+GGUF_PEAKS_MB = {"smollm2-135m": 1195, "gemma3-270m": 3265}
+
+
+def test_install_gguf_asks_one_to_two_times_its_peak_and_the_old_request_did_not():
+    """The registry's GGUF models declare their parameters, and install_gguf asks for two float32
+    copies of them and the process's own memory (placement.gguf_mb), between 1.0 and 2.0 times
+    the peak; the request before (no parameters: 16 GB; a table job's 4 GB floor with them) did not."""
+    registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
+    asked = {m: placement.gguf_mb(registry[m]["parameters"], 1) for m in GGUF_PEAKS_MB}
+    assert asked == {"smollm2-135m": 2207, "gemma3-270m": 3703}
+    assert all(1.0 <= asked[m] / GGUF_PEAKS_MB[m] <= 2.0 for m in GGUF_PEAKS_MB)
+    assert placement.gguf_mb(registry["smollm2-135m"]["parameters"], 2) == 2 * 2207  # a retry asks for more
+    old = {
+        m: max(placement.MIN_MEM_MB, math.ceil(8 * registry[m]["parameters"] / placement.MB) + 1000)
+        for m in GGUF_PEAKS_MB
+    }
+    assert old["smollm2-135m"] / GGUF_PEAKS_MB["smollm2-135m"] > 2.0  # the wrong method: a table job's floor
+    assert placement.gguf_mb(None, 1) / GGUF_PEAKS_MB["smollm2-135m"] > 2.0  # no parameters: 16 GB
