@@ -1,7 +1,8 @@
 """docs/memory.md: what each model job declares (mem_mb, gpu_mem_mb: the plan's resources, as a
 dry run of the finished run's folder evaluates them with every input there) against what it used
-(max_rss of its benchmark file, logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model
-(helixclock.memory) against the peaks measured on an H200 (benchmarks/measured/).
+(the peak its log records, or else max_rss of its benchmark file,
+logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model (helixclock.memory) against the
+peaks measured on an H200 (benchmarks/measured/).
 
     python benchmarks/memory_table.py --run RUN_FOLDER[:CONFIG] ... [--out docs/memory.md]
 
@@ -20,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers.memory import declared, measured, within  # noqa: E402
+from helpers.memory import declared, measured_with_source, within  # noqa: E402
 
 from helixclock import memory, placement  # noqa: E402
 from helixclock.outputs import MODEL_JOBS  # noqa: E402
@@ -29,18 +30,19 @@ MEASURED = REPO / "benchmarks" / "measured"
 
 
 def host_rows(run: Path, configfile: Path, models: list[str]) -> list[str]:
-    plan, peaks = declared(run, configfile, models), measured(run)
+    plan, peaks = declared(run, configfile, models), measured_with_source(run)
     rows = [
-        "| model | job | declares mem_mb | peak max_rss (MB) | ratio | gpu_mem_mb |",
+        "| model | job | declares mem_mb | peak (MB) | ratio | gpu_mem_mb |",
         "|---|---|---:|---:|---:|---:|",
     ]
-    for (model, rule), peak in sorted(peaks.items()):
+    for (model, rule), (peak, source) in sorted(peaks.items()):
         if (model, rule) not in plan:
             continue
         res = plan[(model, rule)]
         mark = "" if within(res["mem_mb"], peak) else " ✗"
+        how = "" if source == "log" else " (sampled)"
         rows.append(
-            f"| {model} | {rule} | {res['mem_mb']:,} | {peak:,.0f} | {res['mem_mb'] / peak:.2f}{mark} | "
+            f"| {model} | {rule} | {res['mem_mb']:,} | {peak:,.0f}{how} | {res['mem_mb'] / peak:.2f}{mark} | "
             f"{res.get('gpu_mem_mb', '')} |"
         )
     return rows

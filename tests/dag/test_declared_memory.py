@@ -1,6 +1,6 @@
 """The memory a job asks for is the memory it uses (docs/memory.md): every model job of the tiny
 run declares (mem_mb, the plan's resources with the run's inputs there) between 1.0 and 2.0 times
-the peak its benchmark file records, or the floor where the peak is below it; 32a8dce's formula
+the peak its log records (ru_maxrss; helpers.memory.measured), or the floor where the peak is below it; 32a8dce's formula
 (tests/helpers/memory.py) does not."""
 
 import yaml
@@ -20,7 +20,7 @@ def test_every_model_job_declares_one_to_two_times_its_peak_and_32a8dces_formula
     assert {rule for _, rule in jobs} == set(outputs.MODEL_JOBS), sorted(jobs)  # every model job of both toys ran
     config = yaml.safe_load(TINY.read_text())
     registry = yaml.safe_load((REPO / config["registry"]).read_text())
-    print("\nmodel, job, declared mem_mb, peak max_rss MB, ratio, 32a8dce's mem_mb")
+    print("\nmodel, job, declared mem_mb, peak MB, ratio, 32a8dce's mem_mb")
     rejected_old = []
     for (model, rule), peak in sorted(jobs.items()):
         mem = plan[(model, rule)]["mem_mb"]
