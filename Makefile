@@ -31,7 +31,7 @@ TORCH_INDEX ?= $(addprefix --find-links ,$(shell $(PYTHON) -m pip config get glo
 COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(TORCH_INDEX) $(LOCK_ARGS)
 
-.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot
+.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot gallery
 
 venv: $(STAMP)
 
@@ -70,6 +70,13 @@ real: $(VENV)/.real
 # date (the snapshot docs/real-models.md links; tests/unit/test_docs.py checks every number against its table)
 findings-snapshot: $(STAMP)
 	$(VENV)/bin/python -m helixclock.stages.findings.snapshot docs/real-findings smollm2-135m gemma3-270m
+
+# after `make run` and `make real`: the site's figure gallery (docs/gallery.md, the models' figures side by side
+# by the paper's sections, each downsized into docs/gallery/{model}/, with the run's commit and date);
+# a model of another run's folder as MODEL=PATH, e.g. GALLERY_MODELS='toy-gptj=../main smollm2-135m'
+GALLERY_MODELS ?= toy-gptj smollm2-135m gemma3-270m
+gallery: $(STAMP)
+	$(VENV)/bin/python -m helixclock.stages.report.gallery docs $(GALLERY_MODELS)
 
 # everything: lint, then both rooms of tests/ (pyproject's testpaths): tests/unit, then tests/dag (every
 # Snakemake run: the whole tiny DAG on a one-token toy and the digit toy, failures, the report, the Slurm run)

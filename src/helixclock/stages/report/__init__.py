@@ -10,4 +10,6 @@ not run, not defined, missing).
 ``compat``: the numbers ``compat: authors`` changes, under each mode run (docs/differences.md, "Differences
 from the authors' code").
 ``figures``: fig01_clock, figAll_accuracy, figAll_ld_ratios (no torch).
+``gallery``: the site's figure gallery (docs/gallery.md): a finished run's figures of each named model,
+downsized, side by side by the paper's sections (``make gallery``).
 """
