@@ -91,7 +91,7 @@ test-fast: $(STAMP)
 # the documentation site (mkdocs-material) into build/docs; --strict: a broken link, a page missing
 # from the nav or an output no rule makes fails the build (docs/hooks.py)
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
 
 # ruff check, ruff format --check and snakefmt --check (format with `make format`), snakemake --lint
 lint: $(STAMP)

@@ -32,21 +32,38 @@ def docs_hooks():
     return module
 
 
-def test_the_site_builds_strictly(tmp_path):
-    site = tmp_path / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)],
-        cwd=REPO,
+def build_site(root, site):
+    """`make docs`'s build of the site in ``root`` into ``site``.  Not with --quiet: mkdocs 1.6
+    counts the warnings --strict fails on only where they are logged, and --quiet logs none (a
+    broken link then builds)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=root,
         capture_output=True,
         text=True,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
+
+
+def test_the_site_builds_strictly(tmp_path):
+    site = tmp_path / "site"
+    proc = build_site(REPO, site)
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (site / "outputs" / "index.html").read_text()
     assert "<!-- outputs-reference -->" not in page
     for output in ("HELIX_SUMMARY.sweep", "FINDINGS.contrasts", "fig04_helix_patching", "Figure 24"):
         assert output in page
     assert "<!-- paper-numbering -->" not in page
+
+
+def test_the_strict_build_fails_on_a_broken_link(tmp_path):
+    """The wrong arm of the build above: a page linking a page that is not there stops it (with
+    --quiet, as make docs and the test built before, mkdocs 1.6.1 built it and exited 0)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# A\n\n[gone](gone.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nstrict: true\n")
+    proc = build_site(tmp_path, tmp_path / "site")
+    assert proc.returncode == 1 and "contains a link 'gone.md'" in proc.stderr
 
 
 def test_the_outputs_reference_lists_every_registered_output_with_its_rule():
