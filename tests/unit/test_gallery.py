@@ -209,6 +209,13 @@ def test_the_command_writes_the_gallery_from_the_project_it_runs_in(tmp_path, ca
     assert "* `m2`: `results/m2/figures/` of the run at commit `def5678` on 2026-11-28, 3 of 41" in text
     out = capsys.readouterr().out
     assert "m1: 4 images," in out and "m2: 3 images," in out and "7 images in docs/gallery," in out
+    # the captions of another folder: here the other project, which has none of its own
+    G.main(["docs", f"m2={other}", "--captions", str(CAPTIONS)])
+    assert page_models((project / "docs" / "gallery.md").read_text()) == ["m2"]
+    before = {p: p.read_bytes() for p in (project / "docs").rglob("*") if p.is_file()}
+    with pytest.raises(FileNotFoundError, match="fig01.rst"):
+        G.main(["docs", f"m2={other}"])
+    assert {p: p.read_bytes() for p in (project / "docs").rglob("*") if p.is_file()} == before  # nothing changed
 
 
 def test_each_figures_caption_is_the_one_the_report_gives_it():

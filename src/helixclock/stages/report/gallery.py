@@ -8,10 +8,12 @@ that model, and each model's line names the run it came from (the commit and dat
 project's provenance record, ``results/all/provenance.json``), as the findings snapshot does
 (:mod:`helixclock.stages.findings.snapshot`).
 
-    python -m helixclock.stages.report.gallery DEST MODEL[=PROJECT] [MODEL[=PROJECT] ...] [--width PX]
+    python -m helixclock.stages.report.gallery DEST MODEL[=PROJECT] [MODEL[=PROJECT] ...] [--width PX] [--captions DIR]
 
 run in the finished project (``make gallery`` after ``make run`` and ``make real``); a model
-given as ``MODEL=PROJECT`` is read from the run in the folder PROJECT instead.  DEST is the docs
+given as ``MODEL=PROJECT`` is read from the run in the folder PROJECT instead.  The captions are
+the first model's project's (those of the code that drew its figures) unless ``--captions`` names
+another folder of them.  DEST is the docs
 folder: the page is ``DEST/gallery.md``, the images ``DEST/gallery/{model}/`` (the whole of
 ``DEST/gallery/`` is rewritten, so no image of an earlier gallery stays behind).
 """
@@ -195,18 +197,20 @@ def gallery(
         folders[model] = project / Path(outputs.figure("x", model)[1]).parent
         if not folders[model].is_dir():
             raise FileNotFoundError(f"no figures of {model} in {project} (run it first): {folders[model]}")
+    have = {model: {f for f in MODEL_FIGURES if (folder / f"{f}.png").exists()} for model, folder in folders.items()}
+    captions = captions or next(iter(runs.values())) / CAPTIONS
+    # the page first: a caption not there stops the command before it changes anything in dest
+    markdown = page_markdown({m: projects[p] for m, p in runs.items()}, have, captions, width)
     images = dest / IMAGES
     if images.exists():
         shutil.rmtree(images)
-    have, written = {}, {}
+    written = {}
     for model, folder in folders.items():
-        have[model] = {f for f in MODEL_FIGURES if (folder / f"{f}.png").exists()}
         for fig_id in sorted(have[model]):
             target = images / model / f"{fig_id}.png"
             written[target] = downsize(folder / f"{fig_id}.png", target, width)
-    captions = captions or next(iter(runs.values())) / CAPTIONS
     page = dest / PAGE
-    page.write_text(page_markdown({m: projects[p] for m, p in runs.items()}, have, captions, width))
+    page.write_text(markdown)
     return page, written
 
 
@@ -217,12 +221,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("dest", type=Path, help="the docs folder: DEST/gallery.md and DEST/gallery/{model}/")
     parser.add_argument("models", nargs="+", metavar="MODEL[=PROJECT]", help="a model of this run, or of PROJECT's")
     parser.add_argument("--width", type=int, default=WIDTH, help=f"the widest image kept, in pixels ({WIDTH})")
+    parser.add_argument(
+        "--captions", type=Path, help=f"the report's captions (default: the first model's project's {CAPTIONS})"
+    )
     args = parser.parse_args(argv)
     runs = {}
     for spec in args.models:
         model, _, project = spec.partition("=")
         runs[model] = Path(project or ".").resolve()
-    page, written = gallery(runs, args.dest, args.width)
+    page, written = gallery(runs, args.dest, args.width, args.captions)
     for model in runs:
         mine = [n for p, n in written.items() if p.parent.name == model]
         print(f"{model}: {len(mine)} images, {sum(mine):,} bytes")
