@@ -3,6 +3,7 @@ every layer, written to HDF5 (layout and reading: :mod:`helixclock.cache`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -64,18 +65,26 @@ def write_residual_cache(
     prompts = (_several_rows if several else _single_rows)(model, task, template, problems)
     bare = (_several_numbers if several else _single_numbers)(model, number_prompt, numbers)
     L1, d = model.adapter.n_layers + 1, model.adapter.d_model
-    tmp = Path(str(path) + ".tmp")
+    # a temporary file of this process's own: two writers of one cache (two Snakemake commands in one
+    # folder) never share one, which HDF5 would truncate on opening before it checks its lock, and
+    # which with HDF5_USE_FILE_LOCKING=FALSE (the workflow's, docs/gpus-and-clusters.md) it would
+    # not check at all; a failed write leaves no temporary file behind
+    tmp = Path(f"{path}.{os.getpid()}.tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    with h5py.File(tmp, "w") as f:
-        # datasets made here, held open until the file closes (HDF5 lays out the file by it)
-        at = {k: _create(f, k, len(problems), L1, d, dtype) for k in POSITIONS}
-        f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64)[prompts.order])
-        _fill_prompts(at, engine, prompts, L1, dtype)
-        bare_values = _create(f, "numbers", len(numbers), L1, d, dtype)
-        _fill_numbers(bare_values, engine, bare, L1, dtype)
-        f["numbers"].attrs["values"] = np.array(numbers)
-        attrs = _file_attributes(model, template, dtype, {**prompts.attrs, **bare.attrs})
-        f.attrs.update(attrs)
+    try:
+        with h5py.File(tmp, "w") as f:
+            # datasets made here, held open until the file closes (HDF5 lays out the file by it)
+            at = {k: _create(f, k, len(problems), L1, d, dtype) for k in POSITIONS}
+            f.create_dataset("ab", data=np.stack([problems.a, problems.b], 1).astype(np.int64)[prompts.order])
+            _fill_prompts(at, engine, prompts, L1, dtype)
+            bare_values = _create(f, "numbers", len(numbers), L1, d, dtype)
+            _fill_numbers(bare_values, engine, bare, L1, dtype)
+            f["numbers"].attrs["values"] = np.array(numbers)
+            attrs = _file_attributes(model, template, dtype, {**prompts.attrs, **bare.attrs})
+            f.attrs.update(attrs)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)
     return attrs
 

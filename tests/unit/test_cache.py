@@ -44,3 +44,21 @@ def test_a_float16_cache_stores_float16_and_says_so(tiny_gptj, tmp_path):
     )
     with h5py.File(path) as f:
         assert f["a"].dtype == np.float16 and f.attrs["dtype"] == "float16"
+
+
+def test_a_second_writer_of_one_cache_neither_truncates_the_first_nor_fails(tiny_gptj, tmp_path):
+    """Two writers of one cache (two Snakemake commands in one folder): each writes a temporary file
+    of its own.  A shared `<path>.tmp` (the writer before) is truncated by HDF5 as the second
+    writer opens it, before HDF5 checks its lock (a make real lost its Gemma-3 cache's first rows
+    so); here the first writer's file is held open while the second writes, and both survive."""
+    path = tmp_path / "residuals.h5"
+    a, b = np.array([3, 12, 99]), np.array([4, 57, 0])
+    first = h5py.File(str(path) + ".tmp", "w")  # the shared name the writer used before, held open
+    first.create_dataset("x", data=np.arange(1000.0))
+    try:
+        write_residual_cache(tiny_gptj, GPTJ_PROMPTS["add"], a, b, path, dtype="float32", largest_bare_number=5)
+    finally:
+        first.close()
+    with h5py.File(str(path) + ".tmp") as f:
+        assert f["x"][-1] == 999.0  # the other writer's file is as it wrote it
+    assert read_residual_cache(path).a.shape[0] == 3 and not list(tmp_path.glob("*.h5.*.tmp"))
