@@ -46,17 +46,24 @@ def test_the_committed_plan_is_the_code_s():
     assert got == committed_plan()["tiny"], "a job's plan changed: run benchmarks/gpu_costs.py --count"
 
 
-def test_the_gpu_measurements_made_the_planned_passes_and_the_formulas_did_not():
-    """On the H200, at GPT-J-6B's and Llama-3.1-8B's full shapes, every job made exactly the
-    passes and rows the narrow models count (the counting method holds at full width); the old
-    formulas' passes are rejected by the same measurements."""
+# the jobs whose passes the narrow model does not share with the full width (what they select by
+# effects, or how they chunk, differs there): the page takes measured passes for measured models
+NOT_NARROW = {"head_patching", "neuron_attribution", "neuron_fit_eval"}
+
+
+def test_the_narrow_plan_is_the_measured_one_but_for_three_jobs_and_the_formulas_were_not():
+    """On the H200, at GPT-J-6B's and Llama-3.1-8B's full shapes, seven of the ten jobs made exactly
+    the passes and rows the narrow models count (the counting holds at full width for them); the
+    other three made more (the narrow count is short, never over), and the page names them.  The
+    old per-job formulas' passes are rejected by the same measurements on six jobs."""
     committed = committed_plan()
     probes = {name: gpu_costs.read_probe(path) for name, path in gpu_costs.PROBES.items()}
     assert len(probes["gptj"]) == 11 and len(probes["llama"]) == 10  # the model row and each job measured
-    assert gpu_costs.plan_differences(committed, probes) == []
-    assert {job: committed["gptj"][job]["passes"] for job in FORMULA_PASSES} == {
-        job: probes["gptj"][job]["passes"] for job in FORMULA_PASSES
-    }
+    differing = {line.split()[1] for line in gpu_costs.plan_differences(committed, probes)}
+    assert differing == NOT_NARROW
+    for name, rows in probes.items():
+        for job in NOT_NARROW & set(rows):
+            assert rows[job]["passes"] > committed[name][job]["passes"]  # short, not over
     wrong = [job for job, n in FORMULA_PASSES.items() if n != probes["gptj"][job]["passes"]]
     assert set(wrong) == {
         "helix_patching",
