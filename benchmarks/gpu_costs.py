@@ -93,10 +93,12 @@ def read_probe(path: Path) -> dict[str, dict]:
 
 
 def plan_differences(plan: dict, probes: dict[str, dict]) -> list[str]:
-    """Where a measured job's passes or rows are not the plan's (each a line)."""
+    """Where a measured job's passes or rows are not the narrow plan's (each a line; models whose
+    plan was not counted are left out)."""
     return [
-        f"{name} {job} {k}: measured {row[k]}, planned {plan[name][job][k]}"
+        f"{NAMES[name]} {job} {k}: measured {row[k]:,}, narrow plan {plan[name][job][k]:,}"
         for name, rows in probes.items()
+        if name in plan
         for job, row in rows.items()
         if job in plan[name]
         for k in KEYS
@@ -109,9 +111,13 @@ def add_length(name: str) -> int:
     return geometry(gpt2_tokenizer(), read_config(name)[1]["prompts"], ("add",), name)["add"].length
 
 
-def model_costs(name: str, cfg: dict, plan: dict, probes: dict[str, dict]) -> dict:
+def model_costs(name: str, cfg: dict, plan: dict, probes: dict[str, dict]) -> dict | None:
     """One model's page rows: per job passes, PFLOP, GPU seconds (measured or scaled) and peak
-    GPU memory measured; the model's weights, cache, correct prompts and totals."""
+    GPU memory measured; the model's weights, cache, correct prompts and totals.  None for a model
+    neither measured nor counted; a job neither measured nor counted is None and out of the totals."""
+    measured = probes.get(name, {})
+    if not measured and name not in plan:
+        return None
     shape = SHAPES[name][0]
     entry = read_config(name)[1]
     tok = gpt2_tokenizer()
@@ -121,49 +127,49 @@ def model_costs(name: str, cfg: dict, plan: dict, probes: dict[str, dict]) -> di
     tables = fabricated_tables(tok, tasks, {**PAPER_ACCURACY, "add": ADD_ACCURACY[name]}, cfg["seed"])
     correct = int(tables["add"]["correct"].sum())
     weights_gb = PARAMETERS[name] * 2 / 1e9  # bfloat16 / float16
-    measured = probes.get(name, {})
     jobs = {}
-    for job, narrow in plan[name].items():
-        row = measured.get(job)
-        # a measured model's passes and rows are the measurement's (the narrow count falls short on
-        # the jobs that chunk by the model's width: plan_differences); the others' the narrow count's
-        counted = {k: row[k] for k in KEYS} if row else narrow
-        f = flops(counted, shape, ctx)
+    for job in plan["tiny"]:  # every model job, in the plan's order
+        row, narrow = measured.get(job), plan.get(name, {}).get(job)
         if row:
-            seconds, how = row["seconds"], "measured"
-        else:
+            # a measured model's passes and rows are the measurement's (the narrow count falls short
+            # on three jobs: plan_differences)
+            counted, seconds, how = {k: row[k] for k in KEYS}, row["seconds"], "measured"
+        elif narrow and job in plan.get("gptj", {}):
             ref = "gptj"  # the nearest measured model with this job measured
             # scaled by the two narrow plans' FLOPs (like with like: both fall short alike)
-            ratio = f / flops(plan[ref][job], SHAPES[ref][0], add_length(ref))
-            seconds, how = probes[ref][job]["seconds"] * ratio, f"{NAMES[ref]}'s × FLOPs"
+            ratio = flops(narrow, shape, ctx) / flops(plan[ref][job], SHAPES[ref][0], add_length(ref))
+            counted, seconds, how = narrow, probes[ref][job]["seconds"] * ratio, f"{NAMES[ref]}'s × FLOPs"
+        else:
+            jobs[job] = None
+            continue
         jobs[job] = {
             **counted,
-            "pflop": f / 1e15,
+            "pflop": flops(counted, shape, ctx) / 1e15,
             "seconds": seconds,
             "how": how,
             "gpu_peak_gb": row["gpu_peak_allocated_gb"] if row else None,
         }
+    done = {j: c for j, c in jobs.items() if c}
     numbers = cfg["cache"]["largest_bare_number"] + 1
     cache_gb = (3 * correct + numbers) * (shape.n_layers + 1) * shape.d_model * 4 / 1e9
-    work = sum(j["seconds"] for j in jobs.values())
+    work = sum(j["seconds"] for j in done.values())
     overhead = len(jobs) * (START_S + weights_gb / LOAD_GB_PER_S)
-    peaks = [j["gpu_peak_gb"] for j in jobs.values() if j["gpu_peak_gb"]]
+    peaks = {j: c["gpu_peak_gb"] for j, c in done.items() if c["gpu_peak_gb"]}
     return {
         "name": NAMES[name],
         "parameters": PARAMETERS[name],
         "weights_gb": weights_gb,
-        "gpu_peak_gb": max(peaks) if peaks else None,
-        "gpu_peak_job": max(
-            (j for j in jobs if jobs[j]["gpu_peak_gb"]), key=lambda j: jobs[j]["gpu_peak_gb"] or 0, default=None
-        ),
+        "gpu_peak_gb": max(peaks.values()) if peaks else None,
+        "gpu_peak_job": max(peaks, key=peaks.get) if peaks else None,
         "cache_gb": cache_gb,
         "correct_add": correct,
         "prompt_tokens": ctx,
-        "pflop": sum(j["pflop"] for j in jobs.values()),
+        "pflop": sum(j["pflop"] for j in done.values()),
         "svd_tflop": svd_flops(shape, correct, min(cfg["clock"]["fit_prompts"], correct)) / 1e12,
         "work_min": work / 60,
         "overhead_min": overhead / 60,
-        "passes": sum(j["passes"] for j in jobs.values()),
+        "passes": sum(j["passes"] for j in done.values()),
+        "left_out": [j for j, c in jobs.items() if c is None],
         "jobs": jobs,
     }
 
@@ -172,21 +178,26 @@ def _gb(x: float | None) -> str:
     return "—" if x is None else f"{x:.1f} GB"
 
 
-def page(costs: dict, cfg: dict, differences: list[str], commit: str) -> str:
-    """docs/gpu-costs.md."""
+def page(costs: dict, cfg: dict, differences: list[str], commit: str, counted: tuple[str, ...] = ()) -> str:
+    """docs/gpu-costs.md (``counted``: the paper models whose narrow plan was counted)."""
     summary = [
         "| model | parameters | weights | GPU memory, largest job (measured) | disk: residual cache "
         "| GPU time, whole DAG |",
         "|---|---|---|---|---|---|",
     ]
+    absent = [NAMES[m] for m, c in costs.items() if c is None]
+    costs = {m: c for m, c in costs.items() if c is not None}
     for c in costs.values():
         peak = f"{_gb(c['gpu_peak_gb'])} ({c['gpu_peak_job']})" if c["gpu_peak_gb"] else "not measured"
+        without = f"; without {', '.join(c['left_out'])}, neither measured nor counted" if c["left_out"] else ""
         summary.append(
             f"| {c['name']} | {c['parameters'] / 1e9:.2f} B | {c['weights_gb']:.1f} GB | {peak} "
             f"| {c['cache_gb']:.1f} GB "
             f"| {c['work_min'] + c['overhead_min']:.0f} min ({c['work_min']:.1f} of work, "
-            f"{c['overhead_min']:.1f} starting and loading) |"
+            f"{c['overhead_min']:.1f} starting and loading{without}) |"
         )
+    for name in absent:
+        summary.append(f"| {name} | not measured, its plan not counted (below) | | | | |")
     header = " | ".join(f"{c['name']} passes | PFLOP | s on the H200 | GPU peak" for c in costs.values())
     rows = [f"| job | {header} |", "|---|" + "---|---|---|---|" * len(costs)]
     first = next(iter(costs.values()))
@@ -194,6 +205,9 @@ def page(costs: dict, cfg: dict, differences: list[str], commit: str) -> str:
         cells = []
         for c in costs.values():
             j = c["jobs"][job]
+            if j is None:
+                cells.append("— | — | not measured | —")
+                continue
             s = f"{j['seconds']:.1f}" if j["how"] == "measured" else f"({j['seconds']:.0f})"
             cells.append(f"{j['passes']} | {j['pflop']:.2f} | {s} | {_gb(j['gpu_peak_gb'])}")
         rows.append(f"| {job} | " + " | ".join(cells) + " |")
@@ -213,9 +227,9 @@ def page(costs: dict, cfg: dict, differences: list[str], commit: str) -> str:
             "Measured on a lent NVIDIA H200 (torch 2.11.0+cu130, bfloat16): every model job's own library",
             "calls at GPT-J-6B's and Llama-3.1-8B's full shapes with random weights, at the config's counts,",
             "on accuracy tables fabricated at the paper's accuracies (`benchmarks/gpu_probe.py`; the rows in",
-            "`benchmarks/measured/`). Pythia-6.9B's passes are its plan's, counted on a narrow model of its",
-            f"layers, heads and vocabulary (`benchmarks/plan.py`, at commit {commit}), as are the other two's",
-            "for comparison with their measurements (below).",
+            "`benchmarks/measured/`); their passes and rows are the measurement's. The plan counted on a narrow",
+            "model of a paper model's layers, heads and vocabulary (`benchmarks/plan.py`, at commit "
+            f"{commit}: {', '.join(NAMES[m] for m in SHAPES if m in counted) or 'none'}) is set against them below.",
             "",
             *summary,
             "",
@@ -244,13 +258,23 @@ def page(costs: dict, cfg: dict, differences: list[str], commit: str) -> str:
                     *(f"  - {d}" for d in differences),
                     "  These jobs' passes follow what they select or how they cut their work (heads and neurons",
                     "  chosen by their effects, chunks of a width-dependent size), which the narrow random model",
-                    "  does not share with the full-width one; which of these it is was not isolated. Pythia-6.9B's",
-                    "  passes of these jobs (not measured) are the narrow count's, short of the truth as on the",
-                    "  measured models, and its seconds are GPT-J-6B's measured seconds scaled by the two narrow",
-                    "  plans' FLOPs (like with like).",
+                    "  does not share with the full-width one; which of these it is was not isolated. A model",
+                    "  not measured takes the narrow count's passes (short on these three) and GPT-J-6B's",
+                    "  measured seconds scaled by the two narrow plans' FLOPs (like with like).",
                 ]
                 if differences
                 else ["- Every measured job made exactly its narrow plan's passes and rows."]
+            ),
+            *(
+                [
+                    f"- **{', '.join(absent)}: neither measured nor counted.** The lent GPU's 15 minutes went to",
+                    "  GPT-J-6B and Llama-3.1-8B (Llama's head_patching did not fit in them). Counting a narrow plan",
+                    "  runs every job's calls with the full vocabulary's logits: GPT-J-6B's took about 40 minutes",
+                    "  on 2 cores beside other work, and Llama-3.1-8B's (128,256 tokens) was killed for memory at",
+                    "  20 GB on a 24 GB machine. `benchmarks/gpu_costs.py --count pythia` counts it elsewhere.",
+                ]
+                if absent
+                else []
             ),
             "",
             "## Per model job",
@@ -272,27 +296,36 @@ def commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(PAGE), help="the page ('-': print it)")
-    parser.add_argument("--count", action="store_true", help="count the plan (the models the file lacks)")
+    parser.add_argument(
+        "--count",
+        nargs="*",
+        metavar="MODEL",
+        help="count the plan of these paper models (none named: all) and the tiny GPT-J",
+    )
     parser.add_argument("--again", action="store_true", help="with --count: count every model again")
     args = parser.parse_args()
     cfg = read_config()[0]
-    if args.count:
-        count_all(cfg, tuple(sorted(SHAPES, key=lambda n: n not in PROBES)), args.again)  # the probed first
-    if not PLAN.exists():
-        raise SystemExit(f"{PLAN.relative_to(ROOT)} is missing: count the plan first (--count)")
+    if args.count is not None:
+        unknown = sorted(set(args.count) - set(SHAPES))
+        if unknown:
+            raise SystemExit(f"--count: no paper model {unknown}; the models are {sorted(SHAPES)}")
+        count_all(cfg, tuple(args.count or SHAPES), args.again)
+    if not PLAN.exists() or "tiny" not in json.loads(PLAN.read_text()):
+        raise SystemExit(f"{PLAN.relative_to(ROOT)} lacks the tiny GPT-J's plan: count it first (--count gptj)")
     plan = json.loads(PLAN.read_text())
-    missing = [name for name in ("tiny", *SHAPES) if name not in plan]
-    if missing:
-        raise SystemExit(f"{PLAN.relative_to(ROOT)} lacks {missing}: finish the count (--count counts only those)")
     probes = {name: read_probe(path) for name, path in PROBES.items()}
     costs = {name: model_costs(name, cfg, plan, probes) for name in SHAPES}
-    text = page(costs, cfg, plan_differences(plan, probes), plan["commit"])
+    counted = tuple(m for m in SHAPES if m in plan)
+    text = page(costs, cfg, plan_differences(plan, probes), plan["commit"], counted)
     if args.out == "-":
         print(text)
     else:
         Path(args.out).write_text(text)
     emit(
-        {"benchmark": "gpu_costs", "models": {m: {k: v for k, v in c.items() if k != "jobs"} for m, c in costs.items()}}
+        {
+            "benchmark": "gpu_costs",
+            "models": {m: c and {k: v for k, v in c.items() if k != "jobs"} for m, c in costs.items()},
+        }
     )
 
 

@@ -61,8 +61,9 @@ def test_the_narrow_plan_is_the_measured_one_but_for_three_jobs_and_the_formulas
     assert len(probes["gptj"]) == 11 and len(probes["llama"]) == 10  # the model row and each job measured
     differing = {line.split()[1] for line in gpu_costs.plan_differences(committed, probes)}
     assert differing == NOT_NARROW
+    assert "gptj" in committed  # the measured model whose narrow plan is counted (Llama's: killed for memory here)
     for name, rows in probes.items():
-        for job in NOT_NARROW & set(rows):
+        for job in NOT_NARROW & set(rows) & set(committed.get(name, {})):
             assert rows[job]["passes"] > committed[name][job]["passes"]  # short, not over
     wrong = [job for job, n in FORMULA_PASSES.items() if n != probes["gptj"][job]["passes"]]
     assert set(wrong) == {
@@ -80,7 +81,10 @@ def test_the_page_is_what_its_generator_writes():
     committed = committed_plan()
     probes = {name: gpu_costs.read_probe(path) for name, path in gpu_costs.PROBES.items()}
     costs = {name: gpu_costs.model_costs(name, cfg, committed, probes) for name in plan.SHAPES}
-    text = gpu_costs.page(costs, cfg, gpu_costs.plan_differences(committed, probes), committed["commit"])
+    counted = tuple(m for m in plan.SHAPES if m in committed)
+    text = gpu_costs.page(costs, cfg, gpu_costs.plan_differences(committed, probes), committed["commit"], counted)
     assert (REPO / "docs" / "gpu-costs.md").read_text() == text
     # a number of the page, from its inputs: GPT-J-6B's helix_patching peak measured on the H200
     assert "| helix_patching | 298 |" in text and "28.7 GB" in text
+    # a model neither measured nor counted is named so, not estimated
+    assert costs["pythia"] is None and "Pythia-6.9B: neither measured nor counted" in text
