@@ -59,7 +59,8 @@ MB = 1_000_000  # Snakemake's mem_mb (Slurm reads --mem in MiB: a little more)
 HOST_CPU_MB = 500  # a model job's Python, torch, transformers, nnsight and pandas (the tiny run's peak 460-620 MB)
 HOST_GPU_MB = 1800  # ... and the CUDA context and its libraries (the toys' H200 run: 0.8-1.75 GB)
 HOST_MARGIN = 1.4  # what a job asks beyond what it holds: the allocator keeps freed pages (SmolLM2: 1.03-1.25 x)
-MIN_MODEL_MB = 1000  # the least a model job asks for
+MIN_MODEL_MB = 1500  # the least a model job asks for: a toy's helix_patching and last_token_patching peak at
+# 1,019-1,029 MB in make run (ru_maxrss; their benchmark files, sampling every 0.5 s, saw 646-766)
 ANSWER_TOKENS = 3  # answer positions whose logits a job on numbers of several tokens reads
 CPU_OVERHEAD_MB = 1000  # a table job's Python, numpy, pandas
 MIN_MEM_MB = 4000
