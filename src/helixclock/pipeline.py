@@ -70,6 +70,7 @@ def _short_precondition_report(kind, error, traceback) -> None:
     if not issubclass(kind, (PreconditionError, NoCudaError)):
         sys.__excepthook__(kind, error, traceback)
         return
+    atexit.unregister(log_host_peak)  # a refused job did no work: its log ends with its one line
     line = f"helixclock: {error}"
     logging.getLogger("helixclock").error("%s", line)
     if sys.stderr is not sys.__stderr__:

@@ -77,7 +77,8 @@ def caption(fig_id: str, captions: Path) -> str:
 def downsize(source: Path, target: Path, width: int = WIDTH) -> int:
     """``source`` written to ``target`` at most ``width`` pixels wide (aspect kept, never enlarged),
     on white, in 256 colours, optimized; the bytes written."""
-    from PIL import Image  # matplotlib's own dependency
+    # deferred: only the gallery's images need Pillow (matplotlib's own dependency)
+    from PIL import Image
 
     with Image.open(source) as image:
         image = image.convert("RGBA")

@@ -17,15 +17,11 @@ Imports no torch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ...statistics import MIN_ERRORS
-
-if TYPE_CHECKING:
-    from .quantities import Quantity
 
 AGREE, DIFFER, NOT_COMPARABLE = "agree", "differ", "not comparable"
 NOT_RUN, NOT_DEFINED, MISSING = "not run", "not defined", "missing"
@@ -78,7 +74,7 @@ SEVERAL_TOKEN_LD = (
 
 
 def value_status(
-    q: Quantity,
+    q,  # a .quantities.Quantity (not imported: quantities imports this module's vocabulary)
     tables: Mapping[str, pd.DataFrame | dict | None],
     paths: Sequence[str],
     model: str,
