@@ -67,38 +67,6 @@ def table(tab_id: str, model: str = "{model}") -> list[str]:
     return [f"results/{model}/tables/{tab_id}.csv", f"results/{model}/tables/{tab_id}.md"]
 
 
-# The ids of the tables and figures the rule files make (their table(...), figure_files(...) and
-# figure(...) calls; tests/unit/test_results.py checks these against the rules' outputs): the names
-# helixclock.results reads them by, and the ones it suggests for a mistyped id.  Of the model "all": provenance,
-# paper_comparison, paper_comparison_status, tabA1_prompts_accuracy and the figAll_ figures.
-TABLE_IDS = (
-    "fourier_peaks",
-    "tab01_other_tasks",
-    "tabA1_prompts_accuracy",
-    "tabC1_other_tasks_accuracy",
-    "tabD1_head_categories",
-    "tabD2_top_neurons",
-    "tabF2_carry_test",
-    "compat_effects",
-    "provenance",
-    "paper_comparison",
-    "paper_comparison_status",
-)
-FIGURE_IDS = (
-    *("fig01_clock", "fig02_fourier_pc1", "fig03_helix_projection", "fig04_helix_patching"),
-    *("fig05_last_token_helix", "fig06_layer_patching", "fig07_mlp_stages", "fig08_neuron_preacts"),
-    *("fig09_neuron_fit_eval", "fig10_neuron_trends", "figA1_accuracy_heatmap", "figB1_fourier_360_vs_361"),
-    *("figB2_distance_similarity", "figB3_delta_n_distance", "figB4_pc1_360", "figC1_helix_magnitudes"),
-    *("figC2_helix_cosine", "figC3_continuity", "figC5_helix_controls", "figC6_helix_ablation"),
-    *("figC7_other_tasks_patching", "figD2_head_patching", "figD3_head_topk", "figD4_head_helix_fit"),
-    *("figD5_mixed_heads", "figD6_head_categories", "figD7_head_paths", "figD8_mlp_topk"),
-    *("figD9_neuron_ablation", "figD10_neuron_layers", "figD11_neuron_direct_effect", "figD12_neuron_fourier"),
-    *("figD13_neuron_nrmse", "figE1_linear_addition", "figF1_error_distribution", "figF2_carry_test"),
-    *("figF3_neuron_logit_lens", "figF4_logit_lens_periods", "figF5_logit_examples", "figF6_logit_slope_fourier"),
-    *("figN1_number_bases", "figAll_accuracy", "figAll_ld_ratios"),
-)
-
-
 # -- the paper's numbering.  An id names a main-text figure or table by its number (fig04, tab01)
 # and an appendix one by the appendix's letter and its place there (figD2: the second figure of
 # App. D).  The compiled paper numbers on through the appendices (\appendix resets neither the
@@ -186,6 +154,14 @@ OWN_TABLES = (
     "paper_comparison",
     "paper_comparison_status",
 )
+
+# The ids of the tables and figures the rule files make, the paper's and helixclock's own (their
+# table(...), figure_files(...) and figure(...) calls; tests/unit/test_results.py checks these
+# against the rules' outputs): the names helixclock.results reads them by, and the ones it suggests
+# for a mistyped id.  Of the model "all": provenance, paper_comparison, paper_comparison_status,
+# tabA1_prompts_accuracy and the figAll_ figures.
+TABLE_IDS = tuple(item.output for item in PAPER_TABLES) + OWN_TABLES
+FIGURE_IDS = tuple(item.output for item in PAPER_FIGURES if item.output) + OWN_FIGURES
 
 
 def paper_number(output_id: str) -> str | None:

@@ -40,6 +40,7 @@ def start(snakemake) -> logging.Logger:
     logger = start_log(log_path, getattr(snakemake, "threads", None))
     quiet_third_party_bars()  # a log file gets progress lines, not bars (helixclock.progress)
     logger.info("rule %s, wildcards %s, process %d", snakemake.rule, dict(snakemake.wildcards), os.getpid())
+    atexit.unregister(log_host_peak)  # once a process, however often start is called (tests)
     atexit.register(log_host_peak)
     sys.excepthook = _short_precondition_report
     resources = getattr(snakemake, "resources", None)

@@ -9,12 +9,11 @@ page that drops a missing figure or keeps an image too wide, and it reads the co
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
+from helpers.dag import workflow_api
 from helpers.paths import REPO
 from PIL import Image
 
@@ -218,32 +217,16 @@ def test_the_command_writes_the_gallery_from_the_project_it_runs_in(tmp_path, ca
     assert {p: p.read_bytes() for p in (project / "docs").rglob("*") if p.is_file()} == before  # nothing changed
 
 
-def test_each_figures_caption_is_the_one_the_report_gives_it():
+def test_each_figures_caption_is_the_one_the_report_gives_it(tmp_path):
     """gallery.caption_file names, for every figure of a model, the caption file its rule's report()
     names (workflow/rules/common.smk, figure_files), read from the workflow through Snakemake's API."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
-
-    cwd = os.getcwd()
     captions = {}
-    try:
-        with tempfile.TemporaryDirectory() as work, SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            workflow = api.workflow(
-                resource_settings=ResourceSettings(cores=1),
-                config_settings=ConfigSettings(),
-                snakefile=REPO / "Snakefile",
-                workdir=Path(work),
-            )
-            for rule in workflow._workflow.rules:
-                for output in rule.output:
-                    if "report" in output.flags and str(output).endswith(".png"):
-                        fig_id = Path(str(output)).stem
-                        captions[fig_id] = Path(
-                            str(output.flags["report"].caption.get_path_or_uri(secret_free=True))
-                        ).name
-    finally:
-        os.chdir(cwd)
+    with workflow_api(tmp_path, REPO / "config" / "config.yaml") as workflow:
+        for rule in workflow._workflow.rules:
+            for output in rule.output:
+                if "report" in output.flags and str(output).endswith(".png"):
+                    caption = output.flags["report"].caption.get_path_or_uri(secret_free=True)
+                    captions[Path(str(output)).stem] = Path(str(caption)).name
     assert set(G.MODEL_FIGURES) <= set(captions)
     for fig_id in G.MODEL_FIGURES:
         assert G.caption_file(fig_id) == captions[fig_id], fig_id

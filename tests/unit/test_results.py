@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.dag import workflow_api
 from helpers.paths import REPO
 
 from helixclock import outputs
@@ -139,26 +138,13 @@ def test_a_mistyped_id_names_the_nearest_known_ids(tmp_path, typed, nearest):
 
 
 @pytest.fixture(scope="module")
-def workflow():
+def workflow(tmp_path_factory):
     """The workflow on the default config (Snakemake's API, as docs/hooks.py reads it): its rules'
     output patterns, and the outputs the default target asks of every model (PER_MODEL_OUTPUTS)."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
-
-    cwd = os.getcwd()
-    try:
-        with tempfile.TemporaryDirectory() as work, SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            wf = api.workflow(
-                resource_settings=ResourceSettings(cores=1),
-                config_settings=ConfigSettings(),
-                snakefile=REPO / "Snakefile",
-                workdir=Path(work),
-            )._workflow
-            made = [str(o) for rule in wf.rules for o in rule.output]
-            return made, list(wf.globals["PER_MODEL_OUTPUTS"])
-    finally:
-        os.chdir(cwd)
+    with workflow_api(tmp_path_factory.mktemp("workflow"), REPO / "config" / "config.yaml") as api:
+        wf = api._workflow
+        made = [str(o) for rule in wf.rules for o in rule.output]
+        return made, list(wf.globals["PER_MODEL_OUTPUTS"])
 
 
 def test_the_table_and_figure_ids_are_those_the_rules_make(workflow):
