@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from helixclock.config import model_resources
 from helixclock.model_card import tokenizer_task_shapes
 from helixclock.pipeline import minimum, start
 from helixclock.preconditions import other_tasks_left_out
+from helixclock.sources import model_resources
 
 start(snakemake)
 p = snakemake.params

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 from .families import (
     _LOCAL,
     FAMILIES,
-    MODEL_TYPES,  # noqa: F401 (re-exported for models.py and config.py)
     FamilySpec,
     UnsupportedFamilyError,
     detect_family,

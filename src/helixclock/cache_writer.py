@@ -11,7 +11,6 @@ import h5py
 import numpy as np
 import torch
 
-from .config import several_tokens
 from .io import to_numpy
 from .models import LoadedModel
 from .numbers import number_prompt_tokens, ordered, padded, several_task_tokens
@@ -54,14 +53,14 @@ def write_residual_cache(
     """Rule residual_cache's entry point: run the a+b prompts (a[i], b[i]) and the bare numbers;
     write the cache to ``path``.
 
-    With numbers of several tokens (:func:`helixclock.config.several_tokens` of the model) a
+    With numbers of several tokens (:attr:`helixclock.models.LoadedModel.tokens` of the model) a
     number is read at the last token of its span and rows are stored in the order of their token
     layouts (``ab`` says which problem each row is); the bare numbers sit in ``number_prompt``."""
     engine = engine or PatchingEngine(model)
     task = get_task("add")
     problems = _kept_problems(task, a, b)
     numbers = list(range(largest_bare_number + 1))
-    several = several_tokens(model)
+    several = model.tokens.several
     prompts = (_several_rows if several else _single_rows)(model, task, template, problems)
     bare = (_several_numbers if several else _single_numbers)(model, number_prompt, numbers)
     L1, d = model.adapter.n_layers + 1, model.adapter.d_model

@@ -19,23 +19,13 @@ from typing import Any
 import jsonschema
 import yaml
 
-from .adapters import FAMILIES as _FAMILY_TABLE
-from .adapters import MODEL_TYPES, UnsupportedFamilyError, detect_family  # noqa: F401 (re-exported)
-from .sources import (  # noqa: F401 (re-exported: where a registered model's files are)
-    PACKAGE_SOURCE,
-    TOY_SOURCE,
-    TOY_TRAINING_KEYS,
-    model_files,
-    model_resources,
-    source_kind,
-    toy_settings,
-)
+from .families import FAMILIES as _FAMILY_TABLE
+from .layout import NumberTokens
+from .sources import PACKAGE_SOURCE, TOY_SOURCE, source_kind
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "workflow" / "schemas"
-FAMILIES = tuple(_FAMILY_TABLE)  # architecture families with an adapter (adapters.py)
-# MODEL_TYPES (HF model_type -> family), detect_family and UnsupportedFamilyError come from
-# adapters.py, whose table imports no torch
+FAMILIES = tuple(_FAMILY_TABLE)  # architecture families with an adapter (families.py, whose table imports no torch)
 
 
 class ConfigError(ValueError):
@@ -287,7 +277,7 @@ def _toy_checks(name: str, spec: dict, config: dict) -> None:
     if max(ranks) >= n_top:
         raise ConfigError(
             f"config key 'neurons.figure_ranks': value {ranks} asks for rank {max(ranks)} but "
-            f"model {name!r} has {n_top} top neurons{' per place' if several_tokens(spec) else ''} "
+            f"model {name!r} has {n_top} top neurons{' per place' if NumberTokens.of(spec).several else ''} "
             f"(top_share {share:g} of {neurons}); "
             f"allowed: ranks 0..{n_top - 1}"
         )
@@ -327,7 +317,7 @@ def check_settings(config: dict, registry: dict) -> None:
         spec = registry[name]
         limit = spec.get("number_limit")
         if limit is not None and largest > limit:
-            kept = "checks in its number prompt" if several_tokens(spec) else "keeps as one token"
+            kept = "checks in its number prompt" if NumberTokens.of(spec).several else "keeps as one token"
             raise ConfigError(
                 f"config key 'cache.largest_bare_number': value {largest} is more than model {name!r} "
                 f"{kept} (registry key '{name}.number_limit': {limit}); allowed: {FEWEST_NUMBERS}..{limit}"
@@ -335,7 +325,7 @@ def check_settings(config: dict, registry: dict) -> None:
         for task in tasks:
             check_prompt(name, task, spec["prompts"][task])
         check_prompt(name, "number", spec.get("number_prompt", "{a}"), key=f"registry key '{name}.number_prompt'")
-        if spec.get("layer_step", 1) > 1 and not several_tokens(spec):
+        if spec.get("layer_step", 1) > 1 and not NumberTokens.of(spec).several:
             raise ConfigError(
                 f"registry key '{name}.layer_step': value {spec['layer_step']} thins Fig. 6's layers, from "
                 "which the MLP stage of a one-token model chooses its circuit MLPs; allowed: 1, or a model "
@@ -370,16 +360,3 @@ def package_source(name: str, source: str) -> tuple[str, str, str]:
         f"'{PACKAGE_SOURCE}MODULE/PATH.gguf' (a file of the package) or '{PACKAGE_SOURCE}MODULE:FUNCTION' "
         "(a function that writes the GGUF to the path it is given)"
     )
-
-
-def several_tokens(of) -> bool:
-    """Whether a model's numbers may take several tokens: registry key ``number_tokens:
-    several``, helixclock's extension of the paper (docs/several-tokens.md, "Numbers of several tokens").
-
-    The one switch between the paper's path (every number one token, read at shared positions)
-    and the several-token path (numbers read at roles of each prompt's token layout, answers
-    scored by their log-likelihood): the rule files and every rule's library entry point choose
-    by it, no script does.  ``of`` is what carries the key: the model's registry entry, its model
-    card (which copies it), its residual cache's attributes, or the loaded model
-    (:class:`helixclock.models.LoadedModel`, whose ``info`` holds the entry's key)."""
-    return getattr(of, "info", of).get("number_tokens", "one") == "several"

@@ -21,7 +21,7 @@ from torch import Tensor
 from .bases import Basis, sum_values
 from .fits import PCA, Fits, fit_token
 from .patching import Pairs, Patch, PatchingEngine, Point, RunResult, direct_effects
-from .patching.metrics import TERMS, ld_terms
+from .patching.metrics import TERMS, direct_effect_terms, ld_terms
 from .statistics import raw_table
 
 
@@ -191,8 +191,7 @@ def total_and_direct(
     te = engine.run(pairs, [[Patch(p)] for p in points], desc=desc)
     de = direct_effects(engine, pairs, points)
     labels = _component_labels(points)
-    # a DE has no terms of its own: it is the LD of the component's direct path (term "ld")
-    de_extra = {"term": "ld"} if pairs.scoring == "logprob" else {}
+    de_extra = direct_effect_terms(pairs)
     return pd.concat(
         [ld_table(te, pairs, labels, effect="te"), raw_table(de, labels, effect="de", **de_extra)], ignore_index=True
     )

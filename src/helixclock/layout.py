@@ -58,6 +58,41 @@ STRATA = ("answer_tokens", "p_star")
 
 
 @dataclass(frozen=True)
+class NumberTokens:
+    """How a model writes numbers, the one switch of helixclock's extension of the paper
+    (docs/several-tokens.md, "Numbers of several tokens"): registry key ``number_tokens``, which
+    the model card copies and the loaded model carries (:attr:`helixclock.models.LoadedModel.tokens`).
+
+    ``several`` False is the paper's case, every number one token: it is the one-place case of
+    the several-token path, whose roles resolve to one position each (the card's a, b and last)
+    and whose answers are scored by the paper's logit difference.  Where numbers may take
+    several tokens, a model's answers are read at more places (:attr:`readings`) and a set of
+    pairs with an answer of several tokens is scored by its log-likelihood ratio
+    (:mod:`helixclock.patching.metrics`)."""
+
+    several: bool = False
+
+    @classmethod
+    def of(cls, entry) -> NumberTokens:
+        """The switch of a registry entry or a model card (mappings that hold ``number_tokens``;
+        an entry without the key is the paper's); a :class:`NumberTokens` passes unchanged."""
+        if isinstance(entry, NumberTokens):
+            return entry
+        value = entry.get("number_tokens", "one")
+        if value not in ("one", "several"):
+            raise ValueError(f"number_tokens is {value!r}: allowed one, several")
+        return cls(value == "several")
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """The readings of the last-token stages (keys of :data:`READINGS`): the paper's last
+        token alone where every number is one token (its answer positions and its first
+        differing token are that token), and, where numbers take several tokens, the answer
+        positions and the first differing token beside it."""
+        return ("last", "answer", "differ") if self.several else ("last",)
+
+
+@dataclass(frozen=True)
 class Layout:
     """Token positions a group of rows shares: sequence ``length`` (prompt and teacher-forced
     answer tokens), each operand's span [start, end) and the number of positions read

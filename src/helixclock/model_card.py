@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from .config import FAMILIES, UnsupportedFamilyError, detect_family, model_files, several_tokens, source_kind
+from .config import FAMILIES
+from .families import UnsupportedFamilyError, detect_family
+from .layout import NumberTokens
 from .numbers import describe_classes, number_prompt_tokens, several_task_tokens, task_shapes
 from .outputs import MODEL_FILES
 from .provenance import environment
+from .sources import model_files, source_kind
 from .tasks import TokenisationError, check_all_tasks, get_task, number_token_ids, single_token_limit
 
 SCAN_NUMBERS = 999  # how far the card looks for single-token numbers when the registry gives no number_limit
@@ -26,7 +29,7 @@ def tokenizer_task_shapes(name: str, spec: dict, frames: dict, resources: str = 
     (:func:`helixclock.numbers.task_shapes`; ``frames``: task -> accuracy table), from the model's
     tokenizer alone, with which a table job counts the pairs a model job will draw (partners of
     one shape); None where every number is one token (a task's prompts then share one shape)."""
-    if not several_tokens(spec):
+    if not NumberTokens.of(spec).several:
         return None
     return task_shapes(load_tokenizer(name, spec, resources), spec["prompts"], frames)
 
@@ -71,7 +74,7 @@ def model_card(name: str, spec: dict, tasks, resources: str = MODEL_FILES) -> di
         "number_tokens": spec.get("number_tokens", "one"),
         "environment": environment(),  # the versions the model's jobs run on (docs/running.md, "Provenance of a run")
     }
-    if several_tokens(card):
+    if NumberTokens.of(card).several:
         return {**card, **_several(tokenizer, name, spec, tasks)}
     try:
         positions = check_all_tasks(tokenizer, name, spec["prompts"], tasks)

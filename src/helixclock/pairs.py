@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .config import several_tokens
 from .layout import groups_of, layout_order
 from .models import LoadedModel
 from .numbers import changed_places, digit_tokens, ordered, padded, rows_tokens, token_shapes
@@ -113,7 +112,7 @@ def model_pairs(
 ) -> Pairs:
     """:func:`draw_pairs` for a loaded model: its tokenizer and device, and with numbers of
     several tokens its registry's ``answer_end``."""
-    several = several_tokens(model)
+    several = model.tokens.several
     end = model.info.get("answer_end") if several else None
     return draw_pairs(
         correct, n_pairs, seed, model.tokenizer, template, vary, clean_a, model.device, several=several, end=end

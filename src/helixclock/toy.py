@@ -30,9 +30,9 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import GPTJConfig, GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from .config import TOY_TRAINING_KEYS
-from .config import toy_settings as config_toy_settings
 from .progress import progress as progress_bar
+from .sources import TOY_TRAINING_KEYS
+from .sources import toy_settings as config_toy_settings
 from .tasks import TASKS, Problems, Task, render
 
 SPECIAL = ("<pad>", "<unk>", "<bos>", "<eos>")
@@ -293,7 +293,7 @@ TRAINING_KEYS = TOY_TRAINING_KEYS
 
 def toy_settings(spec: dict, training: dict) -> dict:
     """Everything that decides a toy's weights: registry entry and training settings (those
-    ``training`` lacks at :func:`train_toy`'s defaults; :func:`helixclock.config.toy_settings`)."""
+    ``training`` lacks at :func:`train_toy`'s defaults; :func:`helixclock.sources.toy_settings`)."""
     defaults = {k: p.default for k, p in inspect.signature(train_toy).parameters.items()}
     return config_toy_settings(spec, {k: training.get(k, defaults[k]) for k in TRAINING_KEYS})
 

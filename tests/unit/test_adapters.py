@@ -12,8 +12,10 @@ from helpers.hooks import capture, patched_logits
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, digit_splitting_tokenizer, make_pairs
 
-from helixclock import adapters
-from helixclock.models import HOOK_KINDS, UnsupportedFamilyError, make_adapter, wrap_model
+from helixclock import adapters, families
+from helixclock.adapters import HOOK_KINDS, make_adapter
+from helixclock.families import UnsupportedFamilyError
+from helixclock.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects
 from helixclock.tasks import TASKS, TokenisationError, check_task_tokens
 
@@ -41,9 +43,9 @@ def test_every_family_has_a_spec_a_schema_entry_and_a_tiny_model():
     assert tuple(adapters.FAMILIES) == ALL == config.FAMILIES
     schema = yaml.safe_load((REPO / "workflow/schemas/models.schema.yaml").read_text())
     assert tuple(schema["additionalProperties"]["properties"]["family"]["enum"]) == ALL
-    assert set(adapters.MODEL_TYPES.values()) == set(ALL)
-    assert adapters.MODEL_TYPES["gemma3_text"] == "gemma3" and adapters.MODEL_TYPES["gpt_neox"] == "neox"
-    assert config.MODEL_TYPES is adapters.MODEL_TYPES and config.detect_family is adapters.detect_family
+    assert set(families.MODEL_TYPES.values()) == set(ALL)
+    assert families.MODEL_TYPES["gemma3_text"] == "gemma3" and families.MODEL_TYPES["gpt_neox"] == "neox"
+    assert not hasattr(config, "MODEL_TYPES") and not hasattr(adapters, "MODEL_TYPES")  # one import home: families
 
 
 def test_config_and_the_family_table_import_no_torch():
@@ -59,7 +61,7 @@ def test_config_and_the_family_table_import_no_torch():
 
 def test_a_spec_names_both_projections_of_a_gated_mlp():
     with pytest.raises(ValueError, match="family 'x': neuron_in \\('mlp.fc',\\) must name gate and up"):
-        adapters.FamilySpec(
+        families.FamilySpec(
             "x",
             ("x",),
             "X",
@@ -280,7 +282,7 @@ def test_unsupported_family_names_the_supported_ones(tokenizer):
         "gemma2, gemma3_text)"
     ) in msg
     with pytest.raises(UnsupportedFamilyError, match="load the text-only Gemma3ForCausalLM"):
-        adapters.detect_family(types.SimpleNamespace(model_type="gemma3"))
+        families.detect_family(types.SimpleNamespace(model_type="gemma3"))
 
 
 def test_registry_family_must_match(tokenizer):

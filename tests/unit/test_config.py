@@ -194,7 +194,7 @@ def test_a_coarser_layer_grid_is_refused_for_a_one_token_model(tmp_path):
 
 
 def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):
-    from helixclock.config import model_files, source_kind
+    from helixclock.sources import model_files, source_kind
 
     local = {"source": str(tmp_path / "weights" / "model-Q4.gguf")}
     assert source_kind(local["source"]) == "gguf"

@@ -337,7 +337,7 @@ def test_logit_slopes_periods_and_examples_are_the_planted_ones(tmp_path):
 
 def test_wrong_answers_reads_the_final_scores_its_switch_names(tmp_path):
     """Rule model_errors' entry point: where numbers are one token, the final logits of
-    add_logits.h5 over every prompt; where they take several (config.several_tokens), the
+    add_logits.h5 over every prompt; where they take several (layout.NumberTokens), the
     log-likelihoods L(n) of answer_scores.h5's sample of rows, beside their control."""
     Y, slope, _ = planted_logits(n=10_000, seed=3)
     acc = add_table(np.ones(10_000, bool))

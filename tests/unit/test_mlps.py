@@ -39,7 +39,7 @@ def _te_de(effects: pd.DataFrame, layer: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_token_answers_keep_the_papers_tables(tiny_gptj, tokenizer):
-    """One-token answers: the rule's entry point takes the paper's path (config.several_tokens
+    """One-token answers: the rule's entry point takes the paper's path (layout.NumberTokens
     of the model is false), fitting the prompts of its sample at the card's last token; the MLP
     effects are Fig. 6's rows as they are (no MLP measured again), the raw tables have no reading
     or term, and the summary's circuit reads them."""

@@ -1,5 +1,5 @@
-"""One switch for numbers of several tokens: helixclock.config.several_tokens reads registry key
-number_tokens wherever it is carried, each rule's library entry point chooses the paper's path or
+"""One switch for numbers of several tokens: helixclock.layout.NumberTokens, read from registry key
+number_tokens of a registry entry or a model card, and carried by the loaded model; each rule's library entry point chooses the paper's path or
 the several-token path by it, and no script chooses (docs/several-tokens.md, "Numbers of several tokens")."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 import helixclock.model_card as card_module
 import helixclock.stages.heads.jobs as head_jobs
 import helixclock.stages.neurons.jobs as neuron_jobs
-from helixclock.config import several_tokens
+from helixclock.layout import NumberTokens
+from helixclock.models import LoadedModel
 from helixclock.numbers import task_shapes
 from helixclock.pairs import prompt_ids
 from helixclock.stages.neurons.patching import NeuronSettings
@@ -27,18 +28,26 @@ POSITIONS = {"a": 3, "b": 5, "last": 6}
 
 
 def engine_of(number_tokens: str | None, tokenizer=None) -> SimpleNamespace:
-    """An engine as the entry points read it: its model's info (the registry entry's key)."""
+    """An engine as the entry points read it: its model's typed switch (the registry entry's key)."""
     info = {} if number_tokens is None else {"number_tokens": number_tokens}
-    return SimpleNamespace(model=SimpleNamespace(info=info, tokenizer=tokenizer))
+    return SimpleNamespace(model=SimpleNamespace(info=info, tokens=NumberTokens.of(info), tokenizer=tokenizer))
 
 
-def test_several_tokens_reads_the_key_wherever_it_is_carried():
-    """A registry entry, a model card and a cache's attributes (dicts), and a loaded model (its
-    info): "several" is the only value that switches, and an entry without the key is the paper's."""
-    for carrier in ({"number_tokens": "several"}, engine_of("several").model):
-        assert several_tokens(carrier)
-    for carrier in ({}, {"number_tokens": "one"}, {"positions": {}}, engine_of(None).model, engine_of("one").model):
-        assert not several_tokens(carrier)
+def test_the_switch_reads_the_key_of_an_entry_or_a_card_and_the_loaded_model_carries_it():
+    """A registry entry or a model card (mappings): "several" is the only value that switches, an
+    entry without the key is the paper's, and any other value is refused by name; a loaded model's
+    ``tokens`` is its registry key's (wrap_model's ``number_tokens``).  The readings follow: the
+    paper's last token alone, or beside it the answer positions and the first differing token."""
+    assert NumberTokens.of({"number_tokens": "several"}).several
+    for entry in ({}, {"number_tokens": "one"}, {"positions": {}}):
+        assert not NumberTokens.of(entry).several
+    with pytest.raises(ValueError, match="number_tokens is 'digits': allowed one, several"):
+        NumberTokens.of({"number_tokens": "digits"})
+    for value, several in (("one", False), ("several", True)):
+        model = LoadedModel("m", None, None, None, None, torch.device("cpu"), info={"number_tokens": value})
+        assert model.tokens == NumberTokens(several)
+    assert NumberTokens(False).readings == ("last",)
+    assert NumberTokens(True).readings == ("last", "answer", "differ")
 
 
 def spy(monkeypatch, module, *names) -> list:
@@ -127,7 +136,7 @@ def test_no_script_chooses_the_path(script):
             words |= {str(n.value) for n in ast.walk(test) if isinstance(n, ast.Constant)}
             assert not [w for w in words if any(s in w for s in SWITCH_WORDS)], f"{script.name}:{node.lineno}"
         if isinstance(node, ast.ImportFrom):
-            assert "several_tokens" not in {a.name for a in node.names}, f"{script.name}:{node.lineno}"
+            assert "NumberTokens" not in {a.name for a in node.names}, f"{script.name}:{node.lineno}"
 
 
 def test_the_script_guard_finds_a_planted_branch(tmp_path):

@@ -14,16 +14,9 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from helixclock import outputs, placement
-from helixclock.config import (
-    ConfigError,
-    check_config,
-    model_files,
-    model_resources,
-    several_tokens,
-    source_kind,
-    toy_settings,
-    training_settings,
-)
+from helixclock.config import ConfigError, check_config, training_settings
+from helixclock.layout import NumberTokens
+from helixclock.sources import model_files, model_resources, source_kind, toy_settings
 
 # Paths that mean "inside helixclock's checkout" (the committed toys, the registry, the paper's
 # values, the config) resolve from the Snakefile's folder, so a variant run in a folder of its
@@ -387,7 +380,7 @@ def cpu_runtime(wildcards, attempt):
 def final_scores(wildcards):
     """What Figs. F5 and F6 read: the accuracy sweep's final logits of the answer tokens
     0..198, or for numbers of several tokens the answers' log-likelihoods (answer_scores)."""
-    several = several_tokens(REGISTRY[wildcards.model])
+    several = NumberTokens.of(REGISTRY[wildcards.model]).several
     return (outputs.ANSWER_SCORES if several else outputs.ADD_LOGITS).format(model=wildcards.model)
 
 

@@ -13,7 +13,7 @@ rule findings:
     """Every declared finding of a model from the saved tables: findings/contrasts.csv and findings.md."""
     input:
         # the saved tables its findings read, and the prompts tables of their jobs
-        unpack(lambda w: findings_registry.inputs(FINDINGS, several_tokens(REGISTRY[w.model]), w.model)),
+        unpack(lambda w: findings_registry.inputs(FINDINGS, NumberTokens.of(REGISTRY[w.model]).several, w.model)),
     output:
         **outputs.FINDINGS,
     log:
@@ -25,8 +25,8 @@ rule findings:
         ENV
     params:
         # the findings that apply to the model (a changed one reruns only its models' jobs)
-        registry=lambda w: settled(findings_registry.params(FINDINGS, several_tokens(REGISTRY[w.model]))),
-        several=lambda w: several_tokens(REGISTRY[w.model]),
+        registry=lambda w: settled(findings_registry.params(FINDINGS, NumberTokens.of(REGISTRY[w.model]).several)),
+        several=lambda w: NumberTokens.of(REGISTRY[w.model]).several,
         resampling=resampling(),
         compat=config["compat"],
     script:

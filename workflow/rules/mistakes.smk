@@ -89,7 +89,7 @@ rule wrong_answers:
         ENV
     params:
         seed=config["seed"],
-        several=lambda w: several_tokens(REGISTRY[w.model]),
+        several=lambda w: NumberTokens.of(REGISTRY[w.model]).several,
     script:
         "../../scripts/wrong_answers.py"
 

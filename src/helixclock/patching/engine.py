@@ -42,9 +42,9 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..config import several_tokens
+from ..adapters import Site
 from ..layout import Group, Layout, boundaries, group_at, single_group
-from ..models import LoadedModel, Site
+from ..models import LoadedModel
 from .batching import OOMRetry
 from .metrics import OF_ANSWER_SCORE, Metric, answer_logits, answer_positions, logit_difference, padded_positions
 from .points import Patch, Point, Record
@@ -88,7 +88,7 @@ class PatchingEngine:
         self.skip_blocks = skip_blocks  # patched runs start at the first block they touch (_Sweep)
         # ... and, with numbers of several tokens, at the first position they touch (_Sweep; one-token
         # models' runs stay bit for bit, as with logits_to_keep)
-        self.skip_positions = skip_positions and several_tokens(model)
+        self.skip_positions = skip_positions and model.tokens.several
         self._block_returns_tensor: bool | None = None  # learnt in the first residual collection
 
     # -- sites and values ------------------------------------------------------------------
@@ -139,7 +139,7 @@ class PatchingEngine:
         [rows, positions run, d_model] (every plan site must be at block n or later)."""
         model = self.model
         kwargs = {}
-        if model.info.get("number_tokens") == "several":  # the unembedding only where logits are read
+        if model.tokens.several:  # the unembedding only where logits are read
             kwargs["logits_to_keep"] = answer  # (not for one-token models: their runs stay bit for bit)
         if prefix[0] > 0:
             ids = ids[:, prefix[0] :]

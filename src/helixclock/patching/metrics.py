@@ -125,6 +125,13 @@ def logit_difference(
     return answer_score(logits, rows, pairs) - pairs.corrupted_run.answer_score()[rows]
 
 
+def direct_effect_terms(pairs: Pairs) -> dict[str, str]:
+    """The ``term`` column of a DE's rows in a table of TE's terms (:func:`ld_terms`): a DE has no
+    terms of its own, it is the LD of the component's direct path, term "ld"; pairs scored by
+    the paper's logit difference have no terms (no column)."""
+    return {"term": TERMS[0]} if pairs.scoring == SCORINGS[1] else {}
+
+
 def clean_answer_logit(
     logits: Float[Tensor, "row k vocab"], rows: Int[Tensor, " row"], pairs: Pairs
 ) -> Float[Tensor, " row"]:

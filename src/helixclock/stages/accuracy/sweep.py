@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...config import several_tokens
 from ...io import to_numpy
 from ...tasks import N_ANSWERS, Task, check_all_tasks, check_task_tokens, get_task
 from .greedy import greedy_accuracy
@@ -82,7 +81,7 @@ def model_accuracy(model: LoadedModel, spec: dict, tasks, engine: PatchingEngine
     greedy decoding with numbers of several tokens (:mod:`.greedy`, whose models have no
     answer logits over the tokens 0..198)."""
     prompts = spec["prompts"]
-    several = several_tokens(model)
+    several = model.tokens.several
     if not several:
         check_all_tasks(model.tokenizer, model.name, prompts, tasks)
     for task, path in zip(tasks, paths):

@@ -1,6 +1,6 @@
 """Attention heads (section 5.2, appendix D.1): rule head_patching's entry point.
 
-:func:`head_patching` chooses, by :func:`helixclock.config.several_tokens`, between the paper's
+:func:`head_patching` chooses, by :attr:`helixclock.models.LoadedModel.tokens`, between the paper's
 heads at the last token (:func:`.patching.last_token_heads`, every number one token) and the two
 readings of answers of several tokens (:func:`.readings.head_patching_readings`; docs/several-tokens.md, "Numbers
 of several tokens").
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...config import several_tokens
 from ...pairs import SelectionDraw, job_pairs, prompt_ids
 from ...patching import Pairs, PatchingEngine
 from .patching import HeadSettings, last_token_heads
@@ -33,7 +32,7 @@ def head_patching(
     their order by TE are chosen on the selection draw ``select`` where there is one
     (:func:`.patching.choose_heads`; None: on ``pairs``, the paper's, ``compat: authors``);
     ``pairs`` (table) lists both draws (:func:`helixclock.pairs.job_pairs`)."""
-    if several_tokens(engine.model):
+    if engine.model.tokens.several:
         out = head_patching_readings(engine, pairs, sample, template, settings, select)
     else:
         ids = prompt_ids(engine.model.tokenizer, template, sample)

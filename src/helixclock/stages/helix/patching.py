@@ -21,7 +21,6 @@ from torch import Tensor
 
 from ...bases import Basis, FitSettings, full_bases
 from ...cache import ResidualCache
-from ...config import several_tokens
 from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
 from ...fits import Fits, fit_token, subspace_projector
 from ...numbers import prompt_shapes
@@ -195,7 +194,7 @@ def helix_patching(
     """
     settings = settings or FitSettings()
     model = engine.model
-    several = several_tokens(model)
+    several = model.tokens.several
     # one-token numbers: the positions every prompt shares; several tokens: each layout's
     positions = ("a", "b") if several else (int(cache.attrs["position_a"]), int(cache.attrs["position_b"]))
     c = HelixControls(
@@ -251,7 +250,7 @@ def other_tasks_patching(
         correct = acc[acc["correct"]]
         if correct["answer"].nunique() < 2:
             raise ValueError(f"task {task!r}: fewer than two distinct correct answers; cannot draw pairs")
-        several = several_tokens(model)
+        several = model.tokens.several
         pos = (
             "a"
             if several

@@ -24,7 +24,6 @@ import torch
 from torch import Tensor
 
 from ...bases import PERIODS, FitSettings, clock_bases, sum_values
-from ...config import several_tokens
 from ...experiments import (
     answer_position_fits,
     component_points,
@@ -56,7 +55,7 @@ def last_token_curves(
     table with a ``fit`` label per curve and ``block_output``, the paper's layer number (the
     residual after block l is resid_pre[l + 1]; -1 is the embedding)."""
     L = int(cache.attrs["n_layers"])
-    last = "last" if several_tokens(cache.attrs) else int(cache.attrs["position_last"])
+    last = "last" if engine.model.tokens.several else int(cache.attrs["position_last"])
     bases = clock_bases(periods)
     H = torch.from_numpy(cache.last).transpose(0, 1).to(pairs.clean.device)  # [L+1, n, d]
     fits = fit_token(H, sum_values(cache.ab[:, 0], cache.ab[:, 1]), bases, n_components, dedupe=False)

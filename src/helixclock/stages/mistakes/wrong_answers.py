@@ -354,7 +354,7 @@ def wrong_answers(
     """Rule model_errors' entry point: :func:`wrong_answer_tables` of ``add.csv`` and the final
     scores over the answers 0..198 in the file ``final_scores``: the final logits of
     ``add_logits.h5`` (:func:`read_answer_logits`), or for numbers of several tokens (``several``:
-    :func:`helixclock.config.several_tokens` of the model's registry entry, the rule's param) the
+    :attr:`helixclock.models.LoadedModel.tokens` of the model's registry entry, the rule's param) the
     log-likelihoods L(n) of a sample of prompts and their control in ``answer_scores.h5``
     (:func:`read_answer_scores`)."""
     if several:

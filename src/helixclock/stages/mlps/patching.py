@@ -17,7 +17,7 @@ position p* there, by stratum (answer tokens, p*), TE and DE scoring the one tok
 A one-token answer keeps the paper's tables (the reduction is tested).
 Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two paths
 (:func:`last_token_mlps`, :func:`mlp_patching_readings`) by
-:func:`helixclock.config.several_tokens`.
+:attr:`helixclock.models.LoadedModel.tokens`.
 
 The order of the top-k sweep and the circuit are choices that decide what the stage reports, so
 they are made on the job's selection draw where it has one (:func:`selection_sweep`: every MLP's
@@ -36,7 +36,6 @@ from jaxtyping import Float
 from torch import Tensor
 
 from ...bases import PERIODS, SUM, Basis, sum_values
-from ...config import several_tokens
 from ...experiments import (
     answer_position_fits,
     answer_width,
@@ -147,7 +146,7 @@ def mlp_patching(
     ``positions`` are None): at both readings (:func:`mlp_patching_readings`).  The top-k order
     and the circuit chosen on the selection draw ``select`` where there is one
     (:func:`selection_sweep`); ``pairs`` (table) lists both draws."""
-    if several_tokens(engine.model):
+    if engine.model.tokens.several:
         out = mlp_patching_readings(engine, pairs, sample, template, layer_effects, periods, n_components, select)
     else:
         ids = prompt_ids(engine.model.tokenizer, template, sample)

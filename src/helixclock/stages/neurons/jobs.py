@@ -6,7 +6,7 @@
   post-activation and logit lens (figs. 8, F3, F4); :func:`save_grids` writes them.
 * :func:`neuron_fit_eval` - fig09 with the fitted grids.
 
-Each entry point chooses its path by :func:`helixclock.config.several_tokens`: the paper's
+Each entry point chooses its path by :attr:`helixclock.models.LoadedModel.tokens`: the paper's
 neurons at the last token (``last_token_*``, composing the experiments of :mod:`.patching`) or,
 for answers of several tokens, units by place (``place_*_job``, those of :mod:`.places`).
 """
@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...config import several_tokens
 from ...io import to_numpy
 from ...pairs import (
     MEASURE,
@@ -81,7 +80,7 @@ def neuron_attribution(
     :func:`place_attribution_job`.  The top units are chosen on the attribution pairs; their DE
     is measured on pairs apart from them where ``selection`` says so (:func:`de_pairs`), and
     ``pairs`` (table) lists both draws."""
-    if several_tokens(engine.model):
+    if engine.model.tokens.several:
         return place_attribution_job(engine, accuracy, template, settings, selection)
     return last_token_attribution(engine, accuracy, template, positions["last"], settings, selection)
 
@@ -103,7 +102,7 @@ def de_pairs(
     if separate:
         n, seed = settings.de_pairs, settings.seed
         measured = draw_apart(engine.model, correct, attribution, n, seed, template, ("a", "b"))
-    elif several_tokens(engine.model):
+    elif engine.model.tokens.several:
         measured = attribution.spread(settings.de_pairs)  # every layout, in proportion
     else:
         measured = attribution.take(settings.de_pairs)
@@ -124,7 +123,7 @@ def neuron_grids(
     ``scores`` (its rows ranked), :func:`last_token_grids` at the card's last token, or for
     numbers of several tokens (``positions`` None) the first units of every place,
     :func:`place_grids_job`."""
-    if several_tokens(engine.model):
+    if engine.model.tokens.several:
         top = top_units(scores, n_top(int(scores.groupby("place").size().iloc[0]), settings.top_share))
         return place_grids_job(engine, accuracy, template, top, settings)
     top = scores.iloc[: n_top(len(scores), settings.top_share)]
@@ -144,7 +143,7 @@ def neuron_fit_eval(
     """Rule neuron_fit_eval (``top`` and ``fitted_grids``:
     :func:`~.neuron_files.fitted_units`): :func:`last_token_fit_eval` at the card's last token,
     or for numbers of several tokens (``positions`` None) :func:`place_fit_eval_job`."""
-    if several_tokens(engine.model):
+    if engine.model.tokens.several:
         return place_fit_eval_job(engine, accuracy, template, top, fitted_grids, means, settings)
     return last_token_fit_eval(engine, accuracy, template, positions["last"], top, fitted_grids, means, settings)
 

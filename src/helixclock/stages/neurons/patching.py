@@ -341,10 +341,7 @@ def accuracy_and_ld(engine: PatchingEngine, prompts: Pairs, variants, labels: li
     decoding's answer) and "ld" (the unablated answer's score, its logit or, for answers of
     several tokens, its log-likelihood, minus the ablated run's)."""
     res = engine.run(prompts, variants, metric=answer_correct, desc=desc)
-    if prompts.scoring == "logprob":
-        unablated = prompts.clean_run.answer_score()
-    else:
-        unablated = prompts.clean_run.answer_logit(prompts.clean_answer)
+    unablated = prompts.clean_run.answer_score()  # one-token answers: the answer's logit (metrics.answer_score)
     return pd.concat(
         [
             raw_table(res.metric, labels, measure="correct"),

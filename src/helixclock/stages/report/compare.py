@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ...config import several_tokens
 from ...io import markdown_table
+from ...layout import NumberTokens
 from ...outputs import PAPER_VALUES_SOURCE
 from ...tasks import TASKS
 from .agreement import TOLERANCE, judge, screened_subset
@@ -153,7 +153,7 @@ def run_values(
             return cache[key]
 
         card = table("card") if "card" in files else None
-        several = isinstance(card, dict) and several_tokens(card)
+        several = isinstance(card, dict) and NumberTokens.of(card).several
         for qid, q in registry.items():
             paths = [files[k].format(model=model) for k in q.tables]
             value, status, reason = value_status(q, {k: table(k) for k in q.tables}, paths, model, several)
