@@ -10,7 +10,7 @@ p = snakemake.params
 job = clock_job(snakemake, p.heads["periods"], p.fit_prompts)
 heads = settings(snakemake, "heads", HeadSettings)
 select = job.selection_pairs(selection(snakemake))
-out = head_patching(job.engine, job.pairs, job.fit_rows, job.template, job.positions, heads, select)
+out = head_patching(job.engine, job.pairs, job.fit_rows, job.template, heads, select)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)
 job.log.info("head categories:\n%s", out["categories"].to_string())

@@ -1,7 +1,9 @@
-"""Attention heads at the last token (section 5.2, appendix D.1): the model job's experiments
-(rule head_patching's entry point: :mod:`.jobs`).
+"""Attention heads at one reading (section 5.2, appendix D.1): the model job's experiments,
+which :func:`.readings.head_readings` runs at each reading of the model's token layout (rule
+head_patching's entry point: :mod:`.jobs`).
 
-Heads are activation- and path-patched at the last token and ranked by total effect (TE).
+Heads are activation- and path-patched at the reading's positions (the paper's: the last token)
+and ranked by total effect (TE).
 The top heads' outputs are modelled with helix fits and categorised (see
 :mod:`helixclock.stages.heads.tables`); the categorisation is tested by patching the top
 heads as their categories say (Fig. D5), and the most confident heads of each kind are
@@ -19,8 +21,7 @@ import torch
 
 from ...bases import PERIODS, Basis, clock_bases, sum_values
 from ...experiments import layer_grid, ld_table, pad_answer_positions, topk_sweep, total_and_direct, total_effects
-from ...fits import Fits, fit_token
-from ...io import to_numpy
+from ...fits import Fits
 from ...pairs import SelectionDraw
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, logit_difference, path_patch, write_change
 from ...statistics import pair_values, primary, raw_table
@@ -28,7 +29,7 @@ from .tables import categorise, mean_effects, with_mixed
 
 MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
 ATTENTION_PROMPTS = 512  # Fig. D6's attention: a mean over at most this many of the fitted prompts
-ATTENTION_SEED = 0  # numbers of several tokens: the seed of their sample
+ATTENTION_SEED = 0  # the seed of that sample where there are more
 
 
 @dataclass(frozen=True)
@@ -42,25 +43,6 @@ class HeadSettings:
     pca_components: int = 100
     head_screen: int = 0  # 0: every head activation-patched (the paper's); n: the n of largest attribution
     layer_step: int = 1  # with a screen, the MLPs Fig. D7 pairs heads with (registry layer_step)
-
-
-def fit_heads(
-    engine: PatchingEngine,
-    prompt_ids: torch.Tensor,
-    a: np.ndarray,
-    b: np.ndarray,
-    last: int,
-    periods: Sequence[int] = PERIODS,
-    n_components: int = 100,
-) -> Fits:
-    """helix(a,b,a+b), helix(a+b) and helix(a,b) fitted to every head's output at the last
-    token; heads are stacked along the fit's layer axis (index layer * n_heads + head)."""
-    ad = engine.adapter
-    points = [Point("head_out", layer, (last,)) for layer in range(ad.n_layers)]
-    values, _ = engine.collect(prompt_ids, points, logits=False, desc="head outputs")
-    H = torch.stack([values[p][:, 0] for p in points], 1)  # [n, L, H, dh]
-    H = H.reshape(H.shape[0], -1, ad.d_head).transpose(0, 1)  # [L*H, n, dh]
-    return fit_token(H.float(), sum_values(a, b), clock_bases(periods), n_components, dedupe=False)
 
 
 class FittedHeads:
@@ -138,31 +120,6 @@ def mixed_sweep(
     return ld_table(engine.run(pairs, variants, desc="mixed heads"), pairs, labels)
 
 
-def attention_to(model, ids: torch.Tensor, query: int, keys: dict[str, int], batch_size: int = 256) -> pd.DataFrame:
-    """Mean attention of every head from the query position to the given key positions."""
-    hf = model.hf
-    hf.set_attn_implementation("eager")  # attention weights are only materialised by eager
-    sums = None
-    try:
-        with torch.no_grad():
-            for i in range(0, ids.shape[0], batch_size):
-                # the base model: attention weights without the unembedding of every position
-                out = hf.base_model(ids[i : i + batch_size].to(model.device), output_attentions=True)
-                att = torch.stack(out.attentions)[:, :, :, query]  # [L, B, H, S]
-                part = torch.stack([att[..., k].float().sum(1) for k in keys.values()], -1)  # [L, H, K]
-                sums = part if sums is None else sums + part
-    finally:
-        hf.set_attn_implementation(model.attn_implementation)
-    mean = to_numpy(sums / ids.shape[0])
-    L, H, _ = mean.shape
-    rows = [
-        {"layer": layer, "head": h, **{f"attn_{k}": float(mean[layer, h, j]) for j, k in enumerate(keys)}}
-        for layer in range(L)
-        for h in range(H)
-    ]
-    return pd.DataFrame(rows)
-
-
 @dataclass(frozen=True)
 class Partners:
     """The components Fig. D7 path-patches a head with: MLPs of ``mlp_layers`` and the heads of
@@ -235,35 +192,6 @@ def _most_confident(
     if not len(rows):
         return None
     return Point("head_out", int(rows.iloc[0]["layer"]), (position,), index=int(rows.iloc[0]["head"]))
-
-
-def last_token_heads(
-    engine: PatchingEngine,
-    pairs: Pairs,
-    fit_ids: torch.Tensor,
-    fit_a: np.ndarray,
-    fit_b: np.ndarray,
-    positions: dict[str, int],
-    settings: HeadSettings = HeadSettings(),
-    select: SelectionDraw | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Everything of section 5.2 that runs the model, where every number is one token (the
-    paper's path of rule head_patching, :func:`helixclock.stages.heads.jobs.head_patching`): raw
-    tables (screen, effects, fits, topk, mixed, paths) and the categorised top heads and the
-    heads' attention (plain tables), at the card's ``positions``.  The
-    steps, in the order they run the model: the helix fits of every head's output, the heads'
-    attribution scores, every head's TE and DE, the top-k sweep by TE, the fits patched in, the
-    mixed-heads sweep (Fig. D5), the path analysis (Fig. D7), the attention to a, b and the last
-    token (:func:`head_reading` for the steps at one position; the heads chosen on the selection
-    draw ``select`` where there is one)."""
-    last = positions["last"]
-    ad = engine.adapter
-    fits = fit_heads(engine, fit_ids, fit_a, fit_b, last, settings.periods, settings.pca_components)
-    index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
-    out = head_reading(engine, pairs, FittedHeads([fits], index, pairs), last, settings, select)
-    keys = {"a": positions["a"], "b": positions["b"], "last": last}
-    out["attention"] = attention_to(engine.model, fit_ids[:ATTENTION_PROMPTS], last, keys)
-    return out
 
 
 def screen_heads(engine: PatchingEngine, pairs: Pairs, position) -> pd.DataFrame:

@@ -1,7 +1,14 @@
-"""Attention heads for answers of several tokens (section 5.2 carried over; docs/several-tokens.md, "Numbers
-of several tokens").
+"""Attention heads at each reading of the model's token layout (section 5.2; for numbers of
+several tokens docs/several-tokens.md, "Numbers of several tokens"): one implementation, whatever
+the tokenizer.
 
-The head stage is read twice, as Figs. 5 and 6 are (column ``reading``): at the last prompt
+Every table carries column ``reading``.  Where every number is one token (the paper's models)
+there is one reading, the last token, and this is section 5.2 exactly: each head's output at the
+last token fitted by helix(a,b,a+b), helix(a+b) and helix(a,b) on the sample of correct prompts,
+TE and DE by the paper's logit difference, Fig. D6's attention from the last token to a, b and
+itself (tests/unit/test_readings.py holds it to the paper's definitions).  Where numbers may take
+several tokens the head stage is read at the model's further readings
+(:attr:`helixclock.layout.NumberTokens.readings`), as Figs. 5 and 6 are: at the last prompt
 token t0, the paper-comparable reading, and at every position that predicts an answer token
 (t0 and the teacher-forced answer tokens but the last), patched together.  At each reading the
 heads' TE is activation patching there scored by the log-likelihood-ratio LD, their DE their
@@ -16,9 +23,7 @@ predicts the first answer token the clean and the corrupted answer do not share,
 :mod:`helixclock.first_difference`), measures the TE and DE of the heads the last-token reading
 measured and their helix(a,b,a+b) fits, TE and DE scoring the one token p* predicts, by stratum
 (answer tokens, p*): rows of the effects and fits tables with columns ``answer_tokens`` and
-``p_star``.  A one-token answer keeps the paper's tables (:func:`.patching.last_token_heads`; the
-reduction is tested: this path on one-token answers gives the paper path's tables); rule
-head_patching's entry point chooses (:func:`.jobs.head_patching`).
+``p_star``.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def head_outputs(
     return H.float(), sample[["a", "b"]].to_numpy()[order], k
 
 
-def head_patching_readings(
+def head_readings(
     engine: PatchingEngine,
     pairs: Pairs,
     sample: pd.DataFrame,
@@ -64,13 +69,18 @@ def head_patching_readings(
     settings: HeadSettings,
     select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Rule head_patching for answers of several tokens: the tables of
-    :func:`.patching.last_token_heads` at the last prompt token and at every position that predicts
-    an answer token (column ``reading``), the effects and fits at the first differing token by
-    stratum (:func:`first_difference_heads`) of the heads the last-token reading measured, and the
-    attention of :func:`span_attention` (column ``position``: 0 is the last prompt token); the heads
-    of each reading chosen on the selection draw ``select`` where there is one
-    (:func:`.patching.choose_heads`)."""
+    """Everything of section 5.2 that runs the model, at each reading of the model's token layout
+    (column ``reading``; :attr:`helixclock.layout.NumberTokens.readings`): the raw tables of
+    :func:`.patching.head_reading` (screen, effects, fits, topk, mixed, paths) and the categorised
+    top heads at the last prompt token and, where numbers take several tokens, at every position
+    that predicts an answer token; there, too, the effects and fits at the first differing token
+    by stratum (:func:`first_difference_heads`) of the heads the last-token reading measured.
+    The heads' outputs are fitted on the prompts of ``sample`` (correct a+b prompts of
+    ``template``), and Fig. D6's attention is :func:`span_attention`'s (column ``position``: 0 is
+    the last prompt token).  The heads of each reading are chosen on the selection draw
+    ``select`` where there is one (:func:`.patching.choose_heads`; None: on ``pairs``, the
+    paper's)."""
+    readings = engine.model.tokens.readings
     ad = engine.adapter
     H, ab, k = head_outputs(engine, sample, template)
     K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
@@ -82,17 +92,18 @@ def head_patching_readings(
     fits = answer_position_fits(H[:, :, :K], ab, k, clock_bases(settings.periods), settings.pca_components)
     index = {(layer, h): layer * ad.n_heads + h for layer in range(ad.n_layers) for h in range(ad.n_heads)}
     fitted = {
-        "last": FittedHeads(fits[:1], index, pairs),
-        "answer": AnswerHeads(fits, index, pairs, answer_width(pairs)),
+        "last": lambda: FittedHeads(fits[:1], index, pairs),
+        "answer": lambda: AnswerHeads(fits, index, pairs, answer_width(pairs)),
     }
     out: dict[str, list[pd.DataFrame]] = {}
-    for position in ROLE_READINGS:
-        for name, table in head_reading(engine, pairs, fitted[position], position, settings, select).items():
+    for position in (r for r in readings if r in ROLE_READINGS):
+        for name, table in head_reading(engine, pairs, fitted[position](), position, settings, select).items():
             out.setdefault(name, []).append(table.assign(reading=READINGS[position])[["reading", *table.columns]])
-    measured = out["effects"][0]  # the heads the last-token reading measured, in its order
-    heads = list(dict.fromkeys(zip(measured["layer"].astype(int), measured["head"].astype(int))))
-    for name, table in first_difference_heads(engine, pairs, fits, index, heads, settings.periods).items():
-        out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
+    if "differ" in readings:
+        measured = out["effects"][0]  # the heads the last-token reading measured, in its order
+        heads = list(dict.fromkeys(zip(measured["layer"].astype(int), measured["head"].astype(int))))
+        for name, table in first_difference_heads(engine, pairs, fits, index, heads, settings.periods).items():
+            out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     # Fig. D6 on a seeded sample of the fitted prompts (they come in the accuracy table's order,
     # sorted by a, where a model has fewer correct prompts than clock.fit_prompts)
