@@ -22,14 +22,15 @@ from helixclock.cache import read_residual_cache
 from helixclock.cache_writer import write_residual_cache
 from helixclock.fits import fit_token, to_device
 from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs, prompt_ids
+from helixclock.pairs import draw_pairs
 from helixclock.patching import PatchingEngine
 from helixclock.sampling import seeded_rows
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
-from helixclock.stages.heads.patching import HeadSettings, last_token_heads
+from helixclock.stages.heads.jobs import head_patching
+from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
 from helixclock.stages.last_token.patching import last_token_curves, layer_effects
-from helixclock.stages.mlps.patching import last_token_mlps
+from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.neurons.fit import fit_neurons
 from helixclock.stages.neurons.jobs import last_token_attribution, last_token_fit_eval, last_token_grids
 from helixclock.stages.neurons.patching import NeuronSettings
@@ -210,24 +211,26 @@ def count_last_token(run: TinyRun, correct: pd.DataFrame, cache) -> tuple[dict, 
     return run.counter.take(), effects
 
 
-def fitted_prompts(run: TinyRun, correct: pd.DataFrame) -> tuple:
-    """The prompts the heads' and MLPs' fits read, as clock_job draws them: ids, a and b."""
-    rows = seeded_rows(correct, run.cfg["clock"]["fit_prompts"], run.cfg["seed"])
-    return prompt_ids(run.tok, run.template, rows), rows["a"].to_numpy(), rows["b"].to_numpy()
+def fitted_prompts(run: TinyRun, correct: pd.DataFrame) -> pd.DataFrame:
+    """The prompts the heads' and MLPs' fits read, as clock_job draws them."""
+    return seeded_rows(correct, run.cfg["clock"]["fit_prompts"], run.cfg["seed"])
 
 
-def count_heads(run: TinyRun, correct: pd.DataFrame, sample: tuple, positions: dict) -> dict:
+def count_heads(run: TinyRun, correct: pd.DataFrame, sample: pd.DataFrame) -> dict:
     """head_patching."""
     clock, fit = run.cfg["clock"], run.fit
     settings = HeadSettings(clock["top_heads"], clock["mixed_heads"], fit.periods, fit.pca_components)
-    last_token_heads(run.engine(), clock_pairs(run, correct), *sample, positions, settings)
+    head_patching(run.engine(), clock_pairs(run, correct), sample, run.template, settings)
     return run.counter.take()
 
 
-def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: tuple, last: int, effects) -> dict:
+def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: pd.DataFrame, effects) -> dict:
     """mlp_patching at the last token."""
     fit = run.fit
-    last_token_mlps(run.engine(), clock_pairs(run, correct), *sample, last, effects, fit.periods, fit.pca_components)
+    effects = effects.assign(reading="last token")  # Fig. 6's raw table as last_token_patching writes it
+    mlp_patching(
+        run.engine(), clock_pairs(run, correct), sample, run.template, effects, fit.periods, fit.pca_components
+    )
     return run.counter.take()
 
 
@@ -307,8 +310,8 @@ def run_jobs(run: TinyRun, tables: dict, measure) -> dict[str, dict]:
     got |= count_neurons(run, acc, last, measure)
     got["last_token_patching"], effects = measure("last_token_patching", lambda: count_last_token(run, correct, cache))
     sample = fitted_prompts(run, correct)
-    got["mlp_patching"] = measure("mlp_patching", lambda: count_mlps(run, correct, sample, last, effects))
+    got["mlp_patching"] = measure("mlp_patching", lambda: count_mlps(run, correct, sample, effects))
     got["accuracy"] = measure("accuracy", lambda: count_accuracy(run, tasks))
     got["other_tasks_patching"] = measure("other_tasks_patching", lambda: count_other_tasks(run, tables))
-    got["head_patching"] = measure("head_patching", lambda: count_heads(run, correct, sample, positions.as_dict()))
+    got["head_patching"] = measure("head_patching", lambda: count_heads(run, correct, sample))
     return got

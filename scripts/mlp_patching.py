@@ -11,8 +11,6 @@ fit = settings(snakemake, "fit", FitSettings)
 job = clock_job(snakemake, fit.periods, snakemake.params.fit_prompts)
 effects = pd.read_csv(snakemake.input.layer_effects)
 select = job.selection_pairs(selection(snakemake))
-out = mlp_patching(
-    job.engine, job.pairs, job.fit_rows, job.template, job.positions, effects, fit.periods, fit.pca_components, select
-)
+out = mlp_patching(job.engine, job.pairs, job.fit_rows, job.template, effects, fit.periods, fit.pca_components, select)
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

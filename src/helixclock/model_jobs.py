@@ -94,13 +94,12 @@ def open_for_tasks(snakemake, frames: dict[str, pd.DataFrame]) -> tuple[dict, Lo
 class ClockJob:
     """What the last-token model jobs share: the model's engine, clean/corrupted pairs of
     correct a+b prompts, the seeded sample of correct prompts whose outputs are fitted
-    (``fit_rows``; None for a job that fits none), the card's token positions of a+b
-    (:func:`add_positions`), and the correct a+b prompts and their template."""
+    (``fit_rows``; None for a job that fits none), and the correct a+b prompts and their
+    template."""
 
     log: logging.Logger
     engine: PatchingEngine
     pairs: Pairs
-    positions: dict | None
     correct: pd.DataFrame
     template: str
     fit_rows: pd.DataFrame | None = None
@@ -139,13 +138,12 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
         )
 
     correct = acc[acc["correct"]]
-    positions = add_positions(snakemake)
     model, engine = open_checked(snakemake, needs, template, correct)
     n_pairs, seed = pairs_settings["n_pairs"], pairs_settings["seed"]
     pairs = model_pairs(model, correct, n_pairs, seed, template, tuple(pairs_settings["vary"]))
     rows = seeded_rows(correct, fit_prompts, seed) if fit_prompts is not None else None
     vary = tuple(pairs_settings["vary"])
-    return ClockJob(job_log, engine, pairs, positions, correct, template, rows, vary, seed)
+    return ClockJob(job_log, engine, pairs, correct, template, rows, vary, seed)
 
 
 def selection(snakemake) -> Selection:

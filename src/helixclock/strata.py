@@ -25,11 +25,9 @@ MATCHED = "matched"  # the term of TE rows cut to the tokens DE scores (matched_
 
 
 def reading_rows(table: pd.DataFrame, reading: str | None) -> pd.DataFrame:
-    """The rows of one reading of a table with a ``reading`` column, without it and without the
+    """The rows of one reading of a table (column ``reading``), without it and without the
     strata columns where the reading has none (the first differing token's rows bring them into
-    a table; the other readings' rows leave them empty); a table without readings as it is."""
-    if reading is None or "reading" not in table:
-        return table
+    a table; the other readings' rows leave them empty)."""
     part = table[table["reading"] == reading].drop(columns="reading")
     empty = [c for c in STRATA if c in part and part[c].isna().all()]
     return part.drop(columns=empty).reset_index(drop=True)
@@ -87,7 +85,7 @@ def matched_terms(raw: pd.DataFrame, reading: str) -> pd.DataFrame:
 def strata_masks(raw: pd.DataFrame) -> list[tuple[int, int, np.ndarray]]:
     """The strata of a raw table's pairs, (answer tokens, p*, boolean mask over its pair columns),
     from its rows of the first differing token (each row once per stratum, NaN outside it)."""
-    if "reading" not in raw or not (raw["reading"] == FIRST_DIFFERENCE).any():
+    if not (raw["reading"] == FIRST_DIFFERENCE).any():
         return []
     rows = raw[raw["reading"] == FIRST_DIFFERENCE]
     out = []
@@ -156,14 +154,13 @@ def strata_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     at the last token and at the answer positions of the terms DE scores (:func:`matched_terms`),
     at the first differing token as it is (one token read).  The strata are those of the first
     differing token's rows, and every reading is cut to them (the same pairs in each);
-    a reading is never averaged over strata.  A table of one-token answers is one stratum (one
-    answer token, p* the last token) at the last token, its TE and DE the paper's."""
-    if "reading" not in raw and TERM in raw:  # one reading of answers of several tokens: no strata
-        return pd.DataFrame(columns=["reading", *STRATA, "te", "de", "de_over_te"])
-    if "reading" not in raw:  # one-token answers: the paper's TE and DE, one stratum
-        out = _te_and_de(primary(raw), resampling)
-        return out.assign(reading=LAST, answer_tokens=1, p_star=0)[["reading", *STRATA, *out.columns]]
+    a reading is never averaged over strata.  A table of the paper's answers (one token, scored by
+    the logit difference, no reading at the first differing token) is one stratum (one answer
+    token, p* the last token) at the last token, its TE and DE the paper's."""
     masks = strata_masks(raw)
+    if not masks and TERM not in raw:  # the paper's answers: their TE and DE, one stratum
+        out = _te_and_de(primary(reading_rows(raw, LAST)), resampling)
+        return out.assign(reading=LAST, answer_tokens=1, p_star=0)[["reading", *STRATA, *out.columns]]
     if not masks:  # no reading at the first differing token: no strata to cut to
         return pd.DataFrame(columns=["reading", *STRATA, "te", "de", "de_over_te"])
     parts = []
@@ -182,10 +179,8 @@ def strata_summary(raw: pd.DataFrame, masks: list[tuple[int, int, np.ndarray]], 
     ``masks`` from the TE/DE table of the same job, :func:`strata_masks`), columns ``reading``,
     ``answer_tokens``, ``p_star`` first; a table of one-token answers as one stratum at the last
     token."""
-    if "reading" not in raw and TERM in raw:  # one reading of answers of several tokens: no strata
-        return pd.DataFrame(columns=["reading", *STRATA, "ld_mean"])
-    if "reading" not in raw:
-        out = summarise(primary(raw), resampling)
+    if not masks and TERM not in raw:  # the paper's answers: one stratum at the last token
+        out = summarise(primary(reading_rows(raw, LAST)), resampling)
         return out.assign(reading=LAST, answer_tokens=1, p_star=0)[["reading", *STRATA, *out.columns]]
     parts = []
     for reading in dict.fromkeys(raw["reading"]):

@@ -269,11 +269,8 @@ WHERE = {"last token": "at the last token", "answer positions": "at the answer p
 
 
 def by_reading(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """A table's readings (answers of several tokens: at the last token and at every position
-    that predicts an answer token, column ``reading``), or the one reading of the paper's
-    models ("last token")."""
-    if "reading" not in table:
-        return [("last token", table)]
+    """A table's readings (column ``reading``: the paper's models' one, "last token"; answers of
+    several tokens also every position that predicts an answer token), in their order."""
     return [(r, table[table["reading"] == r]) for r in dict.fromkeys(table["reading"])]
 
 

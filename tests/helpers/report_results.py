@@ -13,6 +13,8 @@ import pandas as pd
 from helixclock.preconditions import LEFT_OUT_COLUMNS
 from helixclock.stages.report.quantities import TABLE_FILES
 
+LAST = "last token"  # the one reading of the last-token stages' tables of a one-token model
+
 
 def write_table(root: Path, key: str, model: str, obj) -> None:
     """``obj`` (a table, or a dict: JSON) where the registry reads table ``key`` of ``model``."""
@@ -45,13 +47,22 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
         ),
     )
     k = np.arange(1, 26)
-    write_table(root, "heads_topk", model, pd.DataFrame({"k": k, "fraction_of_max": k / 25, "smallest_k": 20}))
-    write_table(root, "heads_mixed", model, pd.DataFrame({"m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}))
+    write_table(
+        root, "heads_topk", model, pd.DataFrame({"reading": LAST, "k": k, "fraction_of_max": k / 25, "smallest_k": 20})
+    )
+    write_table(
+        root,
+        "heads_mixed",
+        model,
+        pd.DataFrame({"reading": LAST, "m": np.arange(21), "fraction": 0.7 + 0.01 * np.arange(21)}),
+    )
     cats = ["a,b"] * 11 + ["a+b"] * 5 + ["mixed"] * 4
     layers = [9, 10, 11, 12, 13, 14, 9, 10, 12, 16, 18, 19, 24, 25, 26, 26, 15, 16, 17, 18]
-    write_table(root, "heads_categories", model, pd.DataFrame({"layer": layers, "head": 0, "category": cats}))
+    write_table(
+        root, "heads_categories", model, pd.DataFrame({"reading": LAST, "layer": layers, "head": 0, "category": cats})
+    )
     k = np.arange(1, 29)
-    write_table(root, "mlp_topk", model, pd.DataFrame({"k": k, "fraction_of_max": 1 - 0.5**k}))
+    write_table(root, "mlp_topk", model, pd.DataFrame({"reading": LAST, "k": k, "fraction_of_max": 1 - 0.5**k}))
     circuit = [14, 16, 17, 18, 19, 20, 21, 22, 23, 26, 27]
     build = np.array([l < 19 or l == 21 for l in circuit])  # MLP21 looks like a builder: still 19
     write_table(
@@ -59,7 +70,12 @@ def synthetic_results(root: Path, model: str, scale: float = 1.0) -> dict:
         "mlp_stages",
         model,
         pd.DataFrame(
-            {"layer": circuit, "helix_sum_over_te": np.where(build, 0.8, 0.2), "de_over_te": np.where(build, 0.1, 0.6)}
+            {
+                "reading": LAST,
+                "layer": circuit,
+                "helix_sum_over_te": np.where(build, 0.8, 0.2),
+                "de_over_te": np.where(build, 0.1, 0.6),
+            }
         ),
     )
     # 10 top neurons: 7 in circuit MLPs; DE 5, 3, 1, 1, 0 ... -> the 80% set is the first two

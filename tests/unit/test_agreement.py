@@ -68,5 +68,7 @@ def test_the_heads_top_k_over_a_screened_subset_is_not_the_papers():
     assert screened_subset(topk, card) == (
         "screened subset: over the 20 of 270 heads the run activation-patched, the paper's over all heads"
     )
-    assert screened_subset(pd.DataFrame({"k": range(17)}), {"n_layers": 4, "n_heads": 4}) is None
+    assert (
+        screened_subset(pd.DataFrame({"k": range(17), "reading": "last token"}), {"n_layers": 4, "n_heads": 4}) is None
+    )
     assert screened_subset(None, card) is None

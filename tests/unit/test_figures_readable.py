@@ -101,9 +101,17 @@ def _screened(n_layers: int = 6, n_heads: int = 4, keep: int = 9, seed: int = 0)
     screened[np.argsort(-np.abs(attribution))[:keep]] = True
     screen = pd.DataFrame({"layer": layer, "head": head, "screened": screened, "pair_0": attribution})
     te = attribution + rng.normal(0, 0.1, len(layer))
-    effects = pd.DataFrame({"layer": layer, "head": head, "te": te, "de": te / 2, "n_pairs": 100, "fit_all": te * 0.8})[
-        screened
-    ]
+    effects = pd.DataFrame(
+        {
+            "reading": "last token",
+            "layer": layer,
+            "head": head,
+            "te": te,
+            "de": te / 2,
+            "n_pairs": 100,
+            "fit_all": te * 0.8,
+        }
+    )[screened]
     return effects.reset_index(drop=True), screen
 
 

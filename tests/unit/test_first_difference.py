@@ -18,7 +18,7 @@ from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.contrasts import Tables
 from helixclock.stages.findings.verdicts import contrasts_table
 from helixclock.stages.heads.patching import HeadSettings
-from helixclock.stages.heads.readings import head_patching_readings
+from helixclock.stages.heads.readings import head_readings
 from helixclock.stages.heads.tables import head_summary
 from helixclock.statistics import Resampling, pair_columns
 from helixclock.strata import matched_rows, matched_terms, strata_masks, stratified
@@ -100,7 +100,7 @@ def test_the_head_stage_reads_the_planted_head_by_stratum(planted):
     token (``te_matched``) beside the whole LD."""
     engine, pairs, rows = planted
     settings = HeadSettings(top_heads=2, mixed_heads=0, periods=(2, 10), pca_components=8)
-    out = head_patching_readings(engine, pairs, correct_table(rows), ADD, settings)
+    out = head_readings(engine, pairs, correct_table(rows), ADD, settings)
     effects = out["effects"]
     assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions", "first differing token"]
     summary = head_summary(

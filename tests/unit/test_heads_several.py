@@ -16,7 +16,7 @@ from helixclock.pairs import draw_pairs, forced_rows
 from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import FittedHeads, HeadSettings, head_reading, screened_points
-from helixclock.stages.heads.readings import _keys, head_outputs, head_patching_readings, span_attention
+from helixclock.stages.heads.readings import _keys, head_outputs, head_readings, span_attention
 from helixclock.stages.heads.tables import attention_at, head_summary
 from helixclock.statistics import Resampling, pair_columns
 
@@ -81,7 +81,7 @@ def test_every_head_activation_patched_agrees_with_its_attribution_in_the_last_l
     close to the activation-patched TE, and with no screen every head is patched (through the
     rule's entry point, which takes the path of both readings for this model's numbers)."""
     engine, pairs, correct = llama
-    out = head_patching(engine, pairs, correct, ADD, None, SETTINGS)
+    out = head_patching(engine, pairs, correct, ADD, SETTINGS)
     screen, effects = out["screen"], out["effects"]
     assert screen["screened"].all()
     n_heads = engine.adapter.n_layers * engine.adapter.n_heads
@@ -182,7 +182,7 @@ def test_a_head_that_copies_as_units_digit_is_found_as_an_a_b_head():
     correct = correct_table([(a, b) for a in range(10, 100, 7) for b in range(12, 100, 9)])
     pairs = draw_pairs(correct, 24, 0, model.tokenizer, ADD, ("a", "b"), several=True, end=".")
     settings = HeadSettings(top_heads=4, mixed_heads=0, periods=(2, 5, 10, 100), pca_components=16)
-    out = head_patching_readings(engine, pairs, correct, ADD, settings)
+    out = head_readings(engine, pairs, correct, ADD, settings)
     cats = out["categories"][out["categories"]["reading"] == "last token"]
     assert cats[["layer", "head", "category"]].values.tolist() == [[0, 0, "a,b"]]
     head = cats.iloc[0]

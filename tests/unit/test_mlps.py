@@ -5,19 +5,17 @@ TE and DE on one metric (docs/several-tokens.md, "Numbers of several tokens").""
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from helpers.digit_models import digit_engine
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.pairs import draw_pairs, prompt_ids
+from helixclock.pairs import draw_pairs
 from helixclock.patching import PatchingEngine
 from helixclock.patching.metrics import TERMS
 from helixclock.stages.last_token.patching import layer_effects
-from helixclock.stages.mlps.patching import last_token_mlps, mlp_effects, mlp_patching, mlp_patching_readings
+from helixclock.stages.mlps.patching import mlp_effects, mlp_patching
 from helixclock.stages.mlps.tables import mlp_summary
 from helixclock.statistics import Resampling, pair_columns
-from helixclock.strata import reading_rows
 
 ADD = GPTJ_PROMPTS["add"]
 LAYERS = 4
@@ -39,31 +37,28 @@ def _te_de(effects: pd.DataFrame, layer: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_one_token_answers_keep_the_papers_tables(tiny_gptj, tokenizer):
-    """One-token answers: the rule's entry point takes the paper's path (layout.NumberTokens
-    of the model is false), fitting the prompts of its sample at the card's last token; the MLP
-    effects are Fig. 6's rows as they are (no MLP measured again), the raw tables have no reading
-    or term, and the summary's circuit reads them."""
+    """One-token answers (layout.NumberTokens of the model is false): the one path reads the
+    paper's last token alone (column ``reading``, one value), fitting the prompts of its sample;
+    the MLP effects are Fig. 6's rows as they are (no MLP measured again), the raw tables have no
+    term, and the summary's circuit reads them (tests/unit/test_readings.py holds the fits to the
+    paper's definition)."""
     correct = correct_table([(a, b) for a in range(0, 60, 3) for b in range(0, 40, 5)])
     pairs = draw_pairs(correct, 16, 0, tokenizer, GPTJ_PROMPTS["add"], ("a", "b"))
     engine = PatchingEngine(tiny_gptj, progress=False)
-    last = pairs.clean.shape[1] - 1
-    effects = layer_effects(engine, pairs)
+    effects = layer_effects(engine, pairs).assign(reading="last token")
     sample = pd.DataFrame({"a": pairs.meta["clean_a"][:12], "b": pairs.meta["clean_b"][:12]})
-    out = mlp_patching(engine, pairs, sample, ADD, {"last": last}, effects, (2, 10), 8)
-    ids = prompt_ids(tokenizer, ADD, sample)
-    assert torch.equal(ids, pairs.clean[:12].cpu())  # the sample's prompts, as the paper's path reads them
-    paper = last_token_mlps(
-        engine, pairs, ids, sample["a"].to_numpy(), sample["b"].to_numpy(), last, effects, (2, 10), 8
-    )
-    for name, table in paper.items():
-        pd.testing.assert_frame_equal(out[name], table)
+    sample["answer"] = sample["a"] + sample["b"]
+    out = mlp_patching(engine, pairs, sample, ADD, effects, (2, 10), 8)
+    for name in ("effects", "topk", "fits", "selection"):
+        assert set(out[name].get("reading", [])) <= {"last token"} and "term" not in out[name], name
+    assert set(out["fits"]["reading"]) == {"last token"}
     mlp_rows = effects[effects["component"] == "MLP"].sort_values(["effect", "layer"], kind="stable")
-    pd.testing.assert_frame_equal(out["effects"], mlp_rows.reset_index(drop=True))
-    assert not {"reading", "term"} & (set(out["topk"]) | set(out["fits"]))
+    pd.testing.assert_frame_equal(out["effects"], mlp_rows.reset_index(drop=True)[out["effects"].columns])
     topk = out["topk"].set_index("k")
     assert np.allclose(topk.loc[0, pair_columns(out["topk"])].astype(float), 0, atol=1e-5)  # nothing patched
     summary = mlp_summary(out["topk"], out["fits"], out["effects"], 0.9, Resampling(bootstrap=50))
-    assert "reading" not in summary["mlp_stages"] and len(summary["mlp_effects"]) == engine.adapter.n_layers
+    assert set(summary["mlp_stages"]["reading"]) <= {"last token"}
+    assert len(summary["mlp_effects"]) == engine.adapter.n_layers
 
 
 def test_a_coarser_grid_measures_the_mlps_it_skipped(several):
@@ -77,8 +72,6 @@ def test_a_coarser_grid_measures_the_mlps_it_skipped(several):
     want = mlp_effects(engine, pairs, every.assign(reading="answer positions"), "answer")
     assert sorted(got["layer"].unique()) == list(range(LAYERS))
     pd.testing.assert_frame_equal(got, want, rtol=1e-4, atol=1e-5)  # batches differ
-    with pytest.raises(ValueError, match="reading"):  # answer positions need the table's readings
-        mlp_effects(engine, pairs, layer_effects(engine, pairs), "answer")
 
 
 def both_readings(engine, pairs) -> pd.DataFrame:
@@ -98,7 +91,7 @@ def test_the_last_mlps_total_effect_is_its_direct_effect_at_each_reading(several
     final residual (DE) score the same positions the same way: TE = DE, pair by pair, at the
     last prompt token and at the answer positions (whose TE's end term is then 0)."""
     engine, pairs, correct = several
-    out = mlp_patching(engine, pairs, correct, ADD, None, both_readings(engine, pairs), (2, 10), 8)  # the entry point
+    out = mlp_patching(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)  # the entry point
     effects = out["effects"]
     assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions", "first differing token"]
     for reading in ("last token", "answer positions"):
@@ -125,16 +118,18 @@ def test_the_summary_reads_each_reading_apart(several):
     summary of its reading's raw rows alone (the same numbers as a summary of that reading by
     itself); mlp_strata, every reading by stratum, is the one table read from all of them."""
     engine, pairs, correct = several
-    out = mlp_patching_readings(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
+    out = mlp_patching(engine, pairs, correct, ADD, both_readings(engine, pairs), (2, 10), 8)
     resampling = Resampling(bootstrap=50)
     both = mlp_summary(out["topk"], out["fits"], out["effects"], 0.8, resampling)
     for reading in ("last token", "answer positions"):
-        alone = mlp_summary(*(reading_rows(out[n], reading) for n in ("topk", "fits", "effects")), 0.8, resampling)
+        alone = mlp_summary(
+            *(out[n][out[n]["reading"] == reading] for n in ("topk", "fits", "effects")), 0.8, resampling
+        )
         for name, table in both.items():
             if name == "mlp_strata":
                 continue
-            part = table[table["reading"] == reading].drop(columns="reading").reset_index(drop=True)
-            matched = [c for c in part.columns if "matched" in c]  # needs the reading's name: not alone
+            part = table[table["reading"] == reading].reset_index(drop=True)
+            matched = [c for c in part.columns if "matched" in c]
             assert (name in ("mlp_effects", "mlp_stages")) == bool(matched) and part[matched].notna().all().all()
-            pd.testing.assert_frame_equal(part.drop(columns=matched), alone[name])
+            pd.testing.assert_frame_equal(part, alone[name])
     assert len(both["mlp_effects"]) == 2 * LAYERS

@@ -1,12 +1,15 @@
-"""The several-token readings reduce to the paper's (issue 46 item 5), and the answer positions of
-a draw whose answers are shorter than the longest correct prompt's (item 6).
+"""One implementation of the last-token stages whatever the tokenizer (issue 52): on the paper's
+case, numbers of one token, it is the paper's definitions (sections 5.1-5.3), and the readings of a
+model whose numbers may take several tokens reduce to the paper's on one-token answers (issue 46
+item 5); the answer positions of a draw whose answers are shorter than the longest correct
+prompt's (item 6).
 
 "A one-token answer keeps the paper's LD" needs every pair of the set to read one position: a set
 of one-token answers and no end token is scored by the paper's logit difference
-(helixclock.pairs.draw_pairs), and then the several-token code paths - the heads' and the MLPs'
-readings, Figs. 5 and 6 at the answer positions and at the first differing token - must give the
-paper path's tables.  One pair of several tokens in the set scores every pair by log-probability
-(the set's ``scoring``), and the reduction does not hold (nor is it claimed)."""
+(helixclock.pairs.draw_pairs), and then every reading - the heads' and the MLPs', Figs. 5 and 6 at
+the answer positions and at the first differing token - must give the tables of the paper's one
+reading.  One pair of several tokens in the set scores every pair by log-probability (the set's
+``scoring``), and the reduction does not hold (nor is it claimed)."""
 
 from types import SimpleNamespace
 
@@ -18,14 +21,16 @@ from helpers.digit_models import digit_engine, digit_model
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.bases import clock_bases
+from helixclock.bases import SUM, Basis, clock_bases, sum_values
 from helixclock.config import ConfigError
 from helixclock.experiments import answer_position_fits
 from helixclock.first_difference import first_difference_pairs
-from helixclock.pairs import draw_pairs, prompt_ids
-from helixclock.patching import PatchingEngine, Point
-from helixclock.stages.heads.patching import HeadSettings, last_token_heads
-from helixclock.stages.heads.readings import head_patching_readings
+from helixclock.fits import fit_token
+from helixclock.models import wrap_model
+from helixclock.pairs import draw_pairs, forced_rows, prompt_ids
+from helixclock.patching import Patch, PatchingEngine, Point, direct_effects
+from helixclock.stages.heads.jobs import head_patching
+from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.last_token.patching import (
     answer_position_curves,
     answer_residuals,
@@ -33,7 +38,7 @@ from helixclock.stages.last_token.patching import (
     last_token_curves,
     layer_effects,
 )
-from helixclock.stages.mlps.patching import last_token_mlps, mlp_patching_readings
+from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.structure.number_bases import check_registry_layers
 from helixclock.strata import STRATA
 
@@ -44,74 +49,123 @@ TOL = {"rtol": 1e-4, "atol": 1e-5}  # the several-token engine skips the positio
 
 @pytest.fixture(scope="module")
 def one_token():
-    """A digit-tokenised Llama whose numbers are several tokens (its registry's switch), on sums
-    of one digit and no end token: every pair reads one position, the paper's LD."""
-    model = digit_model("llama", name="d-one", answer_end=None)
+    """One digit-tokenised Llama wrapped twice, on sums of one digit and no end token (every pair
+    reads one position, the paper's LD): as a model whose numbers may take several tokens (its
+    registry's switch: three readings) and as one whose numbers are one token (the paper's: the
+    last token alone), with the correct prompts (``answer_token``: the answer's one token)."""
+    several = digit_model("llama", name="d-one", answer_end=None)
+    paper = wrap_model(several.hf, several.tokenizer, name="d-paper", family="llama")
+    assert several.tokens.readings == ("last", "answer", "differ") and paper.tokens.readings == ("last",)
     correct = correct_table([(a, b) for a in range(10) for b in range(10) if a + b <= 9])
-    return model, correct
+    correct["answer_token"] = [several.tokenizer.convert_tokens_to_ids(str(n)) for n in correct["answer"]]
+    return several, paper, correct
 
 
 def pairs_of(model, correct):
-    pairs = draw_pairs(correct, 16, 0, model.tokenizer, ADD, ("a", "b"), several=True)
+    several = model.tokens.several
+    pairs = draw_pairs(correct, 16, 0, model.tokenizer, ADD, ("a", "b"), several=several)
     assert pairs.scoring == "logit" and len(pairs.groups) == 1
     return pairs
 
 
 def same(got: pd.DataFrame, want: pd.DataFrame, name: str) -> None:
-    got = got.drop(columns=[c for c in ("reading", *STRATA) if c in got]).reset_index(drop=True)
+    drop = lambda t: t.drop(columns=[c for c in ("reading", *STRATA) if c in t]).reset_index(drop=True)  # noqa: E731
+    got, want = drop(got), drop(want)
     assert sorted(got.columns) == sorted(want.columns), name
-    pd.testing.assert_frame_equal(got[list(want.columns)], want.reset_index(drop=True), check_dtype=False, **TOL)
+    pd.testing.assert_frame_equal(got[list(want.columns)], want, check_dtype=False, **TOL)
 
 
 def reading(table: pd.DataFrame, name: str) -> pd.DataFrame:
     return table[table["reading"] == name]
 
 
-def test_the_heads_readings_give_the_papers_tables_on_one_token_answers(one_token):
-    """The heads' several-token path (both readings at roles, the first differing token) against
-    the paper's path at the card's integer positions, on the same pairs and fitted prompts: every
-    table equal at each reading (the first differing token's effects and fits too: p* is the last
-    token), and Fig. D6's attention to a, b and the last token the same."""
-    model, correct = one_token
+def test_the_heads_one_path_is_the_papers_definition_on_one_token_numbers(one_token):
+    """Section 5.2's definitions on the paper's case (numbers of one token, one reading): each
+    head's TE is the LD of patching its clean output at the last token (integer position, as the
+    engine's hook-tested run does it), its DE the direct path of that output to the logits, its
+    helix(a,b,a+b) fit the fit of its outputs at the last token over the fitted prompts patched
+    in at the pairs' clean a+b; Fig. D6's attention is the attention weights from the last token.
+    The same heads read at b's position (a plausible wrong reading) give other TEs."""
+    _, paper, correct = one_token
     sample = correct.iloc[:40]
-    several = head_patching_readings(
-        PatchingEngine(model, progress=False), pairs_of(model, correct), sample, ADD, HEADS
+    pairs = pairs_of(paper, correct)
+    out = head_patching(PatchingEngine(paper, progress=False), pairs, sample, ADD, HEADS)
+    for name in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories"):
+        assert set(out[name]["reading"]) == {"last token"}, name
+    effects = out["effects"]
+    heads = effects[effects["effect"] == "te"][["layer", "head"]].to_numpy()
+    last = pairs.groups[0].layout.length - 1
+    engine = PatchingEngine(paper, progress=False)
+    points = [Point("head_out", int(la), (last,), index=int(h)) for la, h in heads]
+    te = engine.run(pairs, [[Patch(p)] for p in points]).metric.numpy()
+    de = direct_effects(engine, pairs, points).numpy()
+    cols = [c for c in effects.columns if c.startswith("pair_")]
+    np.testing.assert_allclose(effects[effects["effect"] == "te"][cols].to_numpy(), te, **TOL)
+    np.testing.assert_allclose(effects[effects["effect"] == "de"][cols].to_numpy(), de, **TOL)
+    # the helix(a,b,a+b) fit of each head's output at the last token, patched in
+    ids = prompt_ids(paper.tokenizer, ADD, sample)
+    sites = [Point("head_out", layer, (last,)) for layer in range(paper.adapter.n_layers)]
+    values, _ = engine.collect(ids, sites, logits=False)
+    H = torch.stack([values[p][:, 0] for p in sites], 1)  # [n, L, H, dh]
+    H = H.reshape(len(sample), -1, paper.adapter.d_head).transpose(0, 1).float()
+    helix_all = clock_bases(HEADS.periods)[0]
+    fits = fit_token(
+        H, sum_values(sample["a"].to_numpy(), sample["b"].to_numpy()), [helix_all], HEADS.pca_components, dedupe=False
     )
-    pairs = pairs_of(model, correct)
-    layout = pairs.groups[0].layout
-    positions = {"a": layout.resolve("a")[0], "b": layout.resolve("b")[0], "last": layout.resolve("last")[0]}
-    ids = prompt_ids(model.tokenizer, ADD, sample)
-    paper = last_token_heads(
-        PatchingEngine(model, progress=False),
-        pairs,
-        ids,
-        sample["a"].to_numpy(),
-        sample["b"].to_numpy(),
-        positions,
-        HEADS,
-    )
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    n_heads = paper.adapter.n_heads
+    variants = [
+        [Patch(p, fits.predict(helix_all, clean, layers=[p.layer * n_heads + p.index])[0][:, None])] for p in points
+    ]
+    fitted = out["fits"][out["fits"]["fit"] == "helix(a,b,a+b)"]
+    np.testing.assert_allclose(fitted[cols].to_numpy(), engine.run(pairs, variants).metric.numpy(), **TOL)
+    # the wrong reading: the same heads at b's position
+    at_b = [Point("head_out", p.layer, (last - 1,), index=p.index) for p in points]
+    assert np.abs(engine.run(pairs, [[Patch(p)] for p in at_b]).metric.numpy() - te).max() > 1e-2
+    # Fig. D6: the mean attention from the last token to a, b and itself over the fitted prompts
+    layout = forced_rows(paper, sample, ADD)[1][0].layout
+    keys = {"a": layout.resolve("a")[0], "b": layout.resolve("b")[0], "last": last}
+    with torch.no_grad():
+        paper.hf.set_attn_implementation("eager")
+        att = torch.stack(paper.hf.base_model(ids, output_attentions=True).attentions)[:, :, :, last]  # [L, n, H, S]
+        paper.hf.set_attn_implementation(paper.attn_implementation)
+    attention = out["attention"].query("position == 0")
+    for key, pos in keys.items():
+        np.testing.assert_allclose(
+            attention[f"attn_{key}"], att[..., pos].mean(1).reshape(-1).numpy(), rtol=1e-4, atol=1e-6
+        )
+
+
+def test_the_heads_readings_reduce_to_the_last_token_on_one_token_answers(one_token):
+    """A model whose numbers may take several tokens, on answers of one token: each of its three
+    readings (the last token, the answer positions, the first differing token: p* is the last
+    token) gives the paper's tables, those of the same weights read as a one-token model."""
+    several, paper, correct = one_token
+    sample = correct.iloc[:40]
+    got = head_patching(PatchingEngine(several, progress=False), pairs_of(several, correct), sample, ADD, HEADS)
+    want = head_patching(PatchingEngine(paper, progress=False), pairs_of(paper, correct), sample, ADD, HEADS)
     for name in ("screen", "effects", "fits", "topk", "mixed", "paths", "categories"):
         for r in ("last token", "answer positions"):
-            same(reading(several[name], r), paper[name], f"{name} at {r}")
+            same(reading(got[name], r), want[name], f"{name} at {r}")
     for name in ("effects", "fits"):
-        at = reading(several[name], "first differing token")
+        at = reading(got[name], "first differing token")
         assert (at["answer_tokens"] == 1).all() and (at["p_star"] == 0).all()
-        want = paper[name] if name == "effects" else paper[name].query("fit == 'helix(a,b,a+b)'")  # Fig. D4's fit
-        same(at, want, f"{name} at the first differing token")
-    attention = several["attention"].query("position == 0")
-    for key in ("a", "b", "last"):
-        np.testing.assert_allclose(attention[f"attn_{key}"], paper["attention"][f"attn_{key}"], rtol=1e-4, atol=1e-6)
+        paper_rows = want[name] if name == "effects" else want[name].query("fit == 'helix(a,b,a+b)'")  # Fig. D4's fit
+        same(at, paper_rows, f"{name} at the first differing token")
+    same(got["attention"], want["attention"], "attention")
 
 
-def test_the_mlps_and_figs_5_and_6_give_the_papers_tables_on_one_token_answers(one_token):
-    """Fig. 6 at the last token (role "last"), at the answer positions and at the first differing
-    token, Fig. 5 at the answer positions and at p*, and the MLP stage's readings, against the
-    paper's path (integer positions, the residual cache's last-token fits): equal tables."""
-    model, correct = one_token
-    engine = PatchingEngine(model, progress=False)
-    pairs = pairs_of(model, correct)
+def test_the_mlps_and_figs_5_and_6_reduce_to_the_papers_on_one_token_answers(one_token):
+    """Figs. 5 and 6 and the MLP stage of a model whose numbers may take several tokens, on
+    answers of one token: every reading gives the tables of the same weights read as a one-token
+    model (the paper's last token alone); and the one-token MLP fits are the paper's definition,
+    helix(a+b) fitted to each MLP's output at the last token and patched in."""
+    several, paper, correct = one_token
+    engine = PatchingEngine(several, progress=False)
+    pairs = pairs_of(several, correct)
     L = engine.adapter.n_layers
-    paper_effects = layer_effects(PatchingEngine(model, progress=False), pairs_of(model, correct))
+    paper_engine, paper_pairs = PatchingEngine(paper, progress=False), pairs_of(paper, correct)
+    paper_effects = layer_effects(paper_engine, paper_pairs)
     differ = first_difference_pairs(pairs)
     assert differ.pairs is pairs and differ.strata() == [(1, 0)]
     effects = {
@@ -124,36 +178,37 @@ def test_the_mlps_and_figs_5_and_6_give_the_papers_tables_on_one_token_answers(o
     # Fig. 5: the paper's fits of the residual cache's last token against the answer positions'
     fitted = correct.iloc[:45]
     residuals, ab, k = answer_residuals(engine, fitted, ADD)
-    cache = SimpleNamespace(
-        last=torch.stack([r[:, 0] for r in residuals], 1).numpy(),
-        ab=ab,
-        attrs={"n_layers": L, "position_last": pairs.groups[0].layout.length - 1},
-    )
-    paper_fits = last_token_curves(PatchingEngine(model, progress=False), pairs_of(model, correct), cache, (2, 10), 32)
+    cache = SimpleNamespace(last=torch.stack([r[:, 0] for r in residuals], 1).numpy(), ab=ab, attrs={"n_layers": L})
+    paper_fits = last_token_curves(paper_engine, paper_pairs, cache, (2, 10), 32)
     answer = answer_position_curves(engine, pairs, residuals, ab, k, (2, 10), 32)
     same(answer, paper_fits, "Fig. 5 at the answer positions")
     fits = answer_position_fits(torch.stack(residuals), ab, k, clock_bases((2, 10)), 32)
     same(first_difference_curves(engine, differ, fits, (2, 10), range(L + 1)), paper_fits, "Fig. 5 at p*")
-    # the MLP stage: its readings against last_token_mlps
+    # the MLP stage: every reading of the several-token model against the one-token model's one
     raw = pd.concat([t.assign(reading=r) for r, t in effects.items()], ignore_index=True)
-    several = mlp_patching_readings(engine, pairs, fitted, ADD, raw, (2, 10), 8)
-    ids = prompt_ids(model.tokenizer, ADD, fitted)
-    paper = last_token_mlps(
-        PatchingEngine(model, progress=False),
-        pairs_of(model, correct),
-        ids,
-        fitted["a"].to_numpy(),
-        fitted["b"].to_numpy(),
-        pairs.groups[0].layout.length - 1,
-        paper_effects,
-        (2, 10),
-        8,
-    )
+    got = mlp_patching(engine, pairs, fitted, ADD, raw, (2, 10), 8)
+    want = mlp_patching(paper_engine, paper_pairs, fitted, ADD, paper_effects.assign(reading="last token"), (2, 10), 8)
+    assert set(want["fits"]["reading"]) == {"last token"}
     for name in ("effects", "topk", "fits"):
         for r in ("last token", "answer positions"):
-            same(reading(several[name], r), paper[name], f"MLP {name} at {r}")
+            same(reading(got[name], r), want[name], f"MLP {name} at {r}")
     for name in ("effects", "fits"):
-        same(reading(several[name], "first differing token"), paper[name], f"MLP {name} at p*")
+        same(reading(got[name], "first differing token"), want[name], f"MLP {name} at p*")
+    # the paper's definition: each MLP's output at the last token, helix(a+b) fitted and patched in
+    last = paper_pairs.groups[0].layout.length - 1
+    ids = prompt_ids(paper.tokenizer, ADD, fitted)
+    sites = [Point("mlp_out", layer, (last,)) for layer in range(L)]
+    values, _ = paper_engine.collect(ids, sites, logits=False)
+    basis = Basis("helix", (2, 10), variables=(SUM,))
+    H = torch.stack([values[p][:, 0] for p in sites]).float()
+    helix = fit_token(H, sum_values(fitted["a"].to_numpy(), fitted["b"].to_numpy()), [basis], 8, dedupe=False)
+    pred = helix.predict(basis, sum_values(paper_pairs.meta["clean_a"], paper_pairs.meta["clean_b"]))
+    ld = paper_engine.run(paper_pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(sites)]).metric.numpy()
+    cols = [c for c in want["fits"].columns if c.startswith("pair_")]
+    np.testing.assert_allclose(want["fits"][cols].to_numpy(), ld, **TOL)
+    np.testing.assert_allclose(want["fits"]["r2_helix_sum"], helix.r2[0].numpy(), rtol=1e-5)
+    wrong = paper_engine.run(paper_pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(sites[::-1])]).metric
+    assert np.abs(wrong.numpy() - ld).max() > 1e-3  # each MLP's fit patched into another MLP: not the table
 
 
 def test_a_draw_without_three_digit_answers_reads_every_answer_position():
@@ -163,13 +218,13 @@ def test_a_draw_without_three_digit_answers_reads_every_answer_position():
     (the padding repeats the first position), and no table loses a reading."""
     engine, pairs, correct = digit_engine("llama", layers=2, name="d-short", n_pairs=8, clean_a=(3, 7, 12))
     assert int(pairs.answer_tokens().max()) == 2 and len(pairs.groups[0].layout.resolve("answer")) == 3
-    heads = head_patching_readings(engine, pairs, correct, ADD, HEADS)
+    heads = head_patching(engine, pairs, correct, ADD, HEADS)
     assert set(heads["fits"]["reading"]) == {"last token", "answer positions", "first differing token"}
     rows = [
         layer_effects(engine, pairs, p).assign(reading=r)
         for p, r in (("last", "last token"), ("answer", "answer positions"))
     ]
-    mlps = mlp_patching_readings(engine, pairs, correct, ADD, pd.concat(rows, ignore_index=True), (2, 10), 8)
+    mlps = mlp_patching(engine, pairs, correct, ADD, pd.concat(rows, ignore_index=True), (2, 10), 8)
     assert set(mlps["fits"]["reading"]) == {"last token", "answer positions", "first differing token"}
     # at the answer positions the padded third position repeats the first: as if it were not there
     point = Point("mlp_out", 1, ("answer",))

@@ -105,9 +105,12 @@ def test_the_best_layer_and_the_clock_angles_are_the_planted_ones():
             "layer": [0, 1, 2, 3] * 2,
             "fit": ["helix(a+b)"] * 4 + ["layer patch"] * 4,
             "ld_mean": [0.1, 2.0, 5.0, 1.0, 9, 9, 9, 9],
+            "reading": "last token",
         }
     )
     assert best_sum_layer(last_token) == 2
+    answer = last_token.assign(reading="answer positions", ld_mean=last_token["ld_mean"][::-1].to_numpy())
+    assert best_sum_layer(pd.concat([answer, last_token])) == 2  # the last token's reading, the cache's
     with pytest.raises(KeyError, match="helix\\(a\\+b\\)"):
         best_sum_layer(last_token[last_token["fit"] == "layer patch"])
     H, ab = planted_last()

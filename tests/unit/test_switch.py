@@ -20,7 +20,6 @@ import helixclock.stages.neurons.jobs as neuron_jobs
 from helixclock.layout import NumberTokens
 from helixclock.models import LoadedModel
 from helixclock.numbers import task_shapes
-from helixclock.pairs import prompt_ids
 from helixclock.stages.neurons.patching import NeuronSettings
 
 ADD = GPTJ_PROMPTS["add"]
@@ -83,25 +82,21 @@ def test_neuron_entry_points_choose_by_the_switch(monkeypatch):
     assert neuron_jobs.neuron_fit_eval(several, acc, ADD, None, top, grids, means, settings) == "place_fit_eval_job"
 
 
-def test_the_head_entry_point_fits_the_sample_on_the_papers_path(monkeypatch, tokenizer):
-    """One-token numbers: the sample's prompts as token ids, with its a and b, at the card's
-    positions; several tokens: the sample's rows themselves (their layouts are the engine's)."""
+def test_the_head_entry_point_has_one_path_whatever_the_switch(monkeypatch, tokenizer):
+    """One-token numbers and several tokens alike: the sample's rows themselves go to the one
+    implementation (heads.readings.head_readings, whose readings are the model's), the job's
+    pairs table beside its tables."""
     calls = []
-    for fn in ("last_token_heads", "head_patching_readings"):
-        monkeypatch.setattr(head_jobs, fn, lambda *a, _name=fn, **k: calls.append((_name, a, k)) or {})
+    monkeypatch.setattr(head_jobs, "head_readings", lambda *a, **k: calls.append(a) or {})
     monkeypatch.setattr(head_jobs, "job_pairs", lambda pairs, select: "their pairs")
     sample = pd.DataFrame({"a": [12, 40, 7], "b": [3, 55, 19]})
-    out = head_jobs.head_patching(engine_of("one", tokenizer), "pairs", sample, ADD, POSITIONS)
-    assert out == {"pairs": "their pairs"}  # the job's pairs table beside the path's tables
-    name, (engine, pairs, ids, a, b, positions, _, select), _ = calls[-1]
-    assert select is None  # no selection draw given: the paper's choice on the measuring pairs
-    assert name == "last_token_heads" and positions == POSITIONS
-    assert (
-        torch.equal(ids, prompt_ids(tokenizer, ADD, sample)) and a.tolist() == [12, 40, 7] and b.tolist() == [3, 55, 19]
-    )
-    head_jobs.head_patching(engine_of("several", tokenizer), "pairs", sample, ADD, None)
-    name, args, _ = calls[-1]
-    assert name == "head_patching_readings" and args[2] is sample
+    for switch in ("one", "several"):
+        engine = engine_of(switch, tokenizer)
+        out = head_jobs.head_patching(engine, "pairs", sample, ADD)
+        assert out == {"pairs": "their pairs"}  # the job's pairs table beside the path's tables
+        got_engine, pairs, rows, template, _, select = calls[-1]
+        assert got_engine is engine and pairs == "pairs" and rows is sample and template == ADD and select is None
+    assert len(calls) == 2
 
 
 def test_token_shapes_come_from_the_tokenizer_only_for_several_tokens(monkeypatch):

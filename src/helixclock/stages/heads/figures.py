@@ -224,7 +224,6 @@ def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
 def figD7_head_paths(paths: pd.DataFrame, model: str):
     """Fig. D7: heads as senders (effect through each downstream component) and as
     receivers (dependence on each upstream component)."""
-    paths = paths if "reading" in paths else paths.assign(reading="")
     groups = list(dict.fromkeys(zip(paths["reading"], paths["analysis"], paths["role"], paths["head"])))
     if not groups:
         return empty("no heads in the categories with paths")
@@ -250,7 +249,7 @@ def figD7_head_paths(paths: pd.DataFrame, model: str):
         step = max(1, len(part) // 40)
         ax.set_xticks(range(0, len(part), step), part["other"].iloc[::step], rotation=90, fontsize=7)
         verb = "sends through" if analysis == "sender" else "receives from"
-        at = f" ({WHERE[reading]})" if reading else ""
+        at = f" ({WHERE[reading]})" if paths["reading"].nunique() > 1 else ""
         set_title(ax, f"{role} {head} as {analysis}{at}: effect of the path it {verb} each component", fontsize=9)
         ax.set_ylabel("logit difference")
         ax.axhline(0, color="grey", lw=0.6)

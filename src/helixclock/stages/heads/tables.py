@@ -97,11 +97,9 @@ def effects_table(
 
 
 def attention_at(attention: pd.DataFrame, reading: str | None) -> pd.DataFrame:
-    """Fig. D6's attention of every head at a reading: the table itself (one-token answers), the
-    last prompt token's (``position`` 0, reading "last token"), or the mean over the answer
-    positions weighted by their rows (each tens key by the rows where it exists)."""
-    if "position" not in attention:
-        return attention
+    """Fig. D6's attention of every head at a reading: the last prompt token's (``position`` 0,
+    reading "last token"), or the mean over the answer positions weighted by their rows (each
+    tens key by the rows where it exists)."""
     if reading == READINGS["last"]:
         return attention[attention["position"] == 0].drop(columns="position").reset_index(drop=True)
     cols = [c for c in attention.columns if c.startswith("attn_")]
@@ -122,20 +120,18 @@ def head_summary(
     threshold: float,
 ) -> dict[str, pd.DataFrame]:
     """Every table of the heads stage from the model job's raw tables (``raw``: effects, fits,
-    topk, mixed, paths and, where the job wrote them, screen and pairs).  Raw tables with a
-    ``reading`` (answers of several tokens) give each table a part per reading, in their order, but
-    the first differing token's, whose effects and fits are read by stratum: ``strata``
+    topk, mixed, paths and, where the job wrote them, screen and pairs).  Each table has a part per
+    reading of the raw tables (column ``reading``; the paper's models: the last token), in their
+    order, but the first differing token's, whose effects and fits are read by stratum: ``strata``
     (:func:`strata_effects`).  ``by_length``: the heads' TE and DE by answer token count
     (:func:`helixclock.lengths.by_length`)."""
     effects = raw["effects"]
-    readings = (
-        [r for r in dict.fromkeys(effects["reading"]) if r != READINGS["differ"]] if "reading" in effects else [None]
-    )
+    readings = [r for r in dict.fromkeys(effects["reading"]) if r != READINGS["differ"]]
     out: dict[str, list[pd.DataFrame]] = {}
     for reading in readings:
 
         def part(table: pd.DataFrame | None, reading=reading) -> pd.DataFrame | None:
-            return table if table is None else reading_rows(table, reading)
+            return None if table is None else reading_rows(table, reading)
 
         cats = part(categories)
         topk = topk_table(primary(part(raw["topk"])), threshold, resampling)
@@ -158,9 +154,7 @@ def head_summary(
             "paths": paths,
         }
         for name, table in tables.items():
-            out.setdefault(name, []).append(
-                table if reading is None else table.assign(reading=reading)[["reading", *table.columns]]
-            )
+            out.setdefault(name, []).append(table.assign(reading=reading)[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     tables["strata"] = strata_effects(raw["effects"], raw["fits"], resampling)
     return tables
@@ -200,5 +194,5 @@ def category_table(cats: pd.DataFrame) -> pd.DataFrame:
         "category",
         "category_without_mixed",
     ]
-    cols = (["reading"] if "reading" in cats else []) + cols  # answers of several tokens: per reading
+    cols = ["reading", *cols]  # one part per reading (the paper's models: the last token)
     return cats[cols].rename(columns={v: k for k, v in FIT_KEYS.items()})

@@ -6,10 +6,12 @@ helix(a, b), compared with a parameter-matched PCA and the layer patch (Fig. 5).
 the total effect (TE, activation patching) and direct effect (DE, path patching to the
 logits) of each attention and MLP output say where the computation happens (Fig. 6).
 
-Answers of several tokens are read three times (column ``reading``): at the last prompt token,
-at every position that predicts an answer token (patched together), and at the first differing
-token p* (:mod:`helixclock.first_difference`: the position that predicts the first answer token
-the clean and the corrupted answer do not share; rows by stratum, columns ``answer_tokens`` and
+Every raw table carries column ``reading``: the paper's last token, which is all a model
+whose numbers are one token has (:attr:`helixclock.layout.NumberTokens.readings`).  Answers of
+several tokens are read three times: at the last prompt token, at every position that predicts
+an answer token (patched together), and at the first differing token p*
+(:mod:`helixclock.first_difference`: the position that predicts the first answer token the
+clean and the corrupted answer do not share; rows by stratum, columns ``answer_tokens`` and
 ``p_star``), where Fig. 5's fits of each answer position are patched in at each pair's p* and
 Fig. 6's TE and DE score the one token p* predicts.
 """
@@ -55,7 +57,7 @@ def last_token_curves(
     table with a ``fit`` label per curve and ``block_output``, the paper's layer number (the
     residual after block l is resid_pre[l + 1]; -1 is the embedding)."""
     L = int(cache.attrs["n_layers"])
-    last = "last" if engine.model.tokens.several else int(cache.attrs["position_last"])
+    last = "last"  # role "last": the last prompt token of each pair's layout (one-token numbers: the card's)
     bases = clock_bases(periods)
     H = torch.from_numpy(cache.last).transpose(0, 1).to(pairs.clean.device)  # [L+1, n, d]
     fits = fit_token(H, sum_values(cache.ab[:, 0], cache.ab[:, 1]), bases, n_components, dedupe=False)
@@ -87,15 +89,12 @@ def _fit_label(row: dict) -> str:
 
 
 def layer_effects(
-    engine: PatchingEngine, pairs: Pairs, position: int | str | None = None, layer_step: int = 1
+    engine: PatchingEngine, pairs: Pairs, position: int | str = "last", layer_step: int = 1
 ) -> pd.DataFrame:
-    """Fig. 6: TE and DE of every attention and MLP output at the last token (raw table); the
-    last prompt token of each pair's layout where the pairs have several ("last"), or at
-    ``position`` (role "answer": every position that predicts an answer token, patched
-    together, the DE summed over them).  Every ``layer_step``-th block and the last."""
-    if position is None:
-        one = len(pairs.groups) == 1 and pairs.groups[0].layout.answer == 1
-        position = pairs.corrupted.shape[1] - 1 if one else "last"
+    """Fig. 6: TE and DE of every attention and MLP output at the last prompt token of each
+    pair's layout (raw table), or at ``position`` (role "answer": every position that predicts
+    an answer token, patched together, the DE summed over them).  Every ``layer_step``-th block
+    and the last."""
     layers = layer_grid(engine.adapter.n_layers, layer_step)
     return total_and_direct(
         engine, pairs, component_points(engine.adapter, position, layers=layers), desc="layer effects"
@@ -239,17 +238,19 @@ def last_token_patching(
     layer_step: int = 1,
 ) -> dict[str, pd.DataFrame]:
     """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
-    dimensions) and Fig. 6's layer effects, raw tables.  For answers of several tokens (pairs
-    scored by log-probability) both figures are read twice, column ``reading``: at the last
-    prompt token (the paper's reading) and at every position that predicts an answer token,
-    patched together (Fig. 5's fits there fitted to the ``correct`` prompts of ``template``,
-    teacher-forced: :func:`answer_residuals`).  Both read every ``layer_step``-th layer and the
-    last (:func:`helixclock.experiments.layer_grid`); ``pairs`` (table) lists the pairs (this
-    job chooses nothing: its best blocks are cross-fitted by the findings)."""
+    dimensions) and Fig. 6's layer effects, raw tables, at each reading of the model's token
+    layout (column ``reading``; :attr:`helixclock.layout.NumberTokens.readings`): the last
+    prompt token (the paper's reading, a one-token model's only one) and, where numbers take
+    several tokens, every position that predicts an answer token, patched together (Fig. 5's
+    fits there fitted to the ``correct`` prompts of ``template``, teacher-forced:
+    :func:`answer_residuals`), and the first differing token.  Both read every
+    ``layer_step``-th layer and the last (:func:`helixclock.experiments.layer_grid`); ``pairs``
+    (table) lists the pairs (this job chooses nothing: its best blocks are cross-fitted by the
+    findings)."""
     fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components, layer_step)
     effects = layer_effects(engine, pairs, layer_step=layer_step)
-    if pairs.scoring != "logprob":
-        return {"fits": fits, "layer_effects": effects, "pairs": job_pairs(pairs)}
+    if engine.model.tokens.readings == ("last",):
+        return {"fits": _readings(fits), "layer_effects": _readings(effects), "pairs": job_pairs(pairs)}
     layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
     residuals, ab, k = answer_residuals(engine, correct, template, layers)
     H = torch.stack(residuals).to(pairs.clean.device)
@@ -268,15 +269,19 @@ def last_token_patching(
     }
 
 
-def _readings(last: pd.DataFrame, answer: pd.DataFrame, differ: pd.DataFrame) -> pd.DataFrame:
+def _readings(
+    last: pd.DataFrame, answer: pd.DataFrame | None = None, differ: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The readings' raw tables in one, column ``reading`` first (the first differing token's
-    strata columns before the pairs)."""
+    strata columns before the pairs); the readings a model does not have are None."""
     parts = []
     for key, table in (("last", last), ("answer", answer), ("differ", differ)):
+        if table is None:
+            continue
         table = table.copy()
         table.insert(0, "reading", READINGS[key])
         parts.append(table)
     labels = [c for c in parts[0].columns if not c.startswith("pair_")]
     pairs = [c for c in parts[0].columns if c.startswith("pair_")]
-    extra = [c for c in differ.columns if c not in labels and not c.startswith("pair_")]
+    extra = [c for c in parts[-1].columns if c not in labels and not c.startswith("pair_")]
     return pd.concat([part.reindex(columns=labels + extra + pairs) for part in parts], ignore_index=True)

@@ -16,8 +16,6 @@ def effects_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Fig. 6: TE and DE of every attention and MLP output, with intervals; answers of several
     tokens per reading (the last token, the answer positions) with the TE of the terms DE scores
     (``te_matched``, ``de_over_te_matched``: :func:`helixclock.statistics.with_matched`)."""
-    if "reading" not in raw:
-        return te_de_table(raw, resampling)
     parts = []
     for reading in dict.fromkeys(raw["reading"]):
         if reading == FIRST_DIFFERENCE:
@@ -31,8 +29,6 @@ def effects_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
 def fits_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Fig. 5's curves with intervals (of answers of several tokens, the last token's and the
     answer positions' readings: the first differing token's are by stratum, fits_strata)."""
-    if "reading" not in raw:
-        return summarise(raw, resampling)
     parts = [
         summarise(reading_rows(raw, r), resampling).assign(reading=r)
         for r in dict.fromkeys(raw["reading"])
@@ -45,9 +41,7 @@ def fits_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
 def role_rows(raw: pd.DataFrame) -> pd.DataFrame:
     """A raw table's rows of the readings at a role (the last token, the answer positions),
     without the first differing token's (read by stratum only) and the strata columns those
-    rows bring; a table without readings as it is."""
-    if "reading" not in raw:
-        return raw
+    rows bring."""
     return raw[raw["reading"] != FIRST_DIFFERENCE].drop(columns=[c for c in STRATA if c in raw])
 
 

@@ -1,12 +1,14 @@
-"""MLPs at the last token (section 5.3): the model job.
+"""MLPs at the last token (section 5.3): the model job, one implementation whatever the tokenizer.
 
 MLPs sorted by TE (Fig. 6's layer effects, and those of the MLPs a coarser layer grid skipped
 measured here: :func:`mlp_effects`) are patched together for every k (Fig. D8); every MLP's
 output is fitted with helix(a+b) and the fit patched in, so that helix(a+b)/TE can be read
 for whichever MLPs the table job calls the circuit (Fig. 7).
 
-Answers of several tokens (pairs scored by log-probability) are read twice, as Figs. 5 and 6
-are (column ``reading``): at the last prompt token, the paper's reading, and at every position
+Every raw table carries column ``reading``: the readings of the model's token layout
+(:attr:`helixclock.layout.NumberTokens.readings`), the paper's last token alone where every
+number is one token.  Answers of several tokens (pairs scored by log-probability) are read as
+Figs. 5 and 6 are: at the last prompt token, the paper's reading, and at every position
 that predicts an answer token, patched together; TE, DE, the top-k curve and the helix(a+b)
 fits on the same positions and the same LD.  There the fits are fitted per answer position (as
 Fig. 5's), and the raw tables keep LD's terms by place value (``term``): at the last prompt token
@@ -14,10 +16,7 @@ DE scores the first answer token only, so DE/TE compares like with like in TE's 
 term (the summary's ``te_matched``).  A third reading at the first differing token (p*,
 :mod:`helixclock.first_difference`) measures every MLP's TE and DE and its helix(a+b) fit of
 position p* there, by stratum (answer tokens, p*), TE and DE scoring the one token p* predicts.
-A one-token answer keeps the paper's tables (the reduction is tested).
-Rule mlp_patching's entry point :func:`mlp_patching` chooses between the two paths
-(:func:`last_token_mlps`, :func:`mlp_patching_readings`) by
-:attr:`helixclock.models.LoadedModel.tokens`.
+A one-token answer keeps the paper's tables (tests/unit/test_readings.py).
 
 The order of the top-k sweep and the circuit are choices that decide what the stage reports, so
 they are made on the job's selection draw where it has one (:func:`selection_sweep`: every MLP's
@@ -51,9 +50,10 @@ from ...first_difference import FirstDifference, first_difference_pairs
 from ...fits import fit_token
 from ...io import to_numpy
 from ...layout import READINGS, ROLE_READINGS, STRATA
-from ...pairs import SelectionDraw, forced_rows, job_pairs, prompt_ids
+from ...pairs import SelectionDraw, forced_rows, job_pairs
 from ...patching import Pairs, Patch, PatchingEngine, Point
 from ...statistics import pair_values, primary
+from ...strata import reading_rows
 
 
 def mlp_te(effects: pd.DataFrame) -> np.ndarray:
@@ -72,15 +72,7 @@ def mlp_effects(
     the MLPs its layer grid skipped (registry ``layer_step``) measured here on the same pairs.
     At the first differing token (``position`` "differ", with ``differ``: the pairs cut after p*)
     the skipped MLPs are measured on the cut pairs, by stratum as Fig. 6's rows there."""
-    rows = layer_effects[layer_effects["component"] == "MLP"]
-    if "reading" in rows:
-        rows = rows[rows["reading"] == READINGS[position]].drop(columns="reading")
-        rows = rows.drop(columns=[c for c in STRATA if c in rows and rows[c].isna().all()])
-    elif position == "answer":
-        raise ValueError(
-            "MLP effects at the answer positions need Fig. 6's raw table with its readings (column 'reading'); "
-            f"this one has columns {list(layer_effects.columns)[:6]}..."
-        )
+    rows = reading_rows(layer_effects[layer_effects["component"] == "MLP"], READINGS[position])
     have = set(rows["layer"])
     missing = [layer for layer in range(engine.adapter.n_layers) if layer not in have]
     if missing and position == "differ":
@@ -134,117 +126,36 @@ def mlp_patching(
     pairs: Pairs,
     sample: pd.DataFrame,
     template: str,
-    positions: dict[str, int] | None,
     layer_effects: pd.DataFrame,
     periods: Sequence[int] = PERIODS,
     n_components: int = 100,
     select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching's entry point: the MLPs' helix(a+b) fits fitted to the outputs of
-    ``sample`` (correct a+b prompts of ``template``).  Numbers of one token: at the card's last
-    token (``positions["last"]``, :func:`last_token_mlps`); numbers of several tokens (whose
-    ``positions`` are None): at both readings (:func:`mlp_patching_readings`).  The top-k order
-    and the circuit chosen on the selection draw ``select`` where there is one
-    (:func:`selection_sweep`); ``pairs`` (table) lists both draws."""
-    if engine.model.tokens.several:
-        out = mlp_patching_readings(engine, pairs, sample, template, layer_effects, periods, n_components, select)
-    else:
-        ids = prompt_ids(engine.model.tokenizer, template, sample)
-        a, b = sample["a"].to_numpy(), sample["b"].to_numpy()
-        last = positions["last"]
-        out = last_token_mlps(engine, pairs, ids, a, b, last, layer_effects, periods, n_components, select)
-    return {**out, "pairs": job_pairs(pairs, select)}
-
-
-def last_token_mlps(
-    engine: PatchingEngine,
-    pairs: Pairs,
-    fit_ids: torch.Tensor,
-    fit_a: np.ndarray,
-    fit_b: np.ndarray,
-    last: int,
-    layer_effects: pd.DataFrame,
-    periods: Sequence[int] = PERIODS,
-    n_components: int = 100,
-    select: SelectionDraw | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching where every number is one token (the paper's path), raw tables:
-    ``effects`` (TE and DE of every MLP, :func:`mlp_effects`), ``topk`` (the top k MLPs by TE,
-    patched together, for every k, and all of them), ``fits`` (each MLP's output replaced by
-    its helix(a+b) fit, with the fit's R²) and ``selection`` (:func:`selection_sweep` on
-    ``select``, whose TE orders the top-k sweep; empty without a selection draw)."""
-    effects = mlp_effects(engine, pairs, layer_effects, last)
-    chosen = selection_sweep(engine, select.pairs, last) if select is not None else no_selection()
-    order = _choice(chosen) if select is not None else effects
-    mlps = [Point("mlp_out", layer, (last,)) for layer in range(engine.adapter.n_layers)]
+    """Rule mlp_patching's entry point, at each reading of the model's token layout (column
+    ``reading``): raw tables ``effects`` (TE and DE of every MLP, :func:`mlp_effects`), ``topk``
+    (the top k MLPs by TE, patched together, for every k, and all of them), ``fits`` (each MLP's
+    output replaced by its helix(a+b) fit, with the fit's R²) and ``selection``
+    (:func:`selection_sweep` on ``select``, whose TE orders the top-k sweep; empty without a
+    selection draw), and ``pairs`` (both draws).  The helix(a+b) fits are fitted to the MLP
+    outputs of the correct prompts of ``sample`` (teacher-forced with their answers where they
+    take several tokens), at the last token and, for answers of several tokens, per answer
+    position (:func:`~helixclock.experiments.answer_position_fits`; ``r2_helix_sum`` there the
+    mean over them), where the first differing token's reading patches each pair's p* fit
+    (:func:`first_difference_mlps`)."""
+    readings = engine.model.tokens.readings
     basis = Basis("helix", tuple(periods), variables=(SUM,))
-    values, _ = engine.collect(fit_ids, mlps, logits=False, desc="MLP outputs")
-    fits = fit_token(stack_points(values, mlps).float(), sum_values(fit_a, fit_b), [basis], n_components, dedupe=False)
-    pred = fits.predict(basis, sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"]))  # [L, n, d]
-    fit_raw = _fit_table(engine, pairs, mlps, pred[:, :, None], to_numpy(fits.r2[0]), "MLP fits")
-    return {"effects": effects, "topk": _topk(engine, pairs, order, last), "fits": fit_raw, "selection": chosen}
-
-
-def _fit_table(engine: PatchingEngine, pairs: Pairs, mlps, pred: Tensor, r2: np.ndarray, desc: str) -> pd.DataFrame:
-    """Each MLP's output replaced by its fit ``pred`` [L, n_pairs, positions, d] at its
-    positions: the raw LD table with the fit's R² per MLP."""
-    ld = engine.run(pairs, [[Patch(p, pred[i])] for i, p in enumerate(mlps)], desc=desc)
-    return ld_table(ld, pairs, [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)])
-
-
-def mlp_outputs(
-    engine: PatchingEngine, sample: pd.DataFrame, template: str
-) -> tuple[Float[Tensor, "layer row d_model"], Float[Tensor, "layer row pos d_model"], np.ndarray, np.ndarray]:
-    """Every MLP's output on the prompts of ``sample`` (correct a+b prompts), teacher-forced with
-    their own answers: at the last prompt token [L, n, d] and at every position that predicts an
-    answer token [L, n, K, d], with the rows' (a, b) and answer token counts."""
-    ids, groups, order, k = forced_rows(engine.model, sample, template)
-    layers = range(engine.adapter.n_layers)
-    last = [Point("mlp_out", layer, ("last",)) for layer in layers]
-    answer = [Point("mlp_out", layer, ("answer",)) for layer in layers]
-    values, _ = engine.collect(ids, last + answer, logits=False, desc="MLP outputs", groups=groups)
-    ab = sample[["a", "b"]].to_numpy()[order]
-    return stack_points(values, last).float(), torch.stack([values[p] for p in answer]).float(), ab, k
-
-
-def mlp_patching_readings(
-    engine: PatchingEngine,
-    pairs: Pairs,
-    sample: pd.DataFrame,
-    template: str,
-    layer_effects: pd.DataFrame,
-    periods: Sequence[int] = PERIODS,
-    n_components: int = 100,
-    select: SelectionDraw | None = None,
-) -> dict[str, pd.DataFrame]:
-    """Rule mlp_patching for answers of several tokens: the tables of :func:`last_token_mlps` at
-    the last prompt token and at every position that predicts an answer token (patched
-    together), column ``reading``.  The helix(a+b) fits are fitted to the MLP outputs of the
-    correct prompts of ``sample`` (teacher-forced), at the last token and per answer position
-    (:func:`~helixclock.experiments.answer_position_fits`); ``r2_helix_sum`` is the fit's R²,
-    at the answer positions the mean over them."""
-    basis = Basis("helix", tuple(periods), variables=(SUM,))
-    H_last, H_answer, ab, k = mlp_outputs(engine, sample, template)
+    roles = [r for r in readings if r in ROLE_READINGS]
+    H, ab, k = mlp_outputs(engine, sample, template, roles)
     clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
     device = pairs.clean.device
-    last_fits = fit_token(H_last, sum_values(ab[:, 0], ab[:, 1]), [basis], n_components, dedupe=False)
-    K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
-    if H_answer.shape[2] < K:
-        raise ValueError(
-            f"the fitted prompts' answers have at most {H_answer.shape[2]} tokens and the pairs' {K}: no fit for "
-            "the pairs' last answer positions (config key clock.fit_prompts: a larger sample)"
-        )
-    answer_fits = answer_position_fits(H_answer[:, :, :K], ab, k, [basis], n_components)
-    pred_answer = torch.stack([f.predict(basis, clean).to(device) for f in answer_fits], 2)  # [L, n_pairs, K, d]
-    pad_answer_positions(pred_answer, pairs.answer_tokens())
-    r2_answer = np.stack([to_numpy(f.r2[0]) for f in answer_fits])  # [K, L]
-    fitted = {
-        "last": (last_fits.predict(basis, clean).to(device)[:, :, None], to_numpy(last_fits.r2[0])),
+    last_fits = fit_token(H["last"], sum_values(ab[:, 0], ab[:, 1]), [basis], n_components, dedupe=False)
+    fitted = {"last": (last_fits.predict(basis, clean).to(device)[:, :, None], to_numpy(last_fits.r2[0]))}
+    if "answer" in readings:
+        pred_answer, r2_answer = _answer_fits(pairs, H["answer"], ab, k, basis, n_components)
         # role "answer" is as wide as the most answer tokens of all correct prompts (answer_width)
-        "answer": (widen(pred_answer, answer_width(pairs)), r2_answer.mean(0)),
-    }
+        fitted["answer"] = (widen(pred_answer, answer_width(pairs)), r2_answer.mean(0))
     out: dict[str, list[pd.DataFrame]] = {"effects": [], "topk": [], "fits": [], "selection": []}
-    for position in ROLE_READINGS:
+    for position in roles:
         reading = READINGS[position]
         effects = mlp_effects(engine, pairs, layer_effects, position)
         pred, r2 = fitted[position]
@@ -258,9 +169,57 @@ def mlp_patching_readings(
         }
         for name, table in tables.items():
             out[name].append(table.assign(reading=reading)[["reading", *table.columns]])
-    for name, table in first_difference_mlps(engine, pairs, layer_effects, pred_answer, r2_answer).items():
-        out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
-    return {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    if "differ" in readings:
+        for name, table in first_difference_mlps(engine, pairs, layer_effects, pred_answer, r2_answer).items():
+            out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
+    tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
+    return {**tables, "pairs": job_pairs(pairs, select)}
+
+
+def _fit_table(engine: PatchingEngine, pairs: Pairs, mlps, pred: Tensor, r2: np.ndarray, desc: str) -> pd.DataFrame:
+    """Each MLP's output replaced by its fit ``pred`` [L, n_pairs, positions, d] at its
+    positions: the raw LD table with the fit's R² per MLP."""
+    ld = engine.run(pairs, [[Patch(p, pred[i])] for i, p in enumerate(mlps)], desc=desc)
+    return ld_table(ld, pairs, [{"layer": p.layer, "r2_helix_sum": float(r2[i])} for i, p in enumerate(mlps)])
+
+
+def mlp_outputs(
+    engine: PatchingEngine, sample: pd.DataFrame, template: str, roles: Sequence[str] = ROLE_READINGS
+) -> tuple[dict[str, Float[Tensor, "layer row ..."]], np.ndarray, np.ndarray]:
+    """Every MLP's output on the prompts of ``sample`` (correct a+b prompts), teacher-forced with
+    their own answers, at each of ``roles``: at the last prompt token [L, n, d], at every position
+    that predicts an answer token [L, n, K, d]; with the rows' (a, b) and answer token counts."""
+    ids, groups, order, k = forced_rows(engine.model, sample, template)
+    layers = range(engine.adapter.n_layers)
+    points = {role: [Point("mlp_out", layer, (role,)) for layer in layers] for role in roles}
+    every = [p for role in roles for p in points[role]]
+    values, _ = engine.collect(ids, every, logits=False, desc="MLP outputs", groups=groups)
+    ab = sample[["a", "b"]].to_numpy()[order]
+    H = {role: (stack_points if role == "last" else _stack)(values, points[role]).float() for role in roles}
+    return H, ab, k
+
+
+def _stack(values: dict, points) -> Tensor:
+    return torch.stack([values[p] for p in points])
+
+
+def _answer_fits(
+    pairs: Pairs, H_answer: Tensor, ab: np.ndarray, k: np.ndarray, basis: Basis, n_components: int
+) -> tuple[Tensor, np.ndarray]:
+    """The helix(a+b) fits of every answer position (:func:`~helixclock.experiments.answer_position_fits`)
+    at the pairs' clean a+b, [L, n_pairs, K, d] (a pair's positions past its answer padded), and
+    each position's R², [K, L]."""
+    K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
+    if H_answer.shape[2] < K:
+        raise ValueError(
+            f"the fitted prompts' answers have at most {H_answer.shape[2]} tokens and the pairs' {K}: no fit for "
+            "the pairs' last answer positions (config key clock.fit_prompts: a larger sample)"
+        )
+    clean = sum_values(pairs.meta["clean_a"], pairs.meta["clean_b"])
+    answer_fits = answer_position_fits(H_answer[:, :, :K], ab, k, [basis], n_components)
+    pred = torch.stack([f.predict(basis, clean).to(pairs.clean.device) for f in answer_fits], 2)
+    pad_answer_positions(pred, pairs.answer_tokens())
+    return pred, np.stack([to_numpy(f.r2[0]) for f in answer_fits])
 
 
 def first_difference_mlps(

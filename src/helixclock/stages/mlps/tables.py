@@ -78,16 +78,16 @@ def mlp_summary(
     """mlp_topk (Fig. D8: the top-k curve, the smallest k reaching ``threshold``: the circuit
     MLPs), mlp_stages (Fig. 7: helix(a+b)/TE and DE/TE of the circuit MLPs whose TE is at
     least MIN_TE of the largest, by layer) and mlp_effects (TE and DE of every MLP with
-    intervals).  Raw tables with a ``reading`` (answers of several tokens) give each table a
-    part per reading of the top-k curve (the last token, the answer positions), in their order,
-    of LD itself (the log-likelihood ratio), mlp_effects with the TE of the terms DE scores
-    (``te_matched``).  Where the job chose on a selection draw (``raw_selection`` not empty) the
+    intervals).  Each table has a part per reading of the top-k curve (the last token and, for
+    answers of several tokens, the answer positions), in their order, of LD itself (for those the
+    log-likelihood ratio), mlp_effects with the TE of the terms DE scores (``te_matched``).
+    Where the job chose on a selection draw (``raw_selection`` not empty) the
     circuit is that draw's (:func:`selection_choice`; mlp_topk's ``selection_smallest_k``),
     measured on the measuring pairs; else the measuring pairs' curve chooses it, the paper's.
     mlp_by_length: every MLP's TE and DE by answer token count (``pairs``: the job's pairs table;
     :func:`helixclock.lengths.by_length`); mlp_strata: every MLP by stratum (answer tokens, p*,
     :func:`strata_effects`)."""
-    readings = list(dict.fromkeys(raw_topk["reading"])) if "reading" in raw_topk else [None]
+    readings = list(dict.fromkeys(raw_topk["reading"]))
     out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": [], "mlp_by_length": []}
     for reading in readings:
 
@@ -109,7 +109,7 @@ def mlp_summary(
             ),
         }
         for name, table in tables.items():
-            out[name].append(table if reading is None else table.assign(reading=reading)[["reading", *table.columns]])
+            out[name].append(table.assign(reading=reading)[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     tables["mlp_strata"] = strata_effects(raw_effects, raw_fits, resampling)
     return tables

@@ -141,7 +141,7 @@ def screened_subset(topk: pd.DataFrame | None, card: dict | None) -> str | None:
     heads; None where every head was patched (or the tables are missing)."""
     if topk is None or not isinstance(card, dict) or "n_heads" not in card or not len(topk):
         return None
-    part = topk[topk["reading"] == "last token"] if "reading" in topk else topk
+    part = topk[topk["reading"] == "last token"]
     patched, total = int(part["k"].max()), int(card["n_layers"] * card["n_heads"])
     if patched >= total:
         return None

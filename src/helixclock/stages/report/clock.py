@@ -70,10 +70,9 @@ def fit_sum_helix(H: np.ndarray, s: np.ndarray, periods: Sequence[int] = PERIODS
 def best_sum_layer(last_token: pd.DataFrame, fit: str = "helix(a+b)") -> int:
     """The layer where ``fit`` patches best (largest mean LD) in Fig. 5's table
     ``clock/last_token.csv`` (columns layer, fit, ld_mean), read at the last prompt token (the
-    reading whose residual the cache holds, where a table has several)."""
+    reading whose residual the cache holds)."""
     last_token = primary(last_token)
-    if "reading" in last_token:
-        last_token = last_token[last_token["reading"] == READINGS["last"]]
+    last_token = last_token[last_token["reading"] == READINGS["last"]]
     part = last_token[last_token["fit"] == fit]
     if part.empty:
         raise KeyError(f"no rows with fit == {fit!r} in the last-token table; fits: {sorted(set(last_token['fit']))}")

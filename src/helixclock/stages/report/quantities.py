@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...layout import READINGS
 from ...outputs import COMPARED_TABLES
 from ...statistics import MIN_ERRORS, share_set, smallest_k
 from ...tasks import N_ANSWERS, TASKS
@@ -90,9 +91,9 @@ def _k_for(topk: pd.DataFrame, threshold: float) -> float:
 
 
 def last_token(table: pd.DataFrame) -> pd.DataFrame:
-    """The paper's reading of a table read at several positions (answers of several tokens,
-    column ``reading``: the last prompt token and the answer positions): the last token's rows."""
-    return table[table["reading"] == "last token"] if "reading" in table else table
+    """The paper's reading of a table of the last-token stages (column ``reading``: the last
+    prompt token, and for answers of several tokens the answer positions): the last token's rows."""
+    return table[table["reading"] == READINGS["last"]]
 
 
 def stage_boundary(stages: pd.DataFrame) -> float:
