@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .layout import groups_of, layout_order
+from .layout import Group, groups_of, layout_order
 from .models import LoadedModel
 from .numbers import changed_places, digit_tokens, ordered, padded, rows_tokens, token_shapes
 from .patching import Pairs
@@ -98,7 +98,23 @@ def draw_pairs(
         torch.tensor(c["answer_token"].to_numpy(), device=device),
         torch.tensor(x["answer_token"].to_numpy(), device=device),
         meta,
+        shared_layout(tokenizer, template, c),
     )
+
+
+def shared_layout(tokenizer, template: str, rows: pd.DataFrame) -> list[Group]:
+    """Every row of ``rows`` in one group, where every number is one token (the paper's case):
+    the prompts of a task share one token layout, that of the first row, whose roles ("a", "b",
+    "last") resolve to the positions the model card records, as each prompt's own layout does
+    where numbers take several tokens (:mod:`helixclock.layout`)."""
+    layout = rows_tokens(tokenizer, template, rows.iloc[:1], answers=False).layouts()[0]
+    length = int(prompt_ids(tokenizer, template, rows.iloc[:1]).shape[1])
+    if layout.length != length:
+        raise ValueError(
+            f"the prompt {render(template, int(rows['a'].iloc[0]), int(rows['b'].iloc[0]))!r} is {length} tokens "
+            f"and its layout {layout.length}: the tokenizer splits it otherwise than its numbers' spans say"
+        )
+    return [Group(0, len(rows), layout)]
 
 
 def model_pairs(
@@ -185,10 +201,11 @@ def prompt_ids(tokenizer, template: str, rows: pd.DataFrame, device=None) -> tor
 def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, several: bool = False):
     """Token ids of the prompts of ``rows`` for collecting values at roles ("a", "last"):
     (ids [n, seq], groups, order), the rows being ``rows.iloc[order]``; one-token numbers
-    keep the rows' order in one group (groups None), numbers of several tokens are ordered by
-    token layout (ids right-padded)."""
+    keep the rows' order in one group (:func:`shared_layout`), numbers of several tokens are
+    ordered by token layout (ids right-padded)."""
     if not several:
-        return prompt_ids(tokenizer, template, rows, device), None, np.arange(len(rows))
+        ids = prompt_ids(tokenizer, template, rows, device)
+        return ids, shared_layout(tokenizer, template, rows), np.arange(len(rows))
     tokens = rows_tokens(tokenizer, template, rows, answers=False)
     order, groups, _ = ordered(tokens)
     ids = padded([tokens.ids[i] for i in order], int(tokens.ids[0][0]))

@@ -140,3 +140,43 @@ def test_the_script_guard_finds_a_planted_branch(tmp_path):
     planted.write_text("if job.pairs.scoring == 'logprob':\n    out = 1\n")
     with pytest.raises(AssertionError, match="planted.py:1"):
         test_no_script_chooses_the_path(planted)
+
+
+@pytest.mark.parametrize("which", ["toy", "gpt-j"])
+def test_one_token_pairs_carry_the_layout_whose_roles_are_the_cards_positions(which, tokenizer, monkeypatch):
+    """Numbers of one token are the one-place case: a task's prompts share one token layout, and
+    its roles a, b and last resolve to the positions the model card's check finds (the toy's
+    word-level tokenizer and GPT-J's real BPE, every task of the paper's prompts); so the pairs
+    and the rows a role is collected at need no integer positions beside them.  A tokenizer that
+    writes a prompt otherwise than its numbers' spans say is refused by name."""
+    from helpers.gpt2_tokenizer import gpt2_tokenizer
+
+    import helixclock.pairs as pairs_module
+    from helixclock.pairs import draw_pairs, prompt_ids, prompt_rows, shared_layout
+    from helixclock.tasks import TASKS, check_task_tokens, get_task
+
+    tok = tokenizer if which == "toy" else gpt2_tokenizer()
+    for name, template in GPTJ_PROMPTS.items():
+        found = check_task_tokens(tok, "m", get_task(name), template, answers=False).positions
+        rows = pd.DataFrame({"a": [3, 45, 97], "b": [8, 21, 60] if name == "add" else -1})
+        rows["answer"] = rows["a"]  # any one-token answer: the prompt's layout does not read it
+        layout = shared_layout(tok, template, rows)[0].layout
+        assert layout.resolve("a") == (found.a,) and layout.resolve("last") == (found.last,), name
+        if name == "add":
+            assert layout.resolve("b") == (found.b,)
+        ids, groups, order = prompt_rows(tok, template, rows)
+        assert (
+            groups[0].layout == layout and (groups[0].start, groups[0].stop) == (0, 3) and order.tolist() == [0, 1, 2]
+        )
+    assert TASKS  # every task above is a registered one
+    correct = pd.DataFrame({"a": [3, 45, 7, 60], "b": 8})
+    correct["answer"] = correct["a"] + correct["b"]
+    correct["answer_token"] = [tok.convert_tokens_to_ids(str(n)) for n in correct["answer"]]
+    pairs = draw_pairs(correct, 4, 0, tok, ADD, ("a",))
+    assert pairs.groups[0].layout.resolve("last") == (pairs.clean.shape[1] - 1,)
+    # a tokenizer whose prompt ids are one token longer than the spans it gives the numbers
+    monkeypatch.setattr(
+        pairs_module, "prompt_ids", lambda *a, **k: torch.nn.functional.pad(prompt_ids(*a, **k), (0, 1))
+    )
+    with pytest.raises(ValueError, match="splits it otherwise than its numbers' spans say"):
+        shared_layout(tok, ADD, correct)

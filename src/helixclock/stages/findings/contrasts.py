@@ -73,8 +73,10 @@ def match(frame: pd.DataFrame, filters: Mapping, where: str) -> pd.DataFrame:
 
 
 def prepared(frame: pd.DataFrame, finding: Mapping) -> pd.DataFrame:
-    """A table cut to the finding's reading and term where it has those columns (answers of
-    several tokens; tables of one-token models have neither).  Term ``matched`` (a raw table of
+    """A table cut to the finding's reading and term where it has those columns: the last-token
+    stages' tables have a reading (one, the last token, for a one-token model), the stages read
+    at one place (the helix at a's token, the numbers' structure) none; a term only where LD is
+    the log-likelihood ratio of answers of several tokens.  Term ``matched`` (a raw table of
     pairs by term): the terms the reading's DE scores, by stratum (answer tokens, p*: the strata
     of the table's rows at the first differing token), :func:`helixclock.strata.by_stratum`."""
     if finding["term"] == MATCHED and TERM in frame and "reading" in frame:

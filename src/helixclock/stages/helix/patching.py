@@ -28,7 +28,6 @@ from ...pairs import model_pairs, pair_table, prompt_rows
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
 from ...sampling import pairs_available, split_values
-from ...tasks import check_task_tokens, get_task
 
 log = logging.getLogger("helixclock")
 
@@ -195,8 +194,7 @@ def helix_patching(
     settings = settings or FitSettings()
     model = engine.model
     several = model.tokens.several
-    # one-token numbers: the positions every prompt shares; several tokens: each layout's
-    positions = ("a", "b") if several else (int(cache.attrs["position_a"]), int(cache.attrs["position_b"]))
+    positions = ("a", "b")  # roles of each pair's layout (one-token numbers: the positions every prompt shares)
     c = HelixControls(
         engine,
         correct,
@@ -250,16 +248,9 @@ def other_tasks_patching(
         correct = acc[acc["correct"]]
         if correct["answer"].nunique() < 2:
             raise ValueError(f"task {task!r}: fewer than two distinct correct answers; cannot draw pairs")
-        several = model.tokens.several
-        pos = (
-            "a"
-            if several
-            else check_task_tokens(
-                model.tokenizer, model.name, get_task(task), prompts[task], answers=False
-            ).positions.a
-        )
+        pos = "a"  # the role: a's last token in each prompt's layout (one-token numbers: one layout)
         points = [Point("resid_pre", layer, (pos,)) for layer in layers]
-        ids, groups, order = prompt_rows(model.tokenizer, prompts[task], correct, several=several)
+        ids, groups, order = prompt_rows(model.tokenizer, prompts[task], correct, several=model.tokens.several)
         values, _ = engine.collect(ids, points, logits=False, desc=f"a-token residuals {task}", groups=groups)
         bases = full_bases(settings.periods, compat=settings.compat)
         a_values = correct["a"].to_numpy()[order]
@@ -277,7 +268,7 @@ def other_tasks_patching(
                 bases,
                 pca_ks=(k,),
                 desc=f"patching {task}",
-                references=several,
+                references=model.tokens.several,
                 task=task,
             )
         )

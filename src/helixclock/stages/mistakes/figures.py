@@ -40,8 +40,6 @@ def figE1_linear_addition(
     through the points; a regressed on the PCA dims, in-sample and held out), each with its
     R^2 in the legend; beside it, where each number's representation sits on each line."""
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5.2), gridspec_kw={"width_ratios": [1.5, 1]})
-    if "reading" not in accuracy.columns:
-        accuracy, line = accuracy.assign(reading="points"), line.assign(reading="points")
     readings = [r for r in READINGS if r in set(accuracy["reading"])]
     model_rows = accuracy[accuracy["reading"] == readings[0]]
 

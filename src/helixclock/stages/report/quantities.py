@@ -168,13 +168,9 @@ def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01, reading
 
 def _line(t: Tables, reading: str, col: str, alpha: int | None = None) -> float:
     """``col`` of App. E's table under one reading of "a line fitted to the numbers"
-    (``linear_addition``: alpha, reading, ...); at ``alpha`` or the first row.  A table
-    without readings is the line through the points."""
+    (``linear_addition``: alpha, reading, ...); at ``alpha`` or the first row."""
     df = t["linear_addition"]
-    if "reading" in df.columns:
-        df = df[df["reading"] == reading]
-    elif reading != "points":
-        return np.nan
+    df = df[df["reading"] == reading]
     return _at(df, "alpha", alpha, col) if alpha is not None else _first(df, col)
 
 
