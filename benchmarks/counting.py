@@ -32,9 +32,8 @@ from helixclock.stages.helix.patching import helix_patching, other_tasks_patchin
 from helixclock.stages.last_token.patching import last_token_curves, layer_effects
 from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.neurons.fit import fit_neurons
-from helixclock.stages.neurons.jobs import last_token_attribution, last_token_fit_eval, last_token_grids
+from helixclock.stages.neurons.jobs import neuron_attribution, neuron_fit_eval, neuron_grids
 from helixclock.stages.neurons.patching import NeuronSettings
-from helixclock.stages.neurons.patching import n_top as top_count
 from helixclock.tasks import check_all_tasks, check_task_tokens, get_task
 from helixclock.toy import build_tokenizer
 
@@ -235,32 +234,33 @@ def count_mlps(run: TinyRun, correct: pd.DataFrame, sample: pd.DataFrame, effect
 
 
 def count_neurons(run: TinyRun, acc: pd.DataFrame, last: int, measure=lambda job, fn: fn()) -> dict[str, dict]:
-    """neuron_attribution, neuron_grids of its top neurons, neuron_fits (a CPU job, not
-    counted) and neuron_fit_eval, each through ``measure`` (:func:`run_jobs`)."""
+    """neuron_attribution, neuron_grids of its top units, neuron_fits (a CPU job, not counted)
+    and neuron_fit_eval, each through ``measure`` (:func:`run_jobs`); ``last`` is unused (the
+    jobs read their units at the places of the model's answers: the last token here)."""
     got = {}
     neurons, template = run.neurons, run.template
 
     def attribution():
-        out = last_token_attribution(run.engine(), acc, template, last, neurons)
+        out = neuron_attribution(run.engine(), acc, template, neurons)
         return run.counter.take(), out
 
     got["neuron_attribution"], out = measure("neuron_attribution", attribution)
-    scores = out["attribution"]
-    top = scores.iloc[: top_count(len(scores), neurons.top_share)]
 
     def grids_job():
-        grids = last_token_grids(run.engine(), acc, template, last, top)
+        grids = neuron_grids(run.engine(), acc, template, out["attribution"], neurons)
         return run.counter.take(), grids
 
     got["neuron_grids"], grids = measure("neuron_grids", grids_job)
     ids = {"layer": grids["layer"], "neuron": grids["neuron"]}
     fits = [fit_neurons(grids[k], run.fit.periods, **ids) for k in ("pre", "up") if k in grids]  # gated: gate, up
     run.counter.take()
-    fitted = pd.DataFrame({"layer": fits[0].layer, "neuron": fits[0].neuron})
+    fitted = pd.DataFrame(
+        {"layer": fits[0].layer, "neuron": fits[0].neuron, "place": [p.decode() for p in grids["place"]]}
+    ).assign(rank=grids["rank"])
     predicted = [f.predict() for f in fits]
 
     def fit_eval():
-        last_token_fit_eval(run.engine(), acc, template, last, fitted, predicted, out["means"], neurons)
+        neuron_fit_eval(run.engine(), acc, template, fitted, predicted, out["means"], neurons)
         return run.counter.take()
 
     got["neuron_fit_eval"] = measure("neuron_fit_eval", fit_eval)

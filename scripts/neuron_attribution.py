@@ -1,9 +1,9 @@
-"""Rule neuron_attribution: every neuron's attribution, the top neurons' DE and the figD9 sweep
-(answers of several tokens: every unit (layer, neuron, place), helixclock.stages.neurons.places)."""
+"""Rule neuron_attribution: every unit's (layer, neuron, place) attribution, the top units' DE and
+the figD9 sweep (one-token numbers: the neurons at the last token; helixclock.stages.neurons.places)."""
 
 import numpy as np
 
-from helixclock.model_jobs import add_positions, open_model, selection
+from helixclock.model_jobs import open_model, selection
 from helixclock.pipeline import accuracy, minimum, require, settings, start
 from helixclock.preconditions import attribution_needs
 from helixclock.stages.neurons.jobs import neuron_attribution
@@ -15,7 +15,7 @@ neurons = settings(snakemake, "neurons", NeuronSettings)
 require(snakemake, attribution_needs(acc, neurons.attribution_pairs, minimum(snakemake)))
 model, engine = open_model(snakemake)
 template = snakemake.params.spec["prompts"]["add"]
-out = neuron_attribution(engine, acc, template, add_positions(snakemake), neurons, selection(snakemake))
+out = neuron_attribution(engine, acc, template, neurons, selection(snakemake))
 np.save(snakemake.output.means, out.pop("means"))
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

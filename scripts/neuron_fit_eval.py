@@ -1,9 +1,9 @@
-"""Rule neuron_fit_eval: fig09, the top k neurons with actual or fitted preactivations (answers of
-several tokens: the top k units of every place)."""
+"""Rule neuron_fit_eval: fig09, the top k units of every place with actual or fitted preactivations
+(one-token numbers: the top k neurons at the last token)."""
 
 import numpy as np
 
-from helixclock.model_jobs import add_positions, open_model
+from helixclock.model_jobs import open_model
 from helixclock.pipeline import accuracy, minimum, require, settings, start
 from helixclock.preconditions import fit_eval_needs
 from helixclock.stages.neurons.jobs import neuron_fit_eval
@@ -18,5 +18,5 @@ model, engine = open_model(snakemake)
 template = snakemake.params.spec["prompts"]["add"]
 means = np.load(snakemake.input.means)
 neurons = settings(snakemake, "neurons", NeuronSettings)
-raw = neuron_fit_eval(engine, acc, template, add_positions(snakemake), top, fitted, means, neurons)
+raw = neuron_fit_eval(engine, acc, template, top, fitted, means, neurons)
 raw.to_csv(snakemake.output[0], index=False)

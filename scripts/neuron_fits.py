@@ -1,4 +1,4 @@
-"""Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model)."""
+"""Rule neuron_fits: Eq. 5 fitted to every top unit's N(a, b) at once, place by place (no model)."""
 
 import numpy as np
 
@@ -10,7 +10,7 @@ log = start(snakemake)
 p = snakemake.params
 grids = read_arrays(snakemake.input.grids)
 out = neuron_fits(grids, p.periods, p.method, p.figure_ranks)
-save_neuron_fits(snakemake.output.fits, out["fits"], out["up"], out.get("units"))
+save_neuron_fits(snakemake.output.fits, out["fits"], out["up"], out["units"])
 for name in ("table", "terms", "fig08"):
     out[name].to_csv(snakemake.output[name], index=False)
 table = out["table"]

@@ -1,9 +1,9 @@
-"""Rule neuron_grids: N(a, b) of the top neurons over the grid, their max activation and logit
-lens (answers of several tokens: of the top units of every place)."""
+"""Rule neuron_grids: N(a, b) of the top units of every place over the grid, their max activation
+and logit lens (one-token numbers: of the top neurons at the last token)."""
 
 import pandas as pd
 
-from helixclock.model_jobs import add_positions, open_model
+from helixclock.model_jobs import open_model
 from helixclock.pipeline import settings, start
 from helixclock.stages.neurons.jobs import neuron_grids, save_grids
 from helixclock.stages.neurons.patching import NeuronSettings
@@ -14,5 +14,5 @@ scores = pd.read_csv(snakemake.input.attribution)
 model, engine = open_model(snakemake)
 template = snakemake.params.spec["prompts"]["add"]
 acc = pd.read_csv(snakemake.input.accuracy)
-grids = neuron_grids(engine, acc, template, add_positions(snakemake), scores, neurons)
+grids = neuron_grids(engine, acc, template, scores, neurons)
 save_grids(snakemake.output[0], grids, snakemake.wildcards.model)

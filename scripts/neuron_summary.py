@@ -4,15 +4,12 @@ import pandas as pd
 
 from helixclock.io import write_table
 from helixclock.pipeline import resampling, start
-from helixclock.stages.neurons.tables import neuron_summary, top_neurons_paper_table
+from helixclock.stages.neurons.tables import circuit_layers, neuron_summary, top_neurons_paper_table
 
 start(snakemake)
 inp, out = snakemake.input, snakemake.output
 raw = {name: pd.read_csv(inp[name]) for name in ("attribution", "direct_effects", "ablation", "fit_eval")}
-stages = pd.read_csv(inp.stages)
-if "reading" in stages:  # answers of several tokens: the units sit at the answer positions
-    stages = stages[stages["reading"] == "answer positions"]
-circuit = stages["layer"]
+circuit = circuit_layers(pd.read_csv(inp.stages))
 tables = neuron_summary(raw, pd.read_csv(inp.fits), circuit, resampling(snakemake))
 for name, df in tables.items():
     df.to_csv(out[name], index=False)

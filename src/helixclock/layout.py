@@ -55,6 +55,30 @@ ROLE_READINGS = ("last", "answer")  # the readings at a role of the pairs' own r
 # a pair's stratum at the first differing token: its answer's token count and p*, counted in answer
 # tokens before it (0: the last prompt token; 1: the position after the answer's first token, ...)
 STRATA = ("answer_tokens", "p_star")
+# The places of an answer's tokens, counted from its last token: what the neuron stage's unit
+# (layer, neuron, place) is read at (:mod:`helixclock.stages.neurons.places`).  Where numbers take
+# several tokens (a digit tokenizer's) they are the digits' places; where every number is one
+# token (the paper's models) an answer has one place, the whole number: its one token is the
+# number 0..198, not a digit, and the paper's neurons at the last token are its units.
+DIGIT_PLACES = ("units", "tens", "hundreds")
+NUMBER = "number"
+PLACE_ORDER = (NUMBER, *DIGIT_PLACES)  # every place's name, in the order the tables list them
+
+
+def place_index(place: str) -> int:
+    """Where a place's token sits in an answer, counted from its last token (0: the whole number
+    or the units digit, 1: the tens digit, 2: the hundreds digit)."""
+    return 0 if place == NUMBER else DIGIT_PLACES.index(place)
+
+
+def whole_numbers(places) -> bool:
+    """Whether units of these places are read at one-token numbers (the place :data:`NUMBER`)
+    rather than at digits (:data:`DIGIT_PLACES`): the one fact of the token layout the neuron
+    stage's outputs differ by where they must - the logit lens reads the answer tokens 0..198
+    (App. F: W_U W_out, no final norm) or the digit tokens (through the final norm, with a base
+    rate), and Eq. 5 is fitted beside the digit basis at digits only.  A model's units are all of
+    one kind; no unit at all (an empty table) reads as the paper's."""
+    return not set(places) & set(DIGIT_PLACES)
 
 
 @dataclass(frozen=True)
@@ -82,6 +106,13 @@ class NumberTokens:
         if value not in ("one", "several"):
             raise ValueError(f"number_tokens is {value!r}: allowed one, several")
         return cls(value == "several")
+
+    @property
+    def places(self) -> tuple[str, ...]:
+        """The places an answer's tokens can have, counted from its last token (0 first): the whole
+        number alone where every number is one token (:data:`NUMBER`: the paper's neurons at the
+        last token), the digits' places where numbers take several (:data:`DIGIT_PLACES`)."""
+        return DIGIT_PLACES if self.several else (NUMBER,)
 
     @property
     def readings(self) -> tuple[str, ...]:

@@ -54,14 +54,6 @@ def open_model(snakemake, **kwargs) -> tuple[LoadedModel, PatchingEngine]:
     return model, PatchingEngine(model, batch_size=snakemake.params.batch_size)
 
 
-def add_positions(snakemake) -> dict | None:
-    """The model card's token positions of a+b (a, b, last) where every number is one token;
-    None for numbers of several tokens, whose positions are roles of each prompt's token layout
-    (:mod:`helixclock.layout`).  Rule entry points take them as they are and choose the path by
-    :attr:`helixclock.models.LoadedModel.tokens`."""
-    return read_json(snakemake.input.card).get("positions", {}).get("add")
-
-
 def open_checked(
     snakemake, needs: Callable[..., list[Need]], template: str, correct: pd.DataFrame
 ) -> tuple[LoadedModel, PatchingEngine]:

@@ -129,10 +129,16 @@ def model_pairs(
     """:func:`draw_pairs` for a loaded model: its tokenizer and device, and with numbers of
     several tokens its registry's ``answer_end``."""
     several = model.tokens.several
-    end = model.info.get("answer_end") if several else None
     return draw_pairs(
-        correct, n_pairs, seed, model.tokenizer, template, vary, clean_a, model.device, several=several, end=end
+        correct, n_pairs, seed, model.tokenizer, template, vary, clean_a, model.device, several, answer_end(model)
     )
+
+
+def answer_end(model: LoadedModel) -> str | None:
+    """The token text that ends an answer in the model's prompts (registry ``answer_end``), read
+    where numbers take several tokens; a one-token answer is read at the last token alone (the
+    paper's), whatever the registry says."""
+    return model.info.get("answer_end") if model.tokens.several else None
 
 
 def _several_pairs(
@@ -214,10 +220,11 @@ def prompt_rows(tokenizer, template: str, rows: pd.DataFrame, device=None, sever
 
 def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
     """Token ids of the prompts of ``rows`` (columns a, b, answer) followed by their own answers'
-    tokens, as pairs run them (teacher forcing, with the registry's ``answer_end``), for
+    tokens, as pairs run them (teacher forcing, with the registry's ``answer_end``: :func:`answer_end`;
+    one-token answers: the prompts alone, the answer read at the last token), for
     collecting values at role "answer": (ids [n, seq], groups, order, answer token counts), the
     rows being ``rows.iloc[order]``, ordered by token layout."""
-    tokens = rows_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
+    tokens = rows_tokens(model.tokenizer, template, rows, end=answer_end(model))
     order, groups, _ = ordered(tokens, teacher_forced=True)
     seqs = tokens.sequences(teacher_forced=True)
     ids = padded([seqs[i] for i in order], int(tokens.ids[0][0]))
@@ -227,8 +234,10 @@ def forced_rows(model: LoadedModel, rows: pd.DataFrame, template: str):
 def same_forced_pairs(model: LoadedModel, rows: pd.DataFrame, template: str) -> Pairs:
     """Each prompt of ``rows`` (columns a, b, answer) paired with itself, teacher-forced with its
     answer and scored as :func:`draw_pairs` scores numbers of several tokens (ordered by token
-    layout; ``meta`` in that order): for ablations of a model whose numbers are several tokens."""
-    tokens = rows_tokens(model.tokenizer, template, rows, end=model.info.get("answer_end"))
+    layout; ``meta`` in that order): for ablations, where the metric compares a patched run with
+    the unpatched one.  One-token answers: the prompts alone, in their order, scored by the
+    answer's logit at the last token (the paper's)."""
+    tokens = rows_tokens(model.tokenizer, template, rows, end=answer_end(model))
     idx = list(range(len(rows)))
     meta = {f"{side}_{k}": rows[k].to_numpy() for side in ("clean", "corrupted") for k in ("a", "b", "answer")}
     return _several_pairs(tokens, idx, idx, meta, model.device, _digit_ids(model.tokenizer, model.device)).same()
@@ -237,15 +246,6 @@ def same_forced_pairs(model: LoadedModel, rows: pd.DataFrame, template: str) -> 
 def _digit_ids(tokenizer, device) -> torch.Tensor:
     """The token ids that continue an answer under greedy decoding (spelled by 0-9)."""
     return torch.from_numpy(np.flatnonzero(digit_tokens(tokenizer, max(tokenizer.get_vocab().values()) + 1))).to(device)
-
-
-def same_prompt_pairs(tokenizer, rows: pd.DataFrame, template: str, device=None) -> Pairs:
-    """Each prompt of ``rows`` (columns a, b, answer_token) paired with itself: for ablations,
-    where the metric compares a patched run with the unpatched one."""
-    ids = prompt_ids(tokenizer, template, rows, device)
-    answers = torch.tensor(rows["answer_token"].to_numpy(), device=device)
-    meta = {"clean_a": rows["a"].to_numpy(), "clean_b": rows["b"].to_numpy(), "clean_answer": rows["answer"].to_numpy()}
-    return Pairs(ids, ids, answers, answers, meta).same()
 
 
 # -- the pairs a job ran, and the selection draw --------------------------------------------------

@@ -8,8 +8,7 @@ import pytest
 from helpers.digit_models import digit_model
 
 from helixclock.patching import PatchingEngine
-from helixclock.stages.neurons.layer_lens import layer_digit_lens
-from helixclock.stages.neurons.places import digit_lens, lens_tokens
+from helixclock.stages.neurons.places import digit_lens, layer_digit_lens, lens_tokens
 
 
 @pytest.mark.parametrize("family", ["llama", "gemma3"])

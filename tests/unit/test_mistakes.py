@@ -370,6 +370,7 @@ def planted_neurons(n: int = 40, seed: int = 0):
     lens[::5] = 2 * np.cos(2 * np.pi * x / 199) + 0.1 * rng.normal(size=(n // 5, 199))
     neurons = pd.DataFrame(
         {
+            "place": "number",  # one-token numbers: the whole number, the paper's lens over 0..198
             "layer": rng.integers(10, 28, n),
             "neuron": rng.integers(0, 16384, n),
             "te": rng.uniform(0.1, 1, n),
@@ -418,7 +419,14 @@ def test_f4_keeps_neurons_whose_largest_term_is_an_ab_term():
     x = np.arange(199)
     lens2 = np.cos(2 * np.pi * x / 2.5)[None].repeat(2, 0)
     two = pd.DataFrame(
-        {"layer": [1, 2], "neuron": [0, 1], "de": [1.0, 1.0], "top_variable": "a+b", "top_period": [5, 10]}
+        {
+            "place": "number",
+            "layer": [1, 2],
+            "neuron": [0, 1],
+            "de": [1.0, 1.0],
+            "top_variable": "a+b",
+            "top_period": [5, 10],
+        }
     )
     per2 = logit_lens_periods(two, lens2, fraction=1.0)
     assert per2["matches"].tolist() == [False, False] and per2["harmonic"].tolist() == [2, 4]
@@ -433,8 +441,9 @@ def test_the_neuron_logit_lens_finds_the_planted_periods():
         f"L{neurons.layer[3]}N{neurons.neuron[3]}",
     ]
     assert np.allclose(table["logit"].to_numpy()[:199], neurons.max_post[0] * lens[0])
-    assert (table["answer"] == table["max_a"] + table["max_b"]).all()
+    assert (table["answer"] == table["max_a"] + table["max_b"]).all() and set(table["place"]) == {"number"}
     per = logit_lens_periods(neurons, lens, fraction=0.8)
+    assert set(per["place"]) == {"number"}
     keep = share_set(neurons["de"].to_numpy(), 0.8)
     assert len(per) == keep.sum() < len(neurons)
     # frequency of period T over 199 tokens: nearest k = 199 / T, at most 99 (T = 2 -> 99, 2.01)

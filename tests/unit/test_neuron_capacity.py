@@ -113,7 +113,7 @@ def test_places_fit_on_their_cells_and_the_hundreds_place_has_one_digit_column_f
     assert cap["n_params_eq5"].tolist() == [24] * 4 and cap["n_params_digits"].tolist() == [24, 24, 23, 24]
     assert cap["better"].tolist() == ["digits", "Eq. 5", "Eq. 5", "digits"]
     assert cap[["r2_eq5", "r2_digits", "t100_increment"]].notna().all().all()
-    with pytest.raises(ValueError, match="allowed units, tens, hundreds"):
+    with pytest.raises(ValueError, match="allowed number, units, tens, hundreds"):
         capacity_table(grids, ["units", "tens", "thousands", "units"])
     with pytest.raises(ValueError, match="one place per unit"):
         capacity_table(grids, ["units"])
@@ -127,9 +127,10 @@ def test_the_summary_bootstraps_the_paired_differences_over_units():
         [clock_neuron(rng.uniform(0.5, 2)) for _ in range(30)] + [digit_neuron(rng.uniform(0.5, 2)) for _ in range(10)]
     )
     grids = grids + 0.2 * rng.normal(size=grids.shape)
-    out = capacity_tables({"pre": grids, "layer": np.arange(40), "neuron": np.arange(40), "rank": np.arange(40)[::-1]})
+    ids = {"layer": np.arange(40), "neuron": np.arange(40), "rank": np.arange(40)[::-1], "place": [b"number"] * 40}
+    out = capacity_tables({"pre": grids, **ids})  # the grids.h5 of a one-token model: one place, the whole grid
     table, summary = out["bases"], out["bases_summary"]
-    assert table["rank"].tolist() == list(range(39, -1, -1)) and set(table["place"]) == {"units"}
+    assert table["rank"].tolist() == list(range(39, -1, -1)) and set(table["place"]) == {"number"}
     row = summary.iloc[0]
     assert row["n_units"] == 40 and row["digits_better"] == 0.25
     assert row["digits_better_low"] < 0.25 < row["digits_better_high"]

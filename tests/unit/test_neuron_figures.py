@@ -46,7 +46,7 @@ def fitted():
         ]
     )
     fits = fit_neurons(grids, layer=layer, neuron=rng.integers(0, 16384, n))
-    table = neuron_table(fits)
+    table = neuron_table(fits).assign(place="number")  # the units of a one-token model
     te = np.exp(rng.normal(0, 0.3, n)) * np.geomspace(3, 0.03, n)
     table["te"] = te
     table["de"] = te * (0.1 + 0.8 * lean + rng.normal(0, 0.05, n))

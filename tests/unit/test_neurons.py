@@ -1,4 +1,11 @@
-"""The neuron stage's model side on tiny models: ablation limits, direct effects, grids."""
+"""The neuron stage's model side on tiny models whose numbers are one token: its one implementation
+(units by place, helixclock.stages.neurons.places) held to section 5.4's definitions, written here
+with plain PyTorch hooks at the last token (the paper's neurons): attribution patching of the
+answer's logit, the top neurons by mean |score|, mean ablation, direct effects, the preactivation
+grids over a, b in 0..99 and Fig. 9's fitted values.  A one-token answer has one place, the whole
+number ("number"), read at the last token; each reference below reads the last token, so a
+method that read another position fails here (tests/unit/test_neurons_several.py has the digits'
+places)."""
 
 import numpy as np
 import pandas as pd
@@ -6,28 +13,31 @@ import pytest
 import torch
 from helpers.families import tiny_hf_model
 from helpers.hooks import capture, replace_io
-from helpers.prompts import GPTJ_PROMPTS, LAST, make_pairs
+from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, make_pairs
 
 from helixclock.models import wrap_model
-from helixclock.pairs import same_prompt_pairs
-from helixclock.patching import PatchingEngine, Point, attribute, delta, direct_effects
+from helixclock.pairs import same_forced_pairs
+from helixclock.patching import PatchingEngine, Point, delta, direct_effects
 from helixclock.stages.neurons.patching import (
     GATED_PREACTIVATIONS,
     RANKINGS,
     NeuronSettings,
-    attribution_scores,
     fitted_name,
-    keep_masks,
-    mean_activations,
     n_top,
-    neuron_ablation,
-    neuron_direct_effects,
     powers_of_two,
-    preactivation_grids,
     preactivation_kinds,
     preactivation_name,
     rank_neurons,
     sweep_counts,
+)
+from helixclock.stages.neurons.places import (
+    ablation_means,
+    place_ablation,
+    place_attribution,
+    place_fit_evaluation,
+    place_grids,
+    top_units,
+    unit_direct_effects,
 )
 from helixclock.statistics import pair_values
 
@@ -48,14 +58,44 @@ def prompt_rows(tok, pairs):
 ROWS = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80), (60, 39), (25, 25), (8, 9)]
 
 
+def units(layer, neuron) -> pd.DataFrame:
+    """Top units of a one-token model (place "number"), ranked in the given order."""
+    layer, neuron = np.broadcast_arrays(layer, neuron)
+    return pd.DataFrame({"place": "number", "rank": np.arange(len(layer)), "layer": layer, "neuron": neuron})
+
+
+def last_token_means(model, rows) -> list[torch.Tensor]:
+    """The paper's ablation values: each layer's mean last-token post-activation over ``rows``."""
+    ad, hf = model.adapter, model.hf
+    ids = add_prompt_ids(model.tokenizer, list(zip(rows["a"], rows["b"])))
+    sites = [ad.site("neuron_post", layer) for layer in range(ad.n_layers)]
+    return [capture(hf, site.path, site.io, ids)[:, LAST].mean(0) for site in sites]
+
+
+def test_one_token_prompts_are_the_papers_prompts_in_their_order(tiny_gptj):
+    """The ablations' prompts of a one-token model: each a+b prompt as the paper runs it (no
+    answer token after it), in the rows' order, scored by the answer's logit at the last token."""
+    tok = tiny_gptj.tokenizer
+    rows = prompt_rows(tok, ROWS)
+    prompts = same_forced_pairs(tiny_gptj, rows, TEMPLATE)
+    assert torch.equal(prompts.clean, add_prompt_ids(tok, ROWS)) and prompts.scoring == "logit"
+    assert prompts.answers[:, 0].tolist() == rows["answer_token"].tolist() and prompts.answers.shape[1] == 1
+    assert prompts.meta["clean_a"].tolist() == rows["a"].tolist() and prompts.answer_tokens().tolist() == [1] * 8
+
+
 def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(tiny_model):
     tok, ad, hf = tiny_model.tokenizer, tiny_model.adapter, tiny_model.hf
     engine = PatchingEngine(tiny_model, progress=False)
-    prompts = same_prompt_pairs(tok, prompt_rows(tok, ROWS), TEMPLATE)
-    means = mean_activations(engine, prompts.clean, LAST)
-    order = attribution_scores(engine, make_pairs(tiny_model), LAST)
-    total = int(means.numel())
-    raw = neuron_ablation(engine, prompts, order, means, [0, 3, total], LAST)
+    rows = prompt_rows(tok, ROWS)
+    prompts = same_forced_pairs(tiny_model, rows, TEMPLATE)
+    means = ablation_means(engine, rows, TEMPLATE, prompts)
+    want = last_token_means(tiny_model, rows)
+    assert means.shape == (ad.n_layers, 1, 1, ad.d_mlp)  # one row and slot for every prompt
+    for layer in range(ad.n_layers):
+        torch.testing.assert_close(means[layer, 0, 0], want[layer], atol=1e-6, rtol=1e-5)
+    order = place_attribution(engine, make_pairs(tiny_model))
+    total = ad.n_layers * ad.d_mlp
+    raw = place_ablation(engine, prompts, order, means, [0, 3, total])
     correct = pair_values(raw[raw["measure"] == "correct"])
     ld = pair_values(raw[raw["measure"] == "ld"])
     with torch.no_grad():
@@ -69,7 +109,7 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
 
         def put(x, layer=layer):
             y = x.clone()
-            y[:, LAST] = means[layer]
+            y[:, LAST] = want[layer]
             return y
 
         handles.append(replace_io(hf.get_submodule(ad.site("neuron_post", layer).path), "input", put))
@@ -85,15 +125,14 @@ def test_ablating_nothing_is_the_clean_run_and_everything_the_mean_ablated_one(t
     )
     np.testing.assert_array_equal(correct[0], (ablated.argmax(-1) == prompts.clean_answer).numpy())
     assert np.abs(ld[0]).max() > 1e-3  # ablating everything changes the answer's logit
-    # three kept: exactly the top three of the attribution order keep their values
-    keep = keep_masks(order, 3, tuple(means.shape), means.device)
-    assert keep.sum() == 3 and all(keep[int(r.layer), int(r.neuron)] for r in order.iloc[:3].itertuples())
+    assert set(raw["fraction_kept"]) == {0.0, 3 / total, 1.0}
 
 
 def test_neuron_direct_effects_of_a_layer_add_up_to_the_mlp(tokenizer):
     """Every neuron's write is its post-activation times its column of W_out: the writes of all
     neurons of the last layer sum to the MLP's write, and with an identity final norm (the
-    logit then linear in the residual) their DEs sum to the MLP's DE."""
+    logit then linear in the residual) the DEs of their units (place "number": the last token)
+    sum to the MLP's DE at the last token."""
     hf = tiny_hf_model("gptj", len(tokenizer), seed=5)
     hf.transformer.ln_f = torch.nn.Identity()
     model = wrap_model(hf, tokenizer, name="linear-readout")
@@ -101,23 +140,24 @@ def test_neuron_direct_effects_of_a_layer_add_up_to_the_mlp(tokenizer):
     engine = PatchingEngine(model, progress=False)
     last = model.adapter.n_layers - 1
     m = model.adapter.d_mlp
-    top = pd.DataFrame({"rank": np.arange(m), "layer": last, "neuron": np.arange(m)})
-    de = pair_values(neuron_direct_effects(engine, pairs, top, LAST))  # [m, n]
+    de = pair_values(unit_direct_effects(engine, pairs, units(last, np.arange(m))))  # [m, n]
     mlp = Point("mlp_out", last, (LAST,))
     writes = sum(delta(engine, pairs, Point("neuron_post", last, (LAST,), index=n)) for n in range(m))
     torch.testing.assert_close(writes, delta(engine, pairs, mlp), atol=1e-5, rtol=1e-4)
     mlp_de = direct_effects(engine, pairs, [mlp])[0].numpy()
     assert np.abs(mlp_de).max() > 1e-4
     np.testing.assert_allclose(de.sum(0), mlp_de, atol=1e-5, rtol=1e-4)
+    one = direct_effects(engine, pairs, [Point("neuron_post", last, (LAST,), index=3)])[0].numpy()
+    np.testing.assert_allclose(de[3], one, atol=1e-6)  # a unit's DE: its neuron's at the last token
 
 
 def test_grids_are_the_neurons_preactivations(tiny_model):
     tok, ad, hf = tiny_model.tokenizer, tiny_model.adapter, tiny_model.hf
     engine = PatchingEngine(tiny_model, batch_size=3, progress=False)
     rows = prompt_rows(tok, ROWS)
-    ids = same_prompt_pairs(tok, rows, TEMPLATE).clean
-    top = pd.DataFrame({"rank": [0, 1, 2], "layer": [1, 0, 1], "neuron": [5, 7, 0]})
-    out = preactivation_grids(engine, ids, top, LAST)
+    ids = add_prompt_ids(tok, ROWS)
+    top = units([1, 0, 1], [5, 7, 0])
+    out = place_grids(engine, rows, TEMPLATE, top, ("neuron_pre",))
     for i, r in enumerate(top.itertuples()):
         pre_site, post_site = ad.site("neuron_pre", r.layer), ad.site("neuron_post", r.layer)
         pre = capture(hf, pre_site.path, pre_site.io, ids)[:, LAST, r.neuron]
@@ -127,6 +167,8 @@ def test_grids_are_the_neurons_preactivations(tiny_model):
             np.isclose(out["post_max"][i], post.max().item(), atol=1e-5)
             and out["post_argmax"][i] == post.argmax().item()
         )
+    before = capture(hf, ad.site("neuron_pre", 1).path, ad.site("neuron_pre", 1).io, ids)[:, LAST - 1, 5]
+    assert not np.allclose(out["pre"][0], before.numpy(), atol=1e-3)  # another position reads otherwise
 
 
 def test_top_share_counts_and_sweep_points_are_powers_of_two():
@@ -139,22 +181,21 @@ def test_fit_evaluation_with_exact_fits_equals_the_actual_run(tiny_gptj):
     """Give the top neurons their true preactivations as "fits": the fitted variant then
     equals the actual one for every k (the nonlinearity of the model recomputes the same
     post-activations)."""
-    from helixclock.stages.neurons.patching import fit_evaluation
-
     tok = tiny_gptj.tokenizer
     engine = PatchingEngine(tiny_gptj, progress=False)
-    prompts = same_prompt_pairs(tok, prompt_rows(tok, ROWS), TEMPLATE)
-    means = mean_activations(engine, prompts.clean, LAST)
-    top = pd.DataFrame({"layer": [1, 0, 1, 0], "neuron": [3, 5, 11, 2]})
-    pre = preactivation_grids(engine, prompts.clean, top.assign(rank=range(4)), LAST)["pre"]  # [n_top, n]
-    raw = fit_evaluation(engine, prompts, top, torch.tensor(pre.T), means, [1, 2, 4], LAST)
+    rows = prompt_rows(tok, ROWS)
+    prompts = same_forced_pairs(tiny_gptj, rows, TEMPLATE)
+    means = ablation_means(engine, rows, TEMPLATE, prompts)
+    top = units([1, 0, 1, 0], [3, 5, 11, 2])
+    pre = place_grids(engine, rows, TEMPLATE, top, ("neuron_pre",))["pre"]  # [n_top, n]
+    raw = place_fit_evaluation(engine, prompts, top, {"neuron_pre": pre}, means, [1, 2, 4])
     for measure in ("correct", "ld"):
         part = raw[raw["measure"] == measure]
         values = pair_values(part)
         actual, fitted = values[part["preactivation"] == "actual"], values[part["preactivation"] == "fitted"]
         np.testing.assert_allclose(actual, fitted, atol=1e-5)
     # a wrong fit moves the answer's logit
-    raw_bad = fit_evaluation(engine, prompts, top, torch.tensor(pre.T) + 5.0, means, [4], LAST)
+    raw_bad = place_fit_evaluation(engine, prompts, top, {"neuron_pre": pre + 5.0}, means, [4])
     ld = pair_values(raw_bad[raw_bad["measure"] == "ld"])
     assert np.abs(ld[1] - ld[0]).max() > 1e-3
 
@@ -196,28 +237,56 @@ def test_the_signed_ranking_drops_the_important_neurons_and_the_size_ranking_kee
         rank_neurons(scores, "size")
 
 
-def test_attribution_scores_hold_the_signed_mean_and_the_mean_size(tiny_gptj):
-    """One pass gives both reductions; they equal the mean and the mean |.| of the per-pair
-    scores, and the ranking sorts by the mean size."""
+def paper_attribution(model, pairs, position: int = LAST) -> np.ndarray:
+    """Section 5.4's attribution patching with plain hooks: for each pair and neuron, the gradient
+    of the corrupted run's logit of the clean answer with respect to the neuron's post-activation
+    at ``position``, times its clean minus corrupted value there: [n_pairs, L, d_mlp]."""
+    ad, hf = model.adapter, model.hf
+    sites = [ad.site("neuron_post", layer) for layer in range(ad.n_layers)]
+    clean = [capture(hf, site.path, site.io, pairs.clean)[:, position] for site in sites]
+    got, handles = {}, []
+    for layer, site in enumerate(sites):
+
+        def keep(x, layer=layer):
+            x.retain_grad()
+            got[layer] = x
+            return x
+
+        handles.append(replace_io(hf.get_submodule(site.path), site.io, keep))
+    embed = hf.get_input_embeddings()  # the graph starts at the embeddings (the weights are frozen)
+    handles.append(embed.register_forward_hook(lambda mod, args, out: out.detach().requires_grad_(True)))
+    try:
+        logits = hf(pairs.corrupted).logits[:, -1]
+        logits.gather(1, pairs.clean_answer[:, None]).sum().backward()
+    finally:
+        for h in handles:
+            h.remove()
+    return torch.stack(
+        [got[la].grad[:, position] * (clean[la] - got[la].detach()[:, position]) for la in range(ad.n_layers)], 1
+    ).numpy()
+
+
+def test_attribution_is_the_papers_at_the_last_token_and_ranks_by_the_mean_size(tiny_gptj):
+    """A one-token model's units are its last-token neurons (one place, "number", every pair
+    having it): their attribution is the mean over pairs of section 5.4's attribution patching
+    (with plain hooks, :func:`paper_attribution`) and its mean size, ranked by the size; the top
+    neurons are the first of that ranking.  Read at the position before, the scores differ."""
     engine = PatchingEngine(tiny_gptj, batch_size=3, progress=False)
     pairs = make_pairs(tiny_gptj)
-    sites = [Point("neuron_post", layer, (LAST,)) for layer in range(tiny_gptj.adapter.n_layers)]
-    per_pair = attribute(engine, pairs, sites, reduce="none")
-    both = attribute(engine, pairs, sites, reduce=("mean", "mean_abs"))
-    for p in sites:
-        torch.testing.assert_close(both["mean"][p], per_pair[p].mean(0), atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(both["mean_abs"][p], per_pair[p].abs().mean(0), atol=1e-6, rtol=1e-5)
-    scores = attribution_scores(engine, pairs, LAST)
-    table = scores.set_index(["layer", "neuron"])
-    for p in sites:
-        got = table.loc[p.layer].sort_index()
-        np.testing.assert_allclose(got["attribution"], per_pair[p].mean(0)[0].numpy(), atol=1e-5, rtol=1e-4)
-        np.testing.assert_allclose(got["attribution_abs"], per_pair[p].abs().mean(0)[0].numpy(), atol=1e-5, rtol=1e-4)
-    assert (np.diff(scores["effect"].to_numpy()) <= 0).all()
+    scores = place_attribution(engine, pairs)
+    assert set(scores["place"]) == {"number"} and (scores["pairs_with_place"] == len(pairs)).all()
+    per_pair = paper_attribution(tiny_gptj, pairs)  # [n, L, d]
+    table = scores.set_index(["layer", "neuron"]).sort_index()
+    np.testing.assert_allclose(table["attribution"], per_pair.mean(0).ravel(), atol=1e-6, rtol=1e-4)
+    np.testing.assert_allclose(table["attribution_abs"], np.abs(per_pair).mean(0).ravel(), atol=1e-6, rtol=1e-4)
+    assert (np.diff(scores["effect"].to_numpy()) <= 0).all() and scores["rank"].tolist() == list(range(len(scores)))
     assert np.allclose(scores["effect"], scores["attribution_abs"])
     assert (scores["attribution"] < 0).any()  # negative signed scores rank by their size too
-    with pytest.raises(ValueError, match="reduce="):
-        attribute(engine, pairs, sites, reduce="max")
+    wanted = np.argsort(-np.abs(per_pair).mean(0).ravel(), kind="stable")[:5]
+    top = top_units(scores, 5)
+    assert (top["layer"] * tiny_gptj.adapter.d_mlp + top["neuron"]).tolist() == wanted.tolist()
+    elsewhere = paper_attribution(tiny_gptj, pairs, LAST - 1)
+    assert not np.allclose(table["attribution_abs"], np.abs(elsewhere).mean(0).ravel(), atol=1e-4)
 
 
 # -- figD9's two readings ----------------------------------------------------------------------
@@ -235,24 +304,22 @@ def test_both_readings_equal_plain_hooks(family, tokenizer):
     model = wrap_model(hf, tokenizer, name=f"tiny-{family}")
     ad = model.adapter
     engine = PatchingEngine(model, progress=False)
-    prompts = same_prompt_pairs(tokenizer, prompt_rows(tokenizer, ROWS), TEMPLATE)
-    means = mean_activations(engine, prompts.clean, LAST)
-    L, m = means.shape
+    rows = prompt_rows(tokenizer, ROWS)
+    prompts = same_forced_pairs(model, rows, TEMPLATE)
+    means = ablation_means(engine, rows, TEMPLATE, prompts)  # [L, 1, 1, d]: the last token's, every prompt's
+    L, m = means.shape[0], means.shape[-1]
     # kept first: five neurons of the last layer, whose inputs the ablation of earlier layers changes
-    order = pd.DataFrame(
-        {
-            "layer": np.r_[np.full(5, L - 1), np.repeat(np.arange(L), m)],
-            "neuron": np.r_[np.arange(5), np.tile(np.arange(m), L)],
-        }
-    ).drop_duplicates()
-    total = int(means.numel())
-    raw = neuron_ablation(engine, prompts, order, means, [0, 5, total], LAST)
+    order = units(np.r_[np.full(5, L - 1), np.repeat(np.arange(L), m)], np.r_[np.arange(5), np.tile(np.arange(m), L)])
+    order = order.drop_duplicates(["layer", "neuron"]).assign(rank=lambda o: np.arange(len(o)))
+    total = L * m
+    raw = place_ablation(engine, prompts, order, means, [0, 5, total])
     assert set(raw["reading"]) == {"frozen", "live"} and set(raw["fraction_kept"]) == {0.0, 5 / total, 1.0}
     ld = {r: pair_values(raw[(raw["measure"] == "ld") & (raw["reading"] == r)]) for r in ("frozen", "live")}
     np.testing.assert_allclose(ld["live"][2], 0, atol=1e-5)  # all kept live: the model itself
     np.testing.assert_allclose(ld["frozen"][2], 0, atol=1e-5)
     np.testing.assert_allclose(ld["live"][0], ld["frozen"][0], atol=1e-6)  # none kept: the same run
-    keep = keep_masks(order, 5, tuple(means.shape), means.device)
+    keep = torch.zeros(L, m, dtype=torch.bool)
+    keep[L - 1, :5] = True
     sites = [ad.site("neuron_post", layer) for layer in range(L)]
     unablated = [capture(hf, site.path, site.io, prompts.clean)[:, LAST] for site in sites]
     with torch.no_grad():
@@ -265,7 +332,7 @@ def test_both_readings_equal_plain_hooks(family, tokenizer):
             def put(x, layer=layer, reading=reading):
                 y = x.clone()
                 kept = unablated[layer] if reading == "frozen" else y[:, LAST]
-                y[:, LAST] = torch.where(keep[layer], kept, means[layer])
+                y[:, LAST] = torch.where(keep[layer], kept, means[layer, 0, 0])
                 return y
 
             handles.append(replace_io(hf.get_submodule(site.path), site.io, put))
@@ -319,24 +386,20 @@ def test_gated_fit_evaluation_is_exact_under_each_choice_where_it_can_be(tiny_ll
     alone, the up projection stays live in the ablated run, so the "exact" fit still differs
     from the actual values once other neurons are ablated, and equals them only when every
     neuron is kept (nothing ablated)."""
-    from helixclock.stages.neurons.patching import fit_evaluation
-
     tok, ad = tiny_llama.tokenizer, tiny_llama.adapter
     engine = PatchingEngine(tiny_llama, progress=False)
-    prompts = same_prompt_pairs(tok, prompt_rows(tok, ROWS), TEMPLATE)
-    means = mean_activations(engine, prompts.clean, LAST)
-    L, m = means.shape
-    top = pd.DataFrame({"layer": np.repeat(np.arange(L)[::-1], m), "neuron": np.tile(np.arange(m), L)})  # last first
-    ranked = top.assign(rank=range(len(top)))
+    rows = prompt_rows(tok, ROWS)
+    prompts = same_forced_pairs(tiny_llama, rows, TEMPLATE)
+    means = ablation_means(engine, rows, TEMPLATE, prompts)
+    L, m = means.shape[0], means.shape[-1]
+    top = units(np.repeat(np.arange(L)[::-1], m), np.tile(np.arange(m), L))  # last layer first
     ld = {}
     for choice in GATED_PREACTIVATIONS:
         kinds = preactivation_kinds(ad, choice)
-        grids = preactivation_grids(engine, prompts.clean, ranked, LAST, kinds)
+        grids = place_grids(engine, rows, TEMPLATE, top, kinds)
         assert ("up" in grids) == (choice == "gate_and_up")
-        exact = {kinds[0]: torch.tensor(grids["pre"].T)} | (
-            {"neuron_up": torch.tensor(grids["up"].T)} if "up" in grids else {}
-        )
-        raw = fit_evaluation(engine, prompts, top, exact, means, [4, len(top)], LAST)
+        exact = {kinds[0]: grids["pre"]} | ({"neuron_up": grids["up"]} if "up" in grids else {})
+        raw = place_fit_evaluation(engine, prompts, top, exact, means, [4, len(top)])
         part = raw[raw["measure"] == "ld"]
         values = pair_values(part)
         ld[choice] = (
@@ -360,14 +423,20 @@ def test_top_neuron_table_takes_de_over_te_in_the_rankings_terms():
 
     attribution = rank_neurons(synthetic_scores(np.array([[5, -5] * 4, [-3] * 8], dtype=float)), "mean_abs")
     attribution = attribution.assign(ranking="mean_abs")
+    attribution.insert(0, "place", "number")  # a one-token model's units: one place
     de_pairs = np.array([[2, -2.0] * 4, [-1.5] * 8])  # rows in rank order: the Clock neuron, the negative one
-    raw_de = raw_table(de_pairs, attribution[["rank", "layer", "neuron"]].to_dict("records"))
-    fits = pd.DataFrame({"layer": [0, 0], "neuron": [0, 1], "nrmse": [0.1, 0.2], "quantity": "preactivation"})
+    raw_de = raw_table(de_pairs, attribution[["place", "rank", "layer", "neuron"]].to_dict("records"))
+    fits = pd.DataFrame(
+        {"layer": [0, 0], "neuron": [0, 1], "place": "number", "nrmse": [0.1, 0.2], "quantity": "preactivation"}
+    )
     table = top_neuron_table(attribution, raw_de, fits, [0], Resampling(bootstrap=50))
     assert table["te"].tolist() == [0.0, -3.0] and table["effect"].tolist() == [5.0, 3.0]
     assert table["de"].tolist() == [0.0, -1.5] and table["de_effect"].tolist() == [2.0, 1.5]
     assert np.allclose(table["de_over_te"], [0.4, 0.5])
     paper = top_neurons_paper_table(table)
     assert "NRMSE of the preactivation fit" in paper.columns and "DE/TE (effects)" in paper.columns
+    assert "place" not in paper.columns  # one place: Table D2 reads as the paper's neurons
+    digits = pd.concat([table.assign(place="units"), table.assign(place="tens")], ignore_index=True)
+    assert top_neurons_paper_table(digits)["place"].tolist() == ["units", "units", "tens", "tens"]
     cum = cumulative_de(table)  # no positive DE (0 and -1.5): no running share, no count reached
     assert cum["cumulative_share"].isna().all() and (cum["reaches"] == "").all()

@@ -1,19 +1,19 @@
 """The neuron stage (section 5.4, Figs. 8-10, D9-D13, F3, F4) for answers of several tokens: units
-(layer, neuron, place) (docs/several-tokens.md, "Numbers of several tokens"), each experiment held to the paper's
-definition where numbers are one token and to known answers where they are not."""
+(layer, neuron, place) at the digits' places (docs/several-tokens.md, "Numbers of several tokens"),
+each experiment held to known answers (tests/unit/test_neurons.py holds the same code to the
+paper's definitions where numbers are one token)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from helpers.digit_models import digit_engine
+from helpers.digit_models import digit_engine, digit_model
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
 from helixclock.pairs import draw_pairs, forced_rows, same_forced_pairs
 from helixclock.patching import PatchingEngine, Point, direct_effects
 from helixclock.stages.mistakes.logit_lens import digit_lens_period, digit_lens_tables, predicted_digit_period
-from helixclock.stages.neurons.patching import attribution_scores, neuron_direct_effects
 from helixclock.stages.neurons.places import (
     ablation_means,
     by_slot,
@@ -37,29 +37,30 @@ def several():
 
 def test_by_slot_lays_places_on_the_answer_slots():
     """Slot s of a row with k answer tokens holds place k - 1 - s (0: units); padded slots repeat
-    slot 0, as the role's positions do."""
+    slot 0, as the role's positions do; values shared by every row stay one row where every row
+    has the same answer length (one-token numbers: [L, 1, 1, d], the paper's last token)."""
     per_place = torch.arange(3.0)[:, None, None, None].expand(3, 1, 3, 1).clone()  # value = place
     k = torch.tensor([1, 2, 3])
     out = by_slot(per_place, k, 3)[0, :, :, 0]
     assert out.tolist() == [[0, 0, 0], [1, 0, 1], [2, 1, 0]]
+    shared = per_place[:, :, :1]  # one row for every prompt
+    assert by_slot(shared, torch.tensor([2, 2, 2, 2]), 2).shape == (1, 1, 2, 1)  # one answer length: one row
+    assert by_slot(shared, k, 3)[0, :, :, 0].tolist() == out.tolist()  # several: a row each, as above
 
 
-def test_one_token_answers_give_the_papers_attribution_and_de(tiny_gptj, tokenizer):
-    """Numbers of one token have one place, units at the last token: the units' attribution and
-    DE are the paper's neurons' (section 5.4), value for value."""
+def test_the_places_are_the_token_layouts_not_the_answers_lengths(tiny_gptj, tokenizer):
+    """A unit's place comes from how the model writes numbers (NumberTokens.places): a one-token
+    model's units are at the whole number ("number"), a digit model's at the units digit even
+    where every answer of the pairs is one digit (one token, as a one-token model's)."""
     correct = correct_table([(a, b) for a in range(0, 60, 3) for b in range(0, 40, 5)])
     pairs = draw_pairs(correct, 16, 0, tokenizer, ADD, ("a", "b"))
-    engine = PatchingEngine(tiny_gptj, progress=False)
-    last = pairs.clean.shape[1] - 1
-    paper = attribution_scores(engine, pairs, last)
-    ours = place_attribution(engine, pairs)
-    assert set(ours["place"]) == {"units"} and ours["pairs_with_place"].iloc[0] == len(pairs)
-    pd.testing.assert_frame_equal(ours.drop(columns=["place", "pairs_with_place"]), paper, rtol=1e-5)
-    top = ours.head(5)
-    de = unit_direct_effects(engine, pairs, top)
-    want = neuron_direct_effects(engine, pairs, paper.head(5), last)
-    cols = pair_columns(want)
-    assert np.allclose(de[cols].to_numpy(float), want[cols].to_numpy(float), atol=1e-5)
+    one = place_attribution(PatchingEngine(tiny_gptj, progress=False), pairs)
+    assert set(one["place"]) == {"number"} and (one["pairs_with_place"] == len(pairs)).all()
+    digits = digit_model("llama", name="d-one-digit", answer_end=None)
+    small = correct_table([(a, b) for a in range(10) for b in range(10) if a + b <= 9])
+    short = draw_pairs(small, 12, 0, digits.tokenizer, ADD, ("a", "b"), several=True)
+    assert set(short.answer_tokens().tolist()) == {1}
+    assert set(place_attribution(PatchingEngine(digits, progress=False), short)["place"]) == {"units"}
 
 
 def test_a_units_places_de_sum_to_the_neurons_de_over_the_answer(several):

@@ -211,3 +211,32 @@ def test_the_engine_on_the_saved_model_equals_a_plain_forward(model_path, tok):
     assert (rank <= (plain > answer_logit - 1e-5).sum(-1).numpy()).all()
     pred_logit = plain.gather(1, torch.tensor(df["pred_token"].to_numpy())[:, None])[:, 0]
     torch.testing.assert_close(pred_logit, plain.amax(-1), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("prompts", [GPTJ_PROMPTS, PYTHIA_PROMPTS], ids=["gptj", "pythia"])
+def test_the_neuron_stages_prompts_of_one_token_numbers_are_the_sweeps(tok, prompts):
+    """The neuron stage reads every model's prompts through the token layout (teacher-forced rows,
+    helixclock.pairs.forced_rows and same_forced_pairs); on the real tokenizer of a one-token model
+    they are the accuracy sweep's prompts and answer tokens, in the rows' order, one position read
+    (the last token: the paper's neurons)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from helixclock.layout import NumberTokens
+    from helixclock.pairs import forced_rows, same_forced_pairs
+
+    task = get_task("add")
+    problems = Problems(
+        task, np.array([0, 12, 99, 57, 8]), np.array([0, 88, 99, 3, 91]), np.array([0, 100, 198, 60, 99])
+    )
+    found = check_task_tokens(tok, "gptj", task, prompts["add"], problems, answers=True)
+    rows = pd.DataFrame({"a": problems.a, "b": problems.b, "answer": problems.answer})
+    model = SimpleNamespace(tokenizer=tok, tokens=NumberTokens(False), info={}, device=torch.device("cpu"))
+    ids, groups, order, k = forced_rows(model, rows, prompts["add"])
+    assert order.tolist() == list(range(5)) and k.tolist() == [1] * 5 and len(groups) == 1
+    assert np.array_equal(ids.numpy(), found.input_ids)
+    pairs = same_forced_pairs(model, rows, prompts["add"])
+    assert np.array_equal(pairs.clean.numpy(), found.input_ids) and pairs.scoring == "logit"
+    assert pairs.answers[:, 0].tolist() == found.answer_ids.tolist() and pairs.answers.shape == (5, 1)
+    assert pairs.groups[0].layout.resolve("answer") == (found.positions.last,)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 from types import SimpleNamespace
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -16,14 +15,11 @@ from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
 import helixclock.model_card as card_module
 import helixclock.stages.heads.jobs as head_jobs
-import helixclock.stages.neurons.jobs as neuron_jobs
 from helixclock.layout import NumberTokens
 from helixclock.models import LoadedModel
 from helixclock.numbers import task_shapes
-from helixclock.stages.neurons.patching import NeuronSettings
 
 ADD = GPTJ_PROMPTS["add"]
-POSITIONS = {"a": 3, "b": 5, "last": 6}
 
 
 def engine_of(number_tokens: str | None, tokenizer=None) -> SimpleNamespace:
@@ -36,7 +32,8 @@ def test_the_switch_reads_the_key_of_an_entry_or_a_card_and_the_loaded_model_car
     """A registry entry or a model card (mappings): "several" is the only value that switches, an
     entry without the key is the paper's, and any other value is refused by name; a loaded model's
     ``tokens`` is its registry key's (wrap_model's ``number_tokens``).  The readings follow: the
-    paper's last token alone, or beside it the answer positions and the first differing token."""
+    paper's last token alone, or beside it the answer positions and the first differing token; the
+    places of an answer's tokens: the whole number alone, or the digits'."""
     assert NumberTokens.of({"number_tokens": "several"}).several
     for entry in ({}, {"number_tokens": "one"}, {"positions": {}}):
         assert not NumberTokens.of(entry).several
@@ -47,6 +44,8 @@ def test_the_switch_reads_the_key_of_an_entry_or_a_card_and_the_loaded_model_car
         assert model.tokens == NumberTokens(several)
     assert NumberTokens(False).readings == ("last",)
     assert NumberTokens(True).readings == ("last", "answer", "differ")
+    assert NumberTokens(False).places == ("number",)  # one-token answers: the whole number, one place
+    assert NumberTokens(True).places == ("units", "tens", "hundreds")
 
 
 def spy(monkeypatch, module, *names) -> list:
@@ -57,29 +56,23 @@ def spy(monkeypatch, module, *names) -> list:
     return calls
 
 
-def test_neuron_entry_points_choose_by_the_switch(monkeypatch):
-    """Each neuron rule's entry point takes the paper's path at the card's last token for one-token
-    numbers and the path of units by place for numbers of several tokens, with the top share of
-    the attribution table each path ranks by."""
-    calls = spy(monkeypatch, neuron_jobs, "last_token_attribution", "place_attribution_job", "last_token_grids",
-                "place_grids_job", "last_token_fit_eval", "place_fit_eval_job")  # fmt: skip
-    settings, acc = NeuronSettings(top_share=0.25), pd.DataFrame({"a": [1]})
-    one, several = engine_of("one"), engine_of("several")
-    assert neuron_jobs.neuron_attribution(one, acc, ADD, POSITIONS, settings) == "last_token_attribution"
-    assert calls[-1][1][3] == 6  # the last token
-    assert neuron_jobs.neuron_attribution(several, acc, ADD, None, settings) == "place_attribution_job"
-    # grids: one-token numbers, the first quarter of the ranked neurons; several, of every place
-    scores = pd.DataFrame({"layer": 0, "neuron": range(8), "rank": range(8), "place": ["units"] * 4 + ["tens"] * 4})
-    neuron_jobs.neuron_grids(one, acc, ADD, POSITIONS, scores.drop(columns="place"), settings)
-    name, args, _ = calls[-1]
-    assert name == "last_token_grids" and args[3] == 6 and args[4]["neuron"].tolist() == [0, 1]
-    neuron_jobs.neuron_grids(several, acc, ADD, None, scores, settings)
-    name, args, _ = calls[-1]
-    assert name == "place_grids_job" and args[3]["neuron"].tolist() == [0, 4]  # the first of each place
-    top, grids, means = pd.DataFrame({"layer": [0], "neuron": [1]}), [np.zeros((1, 100, 100))], np.zeros(1)
-    assert neuron_jobs.neuron_fit_eval(one, acc, ADD, POSITIONS, top, grids, means, settings) == "last_token_fit_eval"
-    assert calls[-1][1][3] == 6
-    assert neuron_jobs.neuron_fit_eval(several, acc, ADD, None, top, grids, means, settings) == "place_fit_eval_job"
+NEURON_STAGE = REPO / "src" / "helixclock" / "stages" / "neurons"
+
+
+@pytest.mark.parametrize("module", sorted(NEURON_STAGE.glob("*.py")), ids=lambda p: p.name)
+def test_the_neuron_stage_never_reads_the_switch_itself(module):
+    """The neuron stage has one implementation (issue 52): its units' places come from the model's
+    token layout (``NumberTokens.places``, read once in ``places.place_attribution``), and nothing
+    in it branches on ``several`` or asks a table whether it has a place."""
+    tree = ast.parse(module.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            assert node.attr != "several", f"{module.name}:{node.lineno} reads the switch"
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            left = node.left
+            assert not (isinstance(left, ast.Constant) and left.value in ("place", "reading")), (
+                f"{module.name}:{node.lineno} asks a table for its {left.value}"
+            )
 
 
 def test_the_head_entry_point_has_one_path_whatever_the_switch(monkeypatch, tokenizer):

@@ -1,12 +1,13 @@
-# Stage 9 - neurons (paper section 5.4, appendix D.2): attribution patching of every
-# last-token neuron, the top neurons' direct effects, the ablation sweep, their preactivation
-# grids N(a, b), the Eq. 5 fits and the fits patched back in.  helixclock.stages.neurons
+# Stage 9 - neurons (paper section 5.4, appendix D.2): attribution patching of every unit
+# (layer, neuron, place; one-token numbers: every last-token neuron, one place), the top units'
+# direct effects, the ablation sweep, their preactivation grids N(a, b), the Eq. 5 fits and the
+# fits patched back in.  helixclock.stages.neurons (one implementation: stages.neurons.places)
 
 NEURON_FIGURES = "helixclock.stages.neurons.figures"
 
 
 rule neuron_attribution:
-    """Every last-token neuron's attribution, the top neurons' DE and Fig. D9's ablation sweep (raw tables)."""
+    """Every unit's attribution by place (one-token numbers: every last-token neuron's), the top units' DE and Fig. D9's ablation sweep (raw tables)."""
     input:
         card=outputs.CARD,
         weights=model_weights,

@@ -22,7 +22,7 @@ at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from jaxtyping import Float
@@ -44,11 +44,18 @@ def attribute(
     metric: Metric = clean_answer_logit,
     reduce: str | Sequence[str] = "mean",
     desc: str = "attribution",
+    regroup: Callable[[Tensor, Tensor], Tensor] | None = None,
 ) -> dict[Point, Float[Tensor, "*pair pos *feature"]] | dict[str, dict[Point, Float[Tensor, "*pair pos *feature"]]]:
     """Attribution of every element of every point: [n_positions, *features], the mean over
     pairs (``reduce="mean"``) or the mean of its absolute value (``"mean_abs"``), or with
     ``reduce="none"`` [n_pairs, n_positions, *features].  A sequence of reductions (e.g.
     ``("mean", "mean_abs")``) returns {reduction: {point: scores}} from the same pass.
+
+    ``regroup(scores, rows)`` maps each batch's scores [rows, n_positions, *features] (its pairs'
+    indices ``rows``) to [rows, n_groups, *features] before they are reduced, the groups then
+    taking the positions' axis: e.g. each pair's score at the position of each place of its
+    answer, 0 where it has none (:func:`helixclock.stages.neurons.places.place_attribution`); the
+    reductions stay sums over the batches' pairs, divided by the number of pairs.
 
     Points may not be indexed (each covers every head or neuron of its site).  A role padded
     past a row's positions (a span, or "answer" past a short answer) scores 0 in its repeats, so
@@ -90,6 +97,8 @@ def attribute(
             pos = engine.positions(p, prefix[0], layout)
             repeats = [i for i, q in enumerate(pos) if pos.index(q) != i]
             score[:, repeats] = 0  # a padded span's repeats are its first position, counted once
+            if regroup is not None:
+                score = regroup(score, rows)
             for r in reductions:
                 parts[r][p].append(score if r == "none" else (score.abs() if r == "mean_abs" else score).sum(0))
 

@@ -42,12 +42,13 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ..layout import DIGIT_PLACES
 from .runs import Pairs
 
 Metric = Callable[[Tensor, Tensor, Pairs], Tensor]
 
 SCORINGS = ("logit", "logprob")
-PLACES = ("units", "tens", "hundreds")  # answer tokens by place value, from the last
+PLACES = DIGIT_PLACES  # answer tokens by place value, from the last
 TERMS = ("ld", "ld_raw", *PLACES, "end")  # the rows of an LD table of answers of several tokens
 
 

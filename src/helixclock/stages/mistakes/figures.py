@@ -12,6 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ...figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
 from ...fourier import dominant_periods
+from ...layout import whole_numbers
 from ...style import PALETTE, layer_name, paper_note
 from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
@@ -189,8 +190,9 @@ def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, flo
 
 def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     """Fig. F3: each neuron's logit lens over the answer tokens 0..198 at its most-activating
-    prompt, the answer of that prompt marked (answers of several tokens: :func:`_digit_lens_figure`)."""
-    if "place" in lens_table:
+    prompt, the answer of that prompt marked (units at the digits' places:
+    :func:`_digit_lens_figure`; :func:`helixclock.layout.whole_numbers`)."""
+    if not whole_numbers(lens_table["place"]):
         return _digit_lens_figure(lens_table, model)
     fig, panels = _lens_panels(lens_table, 2, (6.0, 3.0))
     for ax, (label, part) in panels:
@@ -283,9 +285,9 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
 def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_periods=PERIODS, top: int = 8):
     """Fig. F4: for the neurons of the 80% DE set whose fit's largest term is an a+b term of
     period T, the top Fourier period of their logit lens, one panel per T; bars at T (a strict
-    match) red, at a harmonic T/k orange; each panel gives both match shares (answers of several
-    tokens: :func:`_digit_periods_figure`)."""
-    if "place" in periods_table:
+    match) red, at a harmonic T/k orange; each panel gives both match shares (units at the
+    digits' places: :func:`_digit_periods_figure`)."""
+    if not whole_numbers(periods_table["place"]):
         return _digit_periods_figure(periods_table, model)
     present = [T for T in fitted_periods if (periods_table["fitted_period"] == T).any()]
     if not present:

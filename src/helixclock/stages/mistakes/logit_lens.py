@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 
 from ...fourier import dominant_periods
-from ...statistics import positions_of, share_set
+from ...layout import whole_numbers
+from ...statistics import share_set
 from .lens_null import NULL_COLUMNS, digit_lens_period, lens_null
 from .wrong_answers import NEAR, PERIODS, near
 
 # ---------------------------------------------------------------- F3, F4: neuron logit lens
 
-NEURON_COLUMNS = ("layer", "neuron", "de", "max_post", "max_a", "max_b", "top_variable", "top_period")
+NEURON_COLUMNS = ("place", "layer", "neuron", "de", "max_post", "max_a", "max_b", "top_variable", "top_period")
 
 
 def neuron_label(layer, neuron) -> str:
@@ -52,13 +53,13 @@ def lens_at_max(lens: np.ndarray, max_post: np.ndarray) -> np.ndarray:
 def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.DataFrame:
     """Fig. F3: the logit lens of some neurons at their most-activating prompt.
 
-    neurons: one row per neuron, row i <-> lens[i]; columns layer, neuron, max_post (the
+    neurons: one row per neuron, row i <-> lens[i]; columns place, layer, neuron, max_post (the
     post-activation at its most-activating prompt), max_a, max_b (that prompt).
     lens: [n_neurons, 199] = W_U . W_out[:, n] over the answer tokens 0..198.
     rows: positions in ``neurons`` to keep (default the first four).
-    Long format: label (L{layer}N{neuron}), layer, neuron, max_a, max_b, answer, token, logit.
+    Long format: label (L{layer}N{neuron}), place, layer, neuron, max_a, max_b, answer, token, logit.
     """
-    _check_neurons(neurons, lens, ("layer", "neuron", "max_post", "max_a", "max_b"))
+    _check_neurons(neurons, lens, ("place", "layer", "neuron", "max_post", "max_a", "max_b"))
     rows = np.arange(min(4, len(neurons))) if rows is None else np.asarray(rows)
     sub = neurons.iloc[rows]
     L = lens_at_max(np.asarray(lens)[rows], sub["max_post"].to_numpy())
@@ -67,6 +68,7 @@ def logit_lens_table(neurons: pd.DataFrame, lens: np.ndarray, rows=None) -> pd.D
     return pd.DataFrame(
         {
             "label": np.repeat([neuron_label(l, n) for l, n in zip(sub["layer"], sub["neuron"])], m),
+            "place": rep("place"),
             "layer": rep("layer"),
             "neuron": rep("neuron"),
             "max_a": rep("max_a"),
@@ -102,20 +104,21 @@ def logit_lens_periods(
     F: "a neuron whose preactivation fit's largest term is c_{T_i,a+b}"), and the top Fourier
     period of their logit lens (DC dropped).
 
-    neurons: row i <-> lens[i]; columns layer, neuron, de (direct effect), top_variable and
+    neurons: row i <-> lens[i]; columns place, layer, neuron, de (direct effect), top_variable and
     top_period (variable and period of the largest-amplitude Fourier term of the neuron's Eq. 5
-    fit).  Columns: layer, neuron, de, fitted_period (that T), lens_period, lens_frequency,
+    fit).  Columns: place, layer, neuron, de, fitted_period (that T), lens_period, lens_frequency,
     matches (lens period within 5% of T), harmonic (:func:`harmonic_order`: k with the lens
     period within 5% of T / k, 0 if none) and matches_harmonic (harmonic > 0).
     """
-    _check_neurons(neurons, lens, ("layer", "neuron", "de", "top_variable", "top_period"))
+    _check_neurons(neurons, lens, ("place", "layer", "neuron", "de", "top_variable", "top_period"))
     keep = (
         share_set(neurons["de"].to_numpy(), fraction)
         & (neurons["top_variable"] == "a+b").to_numpy()
         & neurons["top_period"].isin(periods).to_numpy()
     )
     top = dominant_periods(np.asarray(lens, np.float64)[keep])
-    sub = neurons.loc[keep, ["layer", "neuron", "de", "top_period"]].rename(columns={"top_period": "fitted_period"})
+    sub = neurons.loc[keep, ["place", "layer", "neuron", "de", "top_period"]]
+    sub = sub.rename(columns={"top_period": "fitted_period"})
     sub = sub.reset_index(drop=True)
     sub["lens_period"], sub["lens_frequency"] = top["period"], top["frequency"]
     fitted = sub["fitted_period"].to_numpy(np.float64)
@@ -156,30 +159,31 @@ def neuron_lens_tables(
 def neuron_logit_lens(
     neurons: pd.DataFrame, grids: Mapping[str, np.ndarray], figure_ranks: Sequence[int], periods=PERIODS
 ) -> dict[str, pd.DataFrame]:
-    """Rule neuron_logit_lens: :func:`neuron_lens_tables` of the top neurons (``neurons``, in
-    attribution-rank order as the rows of ``grids``: the neuron stage's grids.h5, with ``rank``
-    and ``lens``), Fig. F3 showing the neurons of Fig. 8's ``figure_ranks``; units of several
-    places (``lens_tokens`` in the grids): :func:`digit_lens_tables`, F3 showing those ranks of
-    every place, F4 with its base rate (``logit_lens_null``; the grids' ``layer_lens``, every
-    neuron's lens, where saved).  Models of one-token numbers: ``logit_lens_null`` has no rows
-    (the paper's F4 over 199 answer tokens keeps its definition)."""
-    if "lens_tokens" in grids:
-        tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in grids["lens_tokens"]]
-        units = [p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]]
-        if list(zip(units, grids["layer"], grids["neuron"])) != list(
-            zip(neurons["place"], neurons["layer"], neurons["neuron"])
-        ):
-            raise ValueError("the neuron table's rows are not the grids' units (place, layer, neuron) in order")
-        places = neurons["place"].to_numpy()
-        at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
-        rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
-        every = grids.get("layer_lens")  # every neuron's lens: F4's base rate
-        return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods, layer_lens=every)
-    rows = positions_of(grids["rank"], figure_ranks)
-    return {
-        **neuron_lens_tables(neurons, grids["lens"], rows, periods=periods),
-        "logit_lens_null": pd.DataFrame(columns=list(NULL_COLUMNS)),  # the digit lens's null only
-    }
+    """Rule neuron_logit_lens: the App. F tables of the top units (``neurons``, by place and then
+    attribution rank as the rows of ``grids``: the neuron stage's grids.h5, with ``place``,
+    ``rank``, ``lens`` over ``lens_tokens``), Fig. F3 showing the units of Fig. 8's
+    ``figure_ranks`` of every place.  By what the units' lens reads
+    (:func:`helixclock.layout.whole_numbers`; :func:`helixclock.stages.neurons.places.place_lens`):
+    at the whole number (one-token numbers) the paper's, :func:`neuron_lens_tables` over the 199
+    answer tokens, whose ``logit_lens_null`` has no rows (F4 keeps its definition); at the
+    digits' places :func:`digit_lens_tables`, F4 with its base rate (``logit_lens_null``; the
+    grids' ``layer_lens``, every neuron's lens)."""
+    tokens = [t.decode() if isinstance(t, bytes) else str(t) for t in grids["lens_tokens"]]
+    units = [p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]]
+    if list(zip(units, grids["layer"], grids["neuron"])) != list(
+        zip(neurons["place"], neurons["layer"], neurons["neuron"])
+    ):
+        raise ValueError("the neuron table's rows are not the grids' units (place, layer, neuron) in order")
+    places = neurons["place"].to_numpy()
+    at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}
+    rows = [int(idx[r]) for idx in at.values() for r in figure_ranks if r < len(idx)]
+    if whole_numbers(places):
+        return {
+            **neuron_lens_tables(neurons, grids["lens"], rows, periods=periods),
+            "logit_lens_null": pd.DataFrame(columns=list(NULL_COLUMNS)),  # the digit lens's null only
+        }
+    every = grids["layer_lens"]  # every neuron's lens: F4's base rate
+    return digit_lens_tables(neurons, grids["lens"], tokens, rows, periods=periods, layer_lens=every)
 
 
 # ------------------------------------------- F3, F4 for answers of several tokens: the digit lens

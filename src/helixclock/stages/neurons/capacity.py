@@ -160,13 +160,11 @@ def capacity_summary(
 
 
 def capacity_tables(grids: dict, n_boot: int = BOOTSTRAP, seed: int = SEED, level: float = LEVEL) -> dict:
-    """Rule neuron_fits' equal-capacity comparison of the units in the neuron stage's grids.h5
-    arrays (``pre``, ``layer``, ``neuron``, ``rank``; ``place`` for answers of several tokens,
-    else every unit at the units place, the whole grid): ``bases`` (:func:`capacity_table` with
-    ``rank``) and ``bases_summary`` (:func:`capacity_summary`)."""
-    places = grids.get("place")
-    if places is not None:
-        places = [p.decode() if isinstance(p, bytes) else str(p) for p in places]
+    """Rule neuron_bases' equal-capacity comparison of the units in the neuron stage's grids.h5
+    arrays (``pre``, ``layer``, ``neuron``, ``rank``, ``place``: each unit on its place's cells, the
+    whole grid for the whole number of one-token numbers and for the units digit): ``bases``
+    (:func:`capacity_table` with ``rank``) and ``bases_summary`` (:func:`capacity_summary`)."""
+    places = [p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]]
     table = capacity_table(grids["pre"], places, grids["layer"], grids["neuron"])
     table.insert(3, "rank", np.asarray(grids["rank"]))
     return {"bases": table, "bases_summary": capacity_summary(table, n_boot, seed, level)}

@@ -30,9 +30,9 @@ from .tables import cumulative_de  # noqa: E402
 
 # -- the pipeline's figures, from the neuron stage's CSV tables -------------------------------
 def fig08_neuron_preacts(grids: pd.DataFrame, neurons: pd.DataFrame, model: str):
-    """fig08 from tables: ``grids`` long (layer, neuron, a, b, actual, fitted; units of several
-    places also place) for the chosen neurons, ``neurons`` the per-neuron table (nrmse, top_terms)."""
-    keys = ["place", "layer", "neuron"] if "place" in grids else ["layer", "neuron"]  # units by place
+    """fig08 from tables: ``grids`` long (place, layer, neuron, a, b, actual, fitted) for the chosen
+    units, ``neurons`` the per-unit table (place, nrmse, top_terms)."""
+    keys = ["place", "layer", "neuron"]  # a unit
     order = list(dict.fromkeys(zip(*(grids[k] for k in keys))))
     n_a, n_b = int(grids["a"].max()) + 1, int(grids["b"].max()) + 1
     actual, fitted, rows = [], [], []
@@ -65,9 +65,8 @@ def figD9_neuron_ablation(ablation: pd.DataFrame, model: str):
     mean-ablated (log x), under both readings of "kept" (``reading``: frozen at their values
     from the unablated run, as Fig. 9's "actual", or live in the ablated run)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.8))
-    readings = ablation["reading"].unique().tolist() if "reading" in ablation else [None]
-    for reading in readings:
-        part = ablation if reading is None else ablation[ablation["reading"] == reading]
+    for reading in ablation["reading"].unique().tolist():
+        part = ablation[ablation["reading"] == reading]
         part = part.sort_values("fraction_kept")
         label, color, marker, ls = READING_STYLE.get(reading, ("kept neurons", "C0", "o", "-"))
         x = part["fraction_kept"].to_numpy() * 100

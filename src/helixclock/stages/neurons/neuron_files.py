@@ -9,6 +9,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from ...layout import whole_numbers
 from .basis import VARIABLES, columns
 from .fit import NeuronFits, compare_bases, fit_digit_basis, fit_neurons
 from .places import place_masks
@@ -58,11 +59,11 @@ def term_table(fits: NeuronFits) -> pd.DataFrame:
     )
 
 
-def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units: dict | None = None) -> None:
+def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units: pd.DataFrame | None = None) -> None:
     """HDF5: datasets coef [n, m], rmse, nrmse, value_range, layer, neuron, dominant_{a,b,ab};
     attrs periods, columns, method, grid_shape and the method's hyperparameters.  ``up``: the
     fits of a gated MLP's up projection (when gate and up are both fitted), in group "up".
-    ``units`` (answers of several tokens): each unit's ``place`` and ``rank``, in group "units"."""
+    ``units``: each unit's ``place`` and ``rank``, in group "units"."""
     with h5py.File(path, "w") as f:
         _write_fits(f, fits)
         if up is not None:
@@ -73,11 +74,9 @@ def save_neuron_fits(path, fits: NeuronFits, up: NeuronFits | None = None, units
             group.create_dataset("rank", data=np.asarray(units["rank"]))
 
 
-def load_units(path) -> pd.DataFrame | None:
-    """The units' places and ranks of a fits file (answers of several tokens), or None."""
+def load_units(path) -> pd.DataFrame:
+    """The units' places and ranks of a fits file (:func:`neuron_fits`' ``units``)."""
     with h5py.File(path, "r") as f:
-        if "units" not in f:
-            return None
         return pd.DataFrame({"place": [p.decode() for p in f["units/place"][()]], "rank": f["units/rank"][()]})
 
 
@@ -134,9 +133,8 @@ def load_neuron_fits(path, group: str | None = None) -> NeuronFits:
 
 def fitted_units(path) -> tuple[pd.DataFrame, list[np.ndarray]]:
     """What Fig. 9 (rule neuron_fit_eval) patches in from a fits file: the fitted units, in the
-    fits' order (layer, neuron; of answers of several tokens also place and rank,
-    :func:`load_units`), and their fitted grids [n, 100, 100], the gate's then, for a gated MLP
-    with both fitted, the up projection's."""
+    fits' order (layer, neuron, place and rank, :func:`load_units`), and their fitted grids
+    [n, 100, 100], the gate's then, for a gated MLP with both fitted, the up projection's."""
     fits = load_neuron_fits(path)
     fitted = [fits.predict()] + ([load_neuron_fits(path, "up").predict()] if has_up_fits(path) else [])
     top = pd.concat([pd.DataFrame({"layer": fits.layer, "neuron": fits.neuron}), load_units(path)], axis=1)
@@ -144,48 +142,35 @@ def fitted_units(path) -> tuple[pd.DataFrame, list[np.ndarray]]:
 
 
 def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:
-    """Rule neuron_fits: Eq. 5 fitted to every top neuron's N(a, b) at once (no model).
+    """Rule neuron_fits: Eq. 5 fitted to every top unit's N(a, b) at once (no model).
 
     ``grids`` are the neuron stage's grids.h5 arrays (``pre``, with ``up`` for a gated MLP whose
     gate and up projection are both fitted, ``rank``, ``post_max``, ``max_a``, ``max_b``, ``layer``,
-    ``neuron``, ``quantity``; answers of several tokens: ``place``, the units' places).  Returns
-    the fits (``fits``, ``up`` or None), the per-neuron ``table`` (NRMSE, top terms, rank, the
-    largest post-activation and its prompt, what N is), the ``terms`` table and Fig. 8's grids
-    (``fig08``) for ``figure_ranks``.  Units of several places are fitted per place, on the cells
-    where their place exists (:func:`~.places.place_masks`), and the digit basis is fitted beside
-    Eq. 5 (columns nrmse_digits, n_params_*, better)."""
+    ``neuron``, ``place``, ``quantity``).  Returns the fits (``fits``, ``up`` or None), the
+    per-unit ``table`` (NRMSE, top terms, place, rank, the largest post-activation and its
+    prompt, what N is), the ``terms`` table, Fig. 8's grids (``fig08``) for ``figure_ranks`` of
+    every place and the units' places and ranks (``units``).  Each place's units are fitted on
+    the cells where their place exists (:func:`~.places.place_masks`: the whole grid for the
+    whole number and the units digit); at the digits' places the digit basis is fitted beside
+    Eq. 5 (columns nrmse_digits, n_params_*, better: :func:`helixclock.layout.whole_numbers`),
+    where one-token numbers keep the paper's Eq. 5 alone."""
     quantity = np.asarray(grids.get("quantity", "preactivation")).item()
     quantity = quantity.decode() if isinstance(quantity, bytes) else str(quantity)  # what N(a, b) is
-    ids = {"layer": grids["layer"], "neuron": grids["neuron"]}
-    if "place" in grids:
-        return _place_fits(grids, periods, method, figure_ranks, quantity)
-    fits = fit_neurons(grids["pre"], periods, method=method, **ids)
-    up = fit_neurons(grids["up"], periods, method=method, **ids) if "up" in grids else None
-    table = neuron_table(fits).assign(
-        rank=grids["rank"], max_post=grids["post_max"], max_a=grids["max_a"], max_b=grids["max_b"], quantity=quantity
-    )
-    if up is not None:
-        table["nrmse_up"] = up.nrmse
-    fig08 = figure_grids(grids, fits.predict(), table, figure_ranks).assign(quantity=quantity)
-    return {"fits": fits, "up": up, "table": table, "terms": term_table(fits), "fig08": fig08}
-
-
-def _place_fits(grids: dict, periods, method: str, figure_ranks, quantity: str) -> dict:
-    """:func:`neuron_fits` for units of several places: each place's units fitted on its cells."""
     places = np.array([p.decode() if isinstance(p, bytes) else str(p) for p in grids["place"]])
+    digits = not whole_numbers(places)  # the digit basis beside Eq. 5
     masks = place_masks(*grids["pre"].shape[1:])
     parts: dict[str, list] = {"fits": [], "up": [], "digits": []}
     for place in dict.fromkeys(places):
         idx = np.flatnonzero(places == place)
         ids = {"layer": grids["layer"][idx], "neuron": grids["neuron"][idx]}
-        mask = None if masks[place].all() else masks[place]  # the units place: the whole grid
+        mask = None if masks[place].all() else masks[place]  # the whole number and the units place: the whole grid
         parts["fits"].append(fit_neurons(grids["pre"][idx], periods, method=method, mask=mask, **ids))
-        parts["digits"].append(fit_digit_basis(grids["pre"][idx], mask=mask, **ids))
+        if digits:
+            parts["digits"].append(fit_digit_basis(grids["pre"][idx], mask=mask, **ids))
         if "up" in grids:
             parts["up"].append(fit_neurons(grids["up"][idx], periods, method=method, mask=mask, **ids))
     fits = concat_fits(parts["fits"])
     up = concat_fits(parts["up"]) if parts["up"] else None
-    bases = pd.concat([compare_bases(f, d) for f, d in zip(parts["fits"], parts["digits"])], ignore_index=True)
     table = neuron_table(fits).assign(
         place=places,
         rank=grids["rank"],
@@ -194,8 +179,10 @@ def _place_fits(grids: dict, periods, method: str, figure_ranks, quantity: str) 
         max_b=grids["max_b"],
         quantity=quantity,
     )
-    for col in ("nrmse_digits", "n_params_eq5", "n_params_digits", "better"):
-        table[col] = bases[col].to_numpy()
+    if digits:
+        bases = pd.concat([compare_bases(f, d) for f, d in zip(parts["fits"], parts["digits"])], ignore_index=True)
+        for col in ("nrmse_digits", "n_params_eq5", "n_params_digits", "better"):
+            table[col] = bases[col].to_numpy()
     if up is not None:
         table["nrmse_up"] = up.nrmse
     at = {p: np.flatnonzero(places == p) for p in dict.fromkeys(places)}  # Fig. 8's ranks in every place
@@ -210,8 +197,11 @@ def _place_fits(grids: dict, periods, method: str, figure_ranks, quantity: str) 
 
 def concat_fits(parts: list[NeuronFits]) -> NeuronFits:
     """Fits of disjoint sets of neurons (e.g. the places of answers of several tokens) as one,
-    in order (``info``, which describes one fit's cells, is left empty)."""
+    in order (``info``, which describes one fit's cells, is left empty where there are several;
+    one fit is itself)."""
     first = parts[0]
+    if len(parts) == 1:
+        return first
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
     dominant = {v: np.concatenate([p.dominant[v] for p in parts]) for v in first.dominant}
     return replace(

@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ... import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
 from ...figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
+from ...layout import whole_numbers  # noqa: E402
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}
@@ -71,9 +72,9 @@ def neuron_preacts_panel(
     colour bar names what N is (``quantity``, default the table's ``quantity`` column or
     "preactivation"; for a gated MLP "act(gate)·up" or "gate preactivation").
 
-    preacts, fitted: [k, n_a, n_b]; neurons: k rows with layer, neuron, nrmse, top_terms
-    (same order)."""
-    _need(neurons, ("layer", "neuron", "nrmse", "top_terms"), "fig08_neuron_preacts")
+    preacts, fitted: [k, n_a, n_b]; neurons: k rows with place, layer, neuron, nrmse, top_terms
+    (same order); rows of several places name their place and the digit basis's NRMSE."""
+    _need(neurons, ("place", "layer", "neuron", "nrmse", "top_terms"), "fig08_neuron_preacts")
     preacts, fitted = np.asarray(preacts), np.asarray(fitted)
     if preacts.shape != fitted.shape or preacts.ndim != 3 or len(preacts) != len(neurons):
         raise ValueError(
@@ -86,6 +87,7 @@ def neuron_preacts_panel(
     rows = int(np.ceil(k / cols))
     fig = plt.figure(figsize=(6.2 * cols, 3.7 * rows), layout="constrained")
     subs = np.atleast_1d(fig.subfigures(rows, cols)).ravel()
+    several = neurons["place"].nunique() > 1  # the place named only where there are several
     for sub, actual, fit, row in zip(subs, preacts, fitted, neurons.itertuples()):
         axes = sub.subplots(1, 2, sharey=True)
         lo, hi = float(np.nanmin(actual)), float(np.nanmax(actual))  # NaN: cells where a unit's place is not
@@ -97,7 +99,7 @@ def neuron_preacts_panel(
             ax.set_title(label, fontsize=9)
         axes[0].set_ylabel("a")
         sub.colorbar(im, ax=axes, shrink=0.8, label=quantity)
-        place = f" ({row.place} place; digit basis NRMSE {row.nrmse_digits:.3f})" if hasattr(row, "place") else ""
+        place = f" ({row.place} place; digit basis NRMSE {row.nrmse_digits:.3f})" if several else ""
         sub.suptitle(
             f"L{row.layer} N{row.neuron}{place}, NRMSE {row.nrmse:.3f}\n{_wrap_terms(row.top_terms, n_terms)}",
             fontsize=8.5,
@@ -158,11 +160,12 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
     neuron coloured by layer; Spearman's rho in the title (the paper: larger TE, better fit).
     The effect is the ranked size (``effect``: by default the mean |attribution| over pairs)
     where the table has it, else the signed TE; values <= 0 cannot sit on a log axis and are
-    counted in the title."""
-    _need(neurons, ("te", "nrmse", "layer"), "figD13_neuron_nrmse")
+    counted in the title.  Units at the digits' places: beside it Eq. 5's NRMSE against the digit
+    basis's, by place."""
+    _need(neurons, ("place", "te", "nrmse", "layer"), "figD13_neuron_nrmse")
     x = "effect" if "effect" in neurons.columns else "te"
     pos = neurons[neurons[x] > 0]
-    several = "nrmse_digits" in neurons  # units by place: Eq. 5 beside the digit basis
+    several = not whole_numbers(neurons["place"])  # units at digits: Eq. 5 beside the digit basis
     fig, axes = plt.subplots(1, 2 if several else 1, figsize=(12.8 if several else 6.4, 4.4), squeeze=False)
     ax = axes[0, 0]
     norm = _layer_norm(neurons["layer"])

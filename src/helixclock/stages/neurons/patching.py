@@ -1,20 +1,15 @@
-"""Neurons at the last token (section 5.4, appendix D.2): the experiments the model jobs of
-:mod:`.jobs` run.
+"""The neuron stage's settings and the parts its experiments share (section 5.4, appendix D.2):
+how neurons are ranked by their attribution (:data:`RANKINGS`, :func:`rank_neurons`), the share
+called "top" (:func:`n_top`), Fig. D9's sweep (:func:`sweep_counts`) and readings
+(:data:`READINGS`), what a neuron's preactivation N(a, b) is (:func:`preactivation_kinds`), the
+paper's logit lens (:func:`logit_lens`, App. F) and the ablations' raw table
+(:func:`accuracy_and_ld`).  The experiments themselves, one implementation whatever the
+tokenizer, are :mod:`.places`' (units by place; one-token numbers: the paper's neurons at the
+last token), composed by the model jobs of :mod:`.jobs`.
 
-* :func:`attribution_scores` - attribution patching of every last-token neuron (the engine's
-  gradient path), ranked by the size of each neuron's effect (:data:`RANKINGS`); the top
-  share are the "top neurons".
-* :func:`neuron_direct_effects` - each top neuron's write (post_clean - post_base) * W_out[:, n]
-  added to the final residual (path patching to the logits).
-* :func:`neuron_ablation` - keep the top k neurons, mean-ablate every other last-token neuron of
-  every layer; accuracy and LD vs k (figD9), under both readings of "keep" (:data:`READINGS`).
-* :func:`preactivation_grids` - the fitted quantity N(a, b) of the top neurons over all 10,000
-  prompts, their maximum post-activation and logit lens (figs. 8, F3, F4).
-* :func:`fit_evaluation` - the top k neurons given their actual or their fitted N(a, b), the
-  rest mean-ablated (fig09).
-
-A neuron is a hidden unit of a layer's MLP at the last token: ``neuron_post`` is the input of
-the MLP output projection and ``neuron_pre`` the input of the nonlinearity.  The paper studies
+A neuron is a hidden unit of a layer's MLP (at the last token, or at a position that predicts an
+answer token): ``neuron_post`` is the input of the MLP output projection and ``neuron_pre`` the
+input of the nonlinearity.  The paper studies
 GPT-J's plain MLP, sigma(x W_up) W_down, and calls x W_up the preactivation: that is what Eq. 5
 fits there, for the paper's reason that it is a linear read of the residual stream, which the
 helices describe.  A gated MLP (Llama family) computes (act(x W_gate) * x W_up) W_down: its
@@ -45,7 +40,7 @@ import pandas as pd
 import torch
 
 from ...io import to_numpy
-from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, direct_effects
+from ...patching import Pairs, PatchingEngine, Point
 from ...patching.metrics import answer_correct
 from ...statistics import raw_table
 
@@ -105,9 +100,9 @@ class NeuronSettings:
                 raise ValueError(f"neurons.{key}={getattr(self, key)!r}; allowed: {', '.join(allowed)}")
 
 
-def neuron_sites(adapter, last: int, kind: str = "neuron_post") -> list[Point]:
-    """One point per layer covering all its neurons at the last token."""
-    return [Point(kind, layer, (last,)) for layer in range(adapter.n_layers)]
+def neuron_sites(adapter, position: int | str, kind: str = "neuron_post") -> list[Point]:
+    """One point per layer covering all its neurons at ``position`` (a token position or a role)."""
+    return [Point(kind, layer, (position,)) for layer in range(adapter.n_layers)]
 
 
 def preactivation_kinds(adapter, choice: str = "gate_and_up") -> tuple[str, ...]:
@@ -153,49 +148,9 @@ def rank_neurons(scores: pd.DataFrame, ranking: str = "mean_abs") -> pd.DataFram
     return df
 
 
-def attribution_scores(engine: PatchingEngine, pairs: Pairs, last: int, ranking: str = "mean_abs") -> pd.DataFrame:
-    """Every neuron's attribution over the pairs, signed mean (``attribution``, the TE of the
-    tables) and mean size (``attribution_abs``), ranked by ``ranking`` (:func:`rank_neurons`)."""
-    sites = neuron_sites(engine.adapter, last)
-    scores = attribute(engine, pairs, sites, reduce=("mean", "mean_abs"), desc="attribution")
-    values = {r: to_numpy(torch.stack([scores[r][p][0] for p in sites])) for r in scores}  # [L, d_mlp] each
-    L, m = values["mean"].shape
-    df = pd.DataFrame(
-        {
-            "layer": np.repeat(np.arange(L), m),
-            "neuron": np.tile(np.arange(m), L),
-            "attribution": values["mean"].ravel(),
-            "attribution_abs": values["mean_abs"].ravel(),
-        }
-    )
-    return rank_neurons(df, ranking)
-
-
 def n_top(n_neurons: int, share: float) -> int:
     """The paper's "top 1%": int(share * all neurons), at least one."""
     return max(1, int(share * n_neurons))
-
-
-def neuron_direct_effects(engine: PatchingEngine, pairs: Pairs, top: pd.DataFrame, last: int) -> pd.DataFrame:
-    """DE of each top neuron over ``pairs``: raw table (rank, layer, neuron, pairs)."""
-    points = [Point("neuron_post", int(r.layer), (last,), index=int(r.neuron)) for r in top.itertuples()]
-    de = direct_effects(engine, pairs, points)
-    return raw_table(de, top[["rank", "layer", "neuron"]].to_dict("records"))
-
-
-def mean_activations(engine: PatchingEngine, ids: torch.Tensor, last: int) -> torch.Tensor:
-    """Mean last-token post-activation of every neuron over the prompts ``ids``: [L, d_mlp]."""
-    sites = neuron_sites(engine.adapter, last)
-    values, _ = engine.collect(ids, sites, logits=False, desc="mean activations")
-    return torch.stack([values[p][:, 0].float().mean(0) for p in sites])
-
-
-def keep_masks(order: pd.DataFrame, k: int, shape: tuple[int, int], device) -> torch.Tensor:
-    """Boolean [L, d_mlp]: the first k neurons of ``order`` (columns layer, neuron)."""
-    mask = torch.zeros(shape, dtype=torch.bool, device=device)
-    head = order.iloc[:k]
-    mask[torch.as_tensor(head["layer"].to_numpy(copy=True)), torch.as_tensor(head["neuron"].to_numpy(copy=True))] = True
-    return mask
 
 
 def powers_of_two(n: int) -> list[int]:
@@ -208,74 +163,6 @@ def sweep_counts(n: int, fractions: Sequence[float] = SWEEP_FRACTIONS) -> list[i
     """figD9's k: the powers of two up to n and the counts nearest each fraction of n (at
     least 1), sorted, without repeats."""
     return sorted(set(powers_of_two(n)) | {max(1, int(round(f * n))) for f in fractions if 0 < f <= 1})
-
-
-def _ablation_variant(sites, keep: torch.Tensor, means: torch.Tensor, reading: str = "frozen") -> list[Patch]:
-    """Every layer's last-token neurons mean-ablated except those kept, which get their values
-    from the unablated run ("frozen") or are left to the ablated run ("live")."""
-    if reading not in READINGS:
-        raise ValueError(f"reading={reading!r}; allowed: {', '.join(READINGS)}")
-    ablated = [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites]
-    return ([Patch(p, "clean", where=keep[p.layer]) for p in sites] if reading == "frozen" else []) + ablated
-
-
-def neuron_ablation(
-    engine: PatchingEngine,
-    prompts: Pairs,
-    order: pd.DataFrame,
-    means: torch.Tensor,
-    ks: Sequence[int],
-    last: int,
-    readings: Sequence[str] = READINGS,
-) -> pd.DataFrame:
-    """figD9: for each k and reading (:data:`READINGS`), the top k of ``order`` kept and every
-    other neuron mean-ablated, on ``prompts`` (pairs whose corrupted prompt is the clean one):
-    raw table with rows (k, fraction_kept, reading, measure) for measure "correct" (0/1 per
-    prompt) and "ld" (logit_unablated(answer) - logit_ablated(answer))."""
-    sites = neuron_sites(engine.adapter, last)
-    shape = tuple(means.shape)
-    variants, labels = [], []
-    total = int(means.numel())
-    for reading in readings:
-        for k in ks:
-            variants.append(_ablation_variant(sites, keep_masks(order, k, shape, means.device), means, reading))
-            labels.append({"k": k, "fraction_kept": k / total, "reading": reading})
-    return accuracy_and_ld(engine, prompts, variants, labels, "neuron ablation")
-
-
-def preactivation_grids(
-    engine: PatchingEngine, ids: torch.Tensor, top: pd.DataFrame, last: int, kinds: str | Sequence[str] = "neuron_pre"
-) -> dict[str, np.ndarray]:
-    """The top neurons' N(a, b) at the last token for every prompt of ``ids`` (all 10,000 a+b
-    prompts, a-major): the values of hook point(s) ``kinds`` (:func:`preactivation_kinds`), and
-    each neuron's largest post-activation with its prompt row.
-
-    Returns pre [n_top, n_prompts] (the first kind), up [n_top, n_prompts] when ``neuron_up``
-    is asked for too, and post_max, post_argmax [n_top]."""
-    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
-    layers = sorted(set(int(x) for x in top["layer"]))
-    wanted = {kind: {layer: Point(kind, layer, (last,)) for layer in layers} for kind in (*kinds, "neuron_post")}
-    sites = list(dict.fromkeys(p for per in wanted.values() for p in per.values()))
-    where = {layer: np.flatnonzero(top["layer"].to_numpy() == layer) for layer in layers}
-    index = {
-        layer: torch.as_tensor(top["neuron"].to_numpy()[where[layer]], device=engine.model.device) for layer in layers
-    }
-    parts: dict[str, list[torch.Tensor]] = {kind: [] for kind in wanted}
-    for chunk in engine.iter_collect(ids, sites, logits=False, desc="neuron grids"):
-        rows = len(chunk[sites[0]])
-        for kind, per in wanted.items():
-            values = torch.empty(len(top), rows, device=engine.model.device)
-            for layer in layers:
-                values[torch.as_tensor(where[layer], device=values.device)] = (
-                    chunk[per[layer]][:, 0, index[layer]].float().T
-                )
-            parts[kind].append(values)
-    full = {kind: torch.cat(v, 1) for kind, v in parts.items()}
-    best = full["neuron_post"].max(1)
-    out = {"pre": to_numpy(full[kinds[0]]), "post_max": to_numpy(best.values), "post_argmax": to_numpy(best.indices)}
-    if "neuron_up" in kinds[1:]:
-        out["up"] = to_numpy(full["neuron_up"])
-    return out
 
 
 def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndarray) -> np.ndarray:
@@ -291,48 +178,6 @@ def logit_lens(engine: PatchingEngine, top: pd.DataFrame, answer_tokens: np.ndar
             w = ad.neuron_weights(hf, int(layer))[torch.as_tensor(part["neuron"].to_numpy())]  # [k, d]
             lens[part.index.to_numpy()] = to_numpy(w.float() @ W_U.float().T)
     return lens
-
-
-def fit_evaluation(
-    engine: PatchingEngine,
-    prompts: Pairs,
-    top: pd.DataFrame,
-    fitted: torch.Tensor | dict[str, torch.Tensor],
-    means: torch.Tensor,
-    ks: Sequence[int],
-    last: int,
-) -> pd.DataFrame:
-    """fig09: for each k, the top k neurons keep (a) their actual values (as figD9's frozen
-    reading) or (b) get their fitted values, every other neuron mean-ablated.  ``fitted``
-    [n_prompts, n_top] holds N^(a, b) of the preactivation (``neuron_pre``) at each prompt's
-    (a, b), then the model's own nonlinearity; or a dict {hook kind: [n_prompts, n_top]} for
-    other or several points (:func:`preactivation_kinds`: a gated MLP's gate and up, whose
-    act(gate) * up the model then computes, or act(gate) * up itself).  Raw table with rows
-    (k, preactivation, measure): "correct" (0/1) and "ld" (logit_unablated(answer) -
-    logit(answer))."""
-    sites = neuron_sites(engine.adapter, last)
-    L, m = means.shape
-    device = means.device
-    fitted = fitted if isinstance(fitted, dict) else {"neuron_pre": fitted}
-    per_layer = {}  # the fitted values of every top neuron, laid out per (kind, layer) [n, 1, d_mlp]
-    for kind, values_of in fitted.items():
-        for layer, part in top.reset_index(drop=True).groupby("layer"):
-            values = torch.zeros(len(prompts), 1, m, device=device)
-            values[:, 0, torch.as_tensor(part["neuron"].to_numpy(copy=True), device=device)] = values_of[
-                :, torch.as_tensor(part.index.to_numpy(copy=True), device=device)
-            ].to(device)
-            per_layer[kind, int(layer)] = values
-    variants, labels = [], []
-    for k in ks:
-        keep = keep_masks(top, k, (L, m), device)
-        variants.append(_ablation_variant(sites, keep, means, "frozen"))
-        labels.append({"k": k, "preactivation": "actual"})
-        fitted_patches = [
-            Patch(Point(kind, layer, (last,)), values, where=keep[layer]) for (kind, layer), values in per_layer.items()
-        ]
-        variants.append(fitted_patches + [Patch(p, means[p.layer][None, None], where=~keep[p.layer]) for p in sites])
-        labels.append({"k": k, "preactivation": "fitted"})
-    return accuracy_and_ld(engine, prompts, variants, labels, "fit evaluation")
 
 
 def accuracy_and_ld(engine: PatchingEngine, prompts: Pairs, variants, labels: list[dict], desc: str) -> pd.DataFrame:

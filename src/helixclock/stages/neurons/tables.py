@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...layout import PLACE_ORDER, READINGS
 from ...statistics import Resampling, pair_values, positions_of, positive_shares, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
-PLACES = ("units", "tens", "hundreds")  # helixclock.patching.metrics.PLACES (this module stays free of torch)
 
 
 def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """figD9: per k and reading (frozen / live kept neurons), accuracy (share of prompts still
     answered) and mean LD with intervals."""
-    keys = [c for c in ("ranking", "k", "fraction_kept", "reading") if c in raw.columns]
+    keys = ["ranking", "k", "fraction_kept", "reading"]
     acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy").drop(columns="measure")
     ld = summarise(raw[raw["measure"] == "ld"], resampling).drop(columns=["measure", "n_pairs"])
     return acc.merge(ld, on=keys).rename(columns={"n_pairs": "n_prompts"})
@@ -24,7 +24,7 @@ def ablation_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
 def top_neuron_table(
     attribution: pd.DataFrame, raw_de: pd.DataFrame, fits: pd.DataFrame, circuit_layers, resampling: Resampling
 ) -> pd.DataFrame:
-    """One row per top neuron (rank order): te (the signed mean attribution), effect (its size
+    """One row per top unit (place, then rank order): te (the signed mean attribution), effect (its size
     the neurons are ranked by), de with its interval (signed mean over pairs), de_effect (the
     same size of the per-pair DEs: mean |DE| under the default ranking), de_over_te =
     de_effect / effect (the share of the neuron's effect that is direct, in the ranking's
@@ -32,7 +32,7 @@ def top_neuron_table(
     whether its layer is a circuit MLP, and its fit (nrmse, a+b fraction, leading terms,
     dominant periods)."""
     de = summarise(raw_de, resampling, prefix="de").rename(columns={"de_mean": "de"})
-    ranking = str(attribution["ranking"].iloc[0]) if "ranking" in attribution and len(attribution) else "signed"
+    ranking = str(attribution["ranking"].iloc[0]) if len(attribution) else "signed"
     per_pair = pair_values(raw_de).astype(np.float64)
     with np.errstate(invalid="ignore"):
         sizes = {
@@ -41,18 +41,13 @@ def top_neuron_table(
             "signed": np.nanmean(per_pair, 1),
         }[ranking]
     de["de_effect"] = sizes
-    keys = ["place", "rank", "layer", "neuron"] if "place" in attribution else ["rank", "layer", "neuron"]
+    keys = ["place", "rank", "layer", "neuron"]
     top = attribution.merge(de, on=keys).rename(columns={"attribution": "te"})
-    if "effect" not in top:
-        top["effect"] = top["te"]
     top["de_over_te"] = top["de_effect"] / top["effect"]
     top["in_circuit"] = top["layer"].isin(list(circuit_layers))
-    on = ["place", "layer", "neuron"] if "place" in top else ["layer", "neuron"]
-    out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=on, how="left")
-    if "place" not in out:
-        return out.sort_values("rank").reset_index(drop=True)
-    # units of several places: by place (units, tens, hundreds), then rank, as the grids' rows are
-    out["_place"] = out["place"].map({p: i for i, p in enumerate(PLACES)})
+    out = top.merge(fits.drop(columns=["rank"], errors="ignore"), on=["place", "layer", "neuron"], how="left")
+    # by place (the whole number; or units, tens, hundreds), then rank, as the grids' rows are
+    out["_place"] = out["place"].map({p: i for i, p in enumerate(PLACE_ORDER)})
     return out.sort_values(["_place", "rank"]).drop(columns="_place").reset_index(drop=True)
 
 
@@ -78,15 +73,14 @@ def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
 
 def fit_eval_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """fig09: accuracy per k with actual and with fitted values, their ratio, and what was
-    fitted (``quantity``, where the raw table says)."""
+    fitted (``quantity``)."""
     acc = summarise(raw[raw["measure"] == "correct"], resampling, prefix="accuracy")
     wide = acc.pivot_table(index="k", columns="preactivation", values="accuracy_mean").reset_index()
     wide.columns.name = None
     wide = wide.rename(columns={"actual": "actual_accuracy", "fitted": "fitted_accuracy"})
     wide["fitted_over_actual"] = wide["fitted_accuracy"] / wide["actual_accuracy"]
     wide["n_prompts"] = acc.groupby("k")["n_pairs"].min().reindex(wide["k"]).to_numpy()
-    if "quantity" in raw.columns:
-        wide["quantity"] = raw["quantity"].iloc[0]
+    wide["quantity"] = raw["quantity"].iloc[0]
     return wide
 
 
@@ -96,8 +90,12 @@ def top_neurons_paper_table(neurons: pd.DataFrame) -> pd.DataFrame:
     DE/TE of the effect sizes, and the Eq. 5 fit of N
     (NRMSE, leading terms, a+b fraction), the fit's columns naming what N is (``quantity``:
     the preactivation, or in a gated MLP act(gate)·up or the gate's preactivation); units of
-    several places also their place and the digit basis's NRMSE beside Eq. 5's."""
+    several places also their place (one place, the whole number of one-token numbers: no
+    column, as the paper's neurons) and, at the digits' places, the digit basis's NRMSE beside
+    Eq. 5's."""
     what = str(neurons["quantity"].iloc[0]) if "quantity" in neurons and len(neurons) else "preactivation"
+    if neurons["place"].nunique() <= 1:
+        neurons = neurons.drop(columns="place")
     cols = {
         "place": "place",
         "rank": "rank",
@@ -140,6 +138,14 @@ def figure_grids(grids: dict, fitted: np.ndarray, table: pd.DataFrame, ranks, ro
         ],
         ignore_index=True,
     )
+
+
+def circuit_layers(stages: pd.DataFrame) -> list[int]:
+    """The circuit MLPs' layers (Fig. 7's ``mlp_stages``) where the units are read: the MLP stage's
+    rows at the answer positions where it reads them (numbers of several tokens), else its rows
+    at the last token (one-token numbers: their one answer position)."""
+    at_answer = stages["reading"] == READINGS["answer"]
+    return [int(x) for x in stages.loc[at_answer if at_answer.any() else slice(None), "layer"]]
 
 
 def neuron_summary(

@@ -153,12 +153,9 @@ def _late_share(t: Tables, model: str) -> float:
 def _accuracy_at_fraction(t: Tables, model: str, fraction: float = 0.01, reading: str = "frozen") -> float:
     """Accuracy at ``fraction`` of the neurons kept (``neuron_ablation``: fraction_kept,
     accuracy_mean, reading), interpolated linearly in log(fraction_kept), under one reading of
-    "kept" (frozen at the unablated values, or live; a table without readings is frozen)."""
+    "kept" (frozen at the unablated values, or live)."""
     df = t["neuron_ablation"]
-    if "reading" in df.columns:
-        df = df[df["reading"] == reading]
-    elif reading != "frozen":
-        return np.nan
+    df = df[df["reading"] == reading]
     df = df.sort_values("fraction_kept")
     x, y = np.log(df["fraction_kept"].to_numpy(float)), df["accuracy_mean"].to_numpy(float)
     if not len(x) or not (x[0] <= np.log(fraction) <= x[-1]):
