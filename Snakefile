@@ -13,7 +13,12 @@ configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 report: "workflow/report/workflow.rst"
 
 
+# shared code first (config, targets, params, resources, staging, base rules), then one file a stage
 include: "workflow/rules/common.smk"
+include: "workflow/rules/targets.smk"
+include: "workflow/rules/params.smk"
+include: "workflow/rules/resources.smk"
+include: "workflow/rules/staging.smk"
 include: "workflow/rules/bases.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/accuracy.smk"
@@ -38,5 +43,6 @@ rule all:
     localrule: True
 
 
-check_rules()  # the GPU jobs are helixclock.outputs.MODEL_JOBS; each publish_<rule> publishes what <rule> stages
+check_resources()  # the GPU jobs are helixclock.outputs.MODEL_JOBS; every submitted job declares mem_mb and runtime
+check_staging()  # each publish_<rule> publishes what <rule> stages
 check_gpu_memory()  # where config key gpu_memory_gb says the cards, every model job fits one

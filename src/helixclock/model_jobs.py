@@ -141,5 +141,5 @@ def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None)
 def selection(snakemake) -> Selection:
     """The job's :class:`~helixclock.pairs.Selection`: the rule's params ``selection`` (config keys
     compat, clock.selection_pairs and clock.selection_attribution_pairs, the registry's clock
-    overriding the last two per model; workflow/rules/common.smk, ``selection_settings``)."""
+    overriding the last two per model; workflow/rules/params.smk, ``selection_settings``)."""
     return Selection(**snakemake.params.selection)

@@ -19,7 +19,7 @@ MODEL = "results/{model}"
 ALL = "results/all"  # cross-model outputs
 LOGS = "logs"
 # a staged job's outputs until its publish job moves them into place: STAGING/<rule>/<params hash>/<path>
-# (docs/running.md, "When a run fails"; workflow/rules/common.smk)
+# (docs/running.md, "When a run fails"; workflow/rules/staging.smk)
 STAGING = ".staging"
 MODEL_FILES = "resources/models"  # the models the pipeline trains or installs, one folder each
 COMMITTED_TOYS = "resources/toys"  # trained toys committed with the code (installed instead of training)

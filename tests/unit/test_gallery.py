@@ -219,7 +219,7 @@ def test_the_command_writes_the_gallery_from_the_project_it_runs_in(tmp_path, ca
 
 def test_each_figures_caption_is_the_one_the_report_gives_it(tmp_path):
     """gallery.caption_file names, for every figure of a model, the caption file its rule's report()
-    names (workflow/rules/common.smk, figure_files), read from the workflow through Snakemake's API."""
+    names (workflow/rules/targets.smk, figure_files), read from the workflow through Snakemake's API."""
     captions = {}
     with workflow_api(tmp_path, REPO / "config" / "config.yaml") as workflow:
         for rule in workflow._workflow.rules:

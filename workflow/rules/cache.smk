@@ -19,14 +19,9 @@ rule residual_cache:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         minimum=minimum("correct_prompts"),
         dtype=config["cache"]["dtype"],
         largest_bare_number=config["cache"]["largest_bare_number"],

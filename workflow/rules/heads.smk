@@ -21,19 +21,22 @@ rule head_patching:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
+        **MODEL_JOB_PARAMS,
         selection=selection_settings(),
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],
-        heads=head_settings(),
+        # helixclock.stages.heads.patching.HeadSettings: config keys clock.top_heads, mixed_heads and
+        # head_screen (the registry's clock overrides them per model), its layer_step and the fits'
+        heads=lambda w: settled(
+            {
+                **{k: per_model("clock", k)(w) for k in ("top_heads", "mixed_heads", "head_screen")},
+                "layer_step": layer_step()(w),
+                **fit_settings(),
+            }
+        ),
     script:
         "../../scripts/head_patching.py"
 

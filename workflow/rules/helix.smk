@@ -82,14 +82,9 @@ rule helix_patching:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=per_model("helix", "n_pairs"),
@@ -149,14 +144,9 @@ rule other_tasks_patching:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         minimum=minimum("pairs", "spare_rows"),
         fit=fit_settings(compat=True),
         n_pairs=per_model("helix", "n_pairs"),

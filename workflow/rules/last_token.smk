@@ -22,14 +22,9 @@ rule last_token_patching:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit=settled({"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]}),

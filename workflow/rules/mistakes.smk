@@ -3,6 +3,7 @@
 # accuracy sweep; numbers of several tokens: the log-likelihoods of the answers 0..198, rule
 # answer_scores, the stage's one model job), the neurons' logit lens (from the neuron stage).
 # helixclock.stages.mistakes
+from helixclock.layout import NumberTokens
 
 MISTAKES_FIGURES = "helixclock.stages.mistakes.figures"
 
@@ -46,14 +47,9 @@ rule answer_scores:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         prompts=config["accuracy"]["logit_prompts"],
         seed=config["seed"],
     script:
@@ -75,7 +71,11 @@ rule wrong_answers:
     """App. F: the wrong answers by offset, the carry test (Table F2) and the final logits' slopes and periods."""
     input:
         accuracy=outputs.ADD_ACCURACY,
-        logits=final_scores,
+        # what Figs. F5 and F6 read: the accuracy sweep's final logits of the answer tokens 0..198,
+        # or for numbers of several tokens the answers' log-likelihoods (answer_scores)
+        logits=lambda w: (
+            outputs.ANSWER_SCORES if NumberTokens.of(REGISTRY[w.model]).several else outputs.ADD_LOGITS
+        ).format(model=w.model),
     output:
         **outputs.WRONG_ANSWERS,
         table=table("tabF2_carry_test", stage="mistakes")[0],

@@ -26,15 +26,10 @@ rule mlp_patching:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
+        **MODEL_JOB_PARAMS,
         selection=selection_settings(),
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
         minimum=minimum("pairs", "spare_rows"),
         pairs=clock_pairs(),
         fit_prompts=config["clock"]["fit_prompts"],

@@ -19,10 +19,7 @@ rule train_toy:
         ENV
     threads: config["toy"]["threads"]
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
         spec=spec,
         toy=lambda w: settled(training_settings(config["toy"], REGISTRY[w.model])),

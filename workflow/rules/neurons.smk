@@ -23,15 +23,10 @@ rule neuron_attribution:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
+        **MODEL_JOB_PARAMS,
         selection=selection_settings(),
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
         minimum=minimum("pairs"),
         neurons=neuron_settings(
             "attribution_pairs", "de_pairs", "ablation_prompts", "mean_prompts", "top_share", "seed", "ranking"
@@ -70,14 +65,9 @@ rule neuron_grids:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         neurons=neuron_settings("top_share", "gated_preactivation"),
     script:
         "../../scripts/neuron_grids.py"
@@ -170,14 +160,9 @@ rule neuron_fit_eval:
         ENV
     threads: 2
     resources:
-        gpu=1,
-        mem_mb=model_memory,
-        gpu_mem_mb=model_gpu_memory,
-        runtime=model_runtime,
+        **MODEL_JOB_RESOURCES,
     params:
-        spec=spec,
-        device=config["device"],
-        batch_size=config["batch_size"],
+        **MODEL_JOB_PARAMS,
         minimum=minimum("correct_prompts"),
         neurons=neuron_settings("ablation_prompts", "seed", "gated_preactivation"),
     script:

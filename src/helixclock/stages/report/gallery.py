@@ -62,7 +62,7 @@ def run_of(project: Path) -> Run:
 
 
 def caption_file(fig_id: str) -> str:
-    """The report's caption file of a figure id, as workflow/rules/common.smk's ``caption`` names
+    """The report's caption file of a figure id, as workflow/rules/targets.smk's ``caption`` names
     it: by the id's number (``fig04_helix_patching`` -> ``fig04.rst``), else the whole id."""
     number = re.match(r"(fig|tab)[A-Z]?[0-9]+", fig_id)
     return f"{number.group(0) if number else fig_id}.rst"
