@@ -27,8 +27,6 @@ from safetensors.torch import load_file
 from helixclock import outputs, placement
 from helixclock.outputs import MODEL_JOBS
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def gptj_shaped(tmp_path_factory):

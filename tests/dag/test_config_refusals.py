@@ -6,11 +6,8 @@ import subprocess
 import sys
 import time
 
-import pytest
 from helpers.paths import REPO
 from helpers.registry import registry_with
-
-pytestmark = pytest.mark.slow  # a Snakemake process each (seconds: a dry run)
 
 
 def test_snakemake_refuses_an_unknown_model_within_seconds():

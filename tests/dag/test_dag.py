@@ -16,8 +16,6 @@ from helpers.paths import REPO
 
 from helixclock import outputs
 
-pytestmark = pytest.mark.slow
-
 MODELS = ("toy-gptj", "toy-digits")  # the tiny run's (tests/configs/tiny.yaml)
 
 

@@ -10,8 +10,6 @@ import h5py
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.slow
-
 MODEL = "toy-digits"
 RUNS = (
     "figures/figA1_accuracy_heatmap.png",

@@ -17,8 +17,6 @@ from helpers.dag import changed_config, planned_jobs, snakemake, snakemake_comma
 
 from helixclock.outputs import STAGING
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def finished(tiny_run, tmp_path_factory):

@@ -6,12 +6,9 @@ import subprocess
 from importlib.metadata import version
 
 import pandas as pd
-import pytest
 import yaml
 from helpers.dag import snakemake
 from helpers.paths import REPO
-
-pytestmark = pytest.mark.slow
 
 
 def test_report_names_every_output_of_the_run(tiny_run):

@@ -11,8 +11,6 @@ import pandas as pd
 import pytest
 from helpers.paths import REPO
 
-pytestmark = pytest.mark.slow
-
 
 def test_the_results_tour_runs_on_the_main_jobs_outputs(tiny_run, capsys):
     work, _ = tiny_run

@@ -10,11 +10,8 @@ import importlib
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from helpers.dag import TINY, workflow_api
 from helpers.figures import problems
-
-pytestmark = pytest.mark.slow  # they read the whole-DAG runs
 
 
 def plotting_jobs(workdir: Path, configfile: Path) -> list[dict]:

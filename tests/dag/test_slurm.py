@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from helixclock import outputs, placement
 from helixclock.tasks import TASKS
 
-pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture(scope="session")

@@ -8,13 +8,10 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-import pytest
 import torch
 import yaml
 from helpers.dag import snakemake
 from helpers.prompts import GPTJ_PROMPTS
-
-pytestmark = pytest.mark.slow  # a Snakemake run
 
 TEMPLATE = GPTJ_PROMPTS["add"]
 
