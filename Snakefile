@@ -43,6 +43,6 @@ rule all:
     localrule: True
 
 
-check_resources()  # the GPU jobs are helixclock.outputs.MODEL_JOBS; every submitted job declares mem_mb and runtime
+check_resources()  # the GPU jobs are helixclock.project.outputs.MODEL_JOBS; every submitted job declares mem_mb and runtime
 check_staging()  # each publish_<rule> publishes what <rule> stages
 check_gpu_memory()  # where config key gpu_memory_gb says the cards, every model job fits one

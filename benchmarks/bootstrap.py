@@ -3,7 +3,7 @@
 Workload: a raw per-pair table as the model jobs write it (Fig. 4's sweep of GPT-J: 28 layers
 x 39 fits = 1,092 rows of 100 pairs), 1,000 resamples, 95% percentile intervals.
 
-* ours: :func:`helixclock.statistics.bootstrap_ci`, one draw of resampled pair indices shared
+* ours: :func:`helixclock.stats.statistics.bootstrap_ci`, one draw of resampled pair indices shared
   by every row, means and quantiles as tensor operations;
 * scipy: ``scipy.stats.bootstrap(..., method="percentile", vectorized=True, axis=-1)``, the
   library's own (it draws per call, so rows are resampled independently).
@@ -20,7 +20,7 @@ import numpy as np
 from common import emit
 from scipy import stats
 
-from helixclock.statistics import bootstrap_ci
+from helixclock.stats.statistics import bootstrap_ci
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from common import add_prompts, cases, emit, random_gptj, timed, toy_tokenizer
 
-from helixclock.cache_writer import write_residual_cache
+from helixclock.jobs.cache_writer import write_residual_cache
 from helixclock.patching import PatchingEngine
 
 

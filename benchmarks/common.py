@@ -9,8 +9,8 @@ import time
 import torch
 from transformers import GPTJConfig, GPTJForCausalLM
 
-from helixclock.models import wrap_model
-from helixclock.toy import build_tokenizer
+from helixclock.lm.models import wrap_model
+from helixclock.lm.toy import build_tokenizer
 
 GPTJ_PROMPT = "Output ONLY a number.\n{a}+{b}="
 

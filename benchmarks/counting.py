@@ -17,14 +17,16 @@ import torch
 from plan import PAPER_ACCURACY, Shape, fabricated_tables
 from transformers import GPTJConfig, GPTJForCausalLM
 
-from helixclock.bases import FitSettings, standard_bases
-from helixclock.cache import read_residual_cache
-from helixclock.cache_writer import write_residual_cache
-from helixclock.fits import fit_token, to_device
-from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
+from helixclock.fitting.bases import FitSettings, standard_bases
+from helixclock.fitting.fits import fit_token, to_device
+from helixclock.jobs.cache_writer import write_residual_cache
+from helixclock.lm.models import wrap_model
+from helixclock.lm.toy import build_tokenizer
 from helixclock.patching import PatchingEngine
-from helixclock.sampling import seeded_rows
+from helixclock.project.cache import read_residual_cache
+from helixclock.prompts.sampling import seeded_rows
+from helixclock.prompts.tasks import check_all_tasks, check_task_tokens, get_task
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import HeadSettings
@@ -34,8 +36,6 @@ from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.neurons.fit import fit_neurons
 from helixclock.stages.neurons.jobs import neuron_attribution, neuron_fit_eval, neuron_grids
 from helixclock.stages.neurons.patching import NeuronSettings
-from helixclock.tasks import check_all_tasks, check_task_tokens, get_task
-from helixclock.toy import build_tokenizer
 
 
 # -- counting on a tiny model ---------------------------------------------------------------------------

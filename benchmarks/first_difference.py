@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from helixclock.config import REPO, load_registry
-from helixclock.experiments import total_and_direct
-from helixclock.first_difference import first_difference_pairs
-from helixclock.models import install_gguf, load_model
-from helixclock.pairs import draw_pairs
+from helixclock.causal.experiments import total_and_direct
+from helixclock.causal.first_difference import first_difference_pairs
+from helixclock.causal.pairs import draw_pairs
+from helixclock.lm.config import REPO, load_registry
+from helixclock.lm.models import install_gguf, load_model
 from helixclock.patching import PatchingEngine, Point
 
 ADDED = {"last_token_patching": 22 + 66, "head_patching": 40, "mlp_patching": 49}

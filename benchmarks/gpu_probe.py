@@ -34,7 +34,7 @@ import torch
 from counting import Counter, TinyRun, count_tiny, job_settings, run_jobs, tiny_config
 from plan import PAPER_ACCURACY, SHAPES, fabricated_tables, gpt2_tokenizer, random_model, read_config
 
-from helixclock.models import run_dtype, wrap_model
+from helixclock.lm.models import run_dtype, wrap_model
 
 GB = 1e9
 

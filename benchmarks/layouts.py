@@ -29,13 +29,13 @@ import torch
 from common import emit, timed
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from helixclock.bases import standard_bases
-from helixclock.experiments import fit_variants
-from helixclock.fits import fit_token
-from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs, prompt_rows
+from helixclock.causal.experiments import fit_variants
+from helixclock.causal.pairs import draw_pairs, prompt_rows
+from helixclock.fitting.bases import standard_bases
+from helixclock.fitting.fits import fit_token
+from helixclock.lm.models import wrap_model
+from helixclock.lm.toy import build_tokenizer
 from helixclock.patching import Patch, PatchingEngine, Point
-from helixclock.toy import build_tokenizer
 
 PROMPT = "Output ONLY a number.\n{a}+{b}="
 

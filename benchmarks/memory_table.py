@@ -1,7 +1,7 @@
 """docs/memory.md: what each model job declares (mem_mb, gpu_mem_mb: the plan's resources, as a
 dry run of the finished run's folder evaluates them with every input there) against what it used
 (the peak its log records, or else max_rss of its benchmark file,
-logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model (helixclock.memory) against the
+logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model (helixclock.jobs.memory) against the
 peaks measured on an H200 (benchmarks/measured/).
 
     python benchmarks/memory_table.py --run RUN_FOLDER[:CONFIG] ... [--out docs/memory.md]
@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from helpers.memory import declared, measured_with_source, within  # noqa: E402
 
-from helixclock import memory, placement  # noqa: E402
-from helixclock.outputs import MODEL_JOBS  # noqa: E402
+from helixclock.jobs import memory, placement  # noqa: E402
+from helixclock.project.outputs import MODEL_JOBS  # noqa: E402
 
 MEASURED = REPO / "benchmarks" / "measured"
 
@@ -49,7 +49,7 @@ def host_rows(run: Path, configfile: Path, models: list[str]) -> list[str]:
 
 
 # -- the paper's models on a GPU --------------------------------------------------------------------
-CONFIGS = {  # their hub config.json's shapes, as helixclock.placement.config_size reads them
+CONFIGS = {  # their hub config.json's shapes, as helixclock.jobs.placement.config_size reads them
     "gptj": {
         "n_embd": 4096,
         "n_layer": 28,

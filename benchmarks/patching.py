@@ -29,9 +29,9 @@ import numpy as np
 import torch
 from common import cases, emit, random_gptj, timed, toy_tokenizer
 
-from helixclock.bases import standard_bases
-from helixclock.experiments import fit_variants
-from helixclock.fits import fit_token
+from helixclock.causal.experiments import fit_variants
+from helixclock.fitting.bases import standard_bases
+from helixclock.fitting.fits import fit_token
 from helixclock.patching import Pairs, Patch, PatchingEngine, Point
 
 POS_A = 5

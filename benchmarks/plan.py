@@ -33,10 +33,10 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, GPTJConfig, GPTNeoXConfig, LlamaConfig
 
-from helixclock.models import wrap_model
+from helixclock.lm.models import wrap_model
 from helixclock.patching import Point
 from helixclock.patching.prefix import PrefixCache
-from helixclock.tasks import check_task_tokens, get_task, number_token_ids
+from helixclock.prompts.tasks import check_task_tokens, get_task, number_token_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 # the paper's accuracies (Table A1, Table C1; config/paper_values.yaml): correct prompts per task

@@ -29,9 +29,9 @@ import pandas as pd
 import torch
 from common import emit, timed
 
-from helixclock.config import load_registry
-from helixclock.models import install_gguf, load_model
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
+from helixclock.lm.config import load_registry
+from helixclock.lm.models import install_gguf, load_model
 from helixclock.patching import Patch, PatchingEngine, Point
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,12 +1,12 @@
 """mkdocs hooks of helixclock's documentation (mkdocs.yml, ``hooks:``).
 
 The outputs reference (docs/outputs.md) is generated at every build from the output registry
-(:func:`helixclock.results.registered_outputs`) and the workflow's rules (read through
+(:func:`helixclock.project.results.registered_outputs`) and the workflow's rules (read through
 Snakemake's API, as ``snakemake --list-rules`` reads them): every registered output, every
 figure and every table, with the rule that makes it and that rule's docstring.  A page can
 therefore not fall behind the code, and ``mkdocs build --strict`` fails where the registry
 names a path no rule makes.  The paper's numbering (the same page, "The paper's numbering") is
-generated from :data:`helixclock.outputs.PAPER_FIGURES` and its neighbours: the compiled paper's
+generated from :data:`helixclock.project.outputs.PAPER_FIGURES` and its neighbours: the compiled paper's
 number of every figure and table id, and helixclock's own."""
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def reference_rows(rules: dict[str, tuple[str, list[str]]]) -> list[dict]:
     """One row per output: its id (registry, table or figure id), path and the rule that makes it
     (a staged job's work rule, whose publish job moves the file into place)."""
     sys.path.insert(0, str(REPO / "src"))
-    from helixclock import outputs
-    from helixclock.results import registered_outputs
+    from helixclock.project import outputs
+    from helixclock.project.results import registered_outputs
 
     maker = {}
     for name, (doc, patterns) in rules.items():
@@ -98,7 +98,7 @@ def numbering_markdown() -> str:
     it sits in, helixclock's id (or, for the two it draws as another figure of other models, which
     figure of which models), the paper's label; then helixclock's own figures and tables."""
     sys.path.insert(0, str(REPO / "src"))
-    from helixclock import outputs
+    from helixclock.project import outputs
 
     lines = ["| the paper's | in | helixclock's id | the paper's label |", "|---|---|---|---|"]
     for kind, items in (("Figure", outputs.PAPER_FIGURES), ("Table", outputs.PAPER_TABLES)):

@@ -2,8 +2,8 @@
 logits of the answers 0..198 on a+b -> accuracy/add_logits.h5 (numbers of several tokens:
 greedy decoding, and the logits file records why it holds none)."""
 
-from helixclock.model_jobs import open_model
-from helixclock.pipeline import start
+from helixclock.jobs.model_jobs import open_model
+from helixclock.jobs.pipeline import start
 from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, model_accuracy, save_answer_logits
 
 log = start(snakemake)

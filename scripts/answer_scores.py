@@ -1,8 +1,8 @@
 """Rule answer_scores: numbers of several tokens, the log-likelihood L(n) of each answer 0..198
 and its independent-digits control after a sample of the a+b prompts (Figs. F5, F6)."""
 
-from helixclock.model_jobs import open_model
-from helixclock.pipeline import accuracy, start
+from helixclock.jobs.model_jobs import open_model
+from helixclock.jobs.pipeline import accuracy, start
 from helixclock.stages.mistakes.answer_scores import answer_scores, save_answer_scores
 
 log = start(snakemake)

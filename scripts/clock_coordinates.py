@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from helixclock.cache import read_residual_cache
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.report.clock import clock_coordinates
 
 log = start(snakemake)

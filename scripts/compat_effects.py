@@ -1,7 +1,7 @@
 """Rule compat_effects: the affected numbers under every mode run so far, side by side."""
 
-from helixclock.io import write_table
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import write_table
 from helixclock.stages.report.compat import compat_effects
 
 start(snakemake)

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
 from helixclock.stages.report.compat import compat_numbers, write_numbers
 
 start(snakemake)

@@ -3,9 +3,9 @@ with the tasks a model did not run marked."""
 
 import pandas as pd
 
-from helixclock import outputs
-from helixclock.io import save_figure
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project import outputs
+from helixclock.project.io import save_figure
 from helixclock.stages.report.compare import load_paper_values, paper_accuracy, paper_tab01
 from helixclock.stages.report.figures import figAll_accuracy, figAll_ld_ratios
 

@@ -7,9 +7,9 @@ import os
 offline = os.environ.get("HELIXCLOCK_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off")
 os.environ["HF_HUB_OFFLINE"] = "1" if offline else "0"
 
-from helixclock.io import write_json  # noqa: E402 (huggingface_hub reads HF_HUB_OFFLINE when imported)
-from helixclock.models import download_model  # noqa: E402
-from helixclock.pipeline import start  # noqa: E402
+from helixclock.jobs.pipeline import start  # noqa: E402
+from helixclock.lm.models import download_model  # noqa: E402
+from helixclock.project.io import write_json  # noqa: E402 (huggingface_hub reads HF_HUB_OFFLINE when imported)
 
 log = start(snakemake)
 spec = {"source": snakemake.params.source, "revision": snakemake.params.revision}

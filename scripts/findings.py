@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.pipeline import resampling, start
+from helixclock.jobs.pipeline import resampling, start
 from helixclock.stages.findings.registry import Registry
 from helixclock.stages.findings.tables import findings_tables
 

@@ -1,8 +1,8 @@
 """Rule head_patching: Figs. D2-D7, attention heads at the last token (per-pair tables); answers
 of several tokens also at the answer positions."""
 
-from helixclock.model_jobs import clock_job, selection
-from helixclock.pipeline import settings
+from helixclock.jobs.model_jobs import clock_job, selection
+from helixclock.jobs.pipeline import settings
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import HeadSettings
 

@@ -1,8 +1,8 @@
 """Rule helix_figure_tables: Fig. 3 and Figs. C1-C3 at the figure layer."""
 
-from helixclock.cache import read_residual_cache
-from helixclock.helix_files import load_helix_fits
-from helixclock.pipeline import start
+from helixclock.fitting.helix_files import load_helix_fits
+from helixclock.jobs.pipeline import start
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.helix.fitting import helix_figure_tables
 
 start(snakemake)

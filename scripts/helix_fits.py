@@ -1,10 +1,10 @@
 """Rule helix_fits: helix, circle and polynomial fits of the a-token residuals at every layer."""
 
-from helixclock.bases import FitSettings
-from helixclock.cache import read_residual_cache
-from helixclock.helix_files import save_helix_fits
-from helixclock.pipeline import minimum, require, settings, start
-from helixclock.preconditions import helix_fit_needs
+from helixclock.fitting.bases import FitSettings
+from helixclock.fitting.helix_files import save_helix_fits
+from helixclock.jobs.pipeline import minimum, require, settings, start
+from helixclock.jobs.preconditions import helix_fit_needs
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.helix.fitting import helix_fits, r2_table
 
 log = start(snakemake)

@@ -2,13 +2,13 @@
 
 from functools import partial
 
-from helixclock.bases import FitSettings
-from helixclock.cache import read_residual_cache
-from helixclock.fits import to_device
-from helixclock.helix_files import load_helix_fits
-from helixclock.model_jobs import open_checked
-from helixclock.pipeline import accuracy, minimum, settings, start
-from helixclock.preconditions import helix_patching_needs
+from helixclock.fitting.bases import FitSettings
+from helixclock.fitting.fits import to_device
+from helixclock.fitting.helix_files import load_helix_fits
+from helixclock.jobs.model_jobs import open_checked
+from helixclock.jobs.pipeline import accuracy, minimum, settings, start
+from helixclock.jobs.preconditions import helix_patching_needs
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.helix.patching import helix_patching
 
 start(snakemake)

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.pipeline import resampling, start
+from helixclock.jobs.pipeline import resampling, start
 from helixclock.stages.helix.tables import helix_summary
 
 log = start(snakemake)

@@ -3,10 +3,10 @@ folder (its publish job moves it into resources/models/{model}/)."""
 
 from pathlib import Path
 
-from helixclock.io import write_json
-from helixclock.models import install_gguf
-from helixclock.outputs import GGUF
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.lm.models import install_gguf
+from helixclock.project.io import write_json
+from helixclock.project.outputs import GGUF
 
 log = start(snakemake)
 model = snakemake.wildcards.model

@@ -1,9 +1,9 @@
 """Rule last_token_patching: Fig. 5 (last-token fits at every layer) and Fig. 6 (layer TE, DE), per pair."""
 
-from helixclock.bases import FitSettings
-from helixclock.cache import read_residual_cache
-from helixclock.model_jobs import clock_job
-from helixclock.pipeline import settings
+from helixclock.fitting.bases import FitSettings
+from helixclock.jobs.model_jobs import clock_job
+from helixclock.jobs.pipeline import settings
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.last_token.patching import last_token_patching
 
 fit = settings(snakemake, "fit", FitSettings)

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from helixclock.pipeline import resampling, start
+from helixclock.jobs.pipeline import resampling, start
 from helixclock.stages.last_token.tables import last_token_summary
 
 start(snakemake)

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from helixclock.cache import read_layer
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.cache import read_layer
 from helixclock.stages.mistakes.linear_addition import linear_addition
 
 log = start(snakemake)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from helixclock.bases import FitSettings
-from helixclock.model_jobs import clock_job, selection
-from helixclock.pipeline import settings
+from helixclock.fitting.bases import FitSettings
+from helixclock.jobs.model_jobs import clock_job, selection
+from helixclock.jobs.pipeline import settings
 from helixclock.stages.mlps.patching import mlp_patching
 
 fit = settings(snakemake, "fit", FitSettings)

@@ -1,9 +1,9 @@
 """Rule model_card: family, shape and checked token positions of a model (no forward pass)."""
 
-from helixclock.io import write_json
-from helixclock.model_card import model_card
-from helixclock.pipeline import start
-from helixclock.sources import model_resources
+from helixclock.jobs.pipeline import start
+from helixclock.lm.model_card import model_card
+from helixclock.lm.sources import model_resources
+from helixclock.project.io import write_json
 
 log = start(snakemake)
 p = snakemake.params

@@ -3,9 +3,9 @@ the figD9 sweep (one-token numbers: the neurons at the last token; helixclock.st
 
 import numpy as np
 
-from helixclock.model_jobs import open_model, selection
-from helixclock.pipeline import accuracy, minimum, require, settings, start
-from helixclock.preconditions import attribution_needs
+from helixclock.jobs.model_jobs import open_model, selection
+from helixclock.jobs.pipeline import accuracy, minimum, require, settings, start
+from helixclock.jobs.preconditions import attribution_needs
 from helixclock.stages.neurons.jobs import neuron_attribution
 from helixclock.stages.neurons.patching import NeuronSettings
 

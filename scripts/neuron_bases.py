@@ -1,8 +1,8 @@
 """Rule neuron_bases: Eq. 5 against the digit basis at equal capacity, per top neuron and per
 place bootstrapped over units (no model)."""
 
-from helixclock.io import read_arrays
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import read_arrays
 from helixclock.stages.neurons.capacity import capacity_tables
 
 log = start(snakemake)

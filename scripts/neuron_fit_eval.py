@@ -3,9 +3,9 @@
 
 import numpy as np
 
-from helixclock.model_jobs import open_model
-from helixclock.pipeline import accuracy, minimum, require, settings, start
-from helixclock.preconditions import fit_eval_needs
+from helixclock.jobs.model_jobs import open_model
+from helixclock.jobs.pipeline import accuracy, minimum, require, settings, start
+from helixclock.jobs.preconditions import fit_eval_needs
 from helixclock.stages.neurons.jobs import neuron_fit_eval
 from helixclock.stages.neurons.neuron_files import fitted_units
 from helixclock.stages.neurons.patching import NeuronSettings

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from helixclock.io import read_arrays
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import read_arrays
 from helixclock.stages.neurons.neuron_files import neuron_fits, save_neuron_fits
 
 log = start(snakemake)

@@ -3,8 +3,8 @@ and logit lens (one-token numbers: of the top neurons at the last token)."""
 
 import pandas as pd
 
-from helixclock.model_jobs import open_model
-from helixclock.pipeline import settings, start
+from helixclock.jobs.model_jobs import open_model
+from helixclock.jobs.pipeline import settings, start
 from helixclock.stages.neurons.jobs import neuron_grids, save_grids
 from helixclock.stages.neurons.patching import NeuronSettings
 

@@ -3,8 +3,8 @@ several tokens F4's base rate."""
 
 import pandas as pd
 
-from helixclock.io import read_arrays
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import read_arrays
 from helixclock.stages.mistakes.logit_lens import match_shares, neuron_logit_lens
 
 log = start(snakemake)

@@ -2,8 +2,8 @@
 test of a T = 100 component beyond the digits with what it can detect (helixclock's, README
 "Numbers of several tokens")."""
 
-from helixclock.cache import read_residual_cache
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.cache import read_residual_cache
 from helixclock.stages.structure.nested import nested_tables
 from helixclock.stages.structure.number_bases import check_registry_layers, number_bases_tables
 

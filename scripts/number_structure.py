@@ -1,8 +1,8 @@
 """Rule number_structure: spectrum, peaks, PC1, distances of bare numbers (Fig. 2, B1-B4)."""
 
-from helixclock.cache import read_residual_cache
-from helixclock.io import write_table
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.cache import read_residual_cache
+from helixclock.project.io import write_table
 from helixclock.stages.structure.analysis import number_structure
 
 log = start(snakemake)

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from helixclock.model_card import tokenizer_task_shapes
-from helixclock.pipeline import minimum, start
-from helixclock.preconditions import other_tasks_left_out
-from helixclock.sources import model_resources
+from helixclock.jobs.pipeline import minimum, start
+from helixclock.jobs.preconditions import other_tasks_left_out
+from helixclock.lm.model_card import tokenizer_task_shapes
+from helixclock.lm.sources import model_resources
 
 start(snakemake)
 p = snakemake.params

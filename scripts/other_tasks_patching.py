@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from helixclock.bases import FitSettings
-from helixclock.model_jobs import open_for_tasks
-from helixclock.pipeline import settings, start
+from helixclock.fitting.bases import FitSettings
+from helixclock.jobs.model_jobs import open_for_tasks
+from helixclock.jobs.pipeline import settings, start
 from helixclock.stages.helix.patching import other_tasks_patching
 
 start(snakemake)

@@ -3,8 +3,8 @@ and the counts of each status per model."""
 
 from pathlib import Path
 
-from helixclock.io import write_table
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import write_table
 from helixclock.stages.report.compare import paper_comparison_report
 from helixclock.stages.report.status import status_counts
 

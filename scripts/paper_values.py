@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
 
 log = start(snakemake)
 Path(snakemake.output[0]).write_text(snakemake.params.text)

@@ -1,9 +1,9 @@
 """Rule provenance: what the run ran on (results/all/provenance.json and its table)."""
 
-from helixclock import outputs
-from helixclock.config import REPO
-from helixclock.pipeline import start
-from helixclock.provenance import write_provenance
+from helixclock.environment.provenance import write_provenance
+from helixclock.jobs.pipeline import start
+from helixclock.lm.config import REPO
+from helixclock.project import outputs
 
 start(snakemake)
 # every model results/all compares: this command's (the inputs) and those with finished results

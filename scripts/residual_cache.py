@@ -1,10 +1,10 @@
 """Rule residual_cache: resid_pre of correct a+b prompts and bare numbers -> HDF5."""
 
-from helixclock.cache_writer import write_residual_cache
-from helixclock.io import read_json
-from helixclock.model_jobs import open_model
-from helixclock.pipeline import accuracy, minimum, require, start
-from helixclock.preconditions import cache_needs
+from helixclock.jobs.cache_writer import write_residual_cache
+from helixclock.jobs.model_jobs import open_model
+from helixclock.jobs.pipeline import accuracy, minimum, require, start
+from helixclock.jobs.preconditions import cache_needs
+from helixclock.project.io import read_json
 
 log = start(snakemake)
 p = snakemake.params

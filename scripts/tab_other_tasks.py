@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from helixclock.io import write_table
-from helixclock.pipeline import resampling, start
+from helixclock.jobs.pipeline import resampling, start
+from helixclock.project.io import write_table
 from helixclock.stages.helix.tables import tab_other_tasks
 
 start(snakemake)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from helixclock import outputs
-from helixclock.io import write_table
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project import outputs
+from helixclock.project.io import write_table
 from helixclock.stages.accuracy.tables import prompts_accuracy_table
 
 start(snakemake)

@@ -3,8 +3,8 @@ when it was trained with exactly these settings, else train it here."""
 
 from pathlib import Path
 
-from helixclock.pipeline import start
-from helixclock.toy import install_checkpoint, matching_checkpoint, train_toy
+from helixclock.jobs.pipeline import start
+from helixclock.lm.toy import install_checkpoint, matching_checkpoint, train_toy
 
 log = start(snakemake)
 model, spec, toy = snakemake.wildcards.model, snakemake.params.spec, snakemake.params.toy

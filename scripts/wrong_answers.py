@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from helixclock.io import write_table
-from helixclock.pipeline import start
+from helixclock.jobs.pipeline import start
+from helixclock.project.io import write_table
 from helixclock.stages.mistakes.wrong_answers import wrong_answers
 
 start(snakemake)

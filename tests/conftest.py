@@ -32,14 +32,14 @@ def repo():
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from helixclock.toy import build_tokenizer
+    from helixclock.lm.toy import build_tokenizer
 
     return build_tokenizer(GPTJ_PROMPTS, 399, bos=False)
 
 
 @pytest.fixture(scope="session")
 def bos_tokenizer():
-    from helixclock.toy import build_tokenizer
+    from helixclock.lm.toy import build_tokenizer
 
     return build_tokenizer(GPTJ_PROMPTS, 399, bos=True)
 
@@ -47,7 +47,7 @@ def bos_tokenizer():
 @pytest.fixture(scope="session", params=FAMILIES)
 def tiny_model(request, tokenizer):
     """A LoadedModel (nnsight-wrapped) of each family with random weights."""
-    from helixclock.models import wrap_model
+    from helixclock.lm.models import wrap_model
 
     hf = tiny_hf_model(request.param, len(tokenizer))
     return wrap_model(hf, tokenizer, name=f"tiny-{request.param}")
@@ -56,7 +56,7 @@ def tiny_model(request, tokenizer):
 @pytest.fixture(scope="session", params=ALL)
 def family_model(request, tokenizer):
     """A LoadedModel of every supported family (tests/helpers/families.py) with random weights."""
-    from helixclock.models import wrap_model
+    from helixclock.lm.models import wrap_model
 
     hf = tiny_hf_model(request.param, len(tokenizer))
     return wrap_model(hf, tokenizer, name=f"tiny-{request.param}")
@@ -64,6 +64,6 @@ def family_model(request, tokenizer):
 
 @pytest.fixture(scope="session")
 def tiny_gptj(tokenizer):
-    from helixclock.models import wrap_model
+    from helixclock.lm.models import wrap_model
 
     return wrap_model(tiny_hf_model("gptj", len(tokenizer)), tokenizer, name="tiny-gptj")

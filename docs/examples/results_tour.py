@@ -1,4 +1,4 @@
-"""A tour of a finished project's results through helixclock.results (docs/results-api.md).
+"""A tour of a finished project's results through helixclock.project.results (docs/results-api.md).
 
     python docs/examples/results_tour.py PROJECT      # PROJECT: the folder Snakemake ran in
 
@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from helixclock.results import Results
+from helixclock.project.results import Results
 
 
 def helix_r2(values: np.ndarray, a: np.ndarray, periods=(2, 5, 10, 100)) -> float:

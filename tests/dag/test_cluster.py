@@ -24,8 +24,9 @@ from helpers.dag import changed_config, job_counts, planned_jobs, snakemake
 from helpers.paths import REPO
 from safetensors.torch import load_file
 
-from helixclock import outputs, placement
-from helixclock.outputs import MODEL_JOBS
+from helixclock.jobs import placement
+from helixclock.project import outputs
+from helixclock.project.outputs import MODEL_JOBS
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import yaml
 from helpers.dag import MODEL_RULES, TINY, changed_config, job_counts, planned_jobs, planned_jobs_cli, snakemake
 from helpers.paths import REPO
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 MODELS = ("toy-gptj", "toy-digits")  # the tiny run's (tests/configs/tiny.yaml)
 

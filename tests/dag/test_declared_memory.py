@@ -8,7 +8,8 @@ from helpers.dag import TINY
 from helpers.memory import declared, measured, old_model_job_mb, within
 from helpers.paths import REPO
 
-from helixclock import outputs, placement
+from helixclock.jobs import placement
+from helixclock.project import outputs
 
 MODELS = ["toy-gptj", "toy-digits"]
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from helpers.dag import changed_config, planned_jobs, snakemake, snakemake_command
 
-from helixclock.outputs import STAGING
+from helixclock.project.outputs import STAGING
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_a_model_job_on_a_missing_gpu_changes_nothing(finished, tmp_path):
     proc = snakemake(finished, "--cores", "2", configfile=changed_config(tmp_path, device="cuda"), check=False)
     assert proc.returncode != 0
     logs = [p.read_text() for p in (finished / "logs").glob("*/accuracy-*.log")]
-    found = "config key device is 'cuda', but torch"  # helixclock.gpus.require_cuda, before the model loads
+    found = "config key device is 'cuda', but torch"  # helixclock.environment.gpus.require_cuda, before the model loads
     assert any(found in text and "finds no CUDA device" in text for text in logs)
     assert_nothing_lost(finished, before)
 

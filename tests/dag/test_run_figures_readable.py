@@ -40,7 +40,7 @@ def plotting_jobs(workdir: Path, configfile: Path) -> list[dict]:
 
 def redraw(job: dict):
     """The figure of one plotting job, drawn as scripts/figure.py draws it."""
-    from helixclock.statistics import primary
+    from helixclock.stats.statistics import primary
 
     module, name = job["function"].split(":")
     fn = getattr(importlib.import_module(module), name)

@@ -12,8 +12,9 @@ from helpers.paths import REPO
 from helpers.slurm_cluster import LocalSlurm, ensure_installed
 from safetensors.torch import load_file
 
-from helixclock import outputs, placement
-from helixclock.tasks import TASKS
+from helixclock.jobs import placement
+from helixclock.project import outputs
+from helixclock.prompts.tasks import TASKS
 
 pytestmark = pytest.mark.slurm
 

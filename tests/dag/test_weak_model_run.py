@@ -22,7 +22,7 @@ def save_weak_gptj(path, prompts: dict) -> None:
     unembedding bias plants "<eos>" as every prompt's top token, so no answer is correct."""
     from transformers import GPTJConfig, GPTJForCausalLM
 
-    from helixclock.toy import build_tokenizer
+    from helixclock.lm.toy import build_tokenizer
 
     tok = build_tokenizer(prompts, 199, bos=False)
     torch.manual_seed(0)

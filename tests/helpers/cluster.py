@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from transformers import GPTJConfig
 
-from helixclock.outputs import MODEL_JOBS
+from helixclock.project.outputs import MODEL_JOBS
 from helpers.dag import workflow_rules
 from helpers.gpt2_tokenizer import gpt2_tokenizer
 from helpers.paths import REPO

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from helixclock import outputs
+from helixclock.project import outputs
 from helpers.paths import REPO
 
 TINY = REPO / "tests" / "configs" / "tiny.yaml"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from helixclock.models import LoadedModel, wrap_model
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
+from helixclock.lm.models import LoadedModel, wrap_model
 from helixclock.patching import PatchingEngine
 from helpers.families import tiny_hf_model
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
@@ -40,7 +40,7 @@ def digit_engine(
     **draw,
 ) -> tuple[PatchingEngine, object, object]:
     """The engine of :func:`digit_model`, ``n_pairs`` pairs (vary a and b, seed 0, ``draw``: more
-    of :func:`helixclock.pairs.draw_pairs`'s keywords) drawn from the correct prompts ``grid``,
+    of :func:`helixclock.causal.pairs.draw_pairs`'s keywords) drawn from the correct prompts ``grid``,
     and that accuracy table."""
     model = digit_model(family, layers, seed, name)
     correct = correct_table(grid)

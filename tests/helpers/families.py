@@ -5,7 +5,7 @@ attention where the family's attention supports it, no dropout, and the family's
 quirks switched on where a test can see them (GPT-Neo's local attention, Gemma's
 head_dim != d_model / n_heads and Gemma-2's final logit soft-cap).  No network.
 
-The model class of each family is the family table's (``helixclock.families.FAMILIES``,
+The model class of each family is the family table's (``helixclock.lm.families.FAMILIES``,
 ``causal_lm``) and its config class is that model class's own; :data:`TINY` holds only what
 the table does not: each family's config keys of the sizes and its quirks.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from helixclock.families import FAMILIES
+from helixclock.lm.families import FAMILIES
 
 # the families tokenised by the word-level toy tokenizer (numbers whole) and those whose
 # real tokenizers split numbers into digits (tests use a digit-splitting tokenizer for them)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.figure_layout.DATA_LABEL)
-MIN_PANEL_INCHES = 1.5  # the narrowest a data panel may be (helixclock.figure_layout.MIN_PANEL_INCHES)
+DATA_LABEL = "data-label"  # the gid of a label set at a data point (helixclock.plotting.figure_layout.DATA_LABEL)
+MIN_PANEL_INCHES = 1.5  # the narrowest a data panel may be (helixclock.plotting.figure_layout.MIN_PANEL_INCHES)
 MIN_PANEL_SHARE = 0.4  # and its least share of its grid cell's width
 # "smallest k for 80%: 12", "smallest m for 80%: 4", "smallest number for 70% of ...: 312"
 SMALLEST_FOR = re.compile(r"smallest [^\n]*? for (?P<p>\d+(?:\.\d+)?)%[^:\n]*: (?P<n>\d+)")
@@ -22,7 +22,7 @@ def save(fig, tmp_path: Path, name: str, readable: bool = True) -> Path:
     """Save a test figure as the pipeline does (also under $HELIXCLOCK_TEST_FIGURES when set, to
     look at) and check that it holds a drawing (over 10 kB) and, unless ``readable`` is False,
     that :func:`problems` finds nothing."""
-    from helixclock.io import save_figure
+    from helixclock.project.io import save_figure
 
     found = problems(fig) if readable else []
     paths = [tmp_path / f"{name}.png"]
@@ -238,7 +238,7 @@ def problems(fig) -> list[str]:
     - a share outside [0, 1] (:func:`shares_outside`), a "smallest k for x%" whose curve does not
       reach x% (:func:`unreached`).
 
-    A figure of one axes with a message (``helixclock.figure_layout.empty``) is fine."""
+    A figure of one axes with a message (``helixclock.plotting.figure_layout.empty``) is fine."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []

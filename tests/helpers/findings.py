@@ -7,7 +7,7 @@ import pandas as pd
 
 from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.tables import findings_tables
-from helixclock.statistics import Resampling
+from helixclock.stats.statistics import Resampling
 
 
 def committed_findings(ids, frames: dict[str, pd.DataFrame], several: bool = True) -> dict:

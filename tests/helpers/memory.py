@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from helixclock import placement
-from helixclock.outputs import MODEL_JOBS
-from helixclock.pipeline import HOST_PEAK
+from helixclock.jobs import placement
+from helixclock.jobs.pipeline import HOST_PEAK
+from helixclock.project.outputs import MODEL_JOBS
 from helpers.dag import workflow_api
 from helpers.paths import REPO
 
@@ -46,7 +46,7 @@ PEAK_LINE = re.compile(re.escape(HOST_PEAK).replace(r"\{mb:\.0f\}", r"(\d+)"))
 
 
 def logged_peak(log: Path) -> float | None:
-    """The peak host memory (MB) a job's log records as it ends (helixclock.pipeline.log_host_peak)."""
+    """The peak host memory (MB) a job's log records as it ends (helixclock.jobs.pipeline.log_host_peak)."""
     found = PEAK_LINE.findall(log.read_text(errors="replace")) if log.exists() else []
     return float(found[-1]) if found else None
 

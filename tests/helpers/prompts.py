@@ -24,7 +24,7 @@ LAST = 8  # "=", the last token, where the answer is read
 
 
 def add_prompt_ids(tokenizer, pairs, template=GPTJ_PROMPTS["add"]):
-    from helixclock.tasks import render
+    from helixclock.prompts.tasks import render
 
     return torch.tensor(tokenizer([render(template, a, b) for a, b in pairs])["input_ids"])
 

@@ -51,7 +51,7 @@ def helix_sweep() -> tuple[pd.DataFrame, pd.DataFrame]:
         parts.append(pd.DataFrame({"method": method, "k": k, "periods": periods, "layer": layer, **_band(mean)}))
     best = pd.DataFrame({"method": ["helix", "circle"], "k": [4, 4], "periods": [PERIODS, PERIODS]})
     sweep = pd.concat(parts, ignore_index=True)
-    sweep.attrs["ld"] = "log-likelihood ratio"  # as helixclock.statistics.primary reads a table of terms
+    sweep.attrs["ld"] = "log-likelihood ratio"  # as helixclock.stats.statistics.primary reads a table of terms
     return sweep, best
 
 

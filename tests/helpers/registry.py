@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from helixclock.config import load_yaml
+from helixclock.lm.config import load_yaml
 from helpers.paths import REPO
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from helixclock.preconditions import LEFT_OUT_COLUMNS
+from helixclock.jobs.preconditions import LEFT_OUT_COLUMNS
 from helixclock.stages.report.quantities import TABLE_FILES
 
 LAST = "last token"  # the one reading of the last-token stages' tables of a one-token model

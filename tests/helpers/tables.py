@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from helixclock.sampling import pair_indices
+from helixclock.prompts.sampling import pair_indices
 
 
 def correct_table(rows) -> pd.DataFrame:
@@ -25,7 +25,7 @@ def sampled_correct(per_b: int = 20, n_b: int = 40, seed: int = 0) -> pd.DataFra
 
 
 def pairs_table(correct: pd.DataFrame, n: int, seed: int, vary=("a",)) -> pd.DataFrame:
-    """The pairs :func:`helixclock.sampling.pair_indices` draws from ``correct``, as the helix
+    """The pairs :func:`helixclock.prompts.sampling.pair_indices` draws from ``correct``, as the helix
     stage's pairs table (clean and corrupted a and b)."""
     clean, corrupted = pair_indices(correct, n, seed, vary=vary)
     c, k = correct.iloc[clean], correct.iloc[corrupted]

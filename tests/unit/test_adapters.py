@@ -12,12 +12,12 @@ from helpers.hooks import capture, patched_logits
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, digit_splitting_tokenizer, make_pairs
 
-from helixclock import adapters, families
-from helixclock.adapters import HOOK_KINDS, make_adapter
-from helixclock.families import UnsupportedFamilyError
-from helixclock.models import wrap_model
+from helixclock.lm import adapters, families
+from helixclock.lm.adapters import HOOK_KINDS, make_adapter
+from helixclock.lm.families import UnsupportedFamilyError
+from helixclock.lm.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, delta, direct_effects
-from helixclock.tasks import TASKS, TokenisationError, check_task_tokens
+from helixclock.prompts.tasks import TASKS, TokenisationError, check_task_tokens
 
 PAIRS = [(3, 4), (12, 57), (99, 0), (41, 41), (7, 80)]
 POS = (5, 6, 7, 8)  # a, "+", b, "="
@@ -38,7 +38,7 @@ def all_points(adapter):
 
 # -- the table ------------------------------------------------------------------------------
 def test_every_family_has_a_spec_a_schema_entry_and_a_tiny_model():
-    from helixclock import config
+    from helixclock.lm import config
 
     assert tuple(adapters.FAMILIES) == ALL == config.FAMILIES
     schema = yaml.safe_load((REPO / "workflow/schemas/models.schema.yaml").read_text())
@@ -49,7 +49,7 @@ def test_every_family_has_a_spec_a_schema_entry_and_a_tiny_model():
 
 
 def test_config_and_the_family_table_import_no_torch():
-    code = "import sys, helixclock.config, helixclock.adapters; assert 'torch' not in sys.modules, 'torch'"
+    code = "import sys, helixclock.lm.config, helixclock.lm.adapters; assert 'torch' not in sys.modules, 'torch'"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -371,7 +371,7 @@ def test_every_family_gets_its_model_card_or_a_clear_refusal(family, tokenizer, 
     directory like a hub model: families whose tokenizers keep numbers whole get their card
     (shape, family, token positions); those that split numbers are refused with the number
     and its tokens."""
-    from helixclock.model_card import model_card
+    from helixclock.lm.model_card import model_card
 
     tok = digit_splitting_tokenizer() if family in DIGIT_SPLITTING else tokenizer
     hf = tiny_hf_model(family, len(tok))

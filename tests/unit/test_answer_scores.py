@@ -10,7 +10,7 @@ import torch
 from helpers.families import tiny_hf_model
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
-from helixclock.pairs import prompt_ids
+from helixclock.causal.pairs import prompt_ids
 from helixclock.stages.mistakes.answer_scores import (
     NodeScores,
     Trie,

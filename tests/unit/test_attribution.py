@@ -6,7 +6,7 @@ from helpers.families import tiny_hf_model
 from helpers.hooks import replace_io
 from helpers.prompts import LAST, make_pairs
 
-from helixclock.models import wrap_model
+from helixclock.lm.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, attribute
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import torch
 from helpers.prompts import GPTJ_PROMPTS, add_prompt_ids
 
-from helixclock.cache import read_layer, read_residual_cache
-from helixclock.cache_writer import write_residual_cache
+from helixclock.jobs.cache_writer import write_residual_cache
+from helixclock.project.cache import read_layer, read_residual_cache
 
 
 def test_round_trip_matches_a_plain_forward(tiny_gptj, tmp_path):

@@ -8,7 +8,7 @@ import yaml
 from helpers.paths import REPO
 from helpers.registry import registry_with
 
-from helixclock.config import ConfigError, check_config, load_yaml
+from helixclock.lm.config import ConfigError, check_config, load_yaml
 
 
 def test_default_config_is_valid():
@@ -194,7 +194,7 @@ def test_a_coarser_layer_grid_is_refused_for_a_one_token_model(tmp_path):
 
 
 def test_gguf_sources_resolve_to_a_directory_and_a_file(tmp_path):
-    from helixclock.sources import model_files, source_kind
+    from helixclock.lm.sources import model_files, source_kind
 
     local = {"source": str(tmp_path / "weights" / "model-Q4.gguf")}
     assert source_kind(local["source"]) == "gguf"

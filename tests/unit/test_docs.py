@@ -19,8 +19,8 @@ import pytest
 from helpers.pages import assert_every_number_is_in_the_table
 from helpers.paths import REPO
 
-from helixclock import outputs
-from helixclock.results import Results, registered_outputs
+from helixclock.project import outputs
+from helixclock.project.results import Results, registered_outputs
 from helixclock.stages.findings.snapshot import snapshot
 
 

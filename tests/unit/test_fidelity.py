@@ -6,9 +6,9 @@ import pytest
 import torch
 from helpers.prompts import LAST, make_pairs
 
-from helixclock.bases import Basis, standard_bases
-from helixclock.fits import fit_bases
-from helixclock.fourier import fourier_spectrum
+from helixclock.fitting.bases import Basis, standard_bases
+from helixclock.fitting.fits import fit_bases
+from helixclock.fitting.fourier import fourier_spectrum
 from helixclock.patching import Patch, PatchingEngine, Point
 from helixclock.stages.heads.patching import ab_head_patches
 from helixclock.stages.helix.tables import authors_subsets, best_subset_table
@@ -109,8 +109,8 @@ def test_a_b_heads_act_only_indirectly(tiny_gptj):
 
 def test_gptj_runs_in_bfloat16_where_the_device_has_it(monkeypatch):
     """Item 10: the authors ran GPT-J in bfloat16; float16 stays float16 only on a GPU."""
-    from helixclock.config import load_registry
-    from helixclock.models import run_dtype
+    from helixclock.lm.config import load_registry
+    from helixclock.lm.models import run_dtype
 
     assert load_registry("config/models.yaml")["gptj"]["dtype"] == "bfloat16"
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
@@ -124,7 +124,7 @@ def test_gptj_runs_in_bfloat16_where_the_device_has_it(monkeypatch):
 
 
 def test_llama_prompts_keep_the_authors_space_before_the_newline():
-    from helixclock.config import load_registry
+    from helixclock.lm.config import load_registry
 
     prompts = load_registry("config/models.yaml")["llama"]["prompts"]
     assert prompts["add"] == "The following is a correct addition problem. \n{a}+{b}="

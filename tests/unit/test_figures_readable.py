@@ -27,8 +27,8 @@ def _curves(tasks) -> pd.DataFrame:
 
 def _left_out(tasks) -> pd.DataFrame:
     """helix/other_tasks_left_out.csv of a model that runs ``tasks``: the others, too few pairs."""
-    from helixclock.preconditions import LEFT_OUT_COLUMNS
-    from helixclock.tasks import TASKS
+    from helixclock.jobs.preconditions import LEFT_OUT_COLUMNS
+    from helixclock.prompts.tasks import TASKS
 
     rows = [
         dict(task=t, label=TASKS[t].label, prompts=100, correct=3, found=3, minimum=10) for t in TASKS if t not in tasks
@@ -67,7 +67,7 @@ def test_problems_finds_a_legend_over_curves_an_empty_panel_and_a_title_past_the
     """The checker itself: a figure with each fault is caught, its fixed twin is not."""
     import matplotlib.pyplot as plt
 
-    from helixclock import figure_layout as layout
+    from helixclock.plotting import figure_layout as layout
 
     fig, axes = plt.subplots(1, 2, figsize=(6, 3))
     x = np.linspace(0, 1, 50)

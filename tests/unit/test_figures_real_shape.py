@@ -12,8 +12,8 @@ import pytest
 from helpers import real_shaped
 from helpers.figures import narrow_panels, problems, save, shares_outside, tick_overlaps, unreached
 
-from helixclock import figure_layout as layout
-from helixclock import style
+from helixclock.plotting import figure_layout as layout
+from helixclock.plotting import style
 
 FIGURES = list(real_shaped.figures())
 
@@ -119,7 +119,7 @@ def test_figD11_of_a_table_an_older_run_wrote_shares_the_positive_de():
     figure works the share out again from the DEs."""
     from helixclock.stages.neurons.figures import figD11_neuron_direct_effect
     from helixclock.stages.neurons.tables import cumulative_de
-    from helixclock.statistics import cumulative_shares
+    from helixclock.stats.statistics import cumulative_shares
 
     table = cumulative_de(real_shaped.top_neurons())
     signed = cumulative_shares(table["de"].to_numpy())[1]
@@ -177,7 +177,7 @@ def test_percent_short_of_never_prints_the_threshold():
 
 
 def test_positive_shares_never_pass_one():
-    from helixclock.statistics import cumulative_shares, positive_shares
+    from helixclock.stats.statistics import cumulative_shares, positive_shares
 
     values = np.array([3.0, -2.0, 1.0, -1.0])
     order, shares = positive_shares(values)
@@ -254,7 +254,7 @@ def test_problems_finds_a_panel_squeezed_by_its_legend():
 def test_problems_finds_a_share_above_one():
     """Fig. D11 as it was: the running share of the signed total of SmolLM2-shaped DEs, which runs
     to 3.38; the share of the positive DE stays in [0, 1]."""
-    from helixclock.statistics import cumulative_shares, positive_shares
+    from helixclock.stats.statistics import cumulative_shares, positive_shares
 
     de = real_shaped.top_neurons()["de"].to_numpy()
     for shares, bad in ((cumulative_shares(de)[1], True), (positive_shares(de)[1], False)):

@@ -13,12 +13,12 @@ import yaml
 from helpers.pages import assert_every_number_is_in_the_table
 from helpers.tables import pairs_table, sampled_correct
 
-from helixclock.config import ConfigError
+from helixclock.lm.config import ConfigError
 from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.contrasts import Tables
 from helixclock.stages.findings.page import findings_page
 from helixclock.stages.findings.tables import findings_tables
-from helixclock.statistics import Resampling
+from helixclock.stats.statistics import Resampling
 
 RESAMPLING = Resampling(bootstrap=1000, seed=0)
 N = 60

@@ -10,9 +10,9 @@ from helpers.digit_models import digit_engine, planted_copy_head
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.experiments import total_and_direct
-from helixclock.first_difference import first_difference_pairs
-from helixclock.pairs import draw_pairs
+from helixclock.causal.experiments import total_and_direct
+from helixclock.causal.first_difference import first_difference_pairs
+from helixclock.causal.pairs import draw_pairs
 from helixclock.patching import PatchingEngine, Point
 from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.contrasts import Tables
@@ -20,8 +20,8 @@ from helixclock.stages.findings.verdicts import contrasts_table
 from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.heads.readings import head_readings
 from helixclock.stages.heads.tables import head_summary
-from helixclock.statistics import Resampling, pair_columns
-from helixclock.strata import matched_rows, matched_terms, strata_masks, stratified
+from helixclock.stats.statistics import Resampling, pair_columns
+from helixclock.stats.strata import matched_rows, matched_terms, strata_masks, stratified
 
 ADD = GPTJ_PROMPTS["add"]
 D, OFFSET, COPY, BIGRAM = 32, 5, 4.0, 20.0  # width (planted_copy_head's), the head's offset, its logit, "=" -> "1"

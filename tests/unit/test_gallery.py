@@ -17,7 +17,7 @@ from helpers.dag import workflow_api
 from helpers.paths import REPO
 from PIL import Image
 
-from helixclock import outputs
+from helixclock.project import outputs
 from helixclock.stages.report import gallery as G
 
 CAPTIONS = REPO / "workflow" / "report"

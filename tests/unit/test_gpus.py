@@ -14,11 +14,11 @@ import yaml
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 
-from helixclock import gpus
+from helixclock.environment import gpus
 
 CLAIM = textwrap.dedent("""
     import os, sys, time
-    from helixclock.gpus import claim_gpu
+    from helixclock.environment.gpus import claim_gpu
     slot = claim_gpu(timeout=30, poll=0.1)
     print(slot, os.environ.get("CUDA_VISIBLE_DEVICES"), time.time(), flush=True)
     time.sleep(float(sys.argv[1]))
@@ -109,8 +109,8 @@ def test_visible_devices_restrict_the_slots(monkeypatch, tmp_path):
 
 def test_out_of_memory_halves_the_batch_and_gives_the_same_table(tiny_gptj, caplog):
     from helixclock.patching import PatchingEngine
+    from helixclock.prompts.tasks import TASKS
     from helixclock.stages.accuracy.sweep import task_accuracy
-    from helixclock.tasks import TASKS
 
     full, _ = task_accuracy(tiny_gptj, TASKS["sub23"], GPTJ_PROMPTS["sub23"], PatchingEngine(tiny_gptj, batch_size=64))
     engine = PatchingEngine(tiny_gptj, batch_size=64)
@@ -147,7 +147,7 @@ def test_a_gpu_job_without_cuda_stops_at_once_naming_the_torch_build(monkeypatch
     """Config key device cuda (the Slurm profile's) on this machine's CPU build of torch: the job
     stops in pipeline.start, before anything is loaded, and its one line names the build; the
     embedded default (device auto) and a job that declares no GPU go on, on the CPU."""
-    from helixclock import pipeline
+    from helixclock.jobs import pipeline
 
     monkeypatch.setenv("HELIXCLOCK_GPUS", "0")
     monkeypatch.setattr(gpus, "_held", {})

@@ -10,15 +10,15 @@ from helpers.digit_models import digit_engine, planted_copy_head
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.bases import clock_bases
-from helixclock.experiments import answer_position_fits
-from helixclock.pairs import draw_pairs, forced_rows
+from helixclock.causal.experiments import answer_position_fits
+from helixclock.causal.pairs import draw_pairs, forced_rows
+from helixclock.fitting.bases import clock_bases
 from helixclock.patching import Patch, PatchingEngine, Point, Record, contribution, write_change
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import FittedHeads, HeadSettings, head_reading, screened_points
 from helixclock.stages.heads.readings import _keys, head_outputs, head_readings, span_attention
 from helixclock.stages.heads.tables import attention_at, head_summary
-from helixclock.statistics import Resampling, pair_columns
+from helixclock.stats.statistics import Resampling, pair_columns
 
 ADD = GPTJ_PROMPTS["add"]
 SETTINGS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components=8)

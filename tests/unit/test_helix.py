@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from helixclock.bases import Basis, period_subsets, standard_bases
-from helixclock.fits import column_cosine, fit_bases, fit_pca, helix_projection, subspace_projector
-from helixclock.fourier import fourier_spectrum, spectrum_peaks
-from helixclock.helix_files import load_helix_fits, save_helix_fits
+from helixclock.fitting.bases import Basis, period_subsets, standard_bases
+from helixclock.fitting.fits import column_cosine, fit_bases, fit_pca, helix_projection, subspace_projector
+from helixclock.fitting.fourier import fourier_spectrum, spectrum_peaks
+from helixclock.fitting.helix_files import load_helix_fits, save_helix_fits
 from helixclock.stages.helix.tables import best_subsets
 from helixclock.stages.structure.analysis import delta_n_distance, distance_and_cosine, line_fit, pca_first_component
 
@@ -161,7 +161,7 @@ def test_save_and_load_fits(tmp_path):
 
 
 def test_weighted_unique_rows_equal_the_full_fit():
-    from helixclock.fits import unique_rows
+    from helixclock.fitting.fits import unique_rows
 
     rng = np.random.default_rng(1)
     a = rng.integers(0, 100, 500)

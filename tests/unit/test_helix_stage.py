@@ -7,14 +7,14 @@ import torch
 from helpers.prompts import GPTJ_PROMPTS
 
 import helixclock.stages.helix.patching as hp
-from helixclock.bases import FitSettings, standard_bases
-from helixclock.cache import read_residual_cache
-from helixclock.cache_writer import write_residual_cache
-from helixclock.fits import fit_token
+from helixclock.fitting.bases import FitSettings, standard_bases
+from helixclock.fitting.fits import fit_token
+from helixclock.jobs.cache_writer import write_residual_cache
 from helixclock.patching import PatchingEngine
-from helixclock.sampling import split_values
+from helixclock.project.cache import read_residual_cache
+from helixclock.prompts.sampling import split_values
 from helixclock.stages.helix.tables import helix_summary
-from helixclock.statistics import Resampling
+from helixclock.stats.statistics import Resampling
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +113,8 @@ def test_without_period_subsets_the_sweep_patches_what_fig4_plots(tiny_gptj, sta
 def test_strata_summarise_each_group_of_pairs_apart():
     """helix/strata.csv: a sweep row whose pairs score 1 where only a's units digit changes and
     3 where its tens do has stratum means 1 and 3, each over its own pairs; the strata come
-    from the clean and corrupted a (helixclock.numbers.changed_places)."""
-    from helixclock.numbers import changed_places
+    from the clean and corrupted a (helixclock.prompts.numbers.changed_places)."""
+    from helixclock.prompts.numbers import changed_places
     from helixclock.stages.helix.tables import strata_table
 
     clean, corrupted = [23, 23, 41, 57, 7, 120], [27, 63, 81, 50, 3, 310]

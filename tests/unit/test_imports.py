@@ -124,7 +124,7 @@ def stage_crossings(graph: dict[str, set[str]]) -> list[str]:
 
 def test_no_stage_imports_another_stage():
     """A stage reads another's saved outputs, never its modules: names several stages share live
-    below the stages (helixclock.layout.READINGS, helixclock.statistics.MIN_ERRORS, ...)."""
+    below the stages (helixclock.prompts.layout.READINGS, helixclock.stats.statistics.MIN_ERRORS, ...)."""
     graph = import_graph()
     stages = {stage_of(name) for name in graph} - {None}
     assert {"accuracy", "heads", "helix", "last_token", "mistakes", "mlps", "neurons", "report", "structure"} <= stages
@@ -133,9 +133,9 @@ def test_no_stage_imports_another_stage():
 
 def test_the_wall_check_finds_a_planted_crossing():
     graph = {
-        "helixclock.stages.heads.readings": {"helixclock.stages.last_token.patching", "helixclock.layout"},
+        "helixclock.stages.heads.readings": {"helixclock.stages.last_token.patching", "helixclock.prompts.layout"},
         "helixclock.stages.heads.jobs": {"helixclock.stages.heads.readings", "helixclock.stages"},
-        "helixclock.layout": set(),
+        "helixclock.prompts.layout": set(),
     }
     assert stage_crossings(graph) == ["helixclock.stages.heads.readings -> helixclock.stages.last_token.patching"]
 
@@ -193,7 +193,9 @@ def test_the_import_check_finds_an_unexplained_import(tmp_path, monkeypatch):
     assert unexplained_imports(planted) == ["planted.py:10: import json"]
 
 
-@pytest.mark.parametrize("light", ["helixclock.pipeline", "helixclock.preconditions", "helixclock.cache"])
+@pytest.mark.parametrize(
+    "light", ["helixclock.jobs.pipeline", "helixclock.jobs.preconditions", "helixclock.project.cache"]
+)
 def test_light_modules_import_no_torch(light):
     """Table jobs import these: torch (seconds to import) stays out of them."""
     code = f"import sys, {light}; print('torch' in sys.modules, 'matplotlib' in sys.modules)"

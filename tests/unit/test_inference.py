@@ -1,4 +1,4 @@
-"""Known-answer tests of the findings' statistics (helixclock.inference, .multiplicity, .crossfit):
+"""Known-answer tests of the findings' statistics (helixclock.stats.inference, .multiplicity, .crossfit):
 synthetic per-pair tables with a planted truth, no model.  Pairs are drawn through the real
 ``sampling.pair_indices`` from a synthetic accuracy table; each test replicates the planted noise
 R = 2,000 times, vectorised, with fixed seeds, and compares a rate with its known value within
@@ -12,8 +12,8 @@ import pytest
 from helpers.tables import pairs_table, sampled_correct
 from scipy import stats
 
-from helixclock.crossfit import cross_fit, fold_bound, folds
-from helixclock.inference import (
+from helixclock.stats.crossfit import cross_fit, fold_bound, folds
+from helixclock.stats.inference import (
     bca,
     percentile,
     prompt_clusters,
@@ -24,7 +24,7 @@ from helixclock.inference import (
     t_interval,
     t_test,
 )
-from helixclock.multiplicity import ALPHA, benjamini_hochberg, holm, holm_adjusted, mde, verdict
+from helixclock.stats.multiplicity import ALPHA, benjamini_hochberg, holm, holm_adjusted, mde, verdict
 
 R = 2000  # replicates of every rate below
 B = 1000  # resamples (config key helix.bootstrap's default)

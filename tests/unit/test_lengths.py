@@ -1,4 +1,4 @@
-"""Summaries by answer length (helixclock.lengths, docs/findings.md "Findings"): strata by answer token
+"""Summaries by answer length (helixclock.stats.lengths, docs/findings.md "Findings"): strata by answer token
 count recovered from planted per-pair tables, the mix stated, and length-standardised means that
 compare two models whose pairs mix answer lengths differently."""
 
@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helixclock.lengths import STANDARD, answer_lengths, by_length, mix, pair_lengths, standardised
 from helixclock.patching.metrics import PLACES
 from helixclock.stages.helix.tables import STANDARDISED, tab_other_tasks
 from helixclock.stages.report.figures import ld_ratios_long
-from helixclock.statistics import Resampling, pair_columns, summarise
+from helixclock.stats.lengths import STANDARD, answer_lengths, by_length, mix, pair_lengths, standardised
+from helixclock.stats.statistics import Resampling, pair_columns, summarise
 
 RESAMPLING = Resampling(bootstrap=200, seed=0)
 # planted mean LD by answer length, per Table 1 column (method)

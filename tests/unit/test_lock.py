@@ -8,7 +8,7 @@ import pytest
 import yaml
 from helpers.paths import REPO
 
-from helixclock.lock import (
+from helixclock.environment.lock import (
     CONDA_ENV,
     GGUF_LOCK,
     GPU_LOCK,

@@ -1,4 +1,4 @@
-"""Each model job's GPU peak as the sum of what it holds at once (helixclock.memory,
+"""Each model job's GPU peak as the sum of what it holds at once (helixclock.jobs.memory,
 docs/memory.md), against the peaks measured on an H200 (benchmarks/measured/): every model job's
 library calls at GPT-J-6B's and Llama-3.1-8B's shapes at batch 512 within 15%, and the toys' whole
 DAG within 15% or 50 MB; "the weights and the largest item alone" (the old docs/gpu-costs.md) is
@@ -10,7 +10,7 @@ import re
 import pytest
 from helpers.paths import REPO
 
-from helixclock import memory, placement
+from helixclock.jobs import memory, placement
 
 MEASURED = REPO / "benchmarks" / "measured"
 TOLERANCE, TOY_SLACK_MB = 0.15, 50
@@ -120,7 +120,7 @@ def test_a_rule_declares_its_gpu_memory_from_placement():
 PEAK_JOB = """
 import sys, time
 import numpy as np
-from helixclock import pipeline
+from helixclock.jobs import pipeline
 
 class Job:
     log, rule, threads, wildcards, resources = [sys.argv[1]], "accuracy", 1, {"model": "toy"}, {}

@@ -40,7 +40,7 @@ from helixclock.stages.mistakes.wrong_answers import (
     wrong_answer_tables,
     wrong_answers,
 )
-from helixclock.statistics import MIN_ERRORS, share_set
+from helixclock.stats.statistics import MIN_ERRORS, share_set
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
 

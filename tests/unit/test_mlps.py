@@ -9,13 +9,13 @@ from helpers.digit_models import digit_engine
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
 from helixclock.patching import PatchingEngine
 from helixclock.patching.metrics import TERMS
 from helixclock.stages.last_token.patching import layer_effects
 from helixclock.stages.mlps.patching import mlp_effects, mlp_patching
 from helixclock.stages.mlps.tables import mlp_summary
-from helixclock.statistics import Resampling, pair_columns
+from helixclock.stats.statistics import Resampling, pair_columns
 
 ADD = GPTJ_PROMPTS["add"]
 LAYERS = 4

@@ -11,7 +11,7 @@ import pytest
 from helpers.findings import committed_findings
 from helpers.pages import assert_every_number_is_in_the_table
 
-from helixclock.bases import Basis, Combined, digit, digit_count
+from helixclock.fitting.bases import Basis, Combined, digit, digit_count
 from helixclock.stages.structure.nested import (
     CIRCLES,
     VERDICT,

@@ -15,8 +15,8 @@ from helpers.families import tiny_hf_model
 from helpers.hooks import capture, replace_io
 from helpers.prompts import GPTJ_PROMPTS, LAST, add_prompt_ids, make_pairs
 
-from helixclock.models import wrap_model
-from helixclock.pairs import same_forced_pairs
+from helixclock.causal.pairs import same_forced_pairs
+from helixclock.lm.models import wrap_model
 from helixclock.patching import PatchingEngine, Point, delta, direct_effects
 from helixclock.stages.neurons.patching import (
     GATED_PREACTIVATIONS,
@@ -39,7 +39,7 @@ from helixclock.stages.neurons.places import (
     top_units,
     unit_direct_effects,
 )
-from helixclock.statistics import pair_values
+from helixclock.stats.statistics import pair_values
 
 TEMPLATE = GPTJ_PROMPTS["add"]
 
@@ -419,7 +419,7 @@ def test_top_neuron_table_takes_de_over_te_in_the_rankings_terms():
     ~0 and a meaningless ratio of them; its DE/TE is the ratio of the effect sizes the neurons
     are ranked by (mean |.| over pairs by default), and the signed means stay in the table."""
     from helixclock.stages.neurons.tables import cumulative_de, top_neuron_table, top_neurons_paper_table
-    from helixclock.statistics import Resampling, raw_table
+    from helixclock.stats.statistics import Resampling, raw_table
 
     attribution = rank_neurons(synthetic_scores(np.array([[5, -5] * 4, [-3] * 8], dtype=float)), "mean_abs")
     attribution = attribution.assign(ranking="mean_abs")

@@ -11,7 +11,7 @@ from helpers.digit_models import digit_engine, digit_model
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.pairs import draw_pairs, forced_rows, same_forced_pairs
+from helixclock.causal.pairs import draw_pairs, forced_rows, same_forced_pairs
 from helixclock.patching import PatchingEngine, Point, direct_effects
 from helixclock.stages.mistakes.logit_lens import digit_lens_period, digit_lens_tables, predicted_digit_period
 from helixclock.stages.neurons.places import (
@@ -25,7 +25,7 @@ from helixclock.stages.neurons.places import (
     top_units,
     unit_direct_effects,
 )
-from helixclock.statistics import pair_columns
+from helixclock.stats.statistics import pair_columns
 
 ADD = GPTJ_PROMPTS["add"]
 

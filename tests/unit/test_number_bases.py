@@ -6,7 +6,7 @@ the held-out R^2 equals scikit-learn's; the paper's bases are untouched."""
 import numpy as np
 import pytest
 
-from helixclock.bases import Basis, Combined, clock_bases, digit, digit_count, number_bases, standard_bases
+from helixclock.fitting.bases import Basis, Combined, clock_bases, digit, digit_count, number_bases, standard_bases
 from helixclock.stages.structure.number_bases import (
     CANDIDATES,
     class_spectra,

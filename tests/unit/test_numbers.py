@@ -12,12 +12,12 @@ from helpers.hooks import replace_io
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 from helpers.tables import correct_table
 
-from helixclock.layout import Layout, boundaries, groups_of, layout_order
-from helixclock.models import wrap_model
-from helixclock.numbers import describe_classes, ordered, several_task_tokens
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
+from helixclock.lm.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point
-from helixclock.tasks import TASKS, render
+from helixclock.prompts.layout import Layout, boundaries, groups_of, layout_order
+from helixclock.prompts.numbers import describe_classes, ordered, several_task_tokens
+from helixclock.prompts.tasks import TASKS, render
 
 ADD = GPTJ_PROMPTS["add"]  # "Output ONLY a number.\n{a}+{b}="
 
@@ -194,7 +194,7 @@ def test_a_number_is_read_at_the_last_token_of_its_span(digit_llama, digits):
     """resid_pre[0] is the token embedding: collected at role "a", it is the embedding of a's
     last digit (the units digit), whatever a's length."""
     rows = correct_table([(a, 7) for a in (0, 4, 9, 13, 58, 90, 99)])
-    from helixclock.pairs import prompt_rows
+    from helixclock.causal.pairs import prompt_rows
 
     ids, groups, order = prompt_rows(digits, ADD, rows, several=True)
     values, _ = PatchingEngine(digit_llama, progress=False).collect(
@@ -223,8 +223,8 @@ def test_a_units_digit_circle_and_a_t100_helix_planted_on_the_last_token_are_rec
     circle (T = 10) alone, the circle with a T = 100 helix, noise.  The per-layer spectrum finds
     T = 10 at the first two layers and T = 100 only where it was planted; a helix of T = [10, 100]
     fits the second layer (R² ~ 1) and not the third."""
-    from helixclock.bases import Basis
-    from helixclock.fits import fit_token
+    from helixclock.fitting.bases import Basis
+    from helixclock.fitting.fits import fit_token
     from helixclock.stages.structure.analysis import peaks_by_layer
 
     rng = np.random.default_rng(0)
@@ -277,8 +277,8 @@ def test_greedy_accuracy_equals_a_plain_decoding_loop(family, boost, digits):
     past the answer's own count at most) writes what a plain per-prompt loop writes, and reads
     the answer's logit as the model outputs it; exactly the rows that reach the bound are
     marked truncated."""
+    from helixclock.prompts.tasks import Task
     from helixclock.stages.accuracy.greedy import greedy_accuracy
-    from helixclock.tasks import Task
 
     hf = tiny_hf_model(family, len(digits), seed=3)
     with torch.no_grad():
@@ -306,8 +306,8 @@ def test_pair_counts_know_the_token_counts(digits):
     of its operands and of its answer: b = 95's only other prompt has a of another length, so no
     pair exists, and the count says so; 95 + 4 = 99 and 96 + 4 = 100 have answers of 2 and 3
     tokens, so they are not partners either ("is it 100 or more" is not what a pair changes)."""
-    from helixclock.numbers import prompt_shapes
-    from helixclock.sampling import pair_indices, pairs_available
+    from helixclock.prompts.numbers import prompt_shapes
+    from helixclock.prompts.sampling import pair_indices, pairs_available
 
     correct = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
     shape = prompt_shapes(digits, ADD, correct)
@@ -328,8 +328,8 @@ def test_minimum_pairs_is_checked_against_the_pairs_of_one_shape(digits):
     """``minimum.pairs`` counts what the job will draw: before the tokenizer is loaded the count
     is an upper bound (4 here) and the job goes on; with the prompts' shapes it is 2, and a
     minimum of 3 stops the job with the line that names the shaped count."""
-    from helixclock.numbers import prompt_shapes
-    from helixclock.preconditions import Minimum, PreconditionError, check, clock_needs, helix_patching_needs
+    from helixclock.jobs.preconditions import Minimum, PreconditionError, check, clock_needs, helix_patching_needs
+    from helixclock.prompts.numbers import prompt_shapes
 
     acc = correct_table([(7, 95), (23, 95), (4, 50), (8, 50)])
     shape = prompt_shapes(digits, ADD, acc)
@@ -352,8 +352,8 @@ def test_table_1_leaves_out_a_task_whose_pairs_of_one_shape_fall_short(digits):
     share a token shape: 30-23 = 7 is the only one-digit answer, so 4 pairs remain and the
     task is left out, with the shaped count in its reason; a+b, whose prompts share one
     shape, keeps its count and runs."""
-    from helixclock.numbers import task_shapes
-    from helixclock.preconditions import Minimum, left_out, other_tasks_needs
+    from helixclock.jobs.preconditions import Minimum, left_out, other_tasks_needs
+    from helixclock.prompts.numbers import task_shapes
 
     sub = correct_table([(30, -1), (40, -1), (50, -1), (60, -1), (70, -1)]).assign(answer=lambda d: d["a"] - 23)
     add = correct_table([(a, 11) for a in range(10, 16)])
@@ -400,7 +400,7 @@ def test_only_the_digits_0_to_9_continue_an_answer():
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
-    from helixclock.numbers import digit_tokens
+    from helixclock.prompts.numbers import digit_tokens
 
     words = ["<unk>", "7", "12", "²", "٣", "१८", "a", "7a"]
     tok = PreTrainedTokenizerFast(
@@ -413,7 +413,7 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     """Registry key ``layer_step``: Fig. 6's TE and DE and Fig. 5's answer-position fits patch
     blocks 0, 2 and 3 of a 4-block model (and resid_pre 0, 2, 4), and each kept layer's numbers
     are those of the every-layer sweep (a grid selects layers, it does not change them)."""
-    from helixclock.experiments import layer_grid
+    from helixclock.causal.experiments import layer_grid
     from helixclock.stages.last_token.patching import answer_position_curves, answer_residuals, layer_effects
 
     assert layer_grid(30, 3) == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29] and layer_grid(5, 1) == [0, 1, 2, 3, 4]
@@ -448,8 +448,8 @@ def test_the_engines_answer_correct_agrees_with_greedy_decoding(digits):
     is given as "answers" what it writes itself where it stops within the bound (greedy: correct,
     so answer_correct 1) and those answers cut by their last digit (greedy writes on: 0)."""
     from helixclock.patching.metrics import answer_correct
+    from helixclock.prompts.tasks import Task
     from helixclock.stages.accuracy.greedy import greedy_accuracy
-    from helixclock.tasks import Task
 
     hf = tiny_hf_model("llama", len(digits), d=64, seed=1)  # writes 14 different numbers here
     with torch.no_grad():
@@ -474,6 +474,6 @@ def test_the_engines_answer_correct_agrees_with_greedy_decoding(digits):
 
 def model_pairs_of(model, table):
     """Pairs whose clean prompts are ``table``'s rows (a, b, answer), with the model's end token."""
-    from helixclock.pairs import model_pairs
+    from helixclock.causal.pairs import model_pairs
 
     return model_pairs(model, table.assign(correct=True, answer_token=0), len(table), 0, ADD, ("a", "b"))

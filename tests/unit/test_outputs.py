@@ -1,4 +1,4 @@
-"""Output paths in one place (helixclock.outputs) and the table of docs/outputs.md ("Where each
+"""Output paths in one place (helixclock.project.outputs) and the table of docs/outputs.md ("Where each
 figure comes from") true to the code: every rule it names exists and every function it names is
 importable."""
 
@@ -10,7 +10,7 @@ import pytest
 from helpers.dag import workflow_rules
 from helpers.paths import REPO
 
-from helixclock import outputs
+from helixclock.project import outputs
 from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES
 
 
@@ -67,7 +67,7 @@ def test_paths_are_relative_to_the_project_folder():
 
 
 def test_the_comparison_reads_the_registered_paths():
-    """The paper comparison's tables are those of helixclock.outputs, and each quantity reads
+    """The paper comparison's tables are those of helixclock.project.outputs, and each quantity reads
     registered ones."""
     assert TABLE_FILES == outputs.COMPARED_TABLES
     assert TABLE_FILES["neurons"] == "results/{model}/neurons/neurons.csv"
@@ -75,7 +75,7 @@ def test_the_comparison_reads_the_registered_paths():
 
 
 def test_no_rule_file_writes_a_path():
-    """Rule files take every path (outputs, logs, staging, models) from helixclock.outputs
+    """Rule files take every path (outputs, logs, staging, models) from helixclock.project.outputs
     (through common.smk), so none depends on another's constants and the include order does
     not matter."""
     for path in (REPO / "workflow" / "rules").glob("*.smk"):

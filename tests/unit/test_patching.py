@@ -5,9 +5,9 @@ import torch
 from helpers.hooks import capture, logit_difference, patched_logits
 from helpers.prompts import CLEAN, GPTJ_PROMPTS, LAST, POS_A, make_pairs
 
-from helixclock.pairs import draw_pairs
+from helixclock.causal.pairs import draw_pairs
 from helixclock.patching import Patch, PatchingEngine, Point, Record
-from helixclock.statistics import bootstrap_ci
+from helixclock.stats.statistics import bootstrap_ci
 
 
 def test_full_clean_patch_restores_the_clean_logit(tiny_model):

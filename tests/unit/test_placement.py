@@ -22,8 +22,9 @@ from helpers.cluster import (
 from helpers.dag import planned_jobs, planned_resources
 from helpers.paths import REPO
 
-from helixclock import outputs, placement
-from helixclock.outputs import MODEL_JOBS
+from helixclock.jobs import placement
+from helixclock.project import outputs
+from helixclock.project.outputs import MODEL_JOBS
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def test_memory_is_what_a_job_holds_and_a_retry_asks_for_more(gptj_shaped, tmp_p
     """GPT-J-6B's config.json (6.05e9 parameters by its matrices, bfloat16) before the card and
     its exact count and prompt once the card exists: every model job asks for host memory above
     its weights and the base (:data:`placement.HOST_CPU_MB` on the CPU, x HOST_MARGIN) and for
-    GPU memory summed by helixclock.memory (accuracy: 15.1 GB measured on an H200, within 15%);
+    GPU memory summed by helixclock.jobs.memory (accuracy: 15.1 GB measured on an H200, within 15%);
     attempt 2 asks for twice the host memory and time of attempt 1, attempt 3 three times, and the
     same GPU memory."""
     config_parameters = 50400 * 4096 * 2 + 28 * (4 * 4096 * 4096 + 2 * 4096 * 16384)  # untied, no biases
@@ -90,7 +91,7 @@ def test_the_parameters_of_a_config_are_those_of_its_model(tmp_path):
     biases and norms it leaves out), for each family with an adapter (tiny random models)."""
     from helpers.families import ALL, tiny_hf_model
 
-    from helixclock.model_card import parameter_count
+    from helixclock.lm.model_card import parameter_count
 
     for family in ALL:
         hf = tiny_hf_model(family, 512)
@@ -171,7 +172,7 @@ def test_a_variant_in_a_folder_of_its_own_reuses_the_committed_toys(tmp_path):
 
 
 def test_the_registry_refuses_a_revision_for_a_model_not_on_the_hub(tmp_path):
-    from helixclock.config import ConfigError, check_config
+    from helixclock.lm.config import ConfigError, check_config
 
     registry = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
     registry["toy-gptj"]["revision"] = "main"

@@ -1,4 +1,4 @@
-"""Logs that read well (helixclock.progress): a long loop writes to a log file a line now and
+"""Logs that read well (helixclock.project.progress): a long loop writes to a log file a line now and
 then, in the log's format, never a progress bar's carriage returns; on a terminal it shows the
 bar; every loop of the library goes through it."""
 
@@ -11,7 +11,7 @@ import re
 import sys
 from types import SimpleNamespace
 
-from helixclock import progress as P
+from helixclock.project import progress as P
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO (.+)$")
 
@@ -101,7 +101,7 @@ def test_a_jobs_log_gets_lines_not_bars_and_the_hugging_face_bars_are_off(tmp_pa
     bars are switched off (the environment variable and, imported already, the switch)."""
     from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
 
-    from helixclock.pipeline import start
+    from helixclock.jobs.pipeline import start
 
     logger = logging.getLogger("helixclock")
     monkeypatch.setattr(sys, "stderr", sys.stderr)  # start() sends stderr to the log: restored after

@@ -14,8 +14,8 @@ import torch
 from helpers.paths import REPO
 
 import helixclock
-from helixclock.lock import LOCK, read_lock
-from helixclock.provenance import (
+from helixclock.environment.lock import LOCK, read_lock
+from helixclock.environment.provenance import (
     changed_records,
     differences,
     environment,

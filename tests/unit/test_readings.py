@@ -6,7 +6,7 @@ prompt's (item 6).
 
 "A one-token answer keeps the paper's LD" needs every pair of the set to read one position: a set
 of one-token answers and no end token is scored by the paper's logit difference
-(helixclock.pairs.draw_pairs), and then every reading - the heads' and the MLPs', Figs. 5 and 6 at
+(helixclock.causal.pairs.draw_pairs), and then every reading - the heads' and the MLPs', Figs. 5 and 6 at
 the answer positions and at the first differing token - must give the tables of the paper's one
 reading.  One pair of several tokens in the set scores every pair by log-probability (the set's
 ``scoring``), and the reduction does not hold (nor is it claimed)."""
@@ -21,13 +21,13 @@ from helpers.digit_models import digit_engine, digit_model
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.bases import SUM, Basis, clock_bases, sum_values
-from helixclock.config import ConfigError
-from helixclock.experiments import answer_position_fits
-from helixclock.first_difference import first_difference_pairs
-from helixclock.fits import fit_token
-from helixclock.models import wrap_model
-from helixclock.pairs import draw_pairs, forced_rows, prompt_ids
+from helixclock.causal.experiments import answer_position_fits
+from helixclock.causal.first_difference import first_difference_pairs
+from helixclock.causal.pairs import draw_pairs, forced_rows, prompt_ids
+from helixclock.fitting.bases import SUM, Basis, clock_bases, sum_values
+from helixclock.fitting.fits import fit_token
+from helixclock.lm.config import ConfigError
+from helixclock.lm.models import wrap_model
 from helixclock.patching import Patch, PatchingEngine, Point, direct_effects
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import HeadSettings
@@ -40,7 +40,7 @@ from helixclock.stages.last_token.patching import (
 )
 from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.structure.number_bases import check_registry_layers
-from helixclock.strata import STRATA
+from helixclock.stats.strata import STRATA
 
 ADD = GPTJ_PROMPTS["add"]
 HEADS = HeadSettings(top_heads=4, mixed_heads=1, periods=(2, 10), pca_components=8)

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 import torch
 
-from helixclock.bases import full_bases
-from helixclock.cache import read_residual_cache
-from helixclock.cache_writer import write_residual_cache
-from helixclock.config import load_registry
-from helixclock.experiments import patch_sweep
-from helixclock.fits import fit_token
-from helixclock.model_card import model_card
-from helixclock.models import install_gguf, load_model
-from helixclock.pairs import draw_pairs
+from helixclock.causal.experiments import patch_sweep
+from helixclock.causal.pairs import draw_pairs
+from helixclock.fitting.bases import full_bases
+from helixclock.fitting.fits import fit_token
+from helixclock.jobs.cache_writer import write_residual_cache
+from helixclock.lm.config import load_registry
+from helixclock.lm.model_card import model_card
+from helixclock.lm.models import install_gguf, load_model
 from helixclock.patching import PatchingEngine
+from helixclock.project.cache import read_residual_cache
+from helixclock.prompts.tasks import Task, render
 from helixclock.stages.accuracy.greedy import greedy_accuracy
-from helixclock.tasks import Task, render
 
 pytestmark = pytest.mark.slow
 

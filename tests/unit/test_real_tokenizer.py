@@ -24,8 +24,8 @@ from helpers.gpt2_tokenizer import (
 )
 from helpers.paths import REPO
 
-from helixclock.model_card import model_card
-from helixclock.tasks import TASK_NAMES, Problems, TokenisationError, check_task_tokens, get_task
+from helixclock.lm.model_card import model_card
+from helixclock.prompts.tasks import TASK_NAMES, Problems, TokenisationError, check_task_tokens, get_task
 
 REGISTRY = yaml.safe_load((REPO / "config" / "models.yaml").read_text())
 GPTJ_PROMPTS = REGISTRY["gptj"]["prompts"]  # the authors' GPT-J prompts: a newline before {a}
@@ -165,7 +165,7 @@ def test_the_engine_on_the_saved_model_equals_a_plain_forward(model_path, tok):
     equal a plain transformers forward of the same prompts."""
     from transformers import AutoModelForCausalLM
 
-    from helixclock.models import load_model
+    from helixclock.lm.models import load_model
     from helixclock.patching import PatchingEngine, Point
 
     # float32 here, so that the engine can be held to a plain forward at 1e-5 (the registry's
@@ -216,15 +216,15 @@ def test_the_engine_on_the_saved_model_equals_a_plain_forward(model_path, tok):
 @pytest.mark.parametrize("prompts", [GPTJ_PROMPTS, PYTHIA_PROMPTS], ids=["gptj", "pythia"])
 def test_the_neuron_stages_prompts_of_one_token_numbers_are_the_sweeps(tok, prompts):
     """The neuron stage reads every model's prompts through the token layout (teacher-forced rows,
-    helixclock.pairs.forced_rows and same_forced_pairs); on the real tokenizer of a one-token model
+    helixclock.causal.pairs.forced_rows and same_forced_pairs); on the real tokenizer of a one-token model
     they are the accuracy sweep's prompts and answer tokens, in the rows' order, one position read
     (the last token: the paper's neurons)."""
     from types import SimpleNamespace
 
     import pandas as pd
 
-    from helixclock.layout import NumberTokens
-    from helixclock.pairs import forced_rows, same_forced_pairs
+    from helixclock.causal.pairs import forced_rows, same_forced_pairs
+    from helixclock.prompts.layout import NumberTokens
 
     task = get_task("add")
     problems = Problems(

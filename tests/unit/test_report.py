@@ -17,7 +17,8 @@ from helpers.figures import save
 from helpers.paths import REPO
 from helpers.report_results import synthetic_results, write_table
 
-from helixclock import preconditions as pre
+from helixclock.jobs import preconditions as pre
+from helixclock.prompts.tasks import TASKS
 from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum_helix, sum_basis, sum_helix_coordinates
 from helixclock.stages.report.compare import (
@@ -31,7 +32,6 @@ from helixclock.stages.report.compare import (
 )
 from helixclock.stages.report.quantities import REGISTRY, TABLE_FILES, stage_boundary
 from helixclock.stages.report.status import ANOTHER_SCORE, STATUSES, TO_JUDGE, status_counts
-from helixclock.tasks import TASKS
 
 PAPER = REPO / "config" / "paper_values.yaml"
 SRC = REPO / "src"
@@ -84,8 +84,8 @@ def test_sum_helix_coordinates_recover_the_planted_helix():
 
 def test_sum_helix_fit_agrees_with_the_helix_library():
     torch = pytest.importorskip("torch")
-    from helixclock.bases import Basis
-    from helixclock.fits import fit_bases, projection
+    from helixclock.fitting.bases import Basis
+    from helixclock.fitting.fits import fit_bases, projection
 
     H, ab = planted_last(noise=0.3, seed=1)
     s = ab.sum(1)

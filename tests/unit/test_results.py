@@ -18,8 +18,8 @@ import pytest
 from helpers.dag import workflow_api
 from helpers.paths import REPO
 
-from helixclock import outputs
-from helixclock.results import FINISHED_WHEN, Results, nearest_ids, pattern
+from helixclock.project import outputs
+from helixclock.project.results import FINISHED_WHEN, Results, nearest_ids, pattern
 
 DONE, HALF = "toy-done", "toy-half"
 HELIX = (2, 5, 10, 100)  # the tour's periods

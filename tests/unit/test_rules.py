@@ -1,6 +1,6 @@
 """Rules a reader can grep (docs/contributing.md, "Adding a stage"): every rule `snakemake --list-rules` lists is
 written in the Snakefile or workflow/rules/ as `rule NAME:` or `use rule BASE as NAME with:`, with a
-one-line docstring; the rules that claim a GPU are helixclock.outputs.MODEL_JOBS; each staged rule
+one-line docstring; the rules that claim a GPU are helixclock.project.outputs.MODEL_JOBS; each staged rule
 has a publish rule that publishes what it stages; which rules run in Snakemake's own process."""
 
 import re
@@ -8,7 +8,7 @@ import re
 from helpers.dag import workflow_rules
 from helpers.paths import REPO
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 RULE_FILES = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
 
@@ -34,7 +34,7 @@ def test_every_listed_rule_is_written_with_a_docstring(tmp_path):
 
 
 def test_the_rules_that_load_a_model_are_one_list(tmp_path):
-    """The jobs that claim a GPU slot (resources: gpu) are helixclock.outputs.MODEL_JOBS, each staged
+    """The jobs that claim a GPU slot (resources: gpu) are helixclock.project.outputs.MODEL_JOBS, each staged
     and published; the base rules and staged rules that run no model claim none."""
     rules = workflow_rules(tmp_path)
     assert {name for name, rule in rules.items() if "gpu" in rule.resources} == set(outputs.MODEL_JOBS)

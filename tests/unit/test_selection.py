@@ -18,12 +18,8 @@ from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table, pairs_table, sampled_correct
 
-from helixclock.bases import clock_bases
-from helixclock.experiments import answer_position_fits, total_effects
-from helixclock.inference import prompt_clusters, resample, standard_error, t_interval
-from helixclock.model_jobs import selection
-from helixclock.multiplicity import ALPHA
-from helixclock.pairs import (
+from helixclock.causal.experiments import answer_position_fits, total_effects
+from helixclock.causal.pairs import (
     MEASURE,
     SCREEN,
     SELECT,
@@ -36,6 +32,8 @@ from helixclock.pairs import (
     unused_rows,
     used_prompts,
 )
+from helixclock.fitting.bases import clock_bases
+from helixclock.jobs.model_jobs import selection
 from helixclock.patching import PatchingEngine, Point
 from helixclock.stages.findings.contrasts import MEASURE as FINDINGS_MEASURE
 from helixclock.stages.findings.contrasts import Tables, each_split
@@ -44,7 +42,9 @@ from helixclock.stages.heads.readings import head_outputs
 from helixclock.stages.mlps.patching import _choice, mlp_te
 from helixclock.stages.neurons.jobs import de_pairs
 from helixclock.stages.neurons.patching import NeuronSettings
-from helixclock.statistics import pair_columns, raw_table
+from helixclock.stats.inference import prompt_clusters, resample, standard_error, t_interval
+from helixclock.stats.multiplicity import ALPHA
+from helixclock.stats.statistics import pair_columns, raw_table
 
 R = 2000  # replicates of every rate below
 B = 1000  # resamples
@@ -64,7 +64,7 @@ def prompts_of(table: pd.DataFrame) -> set[tuple[int, int]]:
 
 def two_draws(seed: int = 3):
     """The measuring pairs and a selection draw from the correct prompts they leave, as
-    :func:`helixclock.pairs.draw_apart` draws them (its pool and its seed)."""
+    :func:`helixclock.causal.pairs.draw_apart` draws them (its pool and its seed)."""
     correct = sampled_correct(seed=seed)
     measured = pairs_table(correct, N, seed)
     pool = correct[[(a, b) not in prompts_of(measured) for a, b in zip(correct["a"], correct["b"])]].reset_index(

@@ -1,4 +1,4 @@
-"""One switch for numbers of several tokens: helixclock.layout.NumberTokens, read from registry key
+"""One switch for numbers of several tokens: helixclock.prompts.layout.NumberTokens, read from registry key
 number_tokens of a registry entry or a model card, and carried by the loaded model; each rule's library entry point chooses the paper's path or
 the several-token path by it, and no script chooses (docs/several-tokens.md, "Numbers of several tokens")."""
 
@@ -13,11 +13,11 @@ import torch
 from helpers.paths import REPO
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
-import helixclock.model_card as card_module
+import helixclock.lm.model_card as card_module
 import helixclock.stages.heads.jobs as head_jobs
-from helixclock.layout import NumberTokens
-from helixclock.models import LoadedModel
-from helixclock.numbers import task_shapes
+from helixclock.lm.models import LoadedModel
+from helixclock.prompts.layout import NumberTokens
+from helixclock.prompts.numbers import task_shapes
 
 ADD = GPTJ_PROMPTS["add"]
 
@@ -144,9 +144,9 @@ def test_one_token_pairs_carry_the_layout_whose_roles_are_the_cards_positions(wh
     writes a prompt otherwise than its numbers' spans say is refused by name."""
     from helpers.gpt2_tokenizer import gpt2_tokenizer
 
-    import helixclock.pairs as pairs_module
-    from helixclock.pairs import draw_pairs, prompt_ids, prompt_rows, shared_layout
-    from helixclock.tasks import TASKS, check_task_tokens, get_task
+    import helixclock.causal.pairs as pairs_module
+    from helixclock.causal.pairs import draw_pairs, prompt_ids, prompt_rows, shared_layout
+    from helixclock.prompts.tasks import TASKS, check_task_tokens, get_task
 
     tok = tokenizer if which == "toy" else gpt2_tokenizer()
     for name, template in GPTJ_PROMPTS.items():

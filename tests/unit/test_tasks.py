@@ -3,7 +3,7 @@
 import pytest
 from helpers.prompts import GPTJ_PROMPTS, digit_splitting_tokenizer
 
-from helixclock.tasks import TASKS, Positions, TokenisationError, check_task_tokens, get_task, number_token_ids
+from helixclock.prompts.tasks import TASKS, Positions, TokenisationError, check_task_tokens, get_task, number_token_ids
 
 
 def test_domains_and_answers_match_the_paper():
@@ -42,7 +42,7 @@ def test_a_tokenizer_that_splits_numbers_is_refused():
 def test_a_multi_token_answer_is_refused(tokenizer):
     # numbers above the vocabulary's 399 are unknown: 2-token answers cannot happen, so
     # build a template whose answer collides with the next token instead
-    from helixclock.tasks import Task
+    from helixclock.prompts.tasks import Task
 
     task = Task("big", "a*10", ("a",), "a in [0, 99]", lambda: [(a,) for a in range(0, 100)], lambda a: a * 10)
     with pytest.raises(TokenisationError, match=r"answer 400 .* not a single token"):

@@ -8,7 +8,7 @@ import torch
 from helpers.prompts import GPTJ_PROMPTS
 from safetensors.torch import load_file
 
-from helixclock.toy import build_corpus, build_tokenizer, holdout_mask, train_toy
+from helixclock.lm.toy import build_corpus, build_tokenizer, holdout_mask, train_toy
 
 SPEC = {
     "source": "toy",
@@ -109,8 +109,8 @@ def test_the_same_seed_gives_the_same_weights_on_any_thread_count(tmp_path):
 
 
 def test_saved_toy_loads_like_a_hub_model(reduced):
-    from helixclock.models import load_model
-    from helixclock.tasks import TASKS, check_task_tokens
+    from helixclock.lm.models import load_model
+    from helixclock.prompts.tasks import TASKS, check_task_tokens
 
     model = load_model("t", SPEC, device="cpu", resources=str(reduced[0]))
     assert model.adapter.family == "gptj" and model.adapter.n_layers == 1
@@ -126,8 +126,8 @@ def test_saved_toy_loads_like_a_hub_model(reduced):
 
 
 def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
-    from helixclock.config import training_settings
-    from helixclock.toy import install_checkpoint, matching_checkpoint
+    from helixclock.lm.config import training_settings
+    from helixclock.lm.toy import install_checkpoint, matching_checkpoint
 
     training = training_settings(
         {"steps": 6, "batch_size": 32, "warmup": 2, "lr": 1e-3, "seed": 1, "eval_every": 3, "threads": 1}, SPEC
@@ -158,7 +158,7 @@ def test_a_checkpoint_stands_in_only_for_its_own_settings(tmp_path):
 
 
 def _default_toy(model, repo):
-    from helixclock.config import check_config, load_yaml
+    from helixclock.lm.config import check_config, load_yaml
 
     config, registry = check_config(load_yaml(repo / "config/config.yaml"))
     return registry[model], config["toy"]
@@ -171,8 +171,8 @@ def test_committed_checkpoint_is_what_the_rule_trains(model, tmp_path, repo, mon
     rule would train exactly them: their settings are the default config's, and the rule's
     training on a reduced budget (the full run's first steps) reproduces the early check the
     committed run recorded - loss and every task's accuracy."""
-    from helixclock.config import training_settings
-    from helixclock.toy import matching_checkpoint
+    from helixclock.lm.config import training_settings
+    from helixclock.lm.toy import matching_checkpoint
 
     monkeypatch.chdir(repo)  # the config names its registry relative to the repository, as Snakemake runs it
     spec, toy = _default_toy(model, repo)

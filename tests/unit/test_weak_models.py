@@ -20,13 +20,13 @@ import pytest
 import torch
 from helpers.prompts import GPTJ_PROMPTS
 
-from helixclock import preconditions as pre
-from helixclock.bases import standard_bases
-from helixclock.fits import fit_token
-from helixclock.pairs import draw_pairs
-from helixclock.pipeline import accuracy, minimum, require, usable_tasks
-from helixclock.sampling import pairs_available
-from helixclock.statistics import Resampling, bootstrap_ci, raw_table, summarise
+from helixclock.causal.pairs import draw_pairs
+from helixclock.fitting.bases import standard_bases
+from helixclock.fitting.fits import fit_token
+from helixclock.jobs import preconditions as pre
+from helixclock.jobs.pipeline import accuracy, minimum, require, usable_tasks
+from helixclock.prompts.sampling import pairs_available
+from helixclock.stats.statistics import Resampling, bootstrap_ci, raw_table, summarise
 
 PERIODS = (2, 5, 10, 100)
 TEMPLATE = GPTJ_PROMPTS["add"]
@@ -81,7 +81,7 @@ def test_pairs_available_within_a_held_out_split():
 
 
 def fake_job(rule: str, accuracy_path, **params) -> SimpleNamespace:
-    """What a script's ``snakemake`` object holds for :func:`helixclock.pipeline.require`."""
+    """What a script's ``snakemake`` object holds for :func:`helixclock.jobs.pipeline.require`."""
     return SimpleNamespace(
         rule=rule,
         wildcards=SimpleNamespace(model="weak"),
@@ -245,9 +245,9 @@ def test_one_pair_has_no_interval():
 
 
 def test_figures_say_how_many_pairs_and_draw_nan_intervals():
+    from helixclock.plotting.style import pairs_note
     from helixclock.stages.helix.figures import figC5_helix_controls
     from helixclock.stages.last_token.figures import fig06_layer_patching
-    from helixclock.style import pairs_note
 
     controls = pd.DataFrame(
         {
@@ -290,7 +290,7 @@ def test_figures_say_how_many_pairs_and_draw_nan_intervals():
 def test_tensors_leave_the_device_as_numpy_can_hold_them():
     """bfloat16 (which numpy lacks) and float16 leave as float32, float64 stays, integers stay;
     ``dtype`` casts first (the cache stores the config's float16)."""
-    from helixclock.io import to_numpy
+    from helixclock.project.io import to_numpy
 
     x = torch.tensor([1.0, 2.5, -3.25])
     for dtype, expected in (
@@ -310,9 +310,9 @@ def test_tensors_leave_the_device_as_numpy_can_hold_them():
 STOP = """
 import sys
 from types import SimpleNamespace
-from helixclock.pipeline import start
-from helixclock.sampling import pairs_available
-from helixclock.preconditions import Need, check
+from helixclock.jobs.pipeline import start
+from helixclock.prompts.sampling import pairs_available
+from helixclock.jobs.preconditions import Need, check
 snakemake = SimpleNamespace(log=[sys.argv[1]], threads=1, rule="residual_cache", wildcards={"model": "weak"})
 start(snakemake)
 check("weak", "residual_cache", [Need("correct a+b prompt", 0, 1)])

@@ -16,7 +16,7 @@ rule figure:
         ENV
     params:
         # "helixclock.stages.<stage>.figures:<function>", called with the input tables, the model
-        # and kwargs (helixclock.pipeline.plot_job)
+        # and kwargs (helixclock.jobs.pipeline.plot_job)
         function=None,
         kwargs={},
     script:

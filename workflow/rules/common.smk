@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.exceptions import WorkflowError
 
-from helixclock import outputs
-from helixclock.config import ConfigError, check_config, training_settings
-from helixclock.sources import source_kind, toy_settings
+from helixclock.project import outputs
+from helixclock.lm.config import ConfigError, check_config, training_settings
+from helixclock.lm.sources import source_kind, toy_settings
 
 # Paths that mean "inside helixclock's checkout" (the committed toys, the registry, the paper's
 # values, the config) resolve from the Snakefile's folder, so a variant run in a folder of its

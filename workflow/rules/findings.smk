@@ -1,7 +1,7 @@
 # Findings (docs/findings.md, "Findings"): every claim of config/findings.yaml that applies to a model,
 # computed from the saved tables of the other stages (never their code), judged within its
 # family, and the page findings.md rendered from them.  helixclock.stages.findings
-from helixclock.layout import NumberTokens
+from helixclock.prompts.layout import NumberTokens
 from helixclock.stages.findings import registry as findings_registry
 
 try:

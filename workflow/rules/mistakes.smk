@@ -3,7 +3,7 @@
 # accuracy sweep; numbers of several tokens: the log-likelihoods of the answers 0..198, rule
 # answer_scores, the stage's one model job), the neurons' logit lens (from the neuron stage).
 # helixclock.stages.mistakes
-from helixclock.layout import NumberTokens
+from helixclock.prompts.layout import NumberTokens
 
 MISTAKES_FIGURES = "helixclock.stages.mistakes.figures"
 

@@ -23,14 +23,14 @@ def minimum(*keys):
 
 
 def fit_settings(compat=False):
-    """helixclock.bases.FitSettings from config key helix; with compat=True also config key
+    """helixclock.fitting.bases.FitSettings from config key helix; with compat=True also config key
     compat, for the rules whose polynomial fits it changes."""
     settings = {k: config["helix"][k] for k in ("periods", "pca_components")}
     return settled({**settings, "compat": config["compat"]} if compat else settings)
 
 
 def resampling():
-    """helixclock.statistics.Resampling from config keys helix.bootstrap and seed."""
+    """helixclock.stats.statistics.Resampling from config keys helix.bootstrap and seed."""
     return settled({"bootstrap": config["helix"]["bootstrap"], "seed": config["seed"]})
 
 
@@ -47,7 +47,7 @@ def each_model(**values):
 
 def layer_step():
     """Registry key layer_step of a model (1, every layer, where absent): the layer grid of its
-    patching sweeps (helixclock.experiments.layer_grid)."""
+    patching sweeps (helixclock.causal.experiments.layer_grid)."""
     return lambda w: REGISTRY[w.model].get("layer_step", 1)
 
 
@@ -58,7 +58,7 @@ def period_subsets():
 
 
 def clock_pairs():
-    """helixclock.pairs.draw_pairs settings of the last-token experiments (config key clock; the
+    """helixclock.causal.pairs.draw_pairs settings of the last-token experiments (config key clock; the
     registry's clock.n_pairs overrides the pairs per model)."""
 
     def pairs(wildcards):
@@ -69,7 +69,7 @@ def clock_pairs():
 
 
 def selection_settings():
-    """helixclock.pairs.Selection: config keys compat, clock.selection_pairs and
+    """helixclock.causal.pairs.Selection: config keys compat, clock.selection_pairs and
     clock.selection_attribution_pairs (the registry's clock overrides the last two per model):
     the draw of pairs on which a job chooses what it measures (docs/findings.md, "Findings")."""
 

@@ -1,8 +1,8 @@
 # The paper beside the run: Fig. 1 drawn from the model's own fits, every published number
 # next to the run's (results/all/tables/paper_comparison), the cross-model figures, and what
 # the run ran on (results/all/provenance.json).
-# helixclock.stages.report, helixclock.provenance
-from helixclock.provenance import fingerprint
+# helixclock.stages.report, helixclock.environment.provenance
+from helixclock.environment.provenance import fingerprint
 
 REPORT_FIGURES = "helixclock.stages.report.figures"
 # the tables paper_comparison sets beside the paper's numbers, of every model of this command
@@ -83,7 +83,7 @@ rule provenance:
         ENV
     params:
         # what the record depends on (the versions installed, Python, helixclock's commit, the lock
-        # files' digests; helixclock.provenance.fingerprint, milliseconds, read only when this job is
+        # files' digests; helixclock.environment.provenance.fingerprint, milliseconds, read only when this job is
         # in the DAG): its params, so it is rewritten when they change, and only then.  The lock files
         # are read by the job from helixclock's checkout, not as inputs: Snakemake records input
         # paths, and these, in the repository rather than the project folder, would be absolute

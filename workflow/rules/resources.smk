@@ -1,4 +1,4 @@
-# What each job asks of a cluster (helixclock.placement; docs/gpus-and-clusters.md): the rules of
+# What each job asks of a cluster (helixclock.jobs.placement; docs/gpus-and-clusters.md): the rules of
 # outputs.MODEL_JOBS declare MODEL_JOB_RESOURCES (gpu=1, mem_mb=model_memory,
 # gpu_mem_mb=model_gpu_memory, runtime=model_runtime); readers of the residual cache
 # mem_mb=cache_memory; every other job that is not local cpu_memory and cpu_runtime.  Each is a
@@ -12,12 +12,13 @@ from types import SimpleNamespace
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from helixclock import outputs, placement
-from helixclock.sources import model_files, model_resources
+from helixclock.project import outputs
+from helixclock.jobs import placement
+from helixclock.lm.sources import model_files, model_resources
 
 
 def model_size(model):
-    """helixclock.placement.Size of a model: its card, its config.json, the registry."""
+    """helixclock.jobs.placement.Size of a model: its card, its config.json, the registry."""
     spec = REGISTRY[model]
     folder = None
     if source_kind(spec["source"]) in ("toy", "package"):
@@ -46,7 +47,7 @@ def _correct_rows(path):
 
 
 def job_counts(model):
-    """What a model's jobs run on (helixclock.memory.Work): the config's counts with the
+    """What a model's jobs run on (helixclock.jobs.memory.Work): the config's counts with the
     registry's overrides, and the correct prompts of its accuracy tables once they exist."""
     w = SimpleNamespace(model=model)
     periods = len(config["helix"]["periods"])
@@ -169,11 +170,11 @@ def check_resources():
     """Called by the Snakefile once every rule is read. The rules that claim a GPU slot are those
     that run a model (outputs.MODEL_JOBS); every rule whose jobs are submitted (not local) declares
     its memory and runtime (the Slurm profile holds the site's settings alone), and
-    helixclock.placement knows its numbers."""
+    helixclock.jobs.placement knows its numbers."""
     gpu = {r.name for r in workflow.rules if "gpu" in r.resources}
     if gpu != set(outputs.MODEL_JOBS):
         raise WorkflowError(
-            f"the rules with resources gpu are not helixclock.outputs.MODEL_JOBS: {sorted(gpu ^ set(outputs.MODEL_JOBS))}"
+            f"the rules with resources gpu are not helixclock.project.outputs.MODEL_JOBS: {sorted(gpu ^ set(outputs.MODEL_JOBS))}"
         )
     # the rules a cluster gets (workflow.is_local says every rule is local in a local run)
     submitted = [r for r in workflow.rules if r.name not in workflow._localrules and r.name not in BASE_RULES]

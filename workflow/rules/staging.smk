@@ -18,7 +18,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 
 def params_hash(rule, wildcards):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.logging import logger
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 # Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
 PER_MODEL_OUTPUTS = []  # patterns with {model}
@@ -54,7 +54,7 @@ def register(*paths, all_models=False):
 def figure_files(fig_id, stage):
     """The outputs of a figure rule: the PNG (into the report, under the stage's section,
     captioned by workflow/report/<figure number>.rst) and the PDF of one figure of every model,
-    which the default target asks for (registered here; every output path: helixclock.outputs)."""
+    which the default target asks for (registered here; every output path: helixclock.project.outputs)."""
     pdf, png = outputs.figure(fig_id)
     register(pdf, png)
     return [report(png, caption=caption(fig_id), category=SECTIONS[stage], subcategory="{model}"), pdf]

@@ -28,7 +28,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ..layout import boundaries, group_at
+from ..prompts.layout import boundaries, group_at
 from .engine import PatchingEngine
 from .metrics import Metric, clean_answer_logit
 from .points import Point

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from ..progress import progress as progress_bar
+from ..project.progress import progress as progress_bar
 
 log = logging.getLogger("helixclock")
 
@@ -17,7 +17,7 @@ class OOMRetry:
     """Run ``fn(start, stop)`` over ``n`` rows in chunks of ``batch_size``; on CUDA
     out-of-memory halve the chunk, say so in the log, and retry the same rows.  A halved
     batch size sticks for later calls.  ``progress``: the rows done shown
-    (:func:`helixclock.progress.progress`: a bar on a terminal, a line now and then in a log)."""
+    (:func:`helixclock.project.progress.progress`: a bar on a terminal, a line now and then in a log)."""
 
     def __init__(self, batch_size: int, progress: bool = True):
         self.batch_size = max(1, int(batch_size))

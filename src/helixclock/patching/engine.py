@@ -23,7 +23,7 @@ first block its patches and records touch (the blocks before it compute what the
 computed: block l reads the corrupted run's resid_pre[l], :meth:`PatchingEngine.residuals`,
 kept on the pairs), and everything stays on the model's device until the final result.
 Rows whose numbers have different token layouts (numbers of
-several tokens, :mod:`helixclock.layout`) are never mixed in one forward pass: each
+several tokens, :mod:`helixclock.prompts.layout`) are never mixed in one forward pass: each
 batch has one layout, so no padding token is run; rows are stacked layout by layout (each
 layout's pairs under every variant), so a sweep of V variants on n pairs in G layouts takes at
 most ceil(V * n / batch) + G - 1 patched passes, one clean, one corrupted and one pass
@@ -42,9 +42,9 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..adapters import Site
-from ..layout import Group, Layout, boundaries, group_at, single_group
-from ..models import LoadedModel
+from ..lm.adapters import Site
+from ..lm.models import LoadedModel
+from ..prompts.layout import Group, Layout, boundaries, group_at, single_group
 from .batching import OOMRetry
 from .metrics import OF_ANSWER_SCORE, Metric, answer_logits, answer_positions, logit_difference, padded_positions
 from .points import Patch, Point, Record

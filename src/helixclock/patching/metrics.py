@@ -28,7 +28,7 @@ own tokens (``ld_raw``, the score before log-probabilities) beside it.
 
 "A one-token answer keeps the paper's LD" needs every pair of the set to read one position (a
 one-token answer and no end token): the scoring is the set's (``Pairs.scoring``,
-:func:`helixclock.pairs.draw_pairs`), so one pair of several tokens scores every pair of its set
+:func:`helixclock.causal.pairs.draw_pairs`), so one pair of several tokens scores every pair of its set
 by log-probability, its one-token pairs included.  A set of one-position pairs is scored by the
 paper's logit difference exactly, and the several-token code paths then give the paper path's
 tables (tests/unit/test_readings.py).
@@ -42,7 +42,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..layout import DIGIT_PLACES
+from ..prompts.layout import DIGIT_PLACES
 from .runs import Pairs
 
 Metric = Callable[[Tensor, Tensor, Pairs], Tensor]

@@ -1,6 +1,6 @@
 """What a patch touches: points of the hook vocabulary, patches and records.
 
-A :class:`Point` names a hook point of :mod:`helixclock.models` (``resid_pre``, ``head_out``,
+A :class:`Point` names a hook point of :mod:`helixclock.lm.models` (``resid_pre``, ``head_out``,
 ``neuron_post``, ...) at a layer and token positions; ``index`` narrows it to one head of
 ``head_out`` or one neuron of ``neuron_pre``/``neuron_up``/``neuron_post``.  A :class:`Patch`
 replaces (or adds to) a point's value in the corrupted run; a :class:`Record` reads a point
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from ..layout import ROLES
+from ..prompts.layout import ROLES
 
 INDEXED = ("head_out", "neuron_pre", "neuron_up", "neuron_post")  # kinds an index can narrow
 
@@ -25,7 +25,7 @@ Replacement = str | Tensor | Callable[[Tensor, Tensor], Tensor]
 class Point:
     """A hook point at token positions; ``index`` selects one head (head_out) or one neuron
     (neuron_pre, neuron_up, neuron_post).  A position is an integer (the same in every row;
-    negative counts from the end) or a role of :data:`helixclock.layout.ROLES` ("a",
+    negative counts from the end) or a role of :data:`helixclock.prompts.layout.ROLES` ("a",
     "last", ...), resolved by each row's token layout."""
 
     kind: str

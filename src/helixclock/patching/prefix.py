@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ..layout import Group, Layout
+from ..prompts.layout import Group, Layout
 from .points import Point
 
 

@@ -10,7 +10,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from ..layout import Group, single_group
+from ..prompts.layout import Group, single_group
 from .points import Point
 
 

@@ -17,11 +17,11 @@ report          Fig. 1, the paper beside the run, cross-model figures  report.sm
 Each package holds the stage's science (modules that may run the model through
 :mod:`helixclock.patching`), its ``tables`` (pandas only) and its ``figures`` (seaborn, no
 torch: plotting jobs never load torch).  Science shared by several stages lives outside:
-:mod:`helixclock.bases`, :mod:`helixclock.fits`, :mod:`helixclock.sampling`,
-:mod:`helixclock.pairs`, :mod:`helixclock.statistics`, :mod:`helixclock.fourier`,
-:mod:`helixclock.experiments`; so do the names several stages share, such as
-:data:`helixclock.layout.READINGS` (the readings of the last-token, head and MLP stages) and
-:data:`helixclock.statistics.MIN_ERRORS` (the fewest wrong answers of App. F's test, which the
+:mod:`helixclock.fitting.bases`, :mod:`helixclock.fitting.fits`, :mod:`helixclock.prompts.sampling`,
+:mod:`helixclock.causal.pairs`, :mod:`helixclock.stats.statistics`, :mod:`helixclock.fitting.fourier`,
+:mod:`helixclock.causal.experiments`; so do the names several stages share, such as
+:data:`helixclock.prompts.layout.READINGS` (the readings of the last-token, head and MLP stages) and
+:data:`helixclock.stats.statistics.MIN_ERRORS` (the fewest wrong answers of App. F's test, which the
 report reads too).  A stage never imports another stage's modules (tests/unit/test_imports.py checks
 it); it reads their saved outputs.
 """

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from ...style import heatmap
+from ...plotting.style import heatmap
 from .tables import accuracy_grid
 
 

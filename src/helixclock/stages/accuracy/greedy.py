@@ -22,14 +22,14 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
-from ...io import to_numpy
-from ...layout import boundaries, group_at
-from ...numbers import digit_tokens, ordered, padded, several_task_tokens
+from ...project.io import to_numpy
+from ...prompts.layout import boundaries, group_at
+from ...prompts.numbers import digit_tokens, ordered, padded, several_task_tokens
 
 if TYPE_CHECKING:
-    from ...models import LoadedModel
+    from ...lm.models import LoadedModel
     from ...patching import PatchingEngine
-    from ...tasks import Task
+    from ...prompts.tasks import Task
 
 
 def _forward(engine, ids, cache):

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...io import to_numpy
-from ...tasks import N_ANSWERS, Task, check_all_tasks, check_task_tokens, get_task
+from ...project.io import to_numpy
+from ...prompts.tasks import N_ANSWERS, Task, check_all_tasks, check_task_tokens, get_task
 from .greedy import greedy_accuracy
 
 if TYPE_CHECKING:
-    from ...models import LoadedModel
+    from ...lm.models import LoadedModel
     from ...patching import PatchingEngine
 
 COLUMNS = ["task", "a", "b", "answer", "answer_token", "pred_token", "pred", "correct", "answer_logit", "rank"]

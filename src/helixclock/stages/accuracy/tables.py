@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...tasks import get_task
+from ...prompts.tasks import get_task
 
 
 def accuracy_grid(df: pd.DataFrame) -> np.ndarray:

@@ -5,7 +5,7 @@ estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`
 Per-pair values are aligned by pair column (``pair_i`` of one model job is one pair in every table
 of that job), a difference is taken pair by pair over the pairs both quantities have, and the
 pairs are resampled by the clusters of the job's prompts table where it has one
-(:func:`helixclock.inference.prompt_clusters`), else each pair alone.
+(:func:`helixclock.stats.inference.prompt_clusters`), else each pair alone.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...crossfit import cross_fit, fold_bound, folds
-from ...inference import (
+from ...stats.crossfit import cross_fit, fold_bound, folds
+from ...stats.inference import (
     per_pair_sd,
     prompt_clusters,
     ratio_of_means,
@@ -26,8 +26,8 @@ from ...inference import (
     standard_error,
     t_interval,
 )
-from ...statistics import PAIR, TERM, Resampling
-from ...strata import MATCHED, by_stratum, strata_masks
+from ...stats.statistics import PAIR, TERM, Resampling
+from ...stats.strata import MATCHED, by_stratum, strata_masks
 from .registry import RESERVED, TABLES
 from .tested import stage_test
 
@@ -37,7 +37,7 @@ SPLITS = {
     "separate draw": "the run's choice, on a separate draw of pairs",
     "fixed by the paper": "fixed by the paper",
 }
-MEASURE = "measure"  # a prompts table's draw of the measuring pairs (helixclock.pairs.MEASURE; no torch here)
+MEASURE = "measure"  # a prompts table's draw of the measuring pairs (helixclock.causal.pairs.MEASURE; no torch here)
 CLUSTERED = "prompt-sharing components"
 UNCLUSTERED = "pairs (prompts not read)"  # Table 1's other tasks: registry.TABLES says why
 
@@ -78,7 +78,7 @@ def prepared(frame: pd.DataFrame, finding: Mapping) -> pd.DataFrame:
     at one place (the helix at a's token, the numbers' structure) none; a term only where LD is
     the log-likelihood ratio of answers of several tokens.  Term ``matched`` (a raw table of
     pairs by term): the terms the reading's DE scores, by stratum (answer tokens, p*: the strata
-    of the table's rows at the first differing token), :func:`helixclock.strata.by_stratum`."""
+    of the table's rows at the first differing token), :func:`helixclock.stats.strata.by_stratum`."""
     if finding["term"] == MATCHED and TERM in frame and "reading" in frame:
         return by_stratum(frame, finding["reading"], strata_masks(frame)).reset_index(drop=True)
     if "reading" in frame:
@@ -188,7 +188,7 @@ def unit_values(tables: Tables, finding: Mapping, key: str) -> np.ndarray:
 
 def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Resampling) -> dict:
     """A mean or difference at an object chosen from the tables (``select``): candidates are the
-    values of ``select.over`` both sides have; cross-fitted (:func:`helixclock.crossfit.cross_fit`,
+    values of ``select.over`` both sides have; cross-fitted (:func:`helixclock.stats.crossfit.cross_fit`,
     :func:`fold_bound`), or under ``compat: authors`` chosen and measured on all pairs."""
     sel = finding["select"]
     over = sel["over"]

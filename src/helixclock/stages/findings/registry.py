@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import outputs
-from ...config import REPO, SCHEMAS, ConfigError, load_yaml, validate
+from ...lm.config import REPO, SCHEMAS, ConfigError, load_yaml, validate
+from ...project import outputs
 
 REGISTRY = REPO / "config" / "findings.yaml"
 
@@ -44,7 +44,7 @@ class Table:
 
 HEADS_PAIRS, MLPS_PAIRS = outputs.HEADS_RAW["pairs"], outputs.MLPS_RAW["pairs"]
 LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
-# A job's prompts table (helixclock.pairs.job_pairs) holds its measuring pairs (draw "measure", the
+# A job's prompts table (helixclock.causal.pairs.job_pairs) holds its measuring pairs (draw "measure", the
 # raw tables' pair columns) and, where it chose on one, its selection draw; a list table's prompts
 # table says how the run chose its rows (column split). Table 1's other tasks: their prompts table
 # (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0, and it is not read: a task

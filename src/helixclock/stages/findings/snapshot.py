@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 HEADER = "> Snapshot of `{page}` from the run at commit `{commit}` on {date}; its table: [{table}]({table})."
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ...statistics import Resampling
+from ...stats.statistics import Resampling
 from .contrasts import Tables
 from .page import findings_page
 from .registry import Registry

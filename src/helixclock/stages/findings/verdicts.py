@@ -11,9 +11,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...inference import t_interval, t_test
-from ...multiplicity import benjamini_hochberg, holm, mde, verdict
-from ...statistics import Resampling
+from ...stats.inference import t_interval, t_test
+from ...stats.multiplicity import benjamini_hochberg, holm, mde, verdict
+from ...stats.statistics import Resampling
 from .contrasts import Tables, compute, expand
 from .registry import Registry
 

@@ -9,9 +9,9 @@ import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ...figure_layout import empty, shared_legend, suptitle, thin_ticks
-from ...figure_layout import title as set_title
-from ...style import (
+from ...plotting.figure_layout import empty, shared_legend, suptitle, thin_ticks
+from ...plotting.figure_layout import title as set_title
+from ...plotting.style import (
     CATEGORY_COLOR,
     WHERE,
     by_reading,

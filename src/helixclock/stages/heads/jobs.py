@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...pairs import SelectionDraw, job_pairs
+from ...causal.pairs import SelectionDraw, job_pairs
 from ...patching import Pairs, PatchingEngine
 from .patching import HeadSettings
 from .readings import head_readings
@@ -26,6 +26,6 @@ def head_patching(
     ``sample`` (correct a+b prompts of ``template``).  The heads screened in and their order by
     TE are chosen on the selection draw ``select`` where there is one
     (:func:`.patching.choose_heads`; None: on ``pairs``, the paper's, ``compat: authors``);
-    ``pairs`` (table) lists both draws (:func:`helixclock.pairs.job_pairs`)."""
+    ``pairs`` (table) lists both draws (:func:`helixclock.causal.pairs.job_pairs`)."""
     out = head_readings(engine, pairs, sample, template, settings, select)
     return {**out, "pairs": job_pairs(pairs, select)}

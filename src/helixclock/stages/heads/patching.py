@@ -19,12 +19,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...bases import PERIODS, Basis, clock_bases, sum_values
-from ...experiments import layer_grid, ld_table, pad_answer_positions, topk_sweep, total_and_direct, total_effects
-from ...fits import Fits
-from ...pairs import SelectionDraw
+from ...causal.experiments import (
+    layer_grid,
+    ld_table,
+    pad_answer_positions,
+    topk_sweep,
+    total_and_direct,
+    total_effects,
+)
+from ...causal.pairs import SelectionDraw
+from ...fitting.bases import PERIODS, Basis, clock_bases, sum_values
+from ...fitting.fits import Fits
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, logit_difference, path_patch, write_change
-from ...statistics import pair_values, primary, raw_table
+from ...stats.statistics import pair_values, primary, raw_table
 from .tables import categorise, mean_effects, with_mixed
 
 MIN_EFFECT = 0.02  # heads whose TE is below this share of the largest are not categorised
@@ -49,7 +56,7 @@ class FittedHeads:
     """Heads' outputs as their fits predict them at the pairs' clean a, b and a+b: called with a
     basis and a head, [n_pairs, n_positions, d_head].  ``fits`` holds one fit per position the
     heads are patched at (one: the last token; answers of several tokens: one per answer
-    position, :func:`~helixclock.experiments.answer_position_fits`), their layer axis indexed
+    position, :func:`~helixclock.causal.experiments.answer_position_fits`), their layer axis indexed
     by ``index[(layer, head)]``; a position past a pair's answer (``answer_tokens``) repeats its
     first, as a padded role does."""
 

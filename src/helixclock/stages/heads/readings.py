@@ -8,19 +8,19 @@ last token fitted by helix(a,b,a+b), helix(a+b) and helix(a,b) on the sample of 
 TE and DE by the paper's logit difference, Fig. D6's attention from the last token to a, b and
 itself (tests/unit/test_readings.py holds it to the paper's definitions).  Where numbers may take
 several tokens the head stage is read at the model's further readings
-(:attr:`helixclock.layout.NumberTokens.readings`), as Figs. 5 and 6 are: at the last prompt
+(:attr:`helixclock.prompts.layout.NumberTokens.readings`), as Figs. 5 and 6 are: at the last prompt
 token t0, the paper-comparable reading, and at every position that predicts an answer token
 (t0 and the teacher-forced answer tokens but the last), patched together.  At each reading the
 heads' TE is activation patching there scored by the log-likelihood-ratio LD, their DE their
 clean - corrupted write there through the final norm and unembedding, each position scored on
 its own token (one metric, so DE/TE is meaningful); the helix fits of each head's output are
-fitted per position (:func:`~helixclock.experiments.answer_position_fits`) and patched in at
+fitted per position (:func:`~helixclock.causal.experiments.answer_position_fits`) and patched in at
 their positions; categories, the mixed-head sweep and path patching follow the paper's
 definitions on those positions (:func:`.patching.head_reading`).  Fig. D6's attention is read
 from t0 and from each answer position to a's and b's spans and to each of their digits
 (:func:`span_attention`).  A third reading, at the first differing token (p*: the position that
 predicts the first answer token the clean and the corrupted answer do not share,
-:mod:`helixclock.first_difference`), measures the TE and DE of the heads the last-token reading
+:mod:`helixclock.causal.first_difference`), measures the TE and DE of the heads the last-token reading
 measured and their helix(a,b,a+b) fits, TE and DE scoring the one token p* predicts, by stratum
 (answer tokens, p*): rows of the effects and fits tables with columns ``answer_tokens`` and
 ``p_star``.
@@ -34,13 +34,13 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ...bases import Basis, clock_bases
-from ...experiments import answer_position_fits, answer_width, total_and_direct, widen
-from ...first_difference import FirstDifference, first_difference_pairs
-from ...layout import READINGS, ROLE_READINGS, Group
-from ...pairs import SelectionDraw, forced_rows
+from ...causal.experiments import answer_position_fits, answer_width, total_and_direct, widen
+from ...causal.first_difference import FirstDifference, first_difference_pairs
+from ...causal.pairs import SelectionDraw, forced_rows
+from ...fitting.bases import Basis, clock_bases
 from ...patching import Pairs, PatchingEngine, Point
-from ...sampling import seeded_rows
+from ...prompts.layout import READINGS, ROLE_READINGS, Group
+from ...prompts.sampling import seeded_rows
 from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, fit_effects, head_reading
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
@@ -70,7 +70,7 @@ def head_readings(
     select: SelectionDraw | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Everything of section 5.2 that runs the model, at each reading of the model's token layout
-    (column ``reading``; :attr:`helixclock.layout.NumberTokens.readings`): the raw tables of
+    (column ``reading``; :attr:`helixclock.prompts.layout.NumberTokens.readings`): the raw tables of
     :func:`.patching.head_reading` (screen, effects, fits, topk, mixed, paths) and the categorised
     top heads at the last prompt token and, where numbers take several tokens, at every position
     that predicts an answer token; there, too, the effects and fits at the first differing token
@@ -143,7 +143,7 @@ class FirstDifferenceHeads(FittedHeads):
 def first_difference_heads(
     engine: PatchingEngine, pairs: Pairs, fits, index: dict, heads: list[tuple[int, int]], periods
 ) -> dict[str, pd.DataFrame]:
-    """The reading at the first differing token (:mod:`helixclock.first_difference`): the TE and
+    """The reading at the first differing token (:mod:`helixclock.causal.first_difference`): the TE and
     DE of ``heads`` ((layer, head), those the last-token reading measured) and each one's
     helix(a,b,a+b) fit of its answer position p* patched in, on the pairs cut after p*, each raw
     table by stratum (columns ``answer_tokens``, ``p_star``) in the pairs' order."""

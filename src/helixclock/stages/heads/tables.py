@@ -18,9 +18,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ...layout import READINGS
-from ...lengths import by_length, pair_lengths
-from ...statistics import (
+from ...prompts.layout import READINGS
+from ...stats.lengths import by_length, pair_lengths
+from ...stats.statistics import (
     Resampling,
     fraction_table,
     pair_values,
@@ -30,7 +30,7 @@ from ...statistics import (
     te_de_table,
     topk_table,
 )
-from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
+from ...stats.strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 FIT_KEYS = {"helix(a,b,a+b)": "fit_all", "helix(a+b)": "fit_sum", "helix(a,b)": "fit_ab"}
 
@@ -83,7 +83,7 @@ def effects_table(
     attribution score (``attribution``: the first-order estimate of its TE).  Answers of several
     tokens at ``reading`` (the last token or the answer positions): also the TE of the terms DE
     scores (``te_matched`` with its interval, ``de_over_te_matched``:
-    :func:`helixclock.statistics.with_matched`)."""
+    :func:`helixclock.stats.statistics.with_matched`)."""
     out = with_matched(te_de_table(raw_effects, resampling), raw_effects, reading, resampling)
     out["name"] = [f"L{int(l)}H{int(h)}" for l, h in zip(out["layer"], out["head"])]
     raw_fits = primary(raw_fits)
@@ -124,7 +124,7 @@ def head_summary(
     reading of the raw tables (column ``reading``; the paper's models: the last token), in their
     order, but the first differing token's, whose effects and fits are read by stratum: ``strata``
     (:func:`strata_effects`).  ``by_length``: the heads' TE and DE by answer token count
-    (:func:`helixclock.lengths.by_length`)."""
+    (:func:`helixclock.stats.lengths.by_length`)."""
     effects = raw["effects"]
     readings = [r for r in dict.fromkeys(effects["reading"]) if r != READINGS["differ"]]
     out: dict[str, list[pd.DataFrame]] = {}
@@ -163,7 +163,7 @@ def head_summary(
 def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Every measured head's TE, DE and DE/TE by stratum (answer tokens, p*) at each reading:
     at the last token and the answer positions of the terms DE scores, at the first differing
-    token of the one token p* predicts (:func:`helixclock.statistics.strata_table`), with its
+    token of the one token p* predicts (:func:`helixclock.stats.statistics.strata_table`), with its
     helix(a,b,a+b) fit's LD of the same terms (``fit_all``) and ``fit_fraction`` = fit_all / TE.
     One-token answers: one stratum, the paper's TE and DE."""
     table = strata_table(raw_effects, resampling)

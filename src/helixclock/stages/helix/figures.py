@@ -7,9 +7,17 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...figure_layout import DATA_LABEL, left_out, legend_outside, panel_grid, panels_width, shared_legend, suptitle
-from ...style import METHOD_STYLE, band, layer_name, ld_axes, with_pairs
-from ...tasks import TASKS
+from ...plotting.figure_layout import (
+    DATA_LABEL,
+    left_out,
+    legend_outside,
+    panel_grid,
+    panels_width,
+    shared_legend,
+    suptitle,
+)
+from ...plotting.style import METHOD_STYLE, band, layer_name, ld_axes, with_pairs
+from ...prompts.tasks import TASKS
 
 
 def fig03_helix_projection(proj: pd.DataFrame, model: str, periods=(2, 5, 10, 100)):

@@ -10,10 +10,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...bases import PERIODS, Basis, FitSettings, standard_bases
-from ...cache import ResidualCache
-from ...fits import Fits, column_cosine, fit_bases, fit_token, projection, unique_rows
-from ...io import to_numpy
+from ...fitting.bases import PERIODS, Basis, FitSettings, standard_bases
+from ...fitting.fits import Fits, column_cosine, fit_bases, fit_token, projection, unique_rows
+from ...project.cache import ResidualCache
+from ...project.io import to_numpy
 
 CONTINUITY_PERIOD, HELD_OUT_DIGIT = 100, 3  # Fig. C3: a T = 100 helix without the a ending in 3
 

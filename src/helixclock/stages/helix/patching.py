@@ -5,7 +5,7 @@ the residual at the a token of layer l is replaced by the fit evaluated at the c
 LD measures how much of the clean answer comes back.  Baselines: the clean residual itself
 (layer patch), its first 2k+1 principal components (PCA), a circle (no linear term) and a
 polynomial of degree 2k+1.  Every fit of every layer is one variant of a single batched
-engine run; the results are raw per-pair tables (``helixclock.statistics``).
+engine run; the results are raw per-pair tables (``helixclock.stats.statistics``).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...bases import Basis, FitSettings, full_bases
-from ...cache import ResidualCache
-from ...experiments import layer_grid, ld_table, patch_sweep, stack_points
-from ...fits import Fits, fit_token, subspace_projector
-from ...numbers import prompt_shapes
-from ...pairs import model_pairs, pair_table, prompt_rows
+from ...causal.experiments import layer_grid, ld_table, patch_sweep, stack_points
+from ...causal.pairs import model_pairs, pair_table, prompt_rows
+from ...fitting.bases import Basis, FitSettings, full_bases
+from ...fitting.fits import Fits, fit_token, subspace_projector
 from ...patching import Patch, PatchingEngine, Point
 from ...patching.runs import Pairs
-from ...sampling import pairs_available, split_values
+from ...project.cache import ResidualCache
+from ...prompts.numbers import prompt_shapes
+from ...prompts.sampling import pairs_available, split_values
 
 log = logging.getLogger("helixclock")
 
@@ -185,7 +185,7 @@ def helix_patching(
     many parameters, rather than every subset of the periods (Fig. 4 and Table 1 then have k = all only).
 
     sweep: every fit of every layer patched at the a token (Fig. 4 picks from it; every
-    ``layer_step``-th layer and the last: :func:`helixclock.experiments.layer_grid`)
+    ``layer_step``-th layer and the last: :func:`helixclock.causal.experiments.layer_grid`)
     controls: (1) one seeded split of a values, fitted on 80% and patched with the held-out
     20%; (2) a helix fitted to shuffled a, beside the layer patch and the helix; (3) helix(b)
     at the b token with pairs a+b' -> a+b
@@ -237,7 +237,7 @@ def other_tasks_patching(
     """Rule other_tasks_patching, Table 1: full helix, circle, polynomial and PCA fits patched
     at the a token, per task (``raw``: a raw table with a ``task`` column), at every
     ``layer_step``-th layer and the last (fitted at every layer), and each task's pairs
-    (``pairs``: :func:`~helixclock.pairs.pair_table` with a ``task`` column)."""
+    (``pairs``: :func:`~helixclock.causal.pairs.pair_table` with a ``task`` column)."""
     settings = settings or FitSettings()
     model = engine.model
     layers = list(range(model.adapter.n_layers))

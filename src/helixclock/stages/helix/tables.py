@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...lengths import STANDARD, by_length, mix, pair_lengths, standardised
-from ...statistics import Resampling, labels_of, primary, summarise
-from ...tasks import TASKS
+from ...prompts.tasks import TASKS
+from ...stats.lengths import STANDARD, by_length, mix, pair_lengths, standardised
+from ...stats.statistics import Resampling, labels_of, primary, summarise
 
 FIT_NAMES = {"layer": "Full", "pca": "PCA", "helix": "Helix", "circle": "Circle", "poly": "Poly"}
 # numbers of several tokens: the references beside them, the layer patch of all of a's tokens and the
-# clean LD, the clean run's own (a reference, not a bound: helixclock.experiments.clean_table)
+# clean LD, the clean run's own (a reference, not a bound: helixclock.causal.experiments.clean_table)
 REFERENCE_NAMES = {"layer_span": "Full (a span)", "clean": "Clean"}
 
 
@@ -72,7 +72,7 @@ def helix_summary(
     raw: Mapping[str, pd.DataFrame], resampling: Resampling, compat: str = "corrected"
 ) -> dict[str, pd.DataFrame]:
     """sweep, best, controls, ablation, strata (which digits of a change) and by_length (answer
-    token count, :func:`helixclock.lengths.by_length`) of the helix stage, from its raw tables."""
+    token count, :func:`helixclock.stats.lengths.by_length`) of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
     out["best"] = best_subset_table(primary(out["sweep"]), compat)
     out["strata"] = strata_table(raw["sweep"], raw["pairs"], resampling)
@@ -123,7 +123,7 @@ STANDARDISED = " (length-standardised)"  # Table 1's columns of length-standardi
 def standardised_fit_table(raw: pd.DataFrame) -> pd.DataFrame:
     """Per task of a raw table of answers of several tokens (Table 1's, column task): the mix of
     its pairs' answer lengths (``answer lengths``) and Table 1's maxima over layers of the
-    length-standardised mean LD (:func:`helixclock.lengths.standardised`: each length's mean,
+    length-standardised mean LD (:func:`helixclock.stats.lengths.standardised`: each length's mean,
     weighted by the standard mix), in columns "<fit> (length-standardised)"."""
     rows = []
     for _, part in raw.groupby("task", sort=False):

@@ -6,8 +6,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from ...figure_layout import shared_legend, suptitle
-from ...style import band, by_reading, ld_axes
+from ...plotting.figure_layout import shared_legend, suptitle
+from ...plotting.style import band, by_reading, ld_axes
 
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
 

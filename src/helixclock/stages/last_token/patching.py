@@ -7,10 +7,10 @@ the total effect (TE, activation patching) and direct effect (DE, path patching 
 logits) of each attention and MLP output say where the computation happens (Fig. 6).
 
 Every raw table carries column ``reading``: the paper's last token, which is all a model
-whose numbers are one token has (:attr:`helixclock.layout.NumberTokens.readings`).  Answers of
+whose numbers are one token has (:attr:`helixclock.prompts.layout.NumberTokens.readings`).  Answers of
 several tokens are read three times: at the last prompt token, at every position that predicts
 an answer token (patched together), and at the first differing token p*
-(:mod:`helixclock.first_difference`: the position that predicts the first answer token the
+(:mod:`helixclock.causal.first_difference`: the position that predicts the first answer token the
 clean and the corrupted answer do not share; rows by stratum, columns ``answer_tokens`` and
 ``p_star``), where Fig. 5's fits of each answer position are patched in at each pair's p* and
 Fig. 6's TE and DE score the one token p* predicts.
@@ -25,8 +25,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...bases import PERIODS, FitSettings, clock_bases, sum_values
-from ...experiments import (
+from ...causal.experiments import (
     answer_position_fits,
     component_points,
     layer_grid,
@@ -35,11 +34,12 @@ from ...experiments import (
     patch_sweep,
     total_and_direct,
 )
-from ...first_difference import FirstDifference, first_difference_pairs
-from ...fits import Fits, fit_token
-from ...layout import READINGS
-from ...pairs import forced_rows, job_pairs
+from ...causal.first_difference import FirstDifference, first_difference_pairs
+from ...causal.pairs import forced_rows, job_pairs
+from ...fitting.bases import PERIODS, FitSettings, clock_bases, sum_values
+from ...fitting.fits import Fits, fit_token
 from ...patching import Pairs, Patch, PatchingEngine, Point
+from ...prompts.layout import READINGS
 
 PCA_BASELINES = (9, 27)  # the authors' parameter-matched PCAs: helix(a+b) and helix(a,b,a+b)
 
@@ -117,7 +117,7 @@ def answer_position_curves(
     the residuals at position j of the prompts whose answers reach it.  ``residuals``: per layer
     (resid_pre[l] for l in ``layers``, default 0..L) [n, K, d] at those positions of the fitted
     (teacher-forced) prompts, of answers (a, b) = ``ab`` and ``answer_tokens`` tokens (``fits``:
-    their :func:`~helixclock.experiments.answer_position_fits`, where already fitted).  Raw
+    their :func:`~helixclock.causal.experiments.answer_position_fits`, where already fitted).  Raw
     table as :func:`last_token_curves`.
 
     A pair whose answer has fewer tokens than K fills the padding with its first position's
@@ -162,9 +162,9 @@ def _predict(fits: Fits, bases, clean_ab, X: Tensor, preds: dict, pcas: dict, at
 def first_difference_curves(
     engine: PatchingEngine, differ: FirstDifference, fits: Sequence[Fits], periods: Sequence[int], layers: Sequence[int]
 ) -> pd.DataFrame:
-    """Fig. 5 at the first differing token (:mod:`helixclock.first_difference`): on the pairs cut
+    """Fig. 5 at the first differing token (:mod:`helixclock.causal.first_difference`): on the pairs cut
     after p*, at each of ``layers`` the layer patch and, per pair, the fits and PCA baselines of
-    its answer position p* (``fits``: :func:`~helixclock.experiments.answer_position_fits` of
+    its answer position p* (``fits``: :func:`~helixclock.causal.experiments.answer_position_fits` of
     the answer positions, as :func:`answer_position_curves` patches them together) patched in
     at p*; raw table as :func:`last_token_curves`, by stratum, in the pairs' order."""
     pairs, bases = differ.pairs, clock_bases(periods)
@@ -239,12 +239,12 @@ def last_token_patching(
 ) -> dict[str, pd.DataFrame]:
     """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
     dimensions) and Fig. 6's layer effects, raw tables, at each reading of the model's token
-    layout (column ``reading``; :attr:`helixclock.layout.NumberTokens.readings`): the last
+    layout (column ``reading``; :attr:`helixclock.prompts.layout.NumberTokens.readings`): the last
     prompt token (the paper's reading, a one-token model's only one) and, where numbers take
     several tokens, every position that predicts an answer token, patched together (Fig. 5's
     fits there fitted to the ``correct`` prompts of ``template``, teacher-forced:
     :func:`answer_residuals`), and the first differing token.  Both read every
-    ``layer_step``-th layer and the last (:func:`helixclock.experiments.layer_grid`); ``pairs``
+    ``layer_step``-th layer and the last (:func:`helixclock.causal.experiments.layer_grid`); ``pairs``
     (table) lists the pairs (this job chooses nothing: its best blocks are cross-fitted by the
     findings)."""
     fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components, layer_step)

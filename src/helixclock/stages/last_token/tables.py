@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...layout import STRATA
-from ...lengths import by_length, pair_lengths
-from ...statistics import Resampling, summarise, te_de_table
-from ...strata import FIRST_DIFFERENCE, reading_rows, strata_masks, strata_summary, strata_table, with_matched
+from ...prompts.layout import STRATA
+from ...stats.lengths import by_length, pair_lengths
+from ...stats.statistics import Resampling, summarise, te_de_table
+from ...stats.strata import FIRST_DIFFERENCE, reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 
 def effects_table(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Fig. 6: TE and DE of every attention and MLP output, with intervals; answers of several
     tokens per reading (the last token, the answer positions) with the TE of the terms DE scores
-    (``te_matched``, ``de_over_te_matched``: :func:`helixclock.statistics.with_matched`)."""
+    (``te_matched``, ``de_over_te_matched``: :func:`helixclock.stats.statistics.with_matched`)."""
     parts = []
     for reading in dict.fromkeys(raw["reading"]):
         if reading == FIRST_DIFFERENCE:
@@ -48,7 +48,7 @@ def role_rows(raw: pd.DataFrame) -> pd.DataFrame:
 def last_token_summary(raw: dict[str, pd.DataFrame], resampling: Resampling) -> dict[str, pd.DataFrame]:
     """Rule last_token_summary: means with bootstrap intervals of Fig. 5's curves (``fits``) and
     of Fig. 6's effects (``layer_effects``); both by answer token count (``*_by_length``,
-    :func:`helixclock.lengths.by_length`, at the readings of a role: the pairs' lengths from
+    :func:`helixclock.stats.lengths.by_length`, at the readings of a role: the pairs' lengths from
     ``raw["pairs"]`` where given) and by stratum (answer tokens, p*) at every reading:
     ``layer_effects_strata`` (TE, DE and DE/TE of the terms DE scores; at the first differing
     token of the one token p* predicts) and ``fits_strata`` (Fig. 5's curves there).  One-token

@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...numbers import rows_tokens
 from ...patching.metrics import log_softmax_at
-from ...progress import progress as progress_bar
-from ...tasks import N_ANSWERS
+from ...project.progress import progress as progress_bar
+from ...prompts.numbers import rows_tokens
+from ...prompts.tasks import N_ANSWERS
 
 ANSWER_NUMBERS = np.arange(N_ANSWERS)
 

@@ -10,10 +10,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ...figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
-from ...fourier import dominant_periods
-from ...layout import whole_numbers
-from ...style import PALETTE, layer_name, paper_note
+from ...fitting.fourier import dominant_periods
+from ...plotting.figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
+from ...plotting.style import PALETTE, layer_name, paper_note
+from ...prompts.layout import whole_numbers
 from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
@@ -181,7 +181,7 @@ def figF2_carry_test(errors: pd.DataFrame, carry: pd.DataFrame, model: str, erro
 
 def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, float], **kw):
     """Fig. F3's grid: a panel per neuron (``label``), at most ``max_cols`` a row, no empty cell
-    (:func:`helixclock.figure_layout.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
+    (:func:`helixclock.plotting.figure_layout.panel_grid`), panels of ``size`` inches; (figure, [(axes, (label,
     its rows))])."""
     labels = list(dict.fromkeys(lens_table["label"]))
     fig, axes = panel_grid(len(labels), max_cols, size, **kw)
@@ -191,7 +191,7 @@ def _lens_panels(lens_table: pd.DataFrame, max_cols: int, size: tuple[float, flo
 def figF3_neuron_logit_lens(lens_table: pd.DataFrame, model: str):
     """Fig. F3: each neuron's logit lens over the answer tokens 0..198 at its most-activating
     prompt, the answer of that prompt marked (units at the digits' places:
-    :func:`_digit_lens_figure`; :func:`helixclock.layout.whole_numbers`)."""
+    :func:`_digit_lens_figure`; :func:`helixclock.prompts.layout.whole_numbers`)."""
     if not whole_numbers(lens_table["place"]):
         return _digit_lens_figure(lens_table, model)
     fig, panels = _lens_panels(lens_table, 2, (6.0, 3.0))

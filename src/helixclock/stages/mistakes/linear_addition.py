@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...tasks import N_ANSWERS
+from ...prompts.tasks import N_ANSWERS
 
 READINGS = ("points", "regression", "regression_heldout")
 READING_NAMES = {

@@ -7,7 +7,7 @@ also counts harmonics T/k).
 Neuron logit lens: lens[n] = W_U . W_out[:, n] over the answer tokens (no final norm, no
 unembedding bias: the authors skip the norm; the bias would add one fixed pattern to every
 neuron), scaled by the neuron's post-activation.  Periods come from
-:func:`helixclock.fourier.dominant_periods` (DC dropped), as in :mod:`.wrong_answers`.
+:func:`helixclock.fitting.fourier.dominant_periods` (DC dropped), as in :mod:`.wrong_answers`.
 
 numpy/pandas only (no torch), vectorised over neurons.
 """
@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...fourier import dominant_periods
-from ...layout import whole_numbers
-from ...statistics import share_set
+from ...fitting.fourier import dominant_periods
+from ...prompts.layout import whole_numbers
+from ...stats.statistics import share_set
 from .lens_null import NULL_COLUMNS, digit_lens_period, lens_null
 from .wrong_answers import NEAR, PERIODS, near
 
@@ -99,7 +99,7 @@ def harmonic_order(lens_period, fitted_period, harmonics: int = HARMONICS, tol: 
 def logit_lens_periods(
     neurons: pd.DataFrame, lens: np.ndarray, fraction: float = 0.8, periods=PERIODS, harmonics: int = HARMONICS
 ) -> pd.DataFrame:
-    """Fig. F4: the neurons of the ``fraction`` DE set (:func:`helixclock.statistics.share_set`)
+    """Fig. F4: the neurons of the ``fraction`` DE set (:func:`helixclock.stats.statistics.share_set`)
     whose preactivation fit's largest term is an a+b term c_{T,a+b} with T in ``periods`` (App.
     F: "a neuron whose preactivation fit's largest term is c_{T_i,a+b}"), and the top Fourier
     period of their logit lens (DC dropped).
@@ -163,7 +163,7 @@ def neuron_logit_lens(
     attribution rank as the rows of ``grids``: the neuron stage's grids.h5, with ``place``,
     ``rank``, ``lens`` over ``lens_tokens``), Fig. F3 showing the units of Fig. 8's
     ``figure_ranks`` of every place.  By what the units' lens reads
-    (:func:`helixclock.layout.whole_numbers`; :func:`helixclock.stages.neurons.places.place_lens`):
+    (:func:`helixclock.prompts.layout.whole_numbers`; :func:`helixclock.stages.neurons.places.place_lens`):
     at the whole number (one-token numbers) the paper's, :func:`neuron_lens_tables` over the 199
     answer tokens, whose ``logit_lens_null`` has no rows (F4 keeps its definition); at the
     digits' places :func:`digit_lens_tables`, F4 with its base rate (``logit_lens_null``; the

@@ -28,9 +28,9 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from ...fourier import dominant_periods
-from ...statistics import MIN_ERRORS
-from ...tasks import N_ANSWERS
+from ...fitting.fourier import dominant_periods
+from ...prompts.tasks import N_ANSWERS
+from ...stats.statistics import MIN_ERRORS
 
 PERIODS = (2, 5, 10, 100)
 NEAR = 0.05  # a period "matches" T when within 5% of it (the paper's Fig. D12 convention)
@@ -354,7 +354,7 @@ def wrong_answers(
     """Rule model_errors' entry point: :func:`wrong_answer_tables` of ``add.csv`` and the final
     scores over the answers 0..198 in the file ``final_scores``: the final logits of
     ``add_logits.h5`` (:func:`read_answer_logits`), or for numbers of several tokens (``several``:
-    :attr:`helixclock.models.LoadedModel.tokens` of the model's registry entry, the rule's param) the
+    :attr:`helixclock.lm.models.LoadedModel.tokens` of the model's registry entry, the rule's param) the
     log-likelihoods L(n) of a sample of prompts and their control in ``answer_scores.h5``
     (:func:`read_answer_scores`)."""
     if several:

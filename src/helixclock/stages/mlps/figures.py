@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ...figure_layout import category_ticks, panels_width, shared_legend, suptitle
-from ...style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
+from ...plotting.figure_layout import category_ticks, panels_width, shared_legend, suptitle
+from ...plotting.style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):

@@ -6,7 +6,7 @@ output is fitted with helix(a+b) and the fit patched in, so that helix(a+b)/TE c
 for whichever MLPs the table job calls the circuit (Fig. 7).
 
 Every raw table carries column ``reading``: the readings of the model's token layout
-(:attr:`helixclock.layout.NumberTokens.readings`), the paper's last token alone where every
+(:attr:`helixclock.prompts.layout.NumberTokens.readings`), the paper's last token alone where every
 number is one token.  Answers of several tokens (pairs scored by log-probability) are read as
 Figs. 5 and 6 are: at the last prompt token, the paper's reading, and at every position
 that predicts an answer token, patched together; TE, DE, the top-k curve and the helix(a+b)
@@ -14,7 +14,7 @@ fits on the same positions and the same LD.  There the fits are fitted per answe
 Fig. 5's), and the raw tables keep LD's terms by place value (``term``): at the last prompt token
 DE scores the first answer token only, so DE/TE compares like with like in TE's first-token
 term (the summary's ``te_matched``).  A third reading at the first differing token (p*,
-:mod:`helixclock.first_difference`) measures every MLP's TE and DE and its helix(a+b) fit of
+:mod:`helixclock.causal.first_difference`) measures every MLP's TE and DE and its helix(a+b) fit of
 position p* there, by stratum (answer tokens, p*), TE and DE scoring the one token p* predicts.
 A one-token answer keeps the paper's tables (tests/unit/test_readings.py).
 
@@ -34,8 +34,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from ...bases import PERIODS, SUM, Basis, sum_values
-from ...experiments import (
+from ...causal.experiments import (
     answer_position_fits,
     answer_width,
     ld_table,
@@ -46,14 +45,15 @@ from ...experiments import (
     total_effects,
     widen,
 )
-from ...first_difference import FirstDifference, first_difference_pairs
-from ...fits import fit_token
-from ...io import to_numpy
-from ...layout import READINGS, ROLE_READINGS, STRATA
-from ...pairs import SelectionDraw, forced_rows, job_pairs
+from ...causal.first_difference import FirstDifference, first_difference_pairs
+from ...causal.pairs import SelectionDraw, forced_rows, job_pairs
+from ...fitting.bases import PERIODS, SUM, Basis, sum_values
+from ...fitting.fits import fit_token
 from ...patching import Pairs, Patch, PatchingEngine, Point
-from ...statistics import pair_values, primary
-from ...strata import reading_rows
+from ...project.io import to_numpy
+from ...prompts.layout import READINGS, ROLE_READINGS, STRATA
+from ...stats.statistics import pair_values, primary
+from ...stats.strata import reading_rows
 
 
 def mlp_te(effects: pd.DataFrame) -> np.ndarray:
@@ -139,7 +139,7 @@ def mlp_patching(
     selection draw), and ``pairs`` (both draws).  The helix(a+b) fits are fitted to the MLP
     outputs of the correct prompts of ``sample`` (teacher-forced with their answers where they
     take several tokens), at the last token and, for answers of several tokens, per answer
-    position (:func:`~helixclock.experiments.answer_position_fits`; ``r2_helix_sum`` there the
+    position (:func:`~helixclock.causal.experiments.answer_position_fits`; ``r2_helix_sum`` there the
     mean over them), where the first differing token's reading patches each pair's p* fit
     (:func:`first_difference_mlps`)."""
     readings = engine.model.tokens.readings
@@ -206,7 +206,7 @@ def _stack(values: dict, points) -> Tensor:
 def _answer_fits(
     pairs: Pairs, H_answer: Tensor, ab: np.ndarray, k: np.ndarray, basis: Basis, n_components: int
 ) -> tuple[Tensor, np.ndarray]:
-    """The helix(a+b) fits of every answer position (:func:`~helixclock.experiments.answer_position_fits`)
+    """The helix(a+b) fits of every answer position (:func:`~helixclock.causal.experiments.answer_position_fits`)
     at the pairs' clean a+b, [L, n_pairs, K, d] (a pair's positions past its answer padded), and
     each position's R², [K, L]."""
     K = int(pairs.answer_tokens().max())  # the most answer tokens of a pair: the positions fitted
@@ -225,7 +225,7 @@ def _answer_fits(
 def first_difference_mlps(
     engine: PatchingEngine, pairs: Pairs, layer_effects: pd.DataFrame, pred_answer: Tensor, r2_answer: np.ndarray
 ) -> dict[str, pd.DataFrame]:
-    """The reading at the first differing token (:mod:`helixclock.first_difference`): every
+    """The reading at the first differing token (:mod:`helixclock.causal.first_difference`): every
     MLP's TE and DE (:func:`mlp_effects`) and its helix(a+b) fit of the answer position p* patched
     in (``pred_answer`` [L, n_pairs, positions, d], the pairs' predictions at every answer
     position; ``r2_answer`` [positions, L], each position's R²: a stratum's rows carry its p*'s),

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...lengths import by_length, pair_lengths
-from ...statistics import Resampling, pair_values, primary, summarise, te_de_table, topk_table
-from ...strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
+from ...stats.lengths import by_length, pair_lengths
+from ...stats.statistics import Resampling, pair_values, primary, summarise, te_de_table, topk_table
+from ...stats.strata import reading_rows, strata_masks, strata_summary, strata_table, with_matched
 
 MIN_TE = 0.05  # Fig. 7 keeps circuit MLPs whose TE is at least this share of the largest (the authors' TE > 0.05)
 
@@ -85,7 +85,7 @@ def mlp_summary(
     circuit is that draw's (:func:`selection_choice`; mlp_topk's ``selection_smallest_k``),
     measured on the measuring pairs; else the measuring pairs' curve chooses it, the paper's.
     mlp_by_length: every MLP's TE and DE by answer token count (``pairs``: the job's pairs table;
-    :func:`helixclock.lengths.by_length`); mlp_strata: every MLP by stratum (answer tokens, p*,
+    :func:`helixclock.stats.lengths.by_length`); mlp_strata: every MLP by stratum (answer tokens, p*,
     :func:`strata_effects`)."""
     readings = list(dict.fromkeys(raw_topk["reading"]))
     out: dict[str, list[pd.DataFrame]] = {"mlp_topk": [], "mlp_stages": [], "mlp_effects": [], "mlp_by_length": []}
@@ -118,7 +118,7 @@ def mlp_summary(
 def strata_effects(raw_effects: pd.DataFrame, raw_fits: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """Every MLP's TE, DE and DE/TE by stratum (answer tokens, p*) at each reading: at the last
     token and the answer positions of the terms DE scores, at the first differing token of the one
-    token p* predicts (:func:`helixclock.statistics.strata_table`), with its helix(a+b) fit's LD
+    token p* predicts (:func:`helixclock.stats.statistics.strata_table`), with its helix(a+b) fit's LD
     of the same terms (``helix_sum``) and ``helix_sum_over_te``.  One-token answers: one stratum,
     the paper's TE and DE."""
     table = strata_table(raw_effects, resampling)

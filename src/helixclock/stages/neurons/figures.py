@@ -16,8 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ...figure_layout import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks  # noqa: E402
-from ...style import with_pairs  # noqa: E402
+from ...plotting.figure_layout import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks  # noqa: E402
+from ...plotting.style import with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)

@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...io import to_numpy
+from ...project.io import to_numpy
 from .basis import LINEAR, LINEAR_LABEL, PERIODS, VARIABLES, as_grids, columns, design, digit_columns, digit_design
 from .periods import chunk_periods, sums_index
 from .sgd import sgd_fit

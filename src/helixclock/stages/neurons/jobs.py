@@ -8,7 +8,7 @@ the tokenizer.
 * :func:`neuron_fit_eval` - Fig. 9 with the fitted grids.
 
 Each composes the experiments of :mod:`.places` on units (layer, neuron, place) at the places of
-the model's answers (:attr:`helixclock.layout.NumberTokens.places`): where every number is one
+the model's answers (:attr:`helixclock.prompts.layout.NumberTokens.places`): where every number is one
 token an answer has one place, the whole number at the last token, and the jobs are the paper's
 on its neurons at the last token; where numbers take several tokens, the digits' places.  Every
 raw table of units carries its ``place``.
@@ -23,8 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...io import to_numpy
-from ...pairs import (
+from ...causal.pairs import (
     MEASURE,
     SELECT,
     SPLITS,
@@ -35,7 +34,8 @@ from ...pairs import (
     same_forced_pairs,
 )
 from ...patching import Pairs, PatchingEngine
-from ...sampling import seeded_rows
+from ...project.io import to_numpy
+from ...prompts.sampling import seeded_rows
 from .patching import (
     NeuronSettings,
     fitted_name,
@@ -71,7 +71,7 @@ def neuron_attribution(
     and the ablation means (``means`` [L, rows, slots, d_mlp], :func:`.places.ablation_means`:
     one row for every ablation prompt where they share one token layout, the paper's mean
     last-token post-activation for one-token numbers; else per ablation prompt in the order of
-    :func:`~helixclock.pairs.same_forced_pairs`).  The top units are chosen on the attribution
+    :func:`~helixclock.causal.pairs.same_forced_pairs`).  The top units are chosen on the attribution
     pairs; their DE is measured on pairs apart from them where ``selection`` says so
     (:func:`de_pairs`)."""
     model = engine.model
@@ -98,7 +98,7 @@ def de_pairs(
 ) -> tuple[Pairs, pd.DataFrame]:
     """The pairs the top units' DE is measured on, and the job's pairs table: ``settings.de_pairs``
     pairs drawn apart from the attribution pairs that chose the units
-    (:func:`helixclock.pairs.draw_apart`, docs/findings.md "Findings") where ``selection`` separates them;
+    (:func:`helixclock.causal.pairs.draw_apart`, docs/findings.md "Findings") where ``selection`` separates them;
     else (``compat: authors``, or no ``selection``) the paper's, taken from the attribution
     pairs (:func:`.places.de_pairs_of`: the first ones; pairs of several token layouts: spread
     over every layout in proportion)."""

@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from ...layout import whole_numbers
+from ...prompts.layout import whole_numbers
 from .basis import VARIABLES, columns
 from .fit import NeuronFits, compare_bases, fit_digit_basis, fit_neurons
 from .places import place_masks
@@ -152,7 +152,7 @@ def neuron_fits(grids: dict, periods, method: str, figure_ranks) -> dict:
     every place and the units' places and ranks (``units``).  Each place's units are fitted on
     the cells where their place exists (:func:`~.places.place_masks`: the whole grid for the
     whole number and the units digit); at the digits' places the digit basis is fitted beside
-    Eq. 5 (columns nrmse_digits, n_params_*, better: :func:`helixclock.layout.whole_numbers`),
+    Eq. 5 (columns nrmse_digits, n_params_*, better: :func:`helixclock.prompts.layout.whole_numbers`),
     where one-token numbers keep the paper's Eq. 5 alone."""
     quantity = np.asarray(grids.get("quantity", "preactivation")).item()
     quantity = quantity.decode() if isinstance(quantity, bytes) else str(quantity)  # what N(a, b) is

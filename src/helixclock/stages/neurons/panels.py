@@ -22,9 +22,9 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ... import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
-from ...figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
-from ...layout import whole_numbers  # noqa: E402
+from ...plotting import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
+from ...plotting.figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
+from ...prompts.layout import whole_numbers  # noqa: E402
 
 PAPER_PERIODS = (2, 5, 10, 100)
 VARIABLE_COLUMNS = {"a+b": "dominant_period_ab", "a": "dominant_period_a", "b": "dominant_period_b"}

@@ -39,10 +39,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...io import to_numpy
 from ...patching import Pairs, PatchingEngine, Point
 from ...patching.metrics import answer_correct
-from ...statistics import raw_table
+from ...project.io import to_numpy
+from ...stats.statistics import raw_table
 
 # How neurons are ranked by their attribution scores a_n(pair) (``neurons.ranking``).  The paper
 # (section 5.4) uses attribution patching to "approximate the total effect of each neuron" and

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ... import fourier
-from ...io import to_numpy
+from ...fitting import fourier
+from ...project.io import to_numpy
 from .basis import as_grids, grid_values
 
 
@@ -57,5 +57,5 @@ def _detrended(m: torch.Tensor) -> torch.Tensor:
 
 def _top_period(m: torch.Tensor) -> np.ndarray:
     """[k, L] series -> [k] period L / argmax_{f >= 1} |rFFT(m)| (the one estimator,
-    :func:`helixclock.fourier.dominant_periods`)."""
+    :func:`helixclock.fitting.fourier.dominant_periods`)."""
     return fourier.dominant_periods(to_numpy(m))["period"]

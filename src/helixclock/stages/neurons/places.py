@@ -4,13 +4,13 @@ the neuron stage, whatever the tokenizer (for numbers of several tokens docs/sev
 
 helixclock's unit is (layer, neuron, place): the neuron at the position that predicts the
 answer token of that place, counted from the answer's last token
-(:attr:`helixclock.layout.NumberTokens.places`).  Where every number is one token (the paper's
-models) an answer has one place, :data:`~helixclock.layout.NUMBER` (the whole number), predicted
+(:attr:`helixclock.prompts.layout.NumberTokens.places`).  Where every number is one token (the paper's
+models) an answer has one place, :data:`~helixclock.prompts.layout.NUMBER` (the whole number), predicted
 at the last prompt token, and each experiment below is the paper's on its neurons at the last
 token, value for value (tests/unit/test_neurons.py holds them to section 5.4's definitions).
 With teacher forcing, an answer of k digit tokens is predicted at k positions: the last prompt
 token t0 predicts its first digit, the position of each digit the next one; the places are then
-the digits' (units, tens, hundreds; :data:`~helixclock.layout.DIGIT_PLACES`): for a one-digit
+the digits' (units, tens, hundreds; :data:`~helixclock.prompts.layout.DIGIT_PLACES`): for a one-digit
 answer the units place is t0; for 57 the tens place is t0 and the units place the position of
 "5"; for 123 the hundreds place is t0.
 
@@ -49,11 +49,11 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from ...io import to_numpy
-from ...layout import DIGIT_PLACES, NUMBER, place_index, whole_numbers
-from ...pairs import forced_rows
+from ...causal.pairs import forced_rows
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, direct_effects
-from ...statistics import raw_table
+from ...project.io import to_numpy
+from ...prompts.layout import DIGIT_PLACES, NUMBER, place_index, whole_numbers
+from ...stats.statistics import raw_table
 from .patching import READINGS, accuracy_and_ld, logit_lens, neuron_sites, rank_neurons
 
 ANSWER = "answer"  # the role of every position that predicts an answer token
@@ -77,7 +77,7 @@ def place_slots(answer_tokens: Int[Tensor, " row"], place: int) -> tuple[Int[Ten
 
 def places_of(answer_tokens: Tensor, names: Sequence[str]) -> list[str]:
     """The places some row has, from the last token's (``names``: the model's places,
-    :attr:`helixclock.layout.NumberTokens.places`)."""
+    :attr:`helixclock.prompts.layout.NumberTokens.places`)."""
     return list(names[: min(int(answer_tokens.max()), len(names))])
 
 
@@ -329,7 +329,7 @@ def place_masks(n_a: int = 100, n_b: int = 100) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------- logit lens
 def place_lens(engine: PatchingEngine, top: pd.DataFrame, grid: pd.DataFrame) -> dict:
     """The top units' logit lens over the tokens their place predicts (Figs. F3, F4), the one
-    place where the neuron stage reads the token layout (:func:`helixclock.layout.whole_numbers`):
+    place where the neuron stage reads the token layout (:func:`helixclock.prompts.layout.whole_numbers`):
 
     * at the whole number (one-token numbers) the paper's App. F lens, ``lens`` [n_units, 199] =
       W_U W_out[:, n] over the answer tokens 0..198 (``grid``'s ``answer_token`` of each answer;

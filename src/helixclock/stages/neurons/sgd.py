@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from ...io import to_numpy
+from ...project.io import to_numpy
 from .basis import VARIABLES
 
 

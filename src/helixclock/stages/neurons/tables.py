@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...layout import PLACE_ORDER, READINGS
-from ...statistics import Resampling, pair_values, positions_of, positive_shares, summarise
+from ...prompts.layout import PLACE_ORDER, READINGS
+from ...stats.statistics import Resampling, pair_values, positions_of, positive_shares, summarise
 
 DE_SHARES = (0.7, 0.8, 0.9, 0.95)
 
@@ -53,10 +53,10 @@ def top_neuron_table(
 
 def cumulative_de(neurons: pd.DataFrame) -> pd.DataFrame:
     """figD11: top neurons sorted by DE, the running share of their positive DE (a neuron of
-    negative DE adds nothing: the share never passes 1, :func:`helixclock.statistics.positive_shares`;
+    negative DE adds nothing: the share never passes 1, :func:`helixclock.stats.statistics.positive_shares`;
     NaN where no DE is positive) and where it first reaches each of DE_SHARES (``reaches``: on
     the row of the smallest count).  Fig. F4's set and paper_comparison's count are
-    :func:`helixclock.statistics.share_set`'s, of the signed total: the same counts where no DE is
+    :func:`helixclock.stats.statistics.share_set`'s, of the signed total: the same counts where no DE is
     negative (the paper's top neurons)."""
     order, shares = positive_shares(neurons["de"].to_numpy())
     df = neurons.iloc[order].reset_index(drop=True)

@@ -6,8 +6,8 @@ circles of period T, and the model "rotates" them to a+b.  helixclock draws it f
 a-token helix fit, ``helix/projection.csv``) and a+b on the same periods of the last-token
 helix(a+b) fit at the layer where helix(a+b) patches best (Fig. 5, ``clock/last_token.csv``).
 
-helix(a+b) is fitted here exactly as :mod:`helixclock.fits` fits it (the basis of
-:mod:`helixclock.bases`: a+b / 198, cos and sin of 2 pi (a+b) / T, a constant; PCA to 100
+helix(a+b) is fitted here exactly as :mod:`helixclock.fitting.fits` fits it (the basis of
+:mod:`helixclock.fitting.bases`: a+b / 198, cos and sin of 2 pi (a+b) / T, a constant; PCA to 100
 components; least squares; back to the model's space through the PCA), but in numpy so that
 the job needs no torch.  A residual's
 coordinates in the helix subspace are C^+ (h - mean - c_const) (Fig. 3's projection).  The
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...bases import PERIODS, SUM, Basis
-from ...layout import READINGS
-from ...statistics import primary
+from ...fitting.bases import PERIODS, SUM, Basis
+from ...prompts.layout import READINGS
+from ...stats.statistics import primary
 
 
 def sum_basis(s: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarray, list[str]]:
@@ -37,7 +37,7 @@ def sum_basis(s: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarr
 @dataclass(frozen=True)
 class SumHelix:
     """helix(a+b) fitted to one layer: h ~ mean + B(a+b) C.  mean [d], C [m, d] (last row: the
-    constant), columns [m], r2 (in the PCA space, as helixclock.fits reports it)."""
+    constant), columns [m], r2 (in the PCA space, as helixclock.fitting.fits reports it)."""
 
     mean: np.ndarray
     C: np.ndarray

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ...io import markdown_table
-from ...layout import NumberTokens
-from ...outputs import PAPER_VALUES_SOURCE
-from ...tasks import TASKS
+from ...project.io import markdown_table
+from ...project.outputs import PAPER_VALUES_SOURCE
+from ...prompts.layout import NumberTokens
+from ...prompts.tasks import TASKS
 from .agreement import TOLERANCE, judge, screened_subset
 from .quantities import REGISTRY, TAB01_COLUMNS, TABLE_FILES, Quantity
 from .status import (

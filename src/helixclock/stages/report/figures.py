@@ -11,10 +11,10 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.transforms import blended_transform_factory
 
-from ...bases import SUM
-from ...figure_layout import DATA_LABEL, percent_axis, suptitle
-from ...style import PALETTE
-from ...tasks import TASKS
+from ...fitting.bases import SUM
+from ...plotting.figure_layout import DATA_LABEL, percent_axis, suptitle
+from ...plotting.style import PALETTE
+from ...prompts.tasks import TASKS
 from .clock import available_example, clock_angles
 from .quantities import standardised_column
 
@@ -131,7 +131,7 @@ def _accuracy_long(tabA1: pd.DataFrame, tabC1: Mapping[str, pd.DataFrame]) -> pd
 
 LeftOut = Mapping[str, pd.DataFrame]
 """Per model, the tasks left out of Table 1 (``helix/other_tasks_left_out.csv``:
-:func:`helixclock.preconditions.left_out`; columns label, correct, prompts, ...)."""
+:func:`helixclock.jobs.preconditions.left_out`; columns label, correct, prompts, ...)."""
 
 
 def not_run_marks(models: Sequence[str], tasks: Sequence[str], has: Mapping[str, set], left_out: LeftOut | None):

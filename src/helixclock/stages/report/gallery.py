@@ -1,6 +1,6 @@
 """The site's figure gallery (docs/gallery.md): every figure of each named model of a finished run,
 one row per figure and one column per model, by the paper's sections in the compiled paper's
-numbering (:data:`helixclock.outputs.PAPER_FIGURES`), each captioned as the HTML report captions
+numbering (:data:`helixclock.project.outputs.PAPER_FIGURES`), each captioned as the HTML report captions
 it (``workflow/report/<id's number>.rst``).  Each model's PNGs (``results/{model}/figures/``) are
 copied downsized (at most :data:`WIDTH` pixels wide, 256 colours, optimized) into
 ``gallery/{model}/`` beside the page; a figure a model lacks is named on the page as missing for
@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from helixclock import outputs
+from helixclock.project import outputs
 
 WIDTH = 900  # pixels: the widest image the gallery keeps
 PAGE = "gallery.md"

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...layout import READINGS
-from ...outputs import COMPARED_TABLES
-from ...statistics import MIN_ERRORS, share_set, smallest_k
-from ...tasks import N_ANSWERS, TASKS
+from ...project.outputs import COMPARED_TABLES
+from ...prompts.layout import READINGS
+from ...prompts.tasks import N_ANSWERS, TASKS
+from ...stats.statistics import MIN_ERRORS, share_set, smallest_k
 from .status import NOT_DEFINED, NOT_RUN  # the vocabulary of statuses: status.MEANINGS
 
 # Where each table lives (relative to the project folder; one place for every output path:
-# helixclock.outputs)
+# helixclock.project.outputs)
 TABLE_FILES = dict(COMPARED_TABLES)
 
 Tables = Mapping[str, "pd.DataFrame | dict"]
@@ -139,7 +139,7 @@ def _circuit_share(t: Tables, model: str) -> float:
 
 
 def _de80(t: Tables) -> np.ndarray:
-    """The top neurons holding 80% of the total DE (one definition: helixclock.statistics.share_set)."""
+    """The top neurons holding 80% of the total DE (one definition: helixclock.stats.statistics.share_set)."""
     return share_set(t["neurons"]["de"].to_numpy(), 0.8)
 
 

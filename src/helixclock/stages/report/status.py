@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...statistics import MIN_ERRORS
+from ...stats.statistics import MIN_ERRORS
 
 AGREE, DIFFER, NOT_COMPARABLE = "agree", "differ", "not comparable"
 NOT_RUN, NOT_DEFINED, MISSING = "not run", "not defined", "missing"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...fourier import fourier_spectrum, spectrum_peaks
+from ...fitting.fourier import fourier_spectrum, spectrum_peaks
 
 
 def pca_first_component(X: np.ndarray) -> tuple[np.ndarray, float]:

@@ -8,8 +8,8 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from ...figure_layout import legend_outside, shared_legend, suptitle
-from ...style import PALETTE, heatmap, layer_name
+from ...plotting.figure_layout import legend_outside, shared_legend, suptitle
+from ...plotting.style import PALETTE, heatmap, layer_name
 
 # The paper's periods: those its Fig. 2 is about (Sec. 4.1: high-frequency components at T = 2, 5
 # and 10 in GPT-J's spectrum) and the helix's T = 100 (Sec. 4.2).  The spectrum labels each where

@@ -14,7 +14,7 @@ T = 100 circle (cos, sin 2 pi n / 100) add to a basis that already holds the dig
   numbers, folds and bootstrap resamples (the same seeded multinomial counts as the comparison,
   so an increment here equals the paired difference of ``pairs`` where both bases are there).
   Two bases: the **digit one-hot** (one indicator per nonzero digit at each place, 9 a place,
-  :class:`helixclock.bases.Basis` kind "onehot") with the digit-count classes (the verdict: the
+  :class:`helixclock.fitting.bases.Basis` kind "onehot") with the digit-count classes (the verdict: the
   richest function of each digit alone, with the token count), and the digit circles with the
   classes (the comparison's own "helix + digit circles + classes" - "digit circles + classes").
   T = 100 alone is tested: the periods 2, 5 and 10 are functions of the units digit, and over a
@@ -24,7 +24,7 @@ T = 100 circle (cos, sin 2 pi n / 100) add to a basis that already holds the dig
 * **The verdict, Holm across layers.**  Each layer's increment gets a one-sided p from its
   bootstrap standard error (P(Z >= increment / SE), normal: the claim is an increment above 0,
   so a layer whose increment lies below 0 is no rejection and does not ease the other layers'
-  Holm steps); Holm's step-down (:func:`helixclock.multiplicity.holm`, the findings job's own)
+  Holm steps); Holm's step-down (:func:`helixclock.stats.multiplicity.holm`, the findings job's own)
   decides over the layers.  "detected" where Holm rejects at 1 - ``level`` *and* the percentile
   interval lies above 0; otherwise "not detected" (its interval covers 0, or lies below it: a
   useless nested term's held-out increment is slightly negative).  The findings job declares
@@ -48,9 +48,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ...bases import PERIODS, Basis, Combined
-from ...multiplicity import holm as step_down
-from ...multiplicity import holm_adjusted
+from ...fitting.bases import PERIODS, Basis, Combined
+from ...stats.multiplicity import holm as step_down
+from ...stats.multiplicity import holm_adjusted
 from .number_bases import _check, _errors, _interval, _numbers, _union, design, kfold
 
 T100 = 100
@@ -63,7 +63,7 @@ def nested_sets(n_digits: int, variable: str = "n") -> dict[str, tuple[Combined,
     """The nested pairs (base, base + cos/sin n T=100) of numbers of up to ``n_digits`` digits:
     :data:`VERDICT` (the digit one-hot of every place with the digit-count classes) and
     :data:`CIRCLES` (the units digit's circles T = 2, 5, 10, the tens, hundreds ... digits'
-    circles and the classes: :func:`helixclock.bases.number_bases`' "digit circles + classes")."""
+    circles and the classes: :func:`helixclock.fitting.bases.number_bases`' "digit circles + classes")."""
     if n_digits < 2:
         raise ValueError(f"n_digits {n_digits}: the nested test needs numbers of 2 digits or more")
     v = (variable,)

@@ -6,7 +6,7 @@ not the paper's: the paper's Fig. 2 reads periods off the Fourier spectrum of ba
 three-token classes, and a step in token count at 100 peaks at T = 360, 180, 120, a tens-digit
 circle at T = 90: the spectrum cannot tell them from a T = 100 helix.  Two tests can:
 
-* **Competing bases, held out.**  The sets of :func:`helixclock.bases.number_bases` (the
+* **Competing bases, held out.**  The sets of :func:`helixclock.fitting.bases.number_bases` (the
   paper's helix, Levy & Geva's digit circles, digit-count classes with a linear term, and
   their combinations; each shares the units-digit part and varies the rest) are fitted by
   least squares to the bare-number residuals at every layer.  Each is scored by its held-out
@@ -22,7 +22,7 @@ circle at T = 90: the spectrum cannot tell them from a T = 100 helix.  Two tests
   held out, to the digit one-hot with the digit-count classes, Holm across layers, with the
   smallest planted T = 100 amplitude it detects.
 * **The spectrum without the class step.**  The spectrum of Fig. 2
-  (:func:`helixclock.fourier.fourier_spectrum`) of the numbers with each digit-count class's
+  (:func:`helixclock.fitting.fourier.fourier_spectrum`) of the numbers with each digit-count class's
   mean removed, and of the two-digit class 10..99 alone (:func:`class_spectra`): which periods
   stand out once the step is gone.  It cannot decide T = 100: over 10..99 a trend and a T = 100
   circle land in the same lowest bin (T = 90).
@@ -38,9 +38,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ...bases import PERIODS, Basis, Combined, digit_count, number_bases
-from ...config import ConfigError
-from ...fourier import fourier_spectrum, spectrum_peaks
+from ...fitting.bases import PERIODS, Basis, Combined, digit_count, number_bases
+from ...fitting.fourier import fourier_spectrum, spectrum_peaks
+from ...lm.config import ConfigError
 
 REFERENCE = "helix"
 CANDIDATES = ("units digit", "helix", "digit circles", "digit-count classes")
@@ -158,7 +158,7 @@ def compare_number_bases(
 ) -> dict[str, pd.DataFrame]:
     """Held-out R^2 of each basis at every layer, with bootstrap intervals.
 
-    ``bases`` defaults to :func:`helixclock.bases.number_bases` for the digits of N - 1 (the
+    ``bases`` defaults to :func:`helixclock.fitting.bases.number_bases` for the digits of N - 1 (the
     helix with ``periods``).  Returns
 
     * ``r2``: one row per layer x basis: ``layer``, ``basis``, ``columns`` (its parameters, the
@@ -356,7 +356,7 @@ def class_spectra(numbers, n_fourier: int = 360, n_peaks: int = 10) -> dict[str,
     "two-digit class" (the numbers 10..99 alone, periods 90 / k; left out below 30 numbers).
     Returns ``spectrum`` (one row per variant x layer x frequency: ``variant``, ``n_numbers``, ``layer``, ``frequency``,
     ``period``, ``magnitude``) and ``peaks`` (one row per variant x layer x rank, the strongest
-    ``n_peaks`` local maxima of :func:`helixclock.fourier.spectrum_peaks`: ``rank``, ``period``,
+    ``n_peaks`` local maxima of :func:`helixclock.fitting.fourier.spectrum_peaks`: ``rank``, ``period``,
     ``frequency``, ``magnitude``, ``relative_to_median``)."""
     X = _numbers(numbers)
     n = min(n_fourier, X.shape[0] - 1)

@@ -1,0 +1,196 @@
+"""The memory a model job holds at its peak, summed from what is resident at once
+(docs/memory.md; README, "Sending the DAG to a Slurm cluster"): :func:`job_peak_bytes` for the
+GPU (weights, activations and what the job keeps there), and :mod:`helixclock.jobs.placement` turns it
+into a job's ``gpu_mem_mb`` and, on the CPU where the same items live in host memory, ``mem_mb``.
+
+Each job's items are read from its code (helixclock.stages, helixclock.patching.engine) as
+functions of the model's :class:`Shape`, the batch and the config's counts (:class:`Work`):
+
+* **a forward batch** (:func:`forward_bytes`): every layer's keys and values (transformers keeps
+  a cache of the whole prompt, the shared prefix included, for ``B`` rows), and then the larger of
+  the MLP's intermediates and the logits of the positions run (in the activations' dtype) with
+  the last position's float32 copy, its clone and a comparison over the vocabulary;
+* **a fit** (:func:`fit_bytes`, :func:`helixclock.fitting.fits.fit_token`): layers are fitted in chunks of
+  at most 2^27 residual entries; a chunk's peak holds :data:`FIT_CHUNK_COPIES` float64 copies
+  (the residuals in float64, centred and weighted, the SVD's copy of its input and U) beside the
+  right singular vectors of every chunk so far (the PCA keeps a view of them);
+* **the residual cache's tensors** a job moves to the device (helix_patching: the a and b
+  tokens'; last_token_patching: the last token's), [correct prompts, layers + 1, d_model] float32;
+* **collected values** a job stacks before fitting (head, MLP outputs of ``fit_prompts`` prompts);
+* **the attribution's backward** (neuron_attribution): the activations a backward pass needs,
+  :data:`SAVED_PER_TOKEN_LAYER` values of d_model and of d_mlp per token and layer, by MLP kind.
+
+A job's peak is its resident items plus the largest of its phases: the items of one phase are
+freed before the next (a batch's activations before a fit, a fit's chunk before the sweep).
+Halving the batch (the engine's answer to CUDA out-of-memory) shrinks the forward and backward
+items alone: :func:`job_peak_bytes` with ``work.batch`` halved says what it saves.
+
+Imports nothing beyond the standard library: the DAG's build reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+FIT_ELEMENTS = 2**27  # helixclock.fitting.fits.fit_token's max_elements: residual entries a fit chunk holds
+FIT_CHUNK_COPIES = 4  # float64 copies of a chunk at a fit's peak (H, X, the SVD's input, U)
+# Values a backward pass keeps per token and layer, in units of d_model and d_mlp (activations'
+# dtype), calibrated on the H200 (benchmarks/measured/gpu_probe_h200_*.jsonl): GPT-J's MLP
+# (gelu_new's intermediates) and Llama's gated MLP with float32 norms.
+SAVED_PER_TOKEN_LAYER = {False: (3, 4), True: (26, 4)}
+WORKSPACE_BYTES = 50_000_000  # allocated beside the weights by the CUDA libraries (the toys' smallest jobs)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A model's shape: layers, width, MLP width, key/value width (heads x head size; less with
+    grouped-query attention), vocabulary, heads, whether the MLP is gated, and the bytes of its
+    activations (its dtype: 2 for bfloat16 and float16, 4 for float32)."""
+
+    n_layers: int
+    d_model: int
+    d_mlp: int
+    kv_width: int
+    vocab: int
+    n_heads: int
+    gated: bool
+    act_bytes: int = 2
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a model job runs on, from the config and the accuracy tables: the batch; the a+b
+    prompt's tokens, those every prompt shares (run once: the prefix) and the answer positions
+    whose logits are read; the correct a+b prompts (the residual cache's rows) and the largest
+    other task's; helix and clock pairs; the prompts the last-token fits read; the neuron stage's
+    pairs and prompts; the top neurons."""
+
+    batch: int
+    tokens: int
+    prefix: int = 0
+    answer: int = 1
+    several: bool = False  # numbers of several tokens: logits of the answer positions alone
+    add_rows: int = 10_000
+    task_rows: int = 400
+    helix_pairs: int = 100
+    clock_pairs: int = 100
+    fit_prompts: int = 2000
+    attribution_pairs: int = 1000
+    ablation_prompts: int = 1000
+    top_neurons: int = 0
+    helix_bases: int = 34
+    helix_components: int = 100
+    last_components: int = 500
+
+    @property
+    def run_tokens(self) -> int:
+        """Tokens a batch runs past the shared prefix (at least the answer's)."""
+        return max(self.answer, self.tokens - self.prefix)
+
+
+def forward_bytes(s: Shape, w: Work, rows: int | None = None, logits: bool = True, tokens: int | None = None) -> int:
+    """One forward batch of ``rows`` (default the batch): every layer's keys and values of the
+    whole prompt, then the larger of the MLP's intermediates and (with ``logits``) the logits of
+    the positions run with the last one's float32 copy, clone and comparison."""
+    rows = min(rows or w.batch, w.batch)
+    tokens = tokens or w.tokens
+    run = max(w.answer, tokens - w.prefix)
+    kv = 2 * s.n_layers * rows * tokens * s.kv_width * s.act_bytes
+    mlp = (3 if s.gated else 2) * rows * run * s.d_mlp * s.act_bytes
+    if w.several:  # logits_to_keep: the answer's positions alone, and their float32 copy
+        out = rows * w.answer * s.vocab * (s.act_bytes + 4)
+    else:  # every position run; the last one's float32 copy, its clone and a comparison
+        out = rows * run * s.vocab * s.act_bytes + 9 * rows * s.vocab
+    out = out if logits else 0
+    return kv + max(mlp, out)
+
+
+def fit_bytes(rows: int, width: int, layers: int, bases: int, components: int) -> int:
+    """:func:`helixclock.fitting.fits.fit_token` of ``layers`` x ``rows`` x ``width`` residuals without
+    dedupe, ``bases`` fitted in ``components`` PCA dimensions: every chunk's right singular vectors
+    so far (float64, ``min(rows, width) x width`` a layer) beside the larger of a chunk's SVD
+    (:data:`FIT_CHUNK_COPIES` float64 copies of it) and its least squares (the projection P, and
+    per basis its prediction, the residual and its square: 3 x bases + 1 copies of P)."""
+    step = max(1, FIT_ELEMENTS // max(1, rows * width))
+    layers_in_chunk = min(step, layers)
+    p = min(components, width, rows)
+    svd = FIT_CHUNK_COPIES * layers_in_chunk * rows * width * 8
+    lstsq = (3 * bases + 1) * layers_in_chunk * rows * p * 8
+    return max(svd, lstsq) + layers * min(rows, width) * width * 8
+
+
+def cache_bytes(s: Shape, rows: int) -> int:
+    """One dataset of the residual cache on the device: [rows, layers + 1, d_model] float32."""
+    return rows * (s.n_layers + 1) * s.d_model * 4
+
+
+def helix_fits_bytes(s: Shape, w: Work) -> int:
+    """The a token's helix fits (helix_fits' file) on the device: C [bases, layers + 1, 10, d]
+    float32, their PCA coefficients and components [layers + 1, components, d] float64."""
+    L1 = s.n_layers + 1
+    return w.helix_bases * L1 * 10 * (s.d_model * 4 + w.helix_components * 8) + L1 * w.helix_components * s.d_model * 8
+
+
+def backward_bytes(s: Shape, w: Work, rows: int) -> int:
+    """One attribution batch (:func:`helixclock.patching.attribution.attribute`): the forward's
+    keys, values and logits, the activations the backward pass needs (:data:`SAVED_PER_TOKEN_LAYER`)
+    and the gradients at every layer's neurons."""
+    rows = min(rows, w.batch)
+    per_d, per_m = SAVED_PER_TOKEN_LAYER[s.gated]
+    saved = rows * w.run_tokens * s.n_layers * (per_d * s.d_model + per_m * s.d_mlp) * s.act_bytes
+    grads = rows * w.run_tokens * s.n_layers * s.d_mlp * s.act_bytes
+    return forward_bytes(s, w, rows) + saved + grads
+
+
+def job_items(rule: str, s: Shape, w: Work) -> tuple[dict[str, int], dict[str, int]]:
+    """(resident items, phases) of a model job in bytes, weights aside: the job's peak is the sum
+    of the resident items and its largest phase."""
+    L, L1, d, ab = s.n_layers, s.n_layers + 1, s.d_model, s.act_bytes
+    fwd = forward_bytes(s, w)
+    if rule in ("accuracy", "answer_scores", "model_card", "train_toy"):
+        return {}, {"forward batch": fwd}
+    if rule == "residual_cache":
+        # each batch's residuals at a, b and the last token at every layer: clones, stacked, float32
+        collected = min(w.batch, w.add_rows) * 3 * L1 * d * (2 * ab + 4)
+        return {}, {"forward batch and its residuals": forward_bytes(s, w, logits=False) + collected}
+    if rule == "helix_patching":
+        resident = {"helix fits": helix_fits_bytes(s, w), "cache a and b": 2 * cache_bytes(s, w.add_rows)}
+        return resident, {"b token's fit": fit_bytes(w.add_rows, d, L1, 3, w.helix_components), "sweep batch": fwd}
+    if rule == "last_token_patching":
+        resident = {"cache last": cache_bytes(s, w.add_rows)}
+        return resident, {"last token's fit": fit_bytes(w.add_rows, d, L1, 3, w.last_components), "sweep batch": fwd}
+    if rule == "other_tasks_patching":
+        # a task's a-token residuals at every layer, collected then stacked (its fits dedupe to the a values)
+        collected = 2 * w.task_rows * L * d * ab
+        return {}, {"a-token residuals and a sweep batch": collected + fwd}
+    if rule == "mlp_patching":
+        # MLP outputs of the fitted prompts at every layer (activations' dtype, then float32), fitted
+        collected = w.fit_prompts * L * d * (ab + 4)
+        return {}, {
+            "MLP outputs' fit": collected + fit_bytes(w.fit_prompts, d, L, 1, w.helix_components),
+            "sweep batch": fwd,
+        }
+    if rule == "head_patching":
+        # every head's output of the fitted prompts, collected, stacked and in float32, fitted per head
+        d_head = d // s.n_heads
+        collected = w.fit_prompts * L * d * (2 * ab + 4)
+        fit = fit_bytes(w.fit_prompts, d_head, L * s.n_heads, 3, w.helix_components)
+        return {}, {"heads' fit": collected + fit, "sweep batch": fwd}
+    if rule == "neuron_attribution":
+        clean = w.attribution_pairs * L * s.d_mlp * ab  # the clean run's neurons at every layer
+        return {"clean neurons": clean}, {"attribution batch": backward_bytes(s, w, w.attribution_pairs)}
+    if rule in ("neuron_grids", "neuron_fit_eval"):
+        kinds = 3 if s.gated else 2  # every layer's neurons of a batch: pre- (gate, up) and post-activation
+        return {}, {"forward batch and its neurons": fwd + kinds * w.batch * L * s.d_mlp * ab}
+    raise ValueError(f"helixclock.jobs.memory has no items for rule {rule!r}")
+
+
+def job_peak_bytes(rule: str, s: Shape, w: Work, weights: int) -> int:
+    """A model job's peak: ``weights`` (bytes), its resident items and its largest phase."""
+    resident, phases = job_items(rule, s, w)
+    return weights + WORKSPACE_BYTES + sum(resident.values()) + max(phases.values(), default=0)
+
+
+def halved(w: Work) -> Work:
+    """``w`` with the batch halved (what the engine does on CUDA out-of-memory)."""
+    return replace(w, batch=max(1, w.batch // 2))
