@@ -267,6 +267,7 @@ def test_figures_say_how_many_pairs_and_draw_nan_intervals():
     ]
     effects = pd.DataFrame(
         {
+            "reading": "last token",
             "component": ["MLP", "attention"],
             "layer": [0, 0],
             "te": [1.0, 0.5],
