@@ -244,3 +244,26 @@ def test_the_registry_sets_the_figure_layers_by_the_rule():
         check_registry_layers(rule, {"structure": {"layer": 5}, "helix": {"figure_layer": 4}}, "m")
     with pytest.raises(ConfigError, match="nowhere"):
         check_registry_layers(rule.assign(layer=np.nan), {"structure": {"layer": 1}}, "m")
+
+
+def test_a_one_token_models_strata_are_the_papers_te_and_de_in_one_stratum():
+    """The strata of a raw TE/DE table of the paper's answers (one reading, the last token, scored
+    by the logit difference, no first differing token's rows): one stratum, one answer token and
+    p* the last token, whose TE and DE are the paper's (te_de_table of the same rows).  A table of
+    answers of several tokens (LD by term) without the first differing token's rows has no strata
+    to cut to: no row, rather than that one stratum."""
+    from helixclock.stats.statistics import Resampling, te_de_table
+    from helixclock.stats.strata import strata_table
+
+    rng = np.random.default_rng(0)
+    labels = pd.DataFrame({"component": ["MLP", "MLP", "attn", "attn"], "layer": 0, "effect": ["te", "de"] * 2})
+    pairs = pd.DataFrame(rng.normal(1.0, 0.5, (4, 12)), columns=[f"pair_{i}" for i in range(12)])
+    raw = pd.concat([labels.assign(reading="last token"), pairs], axis=1)
+    resampling = Resampling(bootstrap=200, seed=0)
+    got = strata_table(raw, resampling)
+    assert got[["reading", "answer_tokens", "p_star"]].drop_duplicates().values.tolist() == [["last token", 1, 0]]
+    want = te_de_table(raw.drop(columns="reading"), resampling)
+    for col in ("te", "te_low", "te_high", "de", "de_low", "de_high"):
+        np.testing.assert_allclose(got[col].to_numpy(float), want[col].to_numpy(float), rtol=1e-12)
+    several = pd.concat([labels.assign(reading="last token", term="ld"), pairs], axis=1)
+    assert strata_table(several, resampling).empty

@@ -99,9 +99,7 @@ class NumberTokens:
     @classmethod
     def of(cls, entry) -> NumberTokens:
         """The switch of a registry entry or a model card (mappings that hold ``number_tokens``;
-        an entry without the key is the paper's); a :class:`NumberTokens` passes unchanged."""
-        if isinstance(entry, NumberTokens):
-            return entry
+        an entry without the key is the paper's)."""
         value = entry.get("number_tokens", "one")
         if value not in ("one", "several"):
             raise ValueError(f"number_tokens is {value!r}: allowed one, several")
