@@ -227,3 +227,33 @@ def test_fig_d11_shares_the_positive_de_when_the_top_neurons_de_sums_below_zero(
     assert top.get_title().startswith("no running share: no neuron has a positive DE (they sum to")
     assert top.get_ylabel() == "running total of their DE"
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["all 40 top neurons"]
+
+
+def test_fig_d6_draws_the_digits_panel_only_where_a_number_has_a_tens_digit_of_its_own():
+    """Fig. D6 of the paper's models (numbers of one token: no tens key, its attention NaN) has
+    the paper's three panels, with no empty "attention to the digit" panel beside them; where some
+    number's tens digit is a token of its own, a fourth panel shows the attention to each digit."""
+    import matplotlib.pyplot as plt
+
+    from helixclock.stages.heads.figures import figD6_head_categories
+
+    props = pd.DataFrame(
+        {
+            "reading": "last token",
+            "layer": [0, 1, 2],
+            "head": [0, 1, 2],
+            "category": ["a,b", "a+b", "mixed"],
+            "attn_a": [0.2, 0.1, 0.3],
+            "attn_b": [0.3, 0.2, 0.1],
+            "attn_last": [0.1, 0.4, 0.2],
+            "attn_a_units": [0.2, 0.1, 0.3],
+            "attn_a_tens": np.nan,
+            "attn_b_units": [0.3, 0.2, 0.1],
+            "attn_b_tens": np.nan,
+        }
+    )
+    one = figD6_head_categories(props, "one-token")
+    assert len(one.axes) == 3 and one.axes[2].get_xlabel() == "attention to a token"
+    several = figD6_head_categories(props.assign(attn_a_tens=[0.05, np.nan, 0.1]), "digits")
+    assert len(several.axes) == 4 and several.axes[3].get_ylabel() == "attention to the digit"
+    plt.close("all")

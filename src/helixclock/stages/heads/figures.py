@@ -156,9 +156,10 @@ def figD5_mixed_heads(mixed: pd.DataFrame, model: str):
 def figD6_head_categories(props: pd.DataFrame, model: str):
     """Fig. D6: per category, the heads' layers and where they attend from the last token
     (answers of several tokens: a row per reading, the answer positions' mean attention, and a
-    fourth panel with the attention to a's and b's units and tens digits)."""
+    fourth panel with the attention to a's and b's units and tens digits, where some number has a
+    tens digit of its own: never for the paper's models, whose numbers are one token each)."""
     readings = by_reading(props)
-    digits = "attn_a_units" in props
+    digits = bool(props[["attn_a_tens", "attn_b_tens"]].notna().to_numpy().any())
     ncols = 4 if digits else 3
     fig, axes = plt.subplots(len(readings), ncols, figsize=(4.0 * ncols, 3.6 * len(readings)), squeeze=False)
     for row, (reading, part) in zip(axes, readings):
