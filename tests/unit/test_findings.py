@@ -18,6 +18,7 @@ from helixclock.stages.findings import registry as reg
 from helixclock.stages.findings.contrasts import Tables
 from helixclock.stages.findings.page import findings_page
 from helixclock.stages.findings.tables import findings_tables
+from helixclock.stages.heads.tables import categorise, mean_effects
 from helixclock.stats.statistics import Resampling
 
 RESAMPLING = Resampling(bootstrap=1000, seed=0)
@@ -349,18 +350,83 @@ def planted_heads(n: int, seed: int = 4) -> dict[str, pd.DataFrame]:
     return {"head_effects": pd.DataFrame(effects), "head_fits": pd.DataFrame(fits), "head_categories": cats}
 
 
-def test_a_heads_category_is_chosen_on_one_fold_and_confirmed_on_the_other(tmp_path):
+def test_a_heads_category_is_the_sign_of_g_tested_on_all_pairs(tmp_path):
+    """Section 5.2's rule: L1H0 (DE = TE, helix(a+b) keeps it) has g = TE^2 = 1 > 0, a+b; L0H1
+    (DE = 0, helix(a,b) keeps it) g = -1, a,b; each row's estimate is |g| with its interval, and
+    L0H2 (no TE) is not categorised."""
     frames = planted_heads(N)
     t = findings_tables(load_registry(tmp_path, HEADS_REGISTRY), False, frames, {}, RESAMPLING, "corrected", "planted")[
         "contrasts"
     ]
     t = t.set_index("id")
-    assert t.loc["category[layer=1,head=0]", "selection"] == "the run's heads; a+b (fold 1) | a+b (fold 2)"
-    assert t.loc["category[layer=0,head=1]", "selection"] == "the run's heads; a,b (fold 1) | a,b (fold 2)"
-    for head in ("category[layer=1,head=0]", "category[layer=0,head=1]"):  # |DE - TE/2| = 0.5 planted
-        assert t.loc[head, "verdict"] == "holds" and t.loc[head, "low"] < 0.5 < t.loc[head, "high"]
+    assert t.loc["category[layer=1,head=0]", "selection"] == "the run's heads; a+b"
+    assert t.loc["category[layer=0,head=1]", "selection"] == "the run's heads; a,b"
+    for head in ("category[layer=1,head=0]", "category[layer=0,head=1]"):  # |g| = 1 planted (TE 1, noise 0.5)
+        assert t.loc[head, "verdict"] == "holds" and t.loc[head, "low"] < 1.0 < t.loc[head, "high"]
+        assert t.loc[head, "split"].startswith("same pairs") and t.loc[head, "df"] == N - 1
     assert t.loc["category[layer=0,head=2]", "verdict"] == "not defined"
+    assert t.loc["category[layer=0,head=2]", "note"].startswith("no category tested: the head's TE")
     assert t.loc["category[layer=0,head=2]", "den_low"] <= 0 and t.loc["category[layer=1,head=0]", "m"] == 2
+
+
+def one_head(n: int, te: float, de_share: float, ab: float, total: float, seed: int = 9) -> dict[str, pd.DataFrame]:
+    """One head L0H0 with TE ``te`` (noise 0.3), DE/TE ``de_share``, helix(a,b) = ``ab`` TE,
+    helix(a+b) = ``total`` TE and helix(a,b,a+b) = TE, over ``n`` pairs."""
+    rng = np.random.default_rng(seed)
+    cols = [f"pair_{i}" for i in range(n)]
+    t = te + rng.normal(0, 0.3, n)
+    effects = [
+        {"layer": 0, "component": "head", "head": 0, "effect": "te", **dict(zip(cols, t))},
+        {
+            "layer": 0,
+            "component": "head",
+            "head": 0,
+            "effect": "de",
+            **dict(zip(cols, de_share * t + rng.normal(0, 0.05, n))),
+        },
+    ]
+    fits = [
+        {"layer": 0, "head": 0, "fit": f, **dict(zip(cols, share * t + rng.normal(0, 0.05, n)))}
+        for f, share in (("helix(a,b,a+b)", 1.0), ("helix(a+b)", total), ("helix(a,b)", ab))
+    ]
+    return {
+        "head_effects": pd.DataFrame(effects),
+        "head_fits": pd.DataFrame(fits),
+        "head_categories": pd.DataFrame({"layer": [0], "head": [0]}),
+    }
+
+
+def test_the_category_test_is_the_rules_not_de_above_half_te(tmp_path):
+    """DE/TE 0.6, helix(a,b)/helix 0.9, helix(a+b)/helix 0.4: the rule says a,b (c_ab 0.36 >
+    c_a+b 0.24, g = 0.24 - 0.36 < 0), and the test confirms it.  The wrong arm, each pair's
+    DE - TE/2 signed by the category (this row's statistic before), reads the same head
+    "reversed": its threshold DE/TE > 1/2 is not the rule's h(a,b) / (h(a,b) + h(a+b)) = 0.69."""
+    n = 400
+    frames = one_head(n, 1.0, 0.6, 0.9, 0.4)
+    reg = load_registry(tmp_path, HEADS_REGISTRY)
+    row = findings_tables(reg, False, frames, {}, RESAMPLING, "corrected", "planted")["contrasts"].iloc[0]
+    assert row["selection"] == "the run's heads; a,b" and row["verdict"] == "holds"
+    assert row["low"] < 0.12 < row["high"] and row["low"] > 0  # |g| = 0.36 - 0.24 at TE 1 (E[TE^2] ~ 1.09)
+    effects = frames["head_effects"]
+    te, de = (effects.loc[effects["effect"] == e].filter(like="pair_").to_numpy()[0] for e in ("te", "de"))
+    wrong = -(de - te / 2)  # signed by a,b
+    assert wrong.mean() / (wrong.std(ddof=1) / np.sqrt(n)) < -5  # the old statistic: confidently "reversed"
+    job = categorise(
+        mean_effects(effects.assign(reading="last token"), frames["head_fits"].assign(reading="last token"))
+    )
+    assert job["category"].tolist() == ["a,b"]  # the job's list table agrees with the finding
+
+
+def test_the_paper_formulas_are_not_clipped():
+    """DE/TE 0.45, helix(a,b)/helix 1.0, helix(a+b)/helix 1.6: unclipped (the paper's formula)
+    c_a+b = 0.72 > c_ab = 0.55, a+b, the sign of g = 0.45 * 1.6 - 0.55 * 1.0 > 0; clipping the
+    ratio helix(a+b)/helix to 1 would call it a,b (0.45 < 0.55)."""
+    heads = pd.DataFrame({"te": [1.0], "de": [0.45], "fit_all": [1.0], "fit_sum": [1.6], "fit_ab": [1.0]})
+    cats = categorise(heads)
+    assert cats["category"].tolist() == ["a+b"]
+    assert cats["c_a+b"].iloc[0] == pytest.approx(0.72) and cats["c_ab"].iloc[0] == pytest.approx(0.55)
+    clipped = 0.45 * min(1.6, 1.0)
+    assert clipped < cats["c_ab"].iloc[0]  # the wrong arm: the clipped rule flips it
 
 
 def test_neuron_units_are_compared_and_counted_by_place(tmp_path):

@@ -286,11 +286,19 @@ def ratio_of(num: np.ndarray, den: np.ndarray, clusters, unit: str, resampling: 
 
 
 def category_of(tables: Tables, finding: Mapping, compat: str, resampling: Resampling) -> dict:
-    """A head's category (the paper's rule, section 5.2: c_ab = (1 - DE/TE) helix(a,b) /
-    helix(a,b,a+b), c_a+b = (DE/TE) helix(a+b) / helix(a,b,a+b), ratios clipped to [0, 1], a,b
-    where c_ab >= c_a+b) chosen on one fold and confirmed on the other: each pair's DE - TE / 2
-    signed by the other fold's category (+ for a+b, which says DE > TE / 2, - for a,b).  Only a
-    head whose TE's interval lies above 0 is categorised."""
+    """A head's category by the paper's rule (section 5.2: c_ab = (1 - DE/TE) helix(a,b) /
+    helix(a,b,a+b), c_a+b = (DE/TE) helix(a+b) / helix(a,b,a+b), a,b where c_ab >= c_a+b, no
+    clipping), tested as the rule states it.  With TE and helix(a,b,a+b) above 0,
+
+        c_a+b - c_ab = g / (TE helix(a,b,a+b)),   g = DE helix(a+b) - (TE - DE) helix(a,b),
+
+    so the category is the sign of g, a function of four means (a+b where g > 0).  g = 0 is tested
+    two-sided on all measuring pairs (:func:`category_test`); a rejection confirms the rule's
+    category with directional error at most alpha / 2, so no cross-fit is needed and the row's
+    estimate, g signed by its category, cannot read "reversed".  A head is categorised only where
+    the intervals of both TE and helix(a,b,a+b) lie above 0 (else "no category tested": the
+    ratios of the rule are not defined).  Testing each pair's DE - TE/2 instead (what this row did
+    before) tests DE/TE > 1/2, the rule's threshold only where helix(a+b) = helix(a,b)."""
     head = filters(finding["x"], finding["fill"])
     effects = match(prepared(tables.frames["head_effects"], finding), head, finding["id"])
     fits = match(prepared(tables.frames["head_fits"], finding), head, finding["id"])
@@ -302,45 +310,52 @@ def category_of(tables: Tables, finding: Mapping, compat: str, resampling: Resam
     fit = {k: row(fits, "fit", k) for k in ("helix(a,b,a+b)", "helix(a+b)", "helix(a,b)")}
     clusters, unit = tables.clusters("head_effects")
     te_mean = mean_of(Values(te, clusters, unit), resampling)
+    fit_mean = mean_of(Values(fit["helix(a,b,a+b)"], clusters, unit), resampling)
     base = {"den_estimate": te_mean["estimate"], "den_low": te_mean["low"], "den_high": te_mean["high"]}
-    if not te_mean["low"] > 0:
-        note = "not categorised: the head's TE interval does not lie above 0"
-        counts = {k: te_mean[k] for k in ("n_pairs", "n_clusters", "clusters")}
-        return {**base, **counts, "defined": False, "note": note}
+    counts = {k: te_mean[k] for k in ("n_pairs", "n_clusters", "clusters")}
+    for label, m in (("TE", te_mean), ("helix(a,b,a+b)", fit_mean)):
+        if not m["low"] > 0:
+            interval = f"95% interval [{m['low']:.3g}, {m['high']:.3g}]"
+            note = f"no category tested: the head's {label} is not shown above 0 ({interval})"
+            return {**base, **counts, "defined": False, "note": note, "split": CATEGORY_SPLIT}
+    out = category_test(te, de, fit["helix(a+b)"], fit["helix(a,b)"], clusters, resampling)
+    name = "a+b" if out.pop("sign") > 0 else "a,b"
+    authors = " (compat: authors, the same rule)" if compat == "authors" else ""
+    return {**base, **out, "clusters": unit, "defined": True, "selection": name + authors, "split": CATEGORY_SPLIT}
 
-    def category(mask) -> int:
-        m = {k: np.nanmean(np.where(mask, v, np.nan)) for k, v in {"te": te, "de": de, **fit}.items()}
-        ratio = np.clip(m["de"] / m["te"], 0, 1)
-        c_ab = (1 - ratio) * np.clip(m["helix(a,b)"] / m["helix(a,b,a+b)"], 0, 1)
-        c_sum = ratio * np.clip(m["helix(a+b)"] / m["helix(a,b,a+b)"], 0, 1)
-        return -1 if c_ab >= c_sum else 1
 
-    margin = de - te / 2
-    name = {1: "a+b", -1: "a,b"}
-    if compat == "authors":
-        s = category(np.ones(len(te), bool))
-        out = mean_of(Values(s * margin, clusters, unit), resampling)
-        chosen = {"selection": f"{name[s]}, on all pairs", "split": "same pairs (compat: authors)"}
-        return {**out, **base, **chosen, "defined": True}
-    fold = folds(clusters, resampling.seed)
-    signs = [category(fold == f) for f in range(2)]
-    values = np.where(fold == 0, signs[1], signs[0]) * margin
-    bound = fold_bound(values, fold, clusters, resampling.bootstrap, resampling.seed)
-    low, high = t_interval(bound.estimate, bound.se, bound.df)
+CATEGORY_SPLIT = "same pairs (two-sided test of the rule's sign)"
+
+
+def category_test(te, de, sum_fit, ab_fit, clusters, resampling: Resampling) -> dict:
+    """The test of a head's category (:func:`category_of`): g = mean(DE) mean(helix(a+b)) -
+    (mean(TE) - mean(DE)) mean(helix(a,b)) over the pairs that have all four, its standard error
+    from a joint resample of the four means with shared weights (g on each resample, times
+    sqrt(C / (C - 1))), t on C - 1 degrees of freedom.  Not the mean of per-pair products: g is
+    a function of the means, as the rule is.  Returns the estimate |g| (g signed by its
+    category, ``sign``), its standard error and t interval, df, pairs and clusters."""
+    x = np.stack([np.asarray(v, np.float64) for v in (te, de, sum_fit, ab_fit)])
+    both = ~np.isnan(x).any(0)
+    r = resample(np.where(both, x, np.nan), clusters, resampling.bootstrap, resampling.seed)
+
+    def g(m):
+        return m[..., 1] * m[..., 2] - (m[..., 0] - m[..., 1]) * m[..., 3]
+
+    estimate = float(g(r.estimate))
+    sign = 1 if estimate > 0 else -1
+    se = standard_error(g(r.boot)[:, None], r.n_clusters)
+    df = max(r.n_clusters - 1, 1)
+    low, high = t_interval(sign * estimate, se, df)
     return {
-        **base,
-        "defined": True,
-        "estimate": float(bound.estimate),
-        "se": float(bound.se),
-        "df": bound.df,
-        "low": float(low),
-        "high": float(high),
-        "n_pairs": int(bound.n_pairs),
-        "n_clusters": bound.n_clusters,
-        "clusters": unit,
-        "sd_diff": per_pair_sd(values, clusters),
-        "selection": f"{name[signs[0]]} (fold 1) | {name[signs[1]]} (fold 2)",
-        "split": "cross-fitted",
+        "sign": sign,
+        "estimate": sign * estimate,
+        "se": float(se[0]),
+        "df": df,
+        "low": float(low[0]),
+        "high": float(high[0]),
+        "n_pairs": int(both.sum()),
+        "n_clusters": r.n_clusters,
+        "sd_diff": float(se[0]) * np.sqrt(max(r.n_clusters, 1)),
     }
 
 
@@ -360,7 +375,7 @@ def compute(finding: Mapping, tables: Tables, compat: str, resampling: Resamplin
     findings.verdicts.COLUMNS`)."""
     q = finding["quantity"]
     if q == "category":
-        return {"split": "cross-fitted", **category_of(tables, finding, compat, resampling)}
+        return category_of(tables, finding, compat, resampling)
     if "select" in finding:
         return choose_values(tables, finding, compat, resampling)
     kind = TABLES[finding["table"]].kind

@@ -70,7 +70,7 @@ INTERVALS = {
     "difference": "t on the bootstrap SE, paired",
     "share_below": "t on the bootstrap SE, over units",
     "ratio": "Fieller",
-    "category": "t on the cross-fitted bound",
+    "category": "t on the bootstrap SE of g (the four means resampled together)",
 }
 
 

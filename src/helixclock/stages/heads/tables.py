@@ -39,13 +39,15 @@ def categorise(heads: pd.DataFrame) -> pd.DataFrame:
     """Add c_ab, c_a+b, c = max of both, and the category a,b or a+b; sort by c (descending).
 
     ``heads`` has columns te, de and the fit LDs fit_ab = helix(a,b), fit_sum = helix(a+b),
-    fit_all = helix(a,b,a+b).  DE/TE and the fit ratios are clipped to [0, 1].
+    fit_all = helix(a,b,a+b).  The paper's formulas, unclipped: clipping DE/TE and the fit ratios
+    to [0, 1] would make the category differ from the sign of g = DE helix(a+b) - (TE - DE)
+    helix(a,b), which the findings test (README, "Findings"; e.g. DE/TE 0.45, helix(a,b)/helix
+    1.0, helix(a+b)/helix 1.6 is a+b unclipped and a,b clipped).
     """
     df = heads.copy()
-    # the formulas read DE/TE and fit/helix(a,b,a+b) as fractions: clip noise outside [0, 1]
-    ratio = (df["de"] / df["te"]).clip(0, 1)
-    df["c_ab"] = (1 - ratio) * (df["fit_ab"] / df["fit_all"]).clip(0, 1)
-    df["c_a+b"] = ratio * (df["fit_sum"] / df["fit_all"]).clip(0, 1)
+    ratio = df["de"] / df["te"]
+    df["c_ab"] = (1 - ratio) * df["fit_ab"] / df["fit_all"]
+    df["c_a+b"] = ratio * df["fit_sum"] / df["fit_all"]
     df["c"] = df[["c_ab", "c_a+b"]].max(axis=1)
     df["category"] = np.where(df["c_ab"] >= df["c_a+b"], "a,b", "a+b")
     return df.sort_values("c", ascending=False, kind="stable").reset_index(drop=True)
