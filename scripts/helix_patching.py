@@ -5,7 +5,7 @@ from functools import partial
 from helixclock.fitting.bases import FitSettings
 from helixclock.fitting.fits import to_device
 from helixclock.fitting.helix_files import load_helix_fits
-from helixclock.jobs.model_jobs import open_checked
+from helixclock.jobs.model_jobs import open_checked, selection
 from helixclock.jobs.pipeline import accuracy, minimum, settings, start
 from helixclock.jobs.preconditions import helix_patching_needs
 from helixclock.project.cache import read_residual_cache
@@ -32,6 +32,7 @@ out = helix_patching(
     p.test_fraction,
     p.layer_step,
     p.period_subsets,
+    selection(snakemake),
 )
 for name, df in out.items():
     df.to_csv(snakemake.output[name], index=False)

@@ -151,7 +151,10 @@ def test_planted_orderings_are_recovered_with_their_verdicts(tmp_path):
     for fid, planted in (("below_full", -1.0), ("above_circle", 0.6), ("above_poly", -2.0)):
         assert t.loc[fid, "low"] <= planted <= t.loc[fid, "high"], fid
     assert t.loc["below_full", "selection"] == "the helix's best layer: layer 3 (fold 1) | layer 3 (fold 2)"
-    assert t.loc["below_full", "split"] == "cross-fitted" and t.loc["above_circle", "split"] == "fixed"
+    assert (
+        t.loc["below_full", "split"] == "cross-fitted (conservative bound)"
+        and t.loc["above_circle", "split"] == "fixed"
+    )
     # clusters: the components of the prompt-sharing graph, fewer than the pairs (partners repeat)
     assert t.loc["below_full", "clusters"] == "prompt-sharing components"
     assert 0 < t.loc["above_circle", "n_clusters"] < t.loc["above_circle", "n_pairs"] == len(pairs)
@@ -223,7 +226,7 @@ def test_compat_authors_chooses_on_all_pairs_and_says_so(tmp_path):
     text = REGISTRY.split("  - {id: above_circle")[0].replace("by: x", "by: y").replace("rule: max", "rule: min")
     authors = run(load_registry(tmp_path, text), sweep, compat="authors").loc["above_pca"]
     crossed = run(load_registry(tmp_path, text), sweep).loc["above_pca"]
-    assert authors["split"] == "same pairs (compat: authors)" and crossed["split"] == "cross-fitted"
+    assert authors["split"] == "same pairs (compat: authors)" and crossed["split"] == "cross-fitted (conservative bound)"
     assert authors["selection"].endswith(", on all pairs")
 
 
@@ -289,6 +292,33 @@ def test_a_number_the_table_lacks_is_caught():
     est = f"{abs(table.loc[0, 'estimate']):.2f}"
     with pytest.raises(AssertionError, match="is not in the table"):
         assert_every_number_is_in_the_table(page.replace(est, "123.45", 1), table)
+
+
+def test_a_best_layer_is_chosen_on_the_jobs_selection_draw_and_measured_on_all_pairs(tmp_path):
+    """Where the helix job recorded its selection draw (raw/sweep_selection.csv), Table 1's best
+    layer is chosen there and measured on every measuring pair: the mean of the per-pair
+    differences at that layer, its own SE on C - 1 df.  The selection draw plants layer 1 best
+    (the measuring pairs' best is layer 3): the choice is the draw's, not the measuring pairs'.
+    A job that recorded no draw (a table with no rows) falls back to the conservative bound."""
+    pairs = planted_pairs()
+    sweep = planted_sweep(len(pairs))
+    draw = planted_sweep(30, seed=1)
+    helix = draw["method"] == "helix"
+    draw.loc[helix & (draw["layer"] == 1), [f"pair_{i}" for i in range(30)]] += 10.0
+    registry = load_registry(tmp_path)
+    frames = {"helix_sweep": sweep, "helix_sweep_selection": draw[helix].reset_index(drop=True)}
+    t = findings_tables(registry, False, frames, {"helix_sweep": pairs}, RESAMPLING, "corrected", "planted")
+    t = t["contrasts"].set_index("id")
+    row = t.loc["below_full"]
+    assert row["selection"] == "the helix's best layer: layer 1, on the job's selection draw of 30 pairs"
+    assert row["split"] == "separate draw" and row["df"] == row["n_clusters"] - 1
+    cols = [f"pair_{i}" for i in range(len(pairs))]
+    at = sweep[sweep["layer"] == 1].set_index("method")[cols]
+    assert row["estimate"] == pytest.approx((at.loc["helix"] - at.loc["layer"]).mean(), abs=1e-12)
+    empty = {**frames, "helix_sweep_selection": draw.iloc[:0, :5]}
+    t = findings_tables(registry, False, empty, {"helix_sweep": pairs}, RESAMPLING, "corrected", "planted")
+    assert t["contrasts"].set_index("id").loc["below_full", "split"] == "cross-fitted (conservative bound)"
+    assert "helix_sweep_selection" in reg.tables_of(registry.findings[0])
 
 
 def test_tables_cluster_pairs_by_the_jobs_prompts():

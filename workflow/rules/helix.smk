@@ -92,6 +92,7 @@ rule helix_patching:
         seed=config["seed"],
         layer_step=layer_step(),
         period_subsets=period_subsets(),
+        selection=selection_settings(screen=False),
     script:
         "../../scripts/helix_patching.py"
 

@@ -29,6 +29,7 @@ rule last_token_patching:
         pairs=clock_pairs(),
         fit=settled({"periods": config["helix"]["periods"], "pca_components": config["clock"]["pca_components"]}),
         layer_step=layer_step(),
+        selection=selection_settings(screen=False),
     script:
         "../../scripts/last_token_patching.py"
 

@@ -68,16 +68,18 @@ def clock_pairs():
     return pairs
 
 
-def selection_settings():
-    """helixclock.causal.pairs.Selection: config keys compat, clock.selection_pairs and
-    clock.selection_attribution_pairs (the registry's clock overrides the last two per model):
-    the draw of pairs on which a job chooses what it measures (docs/findings.md, "Findings")."""
+def selection_settings(screen=True):
+    """helixclock.causal.pairs.Selection: config keys compat, clock.selection_pairs and (a job
+    with an attribution ``screen``) clock.selection_attribution_pairs (the registry's clock
+    overrides the last two per model): the draw of pairs on which a job chooses what it measures
+    (docs/findings.md, "Findings")."""
 
     def selection(wildcards):
         keys = {k: per_model("clock", f"selection_{k}")(wildcards) for k in ("pairs", "attribution_pairs")}
-        return settled(
-            {"compat": config["compat"], "n_pairs": keys["pairs"], "attribution_pairs": keys["attribution_pairs"]}
-        )
+        values = {"compat": config["compat"], "n_pairs": keys["pairs"]}
+        if screen:
+            values["attribution_pairs"] = keys["attribution_pairs"]
+        return settled(values)
 
     return selection
 

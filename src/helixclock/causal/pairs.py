@@ -292,14 +292,17 @@ class SelectionDraw:
     pairs: Pairs
 
 
-def job_pairs(measured: Pairs, selected: SelectionDraw | None = None) -> pd.DataFrame:
+def job_pairs(measured: Pairs, selected: SelectionDraw | Pairs | None = None) -> pd.DataFrame:
     """A job's ``raw/pairs.csv``: its measuring pairs and, where its choices were made on a
     selection draw, that draw's pairs (column ``draw``: :data:`SELECT` the ranked ones,
-    :data:`SCREEN` the screen's), each row with the job's ``split``."""
+    :data:`SCREEN` the screen's; a job that ranks without a screen, :func:`ranking_draw`, has the
+    ranked ones only), each row with the job's ``split``."""
     split = SPLITS[selected is not None]
     parts = [pair_table(measured, MEASURE, split)]
-    if selected is not None:
+    if isinstance(selected, SelectionDraw):
         parts += [pair_table(selected.pairs, SELECT, split), pair_table(selected.screen, SCREEN, split)]
+    elif selected is not None:
+        parts.append(pair_table(selected, SELECT, split))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -377,3 +380,21 @@ def selection_draw(
     n = max(selection.n_pairs, selection.attribution_pairs)
     screen = draw_apart(model, correct, measured, n, seed, template, vary)
     return SelectionDraw(screen, screen.spread(selection.n_pairs))
+
+
+def ranking_draw(
+    model: LoadedModel,
+    correct: pd.DataFrame,
+    measured: Pairs,
+    selection: Selection,
+    seed: int,
+    template: str,
+    vary: Sequence[str] = ("a",),
+) -> Pairs | None:
+    """The selection draw of a job that chooses by a sweep, not a screen (Table 1's best layer,
+    Fig. 5's best block: the findings choose them on it, docs/findings.md): ``selection.n_pairs``
+    pairs apart from the measuring pairs (:func:`draw_apart`); None where ``selection`` keeps
+    the choices on the measuring pairs (``compat: authors``, or ``n_pairs`` 0)."""
+    if not selection.separate:
+        return None
+    return draw_apart(model, correct, measured, selection.n_pairs, seed, template, vary)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from ..causal.pairs import Selection, SelectionDraw, model_pairs, selection_draw
+from ..causal.pairs import Selection, SelectionDraw, model_pairs, ranking_draw, selection_draw
 from ..environment.provenance import warn_if_changed
 from ..lm.models import LoadedModel, load_model
 from ..lm.sources import model_resources
@@ -104,6 +104,12 @@ class ClockJob:
         ``selection`` keeps the choices on the measuring pairs (``compat: authors``)."""
         model = self.engine.model
         return selection_draw(model, self.correct, self.pairs, selection, self.seed, self.template, self.vary)
+
+    def ranking_pairs(self, selection: Selection) -> Pairs | None:
+        """The job's selection draw where it chooses by a sweep, not a screen
+        (:func:`helixclock.causal.pairs.ranking_draw`); None as for :meth:`selection_pairs`."""
+        model = self.engine.model
+        return ranking_draw(model, self.correct, self.pairs, selection, self.seed, self.template, self.vary)
 
 
 def clock_job(snakemake, periods: Sequence[int], fit_prompts: int | None = None) -> ClockJob:

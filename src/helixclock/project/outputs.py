@@ -218,7 +218,9 @@ NUMBER_BASES = {
 HELIX = f"{MODEL}/helix"
 HELIX_FITS = {"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"}
 HELIX_TABLES = {k: f"{HELIX}/{k}.csv" for k in ("projection", "magnitudes", "cosine", "continuity")}
-HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation", "pairs")}
+# sweep_selection, last_token's fits_selection: the selection draw's sweep, where the findings choose
+# Table 1's best layer and Fig. 5's best block (docs/findings.md, "Findings")
+HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation", "sweep_selection", "pairs")}
 HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation", "strata", "by_length")}
 OTHER_TASKS_RAW = f"{HELIX}/raw/other_tasks.csv"
 OTHER_TASKS_RAW_PAIRS = f"{HELIX}/raw/other_tasks_pairs.csv"  # each task's pairs (column task)
@@ -229,7 +231,7 @@ OTHER_TASKS_LEFT_OUT = f"{HELIX}/other_tasks_left_out.csv"  # the tasks Table 1 
 LAST_TOKEN = f"{MODEL}/last_token"
 # "pairs" in every clock stage: the pairs of each pair column (helixclock.causal.pairs.job_pairs; with
 # the selection draw's pairs where the job chose on one), the findings' clusters
-LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects", "pairs")}
+LAST_TOKEN_RAW = {k: f"{LAST_TOKEN}/raw/{k}.csv" for k in ("fits", "layer_effects", "fits_selection", "pairs")}
 # *_by_length: answers of several tokens by answer token count (helixclock.stats.lengths); *_strata: by
 # stratum (answer tokens, p*) at every reading, the first differing token's among them
 # (helixclock.causal.first_difference); one-token answers: one stratum, the paper's numbers

@@ -66,6 +66,14 @@ def _choose(criterion: np.ndarray, mask: np.ndarray, rule: str) -> np.ndarray:
     return np.argmax(np.where(np.isnan(means), -np.inf, means), axis=-1)
 
 
+def choose(criterion, rule: str = "max") -> np.ndarray:
+    """Index [...] of the candidate (axis -2) whose ``criterion`` [..., K, n], averaged over its
+    pairs (axis -1), is largest (``max``), smallest (``min``) or largest in size (``max_abs``):
+    the choice on a job's selection draw, measured then on pairs that did not choose it."""
+    criterion = np.asarray(criterion, np.float64)
+    return _choose(criterion, np.ones(criterion.shape[-1], bool), rule)
+
+
 def cross_fit(values, criterion, fold: np.ndarray | None, rule: str = "max") -> Selected:
     """For candidates k (axis -2) measured per pair (axis -1): ``values`` [..., K, n] the
     quantity reported and ``criterion`` [..., K, n] what the choice maximises (often the same).

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...stats.crossfit import cross_fit, fold_bound, folds
+from ...stats.crossfit import choose, cross_fit, fold_bound, folds
 from ...stats.inference import (
     per_pair_sd,
     prompt_clusters,
@@ -188,8 +188,12 @@ def unit_values(tables: Tables, finding: Mapping, key: str) -> np.ndarray:
 
 def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Resampling) -> dict:
     """A mean or difference at an object chosen from the tables (``select``): candidates are the
-    values of ``select.over`` both sides have; cross-fitted (:func:`helixclock.stats.crossfit.cross_fit`,
-    :func:`fold_bound`), or under ``compat: authors`` chosen and measured on all pairs."""
+    values of ``select.over`` both sides have.  Where the finding's job recorded a selection draw
+    (its table's :attr:`~.registry.Table.selection`, with rows), the object is chosen there and
+    measured on all measuring pairs, an ordinary mean with its own SE on C - 1 df (exact: the
+    draws share no prompt, :func:`helixclock.causal.pairs.ranking_draw`); where it did not, cross-
+    fitted (:func:`helixclock.stats.crossfit.cross_fit`) with :func:`fold_bound`'s conservative
+    SE; under ``compat: authors`` chosen and measured on all pairs (the paper's)."""
     sel = finding["select"]
     over = sel["over"]
     x, name = side(tables, finding, "x")
@@ -205,16 +209,23 @@ def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Res
     Y = np.stack([at(y, finding["y"], v, "y") for v in cands]) if y is not None else None
     d = X - Y if Y is not None else X
     by = sel["by"]
-    if by == "x":
-        crit = X
-    elif by == "y":
-        crit = Y
+    spec = finding[by] if by in ("x", "y") else by  # the rows whose mean the choice maximises
+    clusters, unit = tables.clusters(name)
+    fmt = lambda k: f"{over} {_number(cands[int(k)])}"  # noqa: E731
+    draw = selection_draw(tables, finding)
+    if compat != "authors" and draw is not None:
+        rows = match(draw, filters(spec, finding["fill"]), f"{finding['id']}: selection draw")
+        k = int(choose(np.stack([at(rows, spec, v, "selection draw") for v in cands]), sel["rule"]))
+        n_draw = len([c for c in draw.columns if c.startswith(PAIR)])
+        out = mean_of(Values(d[k], clusters, unit), resampling)
+        chosen_on = f"{fmt(k)}, on the job's selection draw of {n_draw} pairs"
+        return {**out, "selection": chosen_on, "split": "separate draw"}
+    if by in ("x", "y"):
+        crit = X if by == "x" else Y
     else:
         frame = prepared(tables.frames[by.get("table", finding["table"])], finding)
         rows = match(frame, filters(by, finding["fill"]), "by")
         crit = np.stack([at(rows, by, v, "by") for v in cands])
-    clusters, unit = tables.clusters(name)
-    fmt = lambda k: f"{over} {_number(cands[int(k)])}"  # noqa: E731
     if compat == "authors":
         chosen = cross_fit(d, crit, None, sel["rule"])
         out = mean_of(Values(chosen.values, clusters, unit), resampling)
@@ -234,8 +245,22 @@ def choose_values(tables: Tables, finding: Mapping, compat: str, resampling: Res
         "clusters": unit,
         "sd_diff": per_pair_sd(chosen.values, clusters),
         "selection": f"{fmt(chosen.choice[0])} (fold 1) | {fmt(chosen.choice[1])} (fold 2)",
-        "split": "cross-fitted",
+        "split": CROSS_FITTED,
     }
+
+
+CROSS_FITTED = "cross-fitted (conservative bound)"  # crossfit.fold_bound: its SE bounds the true one
+
+
+def selection_draw(tables: Tables, finding: Mapping) -> pd.DataFrame | None:
+    """The finding's job's selection draw, cut to the finding's reading and term, where the job
+    recorded one (its table's :attr:`~.registry.Table.selection` in ``tables`` with pair
+    columns); else None."""
+    name = TABLES[finding["table"]].selection
+    frame = tables.frames.get(name) if name else None
+    if frame is None or not len(frame) or not any(str(c).startswith(PAIR) for c in frame.columns):
+        return None
+    return prepared(frame, finding)
 
 
 def _number(v):

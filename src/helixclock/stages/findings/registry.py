@@ -34,12 +34,15 @@ class Table:
     (rows that name objects, read by ``each``), ``tested`` (one row per test its stage made with
     a resampling this job cannot redo, e.g. a bootstrap over the numbers of a held-out R^2, or
     an exact null: the row's estimate, p and interval are read as they are, and the findings
-    job applies the family's multiplicity and the verdict; quantity ``tested``)."""
+    job applies the family's multiplicity and the verdict; quantity ``tested``), ``selection``
+    (a raw table of the job's selection draw, read only to choose a ``select`` object: the
+    table named by ``selection`` of the table the finding reads)."""
 
     path: str
     job: str
     prompts: str | None = None
     kind: str = "pairs"
+    selection: str | None = None
 
 
 HEADS_PAIRS, MLPS_PAIRS = outputs.HEADS_RAW["pairs"], outputs.MLPS_RAW["pairs"]
@@ -54,9 +57,17 @@ LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
 # (and say so: their intervals may be too narrow). A variance for pairs that are edges of a dense
 # prompt graph (dyadic-robust) is not built.
 TABLES: dict[str, Table] = {
-    "helix_sweep": Table(outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"]),
+    "helix_sweep": Table(
+        outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"], selection="helix_sweep_selection"
+    ),
+    "helix_sweep_selection": Table(outputs.HELIX_RAW["sweep_selection"], "helix_patching", kind="selection"),
     "other_tasks": Table(outputs.OTHER_TASKS_RAW, "other_tasks_patching"),
-    "last_token_fits": Table(outputs.LAST_TOKEN_RAW["fits"], "last_token_patching", LAST_TOKEN_PAIRS),
+    "last_token_fits": Table(
+        outputs.LAST_TOKEN_RAW["fits"], "last_token_patching", LAST_TOKEN_PAIRS, selection="last_token_fits_selection"
+    ),
+    "last_token_fits_selection": Table(
+        outputs.LAST_TOKEN_RAW["fits_selection"], "last_token_patching", kind="selection"
+    ),
     "layer_effects": Table(outputs.LAST_TOKEN_RAW["layer_effects"], "last_token_patching", LAST_TOKEN_PAIRS),
     "head_effects": Table(outputs.HEADS_RAW["effects"], "head_patching", HEADS_PAIRS),
     "head_fits": Table(outputs.HEADS_RAW["fits"], "head_patching", HEADS_PAIRS),
@@ -125,6 +136,8 @@ def tables_of(finding: Mapping) -> list[str]:
     by = finding.get("select", {}).get("by")
     if isinstance(by, Mapping):
         names.append(by.get("table", finding["table"]))
+    if "select" in finding and TABLES.get(finding["table"], Table("", "")).selection:
+        names.append(TABLES[finding["table"]].selection)  # where the job's selection draw chooses it
     if "each" in finding:
         names.append(finding["each"]["table"])
     if finding["quantity"] == "category":

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from ...causal.experiments import layer_grid, ld_table, patch_sweep, stack_points
-from ...causal.pairs import model_pairs, pair_table, prompt_rows
+from ...causal.pairs import Selection, job_pairs, model_pairs, pair_table, prompt_rows, ranking_draw
 from ...fitting.bases import Basis, FitSettings, full_bases
 from ...fitting.fits import Fits, fit_token, subspace_projector
 from ...patching import Patch, PatchingEngine, Point
@@ -178,6 +178,7 @@ def helix_patching(
     test_fraction: float = 0.2,
     layer_step: int = 1,
     period_subsets: bool = True,
+    selection: Selection | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule helix_patching: everything of section 4.4 and appendix C that runs the model, for
     a+b (raw tables).  Without ``period_subsets`` (registry key, a lever for slow models) the
@@ -190,6 +191,10 @@ def helix_patching(
     20%; (2) a helix fitted to shuffled a, beside the layer patch and the helix; (3) helix(b)
     at the b token with pairs a+b' -> a+b
     ablation: the helix subspace mean-ablated from h_a vs h_a mean-ablated entirely
+    sweep_selection: the helix (every period) patched at every layer on the job's selection draw
+    (:func:`helixclock.causal.pairs.ranking_draw`, ``selection``), where Table 1's best layer is
+    chosen (docs/findings.md, "Findings"); no rows where the choice stays on the measuring pairs
+    pairs: the measuring pairs and the selection draw's (column ``draw``)
     """
     settings = settings or FitSettings()
     model = engine.model
@@ -222,7 +227,34 @@ def helix_patching(
     b_token = b_token_control(c, H_b, cache.ab[:, 1])
     ablation = helix_ablation(engine, pairs.same(), fits, bases[0], c.layers, positions[0])
     controls = pd.concat([split, shuffled, b_token], ignore_index=True)
-    return {"sweep": sweep, "controls": controls, "ablation": ablation, "pairs": pair_table(pairs)}
+    ranked = ranking_draw(model, correct, pairs, selection or Selection(n_pairs=0), seed, template, ("a",))
+    chosen_on = best_layer_sweep(engine, ranked, fits, bases[0], c.layers, positions[0], sweep)
+    tables = {"sweep": sweep, "controls": controls, "ablation": ablation, "sweep_selection": chosen_on}
+    return {**tables, "pairs": job_pairs(pairs, ranked)}
+
+
+def best_layer_sweep(
+    engine: PatchingEngine, ranked: Pairs | None, fits: Fits, helix: Basis, layers, position, like: pd.DataFrame
+) -> pd.DataFrame:
+    """The helix ``helix`` patched at every layer of ``layers`` at ``position`` on the selection
+    draw ``ranked`` (raw table, the sweep's label columns): what Table 1's best layer is chosen
+    by.  ``ranked`` None: a table of the sweep's (``like``) label columns and no rows."""
+    labels = [c for c in like.columns if not c.startswith("pair_")]
+    if ranked is None:
+        return pd.DataFrame(columns=labels)
+    table = patch_sweep(
+        engine,
+        ranked,
+        fits,
+        layers,
+        position,
+        ranked.meta["clean_a"],
+        [helix],
+        pca_ks=(),
+        layer_patch=False,
+        desc="helix patching (selection draw)",
+    )
+    return table.reindex(columns=labels + [c for c in table.columns if c.startswith("pair_")])
 
 
 def other_tasks_patching(

@@ -86,6 +86,8 @@ def strata_table(sweep: pd.DataFrame, pairs: pd.DataFrame, resampling: Resamplin
     corruption changes: ``pairs.stratum``), with intervals and ``n_pairs``: rows of the sweep
     per stratum, column ``stratum`` first (docs/several-tokens.md, "Numbers of several tokens")."""
     labels = labels_of(sweep)
+    if "draw" in pairs:  # the measuring pairs (the raw tables' columns), not the selection draw's
+        pairs = pairs[pairs["draw"] == "measure"]  # helixclock.causal.pairs.MEASURE
     out = []
     for stratum, group in pairs.groupby("stratum", sort=True):
         part = pd.concat([labels, sweep[list(group["pair"])]], axis=1)

@@ -236,6 +236,7 @@ def last_token_patching(
     correct: pd.DataFrame | None = None,
     template: str | None = None,
     layer_step: int = 1,
+    ranked: Pairs | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Rule last_token_patching: Fig. 5's last-token fits (in ``fit.pca_components`` PCA
     dimensions) and Fig. 6's layer effects, raw tables, at each reading of the model's token
@@ -244,13 +245,18 @@ def last_token_patching(
     several tokens, every position that predicts an answer token, patched together (Fig. 5's
     fits there fitted to the ``correct`` prompts of ``template``, teacher-forced:
     :func:`answer_residuals`), and the first differing token.  Both read every
-    ``layer_step``-th layer and the last (:func:`helixclock.causal.experiments.layer_grid`); ``pairs``
-    (table) lists the pairs (this job chooses nothing: its best blocks are cross-fitted by the
-    findings)."""
+    ``layer_step``-th layer and the last (:func:`helixclock.causal.experiments.layer_grid`).
+    ``fits_selection``: the layer patch of every block on the selection draw ``ranked``
+    (:func:`helixclock.causal.pairs.ranking_draw`), at the last token and the answer positions,
+    where the findings choose Fig. 5's best block (docs/findings.md, "Findings"; no rows where
+    ``ranked`` is None, the choice then on the measuring pairs); ``pairs`` (table) lists both
+    draws."""
     fits = last_token_curves(engine, pairs, cache, fit.periods, fit.pca_components, layer_step)
     effects = layer_effects(engine, pairs, layer_step=layer_step)
+    chosen_on = best_block_sweep(engine, ranked, layer_step, fits)
+    tables = {"fits_selection": chosen_on, "pairs": job_pairs(pairs, ranked)}
     if engine.model.tokens.readings == ("last",):
-        return {"fits": _readings(fits), "layer_effects": _readings(effects), "pairs": job_pairs(pairs)}
+        return {"fits": _readings(fits), "layer_effects": _readings(effects), **tables}
     layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
     residuals, ab, k = answer_residuals(engine, correct, template, layers)
     H = torch.stack(residuals).to(pairs.clean.device)
@@ -265,8 +271,25 @@ def last_token_patching(
     return {
         "fits": _readings(fits, answer_fits, differ_fits),
         "layer_effects": _readings(effects, answer_effects, differ_effects),
-        "pairs": job_pairs(pairs),
+        **tables,
     }
+
+
+def best_block_sweep(engine: PatchingEngine, ranked: Pairs | None, layer_step: int, like: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5's layer patch at every block (every ``layer_step``-th and the last) on the selection
+    draw ``ranked``, at the last token and, where answers take several tokens, at the answer
+    positions (raw table, column ``reading`` first, the fits table's labels, ``like``): what the
+    best block is chosen by.  ``ranked`` None: the label columns and no rows."""
+    labels = ["reading"] + [c for c in like.columns if not c.startswith("pair_")]
+    if ranked is None:
+        return pd.DataFrame(columns=labels)
+    layers = layer_grid(engine.adapter.n_layers + 1, layer_step)
+    parts = []
+    for role in ("last", "answer") if engine.model.tokens.several else ("last",):
+        variants = [[Patch(Point("resid_pre", layer, (role,)), "clean")] for layer in layers]
+        rows = [{"fit": "layer patch", "layer": ly, "block_output": ly - 1, "method": "layer"} for ly in layers]
+        parts.append(ld_table(engine.run(ranked, variants, desc=f"layer patch ({role}, selection draw)"), ranked, rows))
+    return _readings(*parts).reindex(columns=labels + [c for c in parts[0].columns if c.startswith("pair_")])
 
 
 def _readings(
