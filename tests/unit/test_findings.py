@@ -226,7 +226,9 @@ def test_compat_authors_chooses_on_all_pairs_and_says_so(tmp_path):
     text = REGISTRY.split("  - {id: above_circle")[0].replace("by: x", "by: y").replace("rule: max", "rule: min")
     authors = run(load_registry(tmp_path, text), sweep, compat="authors").loc["above_pca"]
     crossed = run(load_registry(tmp_path, text), sweep).loc["above_pca"]
-    assert authors["split"] == "same pairs (compat: authors)" and crossed["split"] == "cross-fitted (conservative bound)"
+    assert (
+        authors["split"] == "same pairs (compat: authors)" and crossed["split"] == "cross-fitted (conservative bound)"
+    )
     assert authors["selection"].endswith(", on all pairs")
 
 

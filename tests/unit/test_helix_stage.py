@@ -7,6 +7,7 @@ import torch
 from helpers.prompts import GPTJ_PROMPTS
 
 import helixclock.stages.helix.patching as hp
+from helixclock.causal.pairs import Selection
 from helixclock.fitting.bases import FitSettings, standard_bases
 from helixclock.fitting.fits import fit_token
 from helixclock.jobs.cache_writer import write_residual_cache
@@ -130,3 +131,29 @@ def test_strata_summarise_each_group_of_pairs_apart():
     assert out.loc[("units", 0), "ld_mean"] == 1.0 and out.loc[("units", 1), "ld_mean"] == 2.0
     assert out.loc[("tens", 0), "ld_mean"] == 3.0 and out.loc[("hundreds+tens", 1), "ld_mean"] == 10.0
     assert out.xs(0, level="layer")["n_pairs"].to_dict() == {"hundreds+tens": 1, "tens": 2, "units": 3}
+
+
+def test_the_best_layer_is_swept_on_a_selection_draw_apart_from_the_measuring_pairs(tiny_gptj, stage_inputs):
+    """sweep_selection: the helix of every period patched at every layer on the selection draw
+    (what Table 1's best layer is chosen by, README "Findings"), with the sweep's labels; the
+    pairs table records both draws, which share no prompt.  Without a selection (compat:
+    authors) the table has the labels and no rows."""
+    cache, correct, fits = stage_inputs
+    args = (PatchingEngine(tiny_gptj, progress=False), correct, cache, fits, GPTJ_PROMPTS["add"])
+    kw = dict(settings=FitSettings(pca_components=20), n_pairs=24, seed=3, period_subsets=False)
+    raw = hp.helix_patching(*args, **kw, selection=Selection(n_pairs=16))
+    chosen_on = raw["sweep_selection"]
+    assert set(chosen_on["method"]) == {"helix"} and set(chosen_on["periods"]) == {"2,5,10,100"}
+    assert sorted(chosen_on["layer"]) == sorted(raw["sweep"].loc[raw["sweep"]["method"] == "helix", "layer"])
+    assert [c for c in chosen_on.columns if c.startswith("pair_")] == [f"pair_{i}" for i in range(16)]
+    pairs = raw["pairs"]
+    assert pairs["draw"].value_counts().to_dict() == {"measure": 24, "selection": 16}
+    prompts = {
+        d: {(r[f"{s}_a"], r[f"{s}_b"]) for _, r in pairs[pairs["draw"] == d].iterrows() for s in ("clean", "corrupted")}
+        for d in ("measure", "selection")
+    }
+    assert not prompts["measure"] & prompts["selection"]
+    authors = hp.helix_patching(*args, **kw, selection=Selection(compat="authors"))
+    assert authors["sweep_selection"].empty and list(authors["sweep_selection"].columns) == list(
+        chosen_on.columns[~chosen_on.columns.str.startswith("pair_")]
+    )

@@ -34,6 +34,7 @@ from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.last_token.patching import (
     answer_position_curves,
     answer_residuals,
+    best_block_sweep,
     first_difference_curves,
     last_token_curves,
     layer_effects,
@@ -209,6 +210,29 @@ def test_the_mlps_and_figs_5_and_6_reduce_to_the_papers_on_one_token_answers(one
     np.testing.assert_allclose(want["fits"]["r2_helix_sum"], helix.r2[0].numpy(), rtol=1e-5)
     wrong = paper_engine.run(paper_pairs, [[Patch(p, pred[i][:, None])] for i, p in enumerate(sites[::-1])]).metric
     assert np.abs(wrong.numpy() - ld).max() > 1e-3  # each MLP's fit patched into another MLP: not the table
+
+
+def test_the_best_block_is_swept_on_the_selection_draw_as_fig5s_layer_patch(one_token):
+    """fits_selection (what Fig. 5's best block is chosen by, README "Findings"): on a draw, the
+    layer patch of every block at the last token and, where numbers may take several tokens, at
+    the answer positions, equal to Fig. 5's own layer-patch rows on the same pairs; the paper's
+    one-token model has the last token only, and no draw gives the labels and no rows."""
+    several, paper, correct = one_token
+    engine = PatchingEngine(several, progress=False)
+    pairs = pairs_of(several, correct)
+    residuals, ab, k = answer_residuals(engine, correct.iloc[:45], ADD)
+    L = engine.adapter.n_layers
+    cache = SimpleNamespace(last=torch.stack([r[:, 0] for r in residuals], 1).numpy(), ab=ab, attrs={"n_layers": L})
+    fits = last_token_curves(engine, pairs, cache, (2, 10), 32)
+    chosen_on = best_block_sweep(engine, pairs, 1, fits)
+    assert set(chosen_on["reading"]) == {"last token", "answer positions"}
+    layer_patch = fits[fits["fit"] == "layer patch"]
+    same(reading(chosen_on, "last token"), layer_patch, "layer patch at the last token")
+    answer = answer_position_curves(engine, pairs, residuals, ab, k, (2, 10), 32)
+    same(reading(chosen_on, "answer positions"), answer[answer["fit"] == "layer patch"], "at the answer positions")
+    paper_engine = PatchingEngine(paper, progress=False)
+    assert set(best_block_sweep(paper_engine, pairs_of(paper, correct), 1, fits)["reading"]) == {"last token"}
+    assert best_block_sweep(engine, None, 1, fits).empty
 
 
 def test_a_draw_without_three_digit_answers_reads_every_answer_position():

@@ -46,7 +46,7 @@ def on_selection_draw(mu: np.ndarray, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     draw, measure = candidates(mu, DRAW, rng), candidates(mu, N, rng)
     k = choose(draw, "max")  # [R]
-    halves = [choose(draw[..., h :: 2], "max") for h in (0, 1)]  # the draw's folds: a stable choice
+    halves = [choose(draw[..., h::2], "max") for h in (0, 1)]  # the draw's folds: a stable choice
     low, high = t_limits(np.take_along_axis(measure, k[:, None, None], 1)[:, 0])
     return {"truth": mu[k], "low": low, "high": high, "agree": halves[0] == halves[1]}
 

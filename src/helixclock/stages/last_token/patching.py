@@ -287,7 +287,10 @@ def best_block_sweep(engine: PatchingEngine, ranked: Pairs | None, layer_step: i
     parts = []
     for role in ("last", "answer") if engine.model.tokens.several else ("last",):
         variants = [[Patch(Point("resid_pre", layer, (role,)), "clean")] for layer in layers]
-        rows = [{"fit": "layer patch", "layer": ly, "block_output": ly - 1, "method": "layer"} for ly in layers]
+        rows = [
+            {"fit": "layer patch", "layer": ly, "block_output": ly - 1, "method": "layer", "periods": "", "k": np.nan}
+            for ly in layers
+        ]
         parts.append(ld_table(engine.run(ranked, variants, desc=f"layer patch ({role}, selection draw)"), ranked, rows))
     return _readings(*parts).reindex(columns=labels + [c for c in parts[0].columns if c.startswith("pair_")])
 
