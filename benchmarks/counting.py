@@ -17,7 +17,7 @@ import torch
 from plan import PAPER_ACCURACY, Shape, fabricated_tables
 from transformers import GPTJConfig, GPTJForCausalLM
 
-from helixclock.causal.pairs import draw_pairs
+from helixclock.causal.pairs import Selection, draw_pairs, ranking_draw
 from helixclock.fitting.bases import FitSettings, standard_bases
 from helixclock.fitting.fits import fit_token, to_device
 from helixclock.jobs.cache_writer import write_residual_cache
@@ -31,7 +31,7 @@ from helixclock.stages.accuracy.sweep import ANSWER_NUMBERS, task_accuracy
 from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.helix.patching import helix_patching, other_tasks_patching
-from helixclock.stages.last_token.patching import last_token_curves, layer_effects
+from helixclock.stages.last_token.patching import best_block_sweep, last_token_curves, layer_effects
 from helixclock.stages.mlps.patching import mlp_patching
 from helixclock.stages.neurons.fit import fit_neurons
 from helixclock.stages.neurons.jobs import neuron_attribution, neuron_fit_eval, neuron_grids
@@ -182,8 +182,15 @@ def count_helix_patching(run: TinyRun, correct: pd.DataFrame, cache, fits) -> di
         n_pairs=helix["n_pairs"],
         seed=run.cfg["seed"],
         test_fraction=helix["test_fraction"],
+        selection=selection(run),
     )
     return run.counter.take()
+
+
+def selection(run: TinyRun) -> Selection:
+    """The selection draw of the jobs that choose by a sweep (helix, last token): config keys
+    compat and clock.selection_pairs, as the rules pass them."""
+    return Selection(compat=run.cfg["compat"], n_pairs=run.cfg["clock"]["selection_pairs"])
 
 
 def count_other_tasks(run: TinyRun, tables: dict) -> dict:
@@ -205,8 +212,11 @@ def count_last_token(run: TinyRun, correct: pd.DataFrame, cache) -> tuple[dict, 
     the layer effects the MLP job reads."""
     eng = run.engine()
     pairs = clock_pairs(run, correct)
-    last_token_curves(eng, pairs, cache, run.fit.periods, run.cfg["clock"]["pca_components"])
+    fits = last_token_curves(eng, pairs, cache, run.fit.periods, run.cfg["clock"]["pca_components"])
     effects = layer_effects(eng, pairs)
+    clock = run.cfg["clock"]
+    ranked = ranking_draw(run.model, correct, pairs, selection(run), run.cfg["seed"], run.template, clock["corrupt"])
+    best_block_sweep(eng, ranked, 1, fits)
     return run.counter.take(), effects
 
 
