@@ -109,7 +109,7 @@ def mde(sd, n, alpha_prime, power: float = POWER, *, df) -> np.ndarray:
     the noncentrality at which P(T > t_{df, 1 - alpha'/2}) = power for T noncentral t (df, delta).
     The exact power of the one-sample t test of normal pairs with SD ``sd``; the normal
     approximation (z_{1 - alpha'/2} + z_power) sd / sqrt(n) overstates the power on few degrees of
-    freedom (0.14 instead of 0.80 at df 2 and alpha' = 0.0125, 0.50 at df 6; tested).  NaN where
+    freedom (0.14 instead of 0.80 at df 2 and alpha' = 0.0125, 0.52 at df 6; tested).  NaN where
     df, sd or n is NaN or df < 1."""
     sd, n, alpha_prime, df = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (sd, n, alpha_prime, df)))
     out = np.full(sd.shape, np.nan)
