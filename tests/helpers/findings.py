@@ -17,6 +17,6 @@ def committed_findings(ids, frames: dict[str, pd.DataFrame], several: bool = Tru
     findings = [f for f in committed.findings if f["id"] in ids]
     assert {f["id"] for f in findings} == set(ids), "a finding the registry does not declare"
     families = {f["family"]: committed.families[f["family"]] for f in findings}
-    registry = reg.Registry(committed.alpha, committed.power, families, findings)
+    registry = reg.Registry(committed.alpha, committed.power, families, findings, committed.min_pairs)
     out = findings_tables(registry, several, frames, {}, Resampling(bootstrap=200, seed=0), "corrected", "planted")
     return {"contrasts": out["contrasts"].set_index("id"), "page": out["page"]}

@@ -59,6 +59,7 @@ def planted_sweep(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 REGISTRY = """
+min_pairs: 10
 families:
   table1: {kind: confirmatory, title: "Table 1 (planted)"}
   ratios: {kind: estimate, title: "Ratios (planted)"}
@@ -155,9 +156,9 @@ def test_planted_orderings_are_recovered_with_their_verdicts(tmp_path):
         t.loc["below_full", "split"] == "cross-fitted (conservative bound)"
         and t.loc["above_circle", "split"] == "fixed"
     )
-    # clusters: the components of the prompt-sharing graph, fewer than the pairs (partners repeat)
-    assert t.loc["below_full", "clusters"] == "prompt-sharing components"
-    assert 0 < t.loc["above_circle", "n_clusters"] < t.loc["above_circle", "n_pairs"] == len(pairs)
+    # the resampling unit: the pair, though partners repeat (docs/findings.md, "Findings")
+    assert t.loc["below_full", "clusters"] == "pairs"
+    assert t.loc["above_circle", "n_clusters"] == t.loc["above_circle", "n_pairs"] == len(pairs)
     assert (t["resamples"] == 1000).all() and (t["m"].dropna() == 4).all()
     # an interval that agrees with each verdict
     tested = t[t["verdict"].isin(["holds", "reversed", "not distinguished"])]
@@ -177,7 +178,7 @@ def test_a_ratio_whose_denominator_straddles_zero_is_not_defined(tmp_path):
     assert t.loc["pca_over_zero", "verdict"] == "not defined"
     assert t.loc["pca_over_zero", "den_low"] < 0 < t.loc["pca_over_zero", "den_high"]
     assert np.isnan(t.loc["pca_over_zero", "low"])
-    assert t.loc["pca_over_zero", "clusters"] == "pairs (prompts not read)"
+    assert t.loc["pca_over_zero", "clusters"] == "pairs"
     assert t.loc["pca_over_zero", "n_clusters"] == N
 
 
@@ -323,18 +324,22 @@ def test_a_best_layer_is_chosen_on_the_jobs_selection_draw_and_measured_on_all_p
     assert "helix_sweep_selection" in reg.tables_of(registry.findings[0])
 
 
-def test_tables_cluster_pairs_by_the_jobs_prompts():
+def test_tables_resample_pairs_one_by_one_and_check_the_jobs_prompts():
+    """Each pair its own cluster though partners repeat (the pair is the design's unit:
+    tests/unit/test_inference.py); a pair column its job's prompts table lacks is an error."""
     pairs = planted_pairs()
     sweep = planted_sweep(len(pairs))
     tables = Tables({"helix_sweep": sweep}, {"helix_sweep": pairs.iloc[::-1]})  # rows in any order
     clusters, unit = tables.clusters("helix_sweep")
-    assert unit == "prompt-sharing components" and len(clusters) == len(pairs)
-    shared = pairs.groupby(["corrupted_a", "corrupted_b"]).size()
-    assert clusters.max() + 1 <= len(pairs) - (shared - 1).sum()
+    assert unit == "pairs" and clusters.tolist() == list(range(len(pairs)))
+    assert (pairs.groupby(["corrupted_a", "corrupted_b"]).size() > 1).any()  # prompts are shared
+    with pytest.raises(ValueError, match="pair column\\(s\\) pair_0 not in its prompts table"):
+        Tables({"helix_sweep": sweep}, {"helix_sweep": pairs.iloc[1:]}).clusters("helix_sweep")
 
 
 # -- the heads' categories and the neurons' units ------------------------------------------------
 HEADS_REGISTRY = """
+min_pairs: 10
 families:
   heads: {kind: confirmatory, title: "Categories (planted)"}
   units: {kind: confirmatory, title: "Bases by place (planted)"}
@@ -493,6 +498,7 @@ def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
 TESTED = """
 alpha: 0.05
 power: 0.8
+min_pairs: 10
 families:
   nested: {kind: confirmatory, title: "T = 100 beyond the digits"}
 findings:

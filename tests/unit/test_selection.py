@@ -42,7 +42,7 @@ from helixclock.stages.heads.readings import head_outputs
 from helixclock.stages.mlps.patching import _choice, mlp_te
 from helixclock.stages.neurons.jobs import de_pairs
 from helixclock.stages.neurons.patching import NeuronSettings
-from helixclock.stats.inference import prompt_clusters, resample, standard_error, t_interval
+from helixclock.stats.inference import resample, standard_error, t_interval
 from helixclock.stats.multiplicity import ALPHA
 from helixclock.stats.statistics import pair_columns, raw_table
 
@@ -97,34 +97,55 @@ def by_mlp_order(values: np.ndarray) -> int:
     return int(np.argmax(mlp_te(_choice(table))))
 
 
-@pytest.mark.parametrize("separate", [True, False])
+def pair_keys(table: pd.DataFrame) -> list[tuple[int, int, int, int]]:
+    return list(zip(table["clean_a"], table["clean_b"], table["corrupted_a"], table["corrupted_b"]))
+
+
+def apart(measured: pd.DataFrame, selected: pd.DataFrame) -> bool:
+    """The guard: the selection draw uses no prompt of the measuring pairs (what
+    :func:`helixclock.causal.pairs.draw_apart` draws from: :func:`unused_rows`)."""
+    return not prompts_of(measured) & prompts_of(selected)
+
+
+DRAWS = ("separate", "shared by mistake", "same pairs")
+
+
+@pytest.mark.parametrize("draw", DRAWS)
 @pytest.mark.parametrize(
     "chooser",
     # by_mlp_order builds a selection table a replicate (5 s for 2,000 on 2 cores): in `make test` only
     [by_te, by_screen, pytest.param(by_mlp_order, marks=pytest.mark.slow)],
 )
-def test_a_choice_on_the_selection_draw_is_measured_without_the_winners_curse(chooser, separate):
-    """K = 10 candidates of no effect, unit per-pair noise on the measuring pairs and on a
-    selection draw apart from them (no prompt shared): the candidate the real selection function
-    chooses on the selection draw, measured on the measuring pairs (t interval on the cluster
-    bootstrap over their prompt-sharing components), has mean bias about 0 and an exclusion rate
-    at most alpha + 2 MC SE; chosen and measured on the same pairs (``compat: authors``, the
-    paper's) it fails that test: the positive control."""
+def test_a_choice_on_the_selection_draw_is_measured_without_the_winners_curse(chooser, draw):
+    """K = 10 candidates of no effect, unit noise on each pair (a pair in both draws has the same
+    value in both): the candidate the real selection function chooses on the selection draw,
+    measured on the measuring pairs (t interval on the pair bootstrap), has mean bias about 0 and
+    an exclusion rate at most alpha + 2 MC SE where the draw is apart (no prompt shared, hence no
+    pair).  Two arms fail that test: a selection draw that shares half its pairs with the
+    measuring pairs by mistake (the guard, no prompt of one draw in the other, catches it) and
+    choosing on the measuring pairs themselves (``compat: authors``, the paper's)."""
     measured, selected = two_draws()
-    assert not prompts_of(measured) & prompts_of(selected) and len(selected) == N_SELECT
-    clusters = prompt_clusters(measured)
+    if draw == "shared by mistake":  # half the selection draw is measuring pairs
+        selected = pd.concat([measured.iloc[: N_SELECT // 2], selected.iloc[N_SELECT // 2 :]], ignore_index=True)
+    elif draw == "same pairs":
+        selected = measured
+    assert apart(measured, selected) == (draw == "separate") and len(selected) == N_SELECT
     rng = np.random.default_rng(11)
     values = rng.normal(0, 1.0, size=(R, K, N))
-    select = rng.normal(0, 1.0, size=(R, K, N_SELECT)) if separate else values
+    select = rng.normal(0, 1.0, size=(R, K, N_SELECT))
+    where = {key: i for i, key in enumerate(pair_keys(measured))}
+    for j, key in enumerate(pair_keys(selected)):  # a pair in both draws: one value
+        if key in where:
+            select[:, :, j] = values[:, :, where[key]]
     chosen = np.array([chooser(select[r]) for r in range(R)])
     picked = values[np.arange(R), chosen]  # [R, N]: the chosen candidate on the measuring pairs
-    r = resample(picked, clusters, B, 0)
+    r = resample(picked, None, B, 0)
     se = standard_error(r.boot, r.n_clusters)
     low, high = t_interval(r.estimate, se, r.n_clusters - 1)
     bias, excluded = r.estimate.mean(), ((low > 0) | (high < 0)).mean()
     ok = abs(bias) <= 2 * r.estimate.std() / np.sqrt(R) and excluded <= ALPHA + 2 * mc_se(ALPHA)
-    assert ok == separate, (chooser.__name__, bias, excluded)
-    if not separate:
+    assert ok == (draw == "separate"), (chooser.__name__, draw, bias, excluded)
+    if draw == "same pairs":
         assert excluded > 0.15
 
 
@@ -192,8 +213,8 @@ def test_heads_are_screened_and_ranked_on_the_selection_draw(digits):
 
 
 def test_findings_cluster_the_measuring_draw_and_say_the_recorded_split():
-    """A job's prompts table holds both draws: the findings cluster a raw table's pair columns by
-    the measuring draw's rows, and an ``each`` finding's split is the one its job recorded
+    """A job's prompts table holds both draws: a raw table's pair columns are the measuring draw's
+    (each its own cluster; a column beyond them is an error), and an ``each`` finding's split is the one its job recorded
     ("same pairs" under compat: authors), else the registry's."""
     measured, selected = two_draws()
     pairs = pd.concat(
@@ -205,7 +226,9 @@ def test_findings_cluster_the_measuring_draw_and_say_the_recorded_split():
     frame = raw_table(np.zeros((1, N)), [{"layer": 0}])
     tables = Tables({"t": frame}, {"t": pairs, "lst": pairs})
     clusters, unit = tables.clusters("t")
-    assert unit == "prompt-sharing components" and np.array_equal(clusters, prompt_clusters(measured))
+    assert unit == "pairs" and clusters.tolist() == list(range(N))
+    with pytest.raises(ValueError, match="not in its prompts table"):  # the measuring draw's pairs, not the selection's
+        Tables({"t": raw_table(np.zeros((1, N + 1)), [{"layer": 0}])}, {"t": pairs}).clusters("t")
     finding = {"each": {"table": "lst", "chosen_by": "the run", "split": "same pairs"}}
     assert each_split(tables, finding) == "the run's choice, on a separate draw of pairs"
     authors = Tables({"t": frame}, {"lst": pairs.assign(split="same pairs")})

@@ -8,11 +8,17 @@ and standard errors that respect how the pairs were drawn:
 * **Paired, aligned.** A difference is the mean of per-pair differences over the pairs both
   quantities have (a term of an answer's hundreds digit exists only for some pairs); every
   quantity of a finding is resampled with the same indices.
-* **Clusters.** Clean prompts are drawn without replacement, but a corrupted partner is drawn
-  with replacement from a small group (same b, same token shape), so one prompt can sit in
-  several pairs.  :func:`prompt_clusters` finds the connected components of the graph whose
-  nodes are prompts and whose edges are pairs; :func:`resample` draws whole components.  For a
-  table whose prompts are not read (Table 1's other tasks) each pair is its own cluster.
+* **The resampling unit: the pair.** Clean prompts are drawn without replacement and each
+  corrupted partner independently given its clean prompt (from a small group: same b, same token
+  shape), over a deterministic model: the pairs are exchangeable, and a prompt that two pairs
+  share by chance makes them no more alike than any two pairs (their covariance is at most 0).
+  The findings resample pairs (every pair its own cluster, :func:`singletons`), with no
+  finite-population correction: conservative for the design's mean, the mean over clean prompts
+  of the mean over each one's possible partners (tests/unit/test_inference.py, pairs drawn by
+  the real ``pair_indices``).  :func:`prompt_clusters` also gives clusters of pairs for a design
+  whose sampled unit is larger than the pair: ``by="clean_a"`` where a itself is the sampled unit
+  (pairs of one clean a resampled together), ``by="prompt"`` the components of the
+  prompt-sharing graph (too few and too wide for this design: kept for the comparison).
 * **Tests and intervals.** :func:`t_test` and :func:`t_interval` read the bootstrap's standard
   error, corrected for the number of clusters C (``sqrt(C / (C - 1))``, the small-sample factor
   of cluster-robust standard errors) and referred to Student's t with C - 1 degrees of freedom:
@@ -52,8 +58,9 @@ def prompt_clusters(pairs: pd.DataFrame, by: str = "prompt", operands: tuple[str
 
     ``by="prompt"``: the connected components of the prompt-sharing graph (a prompt is its
     ``operands``; two pairs are joined when any prompt of one is a prompt of the other).
-    ``by="clean_a"``: the pairs of one clean a form a cluster (where a is the unit of
-    generalisation, as in the held-out-a controls)."""
+    ``by="clean_a"``: the pairs of one clean a form a cluster (where a itself is the sampled
+    unit, as a held-out a is).  The findings resample pairs one by one (the module's docstring
+    says why)."""
     if by == "clean_a":
         return _first_appearance(pairs["clean_a"].to_numpy())
     if by != "prompt":

@@ -4,8 +4,7 @@ estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`
 
 Per-pair values are aligned by pair column (``pair_i`` of one model job is one pair in every table
 of that job), a difference is taken pair by pair over the pairs both quantities have, and the
-pairs are resampled by the clusters of the job's prompts table where it has one
-(:func:`helixclock.stats.inference.prompt_clusters`), else each pair alone.
+pairs are resampled one by one (:meth:`Tables.clusters`: the pair is the unit the design samples).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import pandas as pd
 from ...stats.crossfit import choose, cross_fit, fold_bound, folds
 from ...stats.inference import (
     per_pair_sd,
-    prompt_clusters,
     ratio_of_means,
     resample,
     singletons,
@@ -38,8 +36,7 @@ SPLITS = {
     "fixed by the paper": "fixed by the paper",
 }
 MEASURE = "measure"  # a prompts table's draw of the measuring pairs (helixclock.causal.pairs.MEASURE; no torch here)
-CLUSTERED = "prompt-sharing components"
-UNCLUSTERED = "pairs (prompts not read)"  # Table 1's other tasks: registry.TABLES says why
+PAIRS = "pairs"  # what a cluster of a table of pairs is: one pair (Tables.clusters says why)
 
 
 @dataclass(frozen=True)
@@ -136,18 +133,25 @@ class Tables:
         return [c for c in self.frames[name].columns if c.startswith(PAIR)]
 
     def clusters(self, name: str) -> tuple[np.ndarray, str]:
-        """The cluster of each pair column of table ``name`` and what the clusters are."""
+        """The cluster of each pair column of table ``name`` and what a cluster is: each pair its
+        own (:data:`PAIRS`).  The pair is the unit the design samples
+        (:func:`helixclock.prompts.sampling.pair_indices`): clean prompts are drawn without
+        replacement and each corrupted partner independently given its clean prompt, over a
+        deterministic model, so the pairs are exchangeable (their covariance is at most 0), and
+        a prompt two pairs share by chance makes them no more alike than any two pairs.  The
+        interval is for the mean of f(x, c) over the clean prompts x and their possible partners
+        c; resampling pairs with no finite-population correction makes it conservative, not too
+        narrow (tests/unit/test_inference.py).  Where the job records its prompts (its measuring
+        draw), every pair column must be one of them."""
         cols = self.pair_columns(name)
         prompts = self.prompts.get(name)
-        if prompts is None:
-            return singletons(len(cols)), UNCLUSTERED
-        if "draw" in prompts:  # the raw tables' pair columns are the measuring draw's
-            prompts = prompts[prompts["draw"] == MEASURE]
-        by_pair = prompts.set_index("pair")
-        missing = [c for c in cols if c not in by_pair.index]
-        if missing:
-            raise ValueError(f"table {name}: pair column(s) {', '.join(missing[:3])} not in its prompts table")
-        return prompt_clusters(by_pair.loc[cols].reset_index()), CLUSTERED
+        if prompts is not None:
+            if "draw" in prompts:  # the raw tables' pair columns are the measuring draw's
+                prompts = prompts[prompts["draw"] == MEASURE]
+            missing = [c for c in cols if c not in set(prompts["pair"])]
+            if missing:
+                raise ValueError(f"table {name}: pair column(s) {', '.join(missing[:3])} not in its prompts table")
+        return singletons(len(cols)), PAIRS
 
     def recorded_split(self, name: str) -> str | None:
         """How the job of table ``name`` chose what it ran, as its prompts table records it

@@ -49,13 +49,13 @@ HEADS_PAIRS, MLPS_PAIRS = outputs.HEADS_RAW["pairs"], outputs.MLPS_RAW["pairs"]
 LAST_TOKEN_PAIRS = outputs.LAST_TOKEN_RAW["pairs"]
 # A job's prompts table (helixclock.causal.pairs.job_pairs) holds its measuring pairs (draw "measure", the
 # raw tables' pair columns) and, where it chose on one, its selection draw; a list table's prompts
-# table says how the run chose its rows (column split). Table 1's other tasks: their prompts table
-# (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0, and it is not read: a task
-# of one operand has at most 100 prompts for its pairs, and its prompt-sharing components can
-# collapse (measured: 2 or 3 clusters of the toys' 100 pairs and of Gemma-3's 50 mod2 pairs; 21
-# of SmolLM2's and Gemma-3's 50 solve_x pairs), so those findings resample pairs as independent
-# (and say so: their intervals may be too narrow). A variance for pairs that are edges of a dense
-# prompt graph (dyadic-robust) is not built.
+# table says how the run chose its rows (column split). Every table of pairs is resampled pair by
+# pair (contrasts.Tables.clusters): the pair is the unit the design samples (clean prompts without
+# replacement, each corrupted partner independently given its clean one, over a deterministic
+# model), so two pairs that share a prompt by chance are no more alike than any two, and the pair
+# bootstrap, with no finite-population correction, is conservative. Table 1's other tasks: their
+# prompts table (outputs.OTHER_TASKS_RAW_PAIRS) numbers each task's pairs from pair_0 and is not
+# read (the same unit: the pair).
 TABLES: dict[str, Table] = {
     "helix_sweep": Table(
         outputs.HELIX_RAW["sweep"], "helix_patching", outputs.HELIX_RAW["pairs"], selection="helix_sweep_selection"
@@ -85,13 +85,20 @@ RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that ar
 
 @dataclass(frozen=True)
 class Registry:
-    """The validated registry: alpha, power, families (id -> kind, title) and the findings (the
-    file's dicts, defaults filled)."""
+    """The validated registry: alpha, power, families (id -> kind, title, optionally its own
+    ``min_pairs``), the findings (the file's dicts, defaults filled) and ``min_pairs``, the fewest
+    pairs a row of a confirmatory or screening family needs to count in the family's m
+    (:meth:`minimum`; 0 in a registry built without one)."""
 
     alpha: float
     power: float
     families: dict
     findings: list
+    min_pairs: int = 0
+
+    def minimum(self, family: str) -> int:
+        """The declared minimum of pairs of ``family``: its own ``min_pairs``, else the file's."""
+        return int(self.families.get(family, {}).get("min_pairs", self.min_pairs))
 
     def applying(self, several: bool) -> list[dict]:
         """The findings that apply to a model of numbers of one token, or of several."""
@@ -113,7 +120,13 @@ def params(registry: Registry, several: bool) -> dict:
     findings = registry.applying(several)
     used = {f["family"] for f in findings}
     families = {k: v for k, v in registry.families.items() if k in used}
-    return {"alpha": registry.alpha, "power": registry.power, "families": families, "findings": findings}
+    return {
+        "alpha": registry.alpha,
+        "power": registry.power,
+        "families": families,
+        "findings": findings,
+        "min_pairs": registry.min_pairs,
+    }
 
 
 def inputs(registry: Registry, several: bool, model: str) -> dict[str, str]:
@@ -149,7 +162,7 @@ def load(path: str | Path = REGISTRY) -> Registry:
     """Read, validate (schema and :func:`check`) and return the registry."""
     raw = validate(load_yaml(path), SCHEMAS / "findings.schema.yaml", f"findings registry {Path(path).name}")
     findings = [{"reading": "last token", "term": "ld", **f} for f in raw["findings"]]  # the schema's defaults
-    registry = Registry(raw["alpha"], raw["power"], raw["families"], findings)
+    registry = Registry(raw["alpha"], raw["power"], raw["families"], findings, raw["min_pairs"])
     check(registry)
     return registry
 
@@ -157,7 +170,7 @@ def load(path: str | Path = REGISTRY) -> Registry:
 def check(registry: Registry) -> None:
     """What the schema cannot say: unique ids, known families and tables, x and y of one job,
     the quantity's sides and expected sign, ``$`` values that ``each`` fills, a selection only
-    of a difference or a mean of pairs."""
+    of a difference or a mean of pairs (the schema bounds ``min_pairs``)."""
     seen = set()
     for f in registry.findings:
         where = f"findings registry: finding {f['id']!r}"

@@ -6,13 +6,13 @@ that agrees with it, and what its pair count can detect (docs/findings.md, "Find
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from ...stats.inference import t_interval, t_test
-from ...stats.multiplicity import benjamini_hochberg, holm, mde, verdict
+from ...stats.multiplicity import benjamini_hochberg, bonferroni, holm, mde, verdict
 from ...stats.statistics import Resampling
 from .contrasts import Tables, compute, expand
 from .registry import Registry
@@ -47,6 +47,8 @@ COLUMNS = [
     "adj_level",
     "adj_low",
     "adj_high",
+    "bonf_low",
+    "bonf_high",
     "verdict",
     "den_estimate",
     "den_low",
@@ -127,7 +129,7 @@ def contrasts_table(
     for col in [*COLUMNS, "defined"]:
         if col not in table:
             table[col] = np.nan
-    return judge(table, registry.alpha, registry.power)[COLUMNS]
+    return judge(table, registry.alpha, registry.power, registry.minimum)[COLUMNS]
 
 
 def detection(estimate: float, reject: bool, expect: str, low: float, high: float) -> str:
@@ -141,11 +143,30 @@ def detection(estimate: float, reject: bool, expect: str, low: float, high: floa
     return "holds" if reject and sign * estimate > 0 and inside else "not detected"
 
 
-def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
-    """p-values, the family's multiplicity (Holm, BH), verdicts, agreeing intervals and the
-    minimal detectable effect at alpha' = alpha / m (Holm's first step), in place of a copy.
-    A stage's own test (quantity ``tested``) keeps its p and its interval;
-    only the family's multiplicity and the verdict (:func:`detection`) are applied to it."""
+SIMULTANEOUS_NOTE = "Holm rejects at its step; the simultaneous (Bonferroni) interval includes 0"
+
+
+def outside_note(n: int, minimum: int) -> str:
+    """The note of a row left out of its family: too few pairs (or units) to carry evidence."""
+    return f"outside the family: {n} pairs, below its declared minimum of {minimum}"
+
+
+def _append(note, text: str) -> str:
+    return text if not isinstance(note, str) or not note else f"{note}; {text}"
+
+
+def judge(table: pd.DataFrame, alpha: float, power: float, minimum: Callable[[str], int] | None = None) -> pd.DataFrame:
+    """p-values, the family's multiplicity (Holm, BH), verdicts, agreeing intervals, simultaneous
+    (Bonferroni) intervals and the minimal detectable effect at alpha' = alpha / m (Holm's first
+    step, on the row's df), in place of a copy.  A stage's own test (quantity ``tested``) keeps its
+    p and its interval; only the family's multiplicity and the verdict (:func:`detection`) are
+    applied to it.
+
+    ``minimum(family)`` (the registry's declared ``min_pairs``): a row the findings job resampled
+    (it has a standard error) on fewer pairs (units, for a table of units) than that is left out
+    of its family's m, keeps its 95% interval, and is an "estimate" that says so in its note; a
+    stage's own test (quantity ``tested``, its n counting numbers or units of its own resampling)
+    is not held to it: its stage decides what its test needs."""
     t = table.copy()
     for col in ("verdict", "note"):
         t[col] = t[col].astype(object)
@@ -153,21 +174,38 @@ def judge(table: pd.DataFrame, alpha: float, power: float) -> pd.DataFrame:
     given = judged & t["quantity"].eq("tested") & t["p"].notna()
     computed = judged & ~t["quantity"].eq("tested") & t["se"].notna()
     t.loc[computed, "p"] = t_test(t.loc[computed, "estimate"], t.loc[computed, "se"], t.loc[computed, "df"])
+    if minimum is not None and computed.any():
+        floor = t.loc[computed, "family"].map(minimum).astype(np.float64)
+        small = t.loc[computed, "n_pairs"].astype(np.float64) < floor
+        outside = small.index[small.to_numpy()]
+        for i in outside:
+            t.loc[i, "note"] = _append(t.loc[i, "note"], outside_note(int(t.loc[i, "n_pairs"]), int(floor[i])))
+        t.loc[outside, "verdict"] = "estimate"
+        computed = computed & ~t.index.isin(outside)
     for _, part in t[computed | given].groupby("family", sort=False):
         kind = part["family_kind"].iloc[0]
         reject, level = (holm if kind == "confirmatory" else benjamini_hochberg)(part["p"].to_numpy(), alpha)
         own = part["quantity"].eq("tested").to_numpy()
         low, high = t_interval(part["estimate"], part["se"], part["df"], level)
-        t.loc[part.index, "m"] = len(part)
+        m = len(part)
+        t.loc[part.index, "m"] = m
         t.loc[part.index, "alpha_step"] = level
-        t.loc[part.index[~own], "adj_level"] = 100 * (1 - level[~own])
-        t.loc[part.index[~own], "adj_low"], t.loc[part.index[~own], "adj_high"] = low[~own], high[~own]
+        mine = part.index[~own]
+        t.loc[mine, "adj_level"] = 100 * (1 - level[~own])
+        t.loc[mine, "adj_low"], t.loc[mine, "adj_high"] = low[~own], high[~own]
+        # the simultaneous intervals: every row of the family at alpha / m (Bonferroni)
+        b_low, b_high = t_interval(part["estimate"][~own], part["se"][~own], part["df"][~own], bonferroni(m, alpha))
+        t.loc[mine, "bonf_low"], t.loc[mine, "bonf_high"] = b_low, b_high
+        if kind == "confirmatory":
+            covers = (b_low <= 0) & (b_high >= 0)
+            for i in mine[reject[~own] & np.asarray(covers)]:
+                t.loc[i, "note"] = _append(t.loc[i, "note"], SIMULTANEOUS_NOTE)
         rows = zip(part["estimate"], reject, part["expect"], part["low"], part["high"], own)
         t.loc[part.index, "verdict"] = [
             detection(e, r, x, lo, hi) if o else verdict(e, r, x) for e, r, x, lo, hi, o in rows
         ]
         # a stage's own test says what it detects itself (e.g. the nested test's calibrated fraction)
-        t.loc[part.index[~own], "mde"] = mde(part["se"][~own], 1, alpha / len(part), power)
+        t.loc[mine, "mde"] = mde(part["se"][~own], 1, alpha / m, power, df=part["df"][~own])
     estimates = t["family_kind"] == "estimate"
     t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"
     undefined = t["defined"].eq(False)
