@@ -386,7 +386,9 @@ def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
     page = findings_tables(
         load_registry(tmp_path, HEADS_REGISTRY), True, {"neuron_fits": units}, {}, RESAMPLING, "corrected", "planted"
     )["page"]
-    tens = next(line for line in page.splitlines() if line.startswith("- ") and "Eq. 5 better at the tens place" in line)
+    tens = next(
+        line for line in page.splitlines() if line.startswith("- ") and "Eq. 5 better at the tens place" in line
+    )
     assert "With these 200 units the test detects" in tens and "200 pairs" not in tens
     assert "the sampling unit is the chosen unit" in tens
     assert re.search(r"= −?0\.0+[1-9]\d \[", tens), tens  # two significant digits, not 0.00

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from helpers.pages import NUMBER, assert_every_number_is_in_the_table
+
 from helixclock.stages.findings.page import SPLITS, findings_page
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +57,9 @@ def test_a_flipped_sign_or_another_rows_numbers_fail_the_check_the_former_one_pa
     table = pd.read_csv(SMOLLM2)
     page = findings_page(table, "smollm2-135m")
     assert assert_every_number_is_in_the_table(page, table) > 2000
-    full, pca, circle = (line_of(page, i) for i in ("table1_helix_below_full", "table1_helix_above_pca", "table1_helix_above_circle"))
+    full, pca, circle = (
+        line_of(page, i) for i in ("table1_helix_below_full", "table1_helix_above_pca", "table1_helix_above_circle")
+    )
     assert "Helix − Full = −0.28 [−0.64, 0.09]" in full
     assert "= −0.06 [−0.32, 0.19]" in pca and "= −0.04 [−0.40, 0.32]" in circle
 
@@ -173,27 +175,122 @@ def planted_table(bonferroni: bool) -> pd.DataFrame:
     the splits the stages write."""
     nan = float("nan")
     rows = [
-        planted(id="holds", claim="the first claim holds", split="separate draw", selection="the best layer: 6",
-                bonf_low=-0.05, bonf_high=1.05),
-        planted(id="small", claim="a small effect", verdict="not distinguished", estimate=0.05, adj_low=-0.004,
-                adj_high=0.104, mde=0.12, split="cross-fitted (conservative bound)", selection="the best block: 3",
-                bonf_low=-0.02, bonf_high=0.12),
-        planted(id="outside", claim="a stratum of three pairs", verdict="estimate", estimate=4.2, low=-3.1, high=11.5,
-                adj_low=nan, adj_high=nan, m=nan, n_pairs=3, note="outside the family: 3 pairs, below its declared minimum of 5"),
-        planted(id="cat", family="cat", family_title="Planted categories", claim="head L1H2 has the category the rule gives it",
-                quantity="category", x="g", y="", selection="a+b", split="separate draw", estimate=0.3, adj_low=0.05, adj_high=0.55,
-                bonf_low=0.01, bonf_high=0.59),
-        planted(id="nocat", family="cat", family_title="Planted categories", claim="head L3H0 has the category the rule gives it",
-                quantity="category", x="g", y="", verdict="not defined", estimate=nan, adj_low=nan, adj_high=nan,
-                den_estimate=0.02, den_low=-0.01, den_high=0.05, note="no category tested: TE or helix(a,b,a+b) not shown above 0"),
-        planted(id="one", claim="a stratum of one pair", verdict="not computed", estimate=-3.8, low=nan, high=nan,
-                adj_low=nan, adj_high=nan, m=nan, n_pairs=1, n_clusters=1.0),
-        planted(id="units", family="units", family_title="Planted units", claim="Eq. 5 fits the units better",
-                clusters="units", n_pairs=460, n_clusters=460.0, estimate=0.06, adj_low=0.05, adj_high=0.07,
-                split="the run's choice, on the same pairs", selection="the top units", bonf_low=0.04, bonf_high=0.08),
-        planted(id="ratio", family="est", family_kind="estimate", family_title="Planted estimates", claim="DE/TE of MLP 3",
-                quantity="ratio", x="DE", y="TE", verdict="estimate", estimate=0.4, low=0.1, high=0.9, interval="Fieller",
-                adj_low=nan, adj_high=nan, m=nan, split="same pairs (compat: authors)", selection="layer 3, on all pairs"),
+        planted(
+            id="holds",
+            claim="the first claim holds",
+            split="separate draw",
+            selection="the best layer: 6",
+            bonf_low=-0.05,
+            bonf_high=1.05,
+        ),
+        planted(
+            id="small",
+            claim="a small effect",
+            verdict="not distinguished",
+            estimate=0.05,
+            adj_low=-0.004,
+            adj_high=0.104,
+            mde=0.12,
+            split="cross-fitted (conservative bound)",
+            selection="the best block: 3",
+            bonf_low=-0.02,
+            bonf_high=0.12,
+        ),
+        planted(
+            id="outside",
+            claim="a stratum of three pairs",
+            verdict="estimate",
+            estimate=4.2,
+            low=-3.1,
+            high=11.5,
+            adj_low=nan,
+            adj_high=nan,
+            m=nan,
+            n_pairs=3,
+            note="outside the family: 3 pairs, below its declared minimum of 5",
+        ),
+        planted(
+            id="cat",
+            family="cat",
+            family_title="Planted categories",
+            claim="head L1H2 has the category the rule gives it",
+            quantity="category",
+            x="g",
+            y="",
+            selection="a+b",
+            split="separate draw",
+            estimate=0.3,
+            adj_low=0.05,
+            adj_high=0.55,
+            bonf_low=0.01,
+            bonf_high=0.59,
+        ),
+        planted(
+            id="nocat",
+            family="cat",
+            family_title="Planted categories",
+            claim="head L3H0 has the category the rule gives it",
+            quantity="category",
+            x="g",
+            y="",
+            verdict="not defined",
+            estimate=nan,
+            adj_low=nan,
+            adj_high=nan,
+            den_estimate=0.02,
+            den_low=-0.01,
+            den_high=0.05,
+            note="no category tested: TE or helix(a,b,a+b) not shown above 0",
+        ),
+        planted(
+            id="one",
+            claim="a stratum of one pair",
+            verdict="not computed",
+            estimate=-3.8,
+            low=nan,
+            high=nan,
+            adj_low=nan,
+            adj_high=nan,
+            m=nan,
+            n_pairs=1,
+            n_clusters=1.0,
+        ),
+        planted(
+            id="units",
+            family="units",
+            family_title="Planted units",
+            claim="Eq. 5 fits the units better",
+            clusters="units",
+            n_pairs=460,
+            n_clusters=460.0,
+            estimate=0.06,
+            adj_low=0.05,
+            adj_high=0.07,
+            split="the run's choice, on the same pairs",
+            selection="the top units",
+            bonf_low=0.04,
+            bonf_high=0.08,
+        ),
+        planted(
+            id="ratio",
+            family="est",
+            family_kind="estimate",
+            family_title="Planted estimates",
+            claim="DE/TE of MLP 3",
+            quantity="ratio",
+            x="DE",
+            y="TE",
+            verdict="estimate",
+            estimate=0.4,
+            low=0.1,
+            high=0.9,
+            interval="Fieller",
+            adj_low=nan,
+            adj_high=nan,
+            m=nan,
+            split="same pairs (compat: authors)",
+            selection="layer 3, on all pairs",
+        ),
     ]
     table = pd.DataFrame(rows)
     return table if bonferroni else table.drop(columns=["bonf_low", "bonf_high"])
@@ -209,14 +306,23 @@ def test_a_planted_table_of_every_kind_reads_plainly(bonferroni):
     small = line_of(page, "small")
     assert "a small effect. X − Y = 0.050 [−0.004, 0.104]" in small and "the interval covers 0" in small
     one = line_of(page, "one")
-    assert one.startswith("- **Not computed**: a stratum of one pair: 1 pair, too few for an interval. The estimate is −3.80.")
+    assert one.startswith(
+        "- **Not computed**: a stratum of one pair: 1 pair, too few for an interval. The estimate is −3.80."
+    )
     outside = line_of(page, "outside")
-    assert outside.startswith("- **Estimate, outside the family**: a stratum of three pairs: X − Y = 4.20 [−3.10, 11.50]")
+    assert outside.startswith(
+        "- **Estimate, outside the family**: a stratum of three pairs: X − Y = 4.20 [−3.10, 11.50]"
+    )
     assert "Outside the family: 3 pairs, below its declared minimum of 5." in outside
-    assert "| a stratum of three pairs | X − Y = 4.20 [−3.10, 11.50] | 95% | 3 pairs | estimate, outside the family |" in page
+    assert (
+        "| a stratum of three pairs | X − Y = 4.20 [−3.10, 11.50] | 95% | 3 pairs | estimate, outside the family |"
+        in page
+    )
     nocat = line_of(page, "nocat")
-    assert nocat.startswith("- **No category tested**. Claimed: head L3H0 has the category the rule gives it. "
-                            "TE or helix(a,b,a+b) not shown above 0: 0.02 [−0.01, 0.05] (95%).")
+    assert nocat.startswith(
+        "- **No category tested**. Claimed: head L3H0 has the category the rule gives it. "
+        "TE or helix(a,b,a+b) not shown above 0: 0.02 [−0.01, 0.05] (95%)."
+    )
     assert "| head L3H0 has the category the rule gives it | — |  | 50 pairs | no category tested |" in page
     assert "- **Holds**: head L1H2 has the category the rule gives it. g = 0.30 [0.05, 0.55]" in line_of(page, "cat")
     assert "*mixed*" in page and "mixed" not in section(page, "Planted categories")
@@ -224,16 +330,32 @@ def test_a_planted_table_of_every_kind_reads_plainly(bonferroni):
     assert "460 units, resampled unit by unit: the sampling unit is the chosen unit" in units
     assert "**Rows over units** (neurons): the sampling unit is the chosen unit, not the pair." in page
     # each row states its own split, and the intro counts the rows of each
-    for row_id, split in [("holds", "separate draw"), ("small", "cross-fitted (conservative bound)"),
-                          ("units", "the run's choice, on the same pairs"), ("ratio", "same pairs (compat: authors)")]:
+    for row_id, split in [
+        ("holds", "separate draw"),
+        ("small", "cross-fitted (conservative bound)"),
+        ("units", "the run's choice, on the same pairs"),
+        ("ratio", "same pairs (compat: authors)"),
+    ]:
         assert SPLITS[split] in line_of(page, row_id)
-    assert f"* 2 rows: {SPLITS['separate draw']}." in page and f"* 1 row: {SPLITS['cross-fitted (conservative bound)']}." in page
+    assert (
+        f"* 2 rows: {SPLITS['separate draw']}." in page
+        and f"* 1 row: {SPLITS['cross-fitted (conservative bound)']}." in page
+    )
     assert "measured on the pairs that chose it" not in page
     holds = line_of(page, "holds")
     if bonferroni:
-        assert "X − Y = 0.50 [0.10, 0.90] (98.8% interval, at its Holm step in a confirmatory family of 4); " \
-               "simultaneous (Bonferroni) [−0.05, 1.05], which covers 0." in holds
+        assert (
+            "X − Y = 0.50 [0.10, 0.90] (98.8% interval, at its Holm step in a confirmatory family of 4); "
+            "simultaneous (Bonferroni) [−0.05, 1.05], which covers 0." in holds
+        )
         assert "simultaneous (Bonferroni) [0.04, 0.08]." in units
         assert "Where a line also prints a simultaneous (Bonferroni) interval" in page
     else:
         assert "Bonferroni" not in page and holds.count("[") == 1
+
+
+def test_the_docs_list_the_words_of_every_split():
+    """docs/findings.md, "The findings page": its table of splits is the page's (SPLITS), word for word."""
+    doc = (REPO / "docs" / "findings.md").read_text()
+    listed = dict(re.findall(r"^\| `([^`]+)` \| (.+) \|$", doc.split("The words for each `split`")[1], re.M))
+    assert {k: v for k, v in listed.items() if k in SPLITS} == SPLITS

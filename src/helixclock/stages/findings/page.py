@@ -18,7 +18,7 @@ JUDGED = ("confirmatory", "screening")
 VERDICTS = ("holds", "reversed", "not distinguished", "not detected", "estimate", "not defined", "not computed")
 
 # what each value of the column ``split`` says about a chosen object, in words (a value not listed
-# is printed as it is)
+# is printed as it is; docs/findings.md, "The findings page", lists them, tested)
 SPLITS = {
     "cross-fitted": "cross-fitted: chosen on one half of the pairs and measured on the other, the halves swapped",
     "cross-fitted (conservative bound)": (
@@ -30,7 +30,6 @@ SPLITS = {
     ),
     "the run's choice, on the same pairs": "the run's choice, made on the same pairs that measure it",
     "same pairs (compat: authors)": "chosen and measured on the same pairs, as the paper does (compat: authors)",
-    "fixed by the paper": "fixed by the paper",
 }
 FIXED = ("fixed", "fixed by the paper")
 
@@ -120,7 +119,8 @@ def _resampled(row) -> str:
             "computed once, over all the numbers), so the interval and the test speak of such units, not of pairs"
         )
     if row["clusters"] == "prompt-sharing components" and _present(row, "n_clusters"):
-        return f"{count(row)}, resampled in {int(row['n_clusters'])} clusters of pairs that share a prompt"
+        n = int(row["n_clusters"])
+        return f"{count(row)}, resampled in {n} cluster{'' if n == 1 else 's'} of pairs that share a prompt"
     return f"{count(row)}, resampled pair by pair"
 
 
@@ -231,23 +231,30 @@ def sentence(row) -> str:
             text += f" {row['note'][0].upper()}{row['note'][1:]}."
         text += _support(row)
     elif v == "estimate":
-        shown = f"{_shown(row['estimate'], row['low'], row['high'])} ({num(row['level'], 0)}% interval, {row['interval']})"
+        shown = (
+            f"{_shown(row['estimate'], row['low'], row['high'])} ({num(row['level'], 0)}% interval, {row['interval']})"
+        )
         outside = f" {row['note'][0].upper()}{row['note'][1:]}." if _present(row, "note") else ""
         label = "**Estimate, outside the family**" if outside else "**Estimate**"
         text = f"{label}: {claim}: {_quantity(row)} = {shown}.{outside}{_support(row)}"
     elif v == "not defined":
         den = f"{_shown(row['den_estimate'], row['den_low'], row['den_high'])} ({num(row['level'], 0)}%)"
         if is_category_untested(row):
-            reason = _after_colon(str(row["note"]), "no category tested", "not categorised") if _present(
-                row, "note"
-            ) else "TE not shown above 0"
+            reason = (
+                _after_colon(str(row["note"]), "no category tested", "not categorised")
+                if _present(row, "note")
+                else "TE not shown above 0"
+            )
             shown = f": {den}" if pd.notna(row["den_estimate"]) else ""
             text = f"**No category tested**. Claimed: {claim}. {reason[0].upper()}{reason[1:]}{shown}.{_support(row)}"
         else:
             text = f"**Not defined**: {claim}. Its denominator, {den}, is not distinguished from 0.{_support(row)}"
     else:
-        single = f" The estimate is {num(row['estimate'], _digits(row['estimate']))}." if pd.notna(row["estimate"]) else ""
-        text = f"**Not computed**: {claim}: {why_not_computed(row)}.{single}{_support(row)}"
+        single = (
+            f" The estimate is {num(row['estimate'], _digits(row['estimate']))}." if pd.notna(row["estimate"]) else ""
+        )
+        chosen = f" {_choice(row)[0].upper()}{_choice(row)[1:]}." if _choice(row) else ""  # nothing resampled
+        text = f"**Not computed**: {claim}: {why_not_computed(row)}.{single}{chosen}"
     return f"- {text} Row `{row['id']}`."
 
 
@@ -270,8 +277,9 @@ def summary_line(row) -> str:
     """One judged row in the summary table: claim | quantity = estimate [interval] | level | count | verdict."""
     v = row["verdict"]
     if row["quantity"] == "tested":
-        shown, level = _shown(row["estimate"], row["low"], row["high"]), (
-            f"{num(row['level'], 0)}%, the stage's" if pd.notna(row["low"]) else ""
+        shown, level = (
+            _shown(row["estimate"], row["low"], row["high"]),
+            (f"{num(row['level'], 0)}%, the stage's" if pd.notna(row["low"]) else ""),
         )
     elif v in ("holds", "reversed", "not distinguished"):
         shown, level = _shown(row["estimate"], row["adj_low"], row["adj_high"]), f"{num(row['adj_level'], 1)}%"
