@@ -345,10 +345,11 @@ def test_a_planted_table_of_every_kind_reads_plainly(bonferroni):
     holds = line_of(page, "holds")
     if bonferroni:
         assert (
-            "X − Y = 0.50 [0.10, 0.90] (98.8% interval, at its Holm step in a confirmatory family of 4); "
-            "simultaneous (Bonferroni) [−0.05, 1.05], which covers 0." in holds
+            "X − Y = 0.50 [0.10, 0.90] (98.8% interval, at its Holm step in a confirmatory family of 4). "
+            "Simultaneous (Bonferroni) interval: [−0.05, 1.05], which covers 0." in holds
         )
-        assert "simultaneous (Bonferroni) [0.04, 0.08]." in units
+        assert "Simultaneous (Bonferroni) interval: [0.04, 0.08]. 460 units" in units
+        assert "the interval covers 0. Simultaneous (Bonferroni) interval: [−0.02, 0.12], which covers 0." in small
         assert "Where a line also prints a simultaneous (Bonferroni) interval" in page
     else:
         assert "Bonferroni" not in page and holds.count("[") == 1

@@ -129,35 +129,41 @@ def split_words(split) -> str:
 
 
 def _choice(row) -> str:
-    """What was chosen and how (the row's selection and split), or "" for a fixed object."""
+    """What was chosen and how (the row's selection and split), or "" for a fixed object; a head
+    category row's selection is the category the rule gives it."""
     has_split = _present(row, "split") and row["split"] not in FIXED
     if _present(row, "selection"):
-        return f"{row['selection']}; {split_words(row['split'])}" if has_split else str(row["selection"])
+        chosen = str(row["selection"])
+        if row["quantity"] == "category" and chosen in ("a+b", "a,b"):
+            chosen = f"the rule's category: {chosen}"
+        return f"{chosen}; {split_words(row['split'])}" if has_split else chosen
     return split_words(row["split"]) if has_split else ""
 
 
 def _support(row) -> str:
-    parts = [_resampled(row), _choice(row)]
-    text = ". ".join(p[0].upper() + p[1:] for p in parts if p)
+    """The count and what was resampled, then what was chosen and how (as the table writes it,
+    not capitalised: a selection may open with a+b)."""
+    text = "; ".join(p for p in (_resampled(row), _choice(row)) if p)
     return f" {text}." if text else ""
 
 
 def _judged_interval(row) -> str:
-    """A judged row's estimate, its interval at the level of the step that decided it, and its
-    simultaneous interval where the table has one."""
+    """A judged row's estimate and its interval at the level of the step that decided it."""
     method = "Holm" if row["family_kind"] == "confirmatory" else "Benjamini-Hochberg"
-    shown = (
+    return (
         f"{_quantity(row)} = {_shown(row['estimate'], row['adj_low'], row['adj_high'])} "
         f"({num(row['adj_level'], 1)}% interval, at its {method} step in a {row['family_kind']} family of "
         f"{int(row['m'])})"
     )
-    if _present(row, "bonf_low") and _present(row, "bonf_high"):
-        d = _digits(row["estimate"], row["bonf_low"], row["bonf_high"])
-        covers = row["bonf_low"] <= 0 <= row["bonf_high"]
-        shown += f"; simultaneous (Bonferroni) {interval(row['bonf_low'], row['bonf_high'], d)}" + (
-            ", which covers 0" if covers else ""
-        )
-    return shown
+
+
+def _simultaneous(row) -> str:
+    """A judged row's simultaneous (Bonferroni) interval, where the table has one."""
+    if not (_present(row, "bonf_low") and _present(row, "bonf_high")):
+        return ""
+    d = _digits(row["estimate"], row["bonf_low"], row["bonf_high"])
+    covers = ", which covers 0" if row["bonf_low"] <= 0 <= row["bonf_high"] else ""
+    return f" Simultaneous (Bonferroni) interval: {interval(row['bonf_low'], row['bonf_high'], d)}{covers}."
 
 
 def _stage_test(row) -> str:
@@ -218,14 +224,17 @@ def sentence(row) -> str:
     elif v in ("holds", "reversed", "not distinguished"):
         shown = _judged_interval(row)
         if v == "holds":
-            text = f"**Holds**: {claim}. {shown}."
+            text = f"**Holds**: {claim}. {shown}.{_simultaneous(row)}"
         elif v == "reversed":
-            text = f"**Reversed**. Claimed: {claim}. {shown}: the interval lies on the other side of 0."
+            text = (
+                f"**Reversed**. Claimed: {claim}. {shown}: the interval lies on the other side of 0."
+                f"{_simultaneous(row)}"
+            )
         else:
             text = (
-                f"**Not distinguished from 0**. Claimed: {claim}. {shown}: the interval covers 0. With these "
-                f"{count(row)} the test detects a true effect of {num(row['mde'], _digits(row['mde']))} or more "
-                f"with power {num(row['power'])}."
+                f"**Not distinguished from 0**. Claimed: {claim}. {shown}: the interval covers 0.{_simultaneous(row)} "
+                f"With these {count(row)} the test detects a true effect of {num(row['mde'], _digits(row['mde']))} "
+                f"or more with power {num(row['power'])}."
             )
         if _present(row, "note"):
             text += f" {row['note'][0].upper()}{row['note'][1:]}."
@@ -253,7 +262,7 @@ def sentence(row) -> str:
         single = (
             f" The estimate is {num(row['estimate'], _digits(row['estimate']))}." if pd.notna(row["estimate"]) else ""
         )
-        chosen = f" {_choice(row)[0].upper()}{_choice(row)[1:]}." if _choice(row) else ""  # nothing resampled
+        chosen = f" Chosen: {_choice(row)}." if _choice(row) else ""  # nothing resampled
         text = f"**Not computed**: {claim}: {why_not_computed(row)}.{single}{chosen}"
     return f"- {text} Row `{row['id']}`."
 
