@@ -1,5 +1,13 @@
-"""A generated page against the table it was rendered from: every number the page prints is a
-value (or a text cell) of the table (docs/findings.md, "Findings")."""
+"""A generated findings page against the table it was rendered from (docs/findings.md, "The
+findings page"): each line that names a row prints that row's numbers and no other's, with their
+signs; the other lines print values or counts of the table; every row has its line.
+
+A line names its row by the row's id at its end (a section's line: "... Row `id`.") or by the
+row's claim in its first cell (a line of the summary table).  Such a line, with the row's text
+cells taken out (its claim, labels, selection, note: text the page copies), may print only numbers
+that are the row's own number cells at the decimals printed, sign included: a flipped sign or a
+number of another row fails it (tests/unit/test_findings_page.py shows both).  The check before it
+accepted a number found, in absolute value, anywhere in the table."""
 
 from __future__ import annotations
 
@@ -7,30 +15,101 @@ import re
 
 import pandas as pd
 
-NUMBER = re.compile(r"[−-]?\d+(?:\.\d+)?")
+# a number not glued to a word (L21H2, R^2 and block_output 23 come from text cells); "−" or a
+# "-" after no word character is its sign
+NUMBER = re.compile(r"(?<![\w.^])[−-]?\d+(?:\.\d+)?")
+ROW_ID = re.compile(r" Row `([^`]+)`\.$")
+CELL = re.compile(r"(?<!\\)\|")
 
 
-def numbers_in_table(table: pd.DataFrame) -> tuple[set[str], list[float]]:
-    """The table's text (its string cells) and its numbers: its number cells, and how many rows
-    hold each value of a text column (a page counts its verdicts)."""
-    text = {str(v) for col in table for v in table[col] if isinstance(v, str)}
+def _value(token: str) -> tuple[float, int]:
+    token = token.replace("−", "-")
+    return float(token), (len(token.split(".")[1]) if "." in token else 0)
+
+
+def _matches(token: str, values) -> bool:
+    """``token`` is one of ``values`` rounded to the decimals printed, with its sign."""
+    shown, decimals = _value(token)
+    return any(round(float(v), decimals) == shown for v in values)
+
+
+def _texts(row: pd.Series) -> list[str]:
+    """A row's text cells, longest first (a label inside a longer one is taken out after it)."""
+    return sorted({str(v) for v in row if isinstance(v, str) and v}, key=len, reverse=True)
+
+
+def _numbers(row: pd.Series) -> list[float]:
+    return [float(v) for v in row if isinstance(v, (int, float)) and not isinstance(v, bool) and pd.notna(v)]
+
+
+def check_line(line: str, row: pd.Series) -> int:
+    """How many numbers ``line`` prints, each checked to be a number cell of ``row`` at the
+    decimals printed, with its sign, once the row's text cells are taken out."""
+    rest = line.replace("\\|", "|")
+    for text in _texts(row):  # as copied, or opening a sentence
+        rest = rest.replace(text, " ").replace(text[0].upper() + text[1:], " ")
+    values = _numbers(row)
+    found = 0
+    for match in NUMBER.finditer(rest):
+        assert _matches(match.group(0), values), (
+            f"{match.group(0)} in the line of row {row['id']} is not in the table's row {row['id']}: "
+            f"...{rest[max(0, match.start() - 80) : match.end() + 20]}"
+        )
+        found += 1
+    return found
+
+
+def table_numbers(table: pd.DataFrame) -> tuple[list[str], list[float]]:
+    """What a line that names no row may print: the table's text (its string cells) and its
+    numbers: its number cells, its row count, how many rows hold each value of a text column, and
+    each family's size and its count of each verdict (the page counts its verdicts)."""
+    text = sorted({str(v) for col in table for v in table[col] if isinstance(v, str)})
     values = [float(v) for col in table.select_dtypes("number") for v in table[col] if pd.notna(v)]
-    counts = [float(n) for col in table.select_dtypes(include=["object", "str"]) for n in table[col].value_counts()]
-    return text, values + counts
+    objects = table.select_dtypes(include=["object", "str"])
+    counts = [float(n) for col in objects for n in table[col].value_counts()]
+    if "family" in table and "verdict" in table:
+        counts += [float(n) for n in table.groupby("family").size()]
+        counts += [float(n) for n in table.groupby(["family", "verdict"]).size()]
+    return text, values + counts + [float(len(table))]
+
+
+def _summary_claim(line: str) -> str | None:
+    if not line.startswith("| "):
+        return None
+    return CELL.split(line)[1].strip().replace("\\|", "|")
 
 
 def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame) -> int:
-    """How many numbers the page prints, each checked to be in ``table`` (as the rounded value of
-    a number cell or inside a text cell); an AssertionError names the first that is not."""
-    text, values = numbers_in_table(table)
-    found = 0
-    for match in NUMBER.finditer(page):
-        token = match.group(0).replace("−", "-")
-        decimals = len(token.split(".")[1]) if "." in token else 0
-        as_text = any(match.group(0) in t or token in t for t in text)
-        as_value = any(round(v, decimals) == float(token) or round(abs(v), decimals) == float(token) for v in values)
-        assert as_text or as_value, (
-            f"{match.group(0)} in the page is not in the table: ...{page[max(0, match.start() - 80) : match.end() + 20]}"
-        )
-        found += 1
+    """How many numbers the page prints, each checked: a line naming a row against that row alone
+    (:func:`check_line`), any other line against the whole table (:func:`table_numbers`, sign
+    included); and every row of the table has its one line in a section. An AssertionError names
+    the first number (or row) that fails."""
+    table = table.reset_index(drop="id" in table.columns)
+    by_id = {str(r["id"]): r for _, r in table.iterrows()}
+    claims = table["claim"].astype(str) if "claim" in table else pd.Series(dtype=str)
+    assert claims.is_unique, f"claims that name several rows: {sorted(set(claims[claims.duplicated()]))[:3]}"
+    by_claim = {str(r["claim"]): r for _, r in table.iterrows()} if "claim" in table else {}
+    text, values = table_numbers(table)
+    found, lines_of = 0, dict.fromkeys(by_id, 0)
+    for line in page.splitlines():
+        if line.startswith("# Findings: "):  # the title: the model's name
+            continue
+        named = ROW_ID.search(line)
+        claim = _summary_claim(line)
+        if named:
+            assert named.group(1) in by_id, f"the line names row {named.group(1)}, which the table lacks: {line}"
+            lines_of[named.group(1)] += 1
+            found += check_line(line[: named.start()], by_id[named.group(1)])
+        elif claim in by_claim:
+            found += check_line(line, by_claim[claim])
+        else:
+            for match in NUMBER.finditer(line):
+                token = match.group(0)
+                as_text = any(token in t or token.replace("−", "-") in t for t in text)
+                assert as_text or _matches(token, values), (
+                    f"{token} in the page is not in the table: ...{line[max(0, match.start() - 80) : match.end() + 20]}"
+                )
+                found += 1
+    missing = [i for i, n in lines_of.items() if n != 1]
+    assert not missing, f"rows without exactly one line on the page: {missing[:5]}"
     return found

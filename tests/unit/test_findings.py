@@ -239,7 +239,7 @@ def test_every_number_of_the_page_is_a_value_of_the_table(tmp_path):
     table = run(load_registry(tmp_path), planted_sweep(len(pairs)), pairs).reset_index()
     page = findings_page(table, "planted")
     assert assert_every_number_is_in_the_table(page, table) > 40
-    for verdict in ("**Holds**", "**Reversed**", "**Not distinguished**"):
+    for verdict in ("**Holds**", "**Reversed**", "**Not distinguished from 0**"):
         assert verdict in page
     assert "Fieller" in page and "detects a true effect of" in page
 
@@ -257,7 +257,7 @@ def test_a_number_the_table_lacks_is_caught():
                 "family": "fam",
                 "family_kind": "confirmatory",
                 "family_title": "Planted family",
-                "claim": "a planted claim",
+                "claim": f"planted claim {i}",
                 "quantity": "difference",
                 "x": "X",
                 "y": "Y",
@@ -489,8 +489,11 @@ def test_neuron_units_are_compared_and_counted_by_place(tmp_path):
     page = findings_tables(
         load_registry(tmp_path, HEADS_REGISTRY), True, {"neuron_fits": units}, {}, RESAMPLING, "corrected", "planted"
     )["page"]
-    tens = next(line for line in page.splitlines() if "Eq. 5 better at the tens place" in line)
-    assert "with these 200 units the test detects" in tens and "pairs" not in tens
+    tens = next(
+        line for line in page.splitlines() if line.startswith("- ") and "Eq. 5 better at the tens place" in line
+    )
+    assert "With these 200 units the test detects" in tens and "200 pairs" not in tens
+    assert "the sampling unit is the chosen unit" in tens
     assert re.search(r"= −?0\.0+[1-9]\d \[", tens), tens  # two significant digits, not 0.00
 
 
@@ -542,7 +545,7 @@ def test_a_stages_own_test_keeps_its_p_and_gets_the_familys_holm(tmp_path):
     assert t["adj_low"].isna().all() and t["low"].tolist() == table["low"].tolist() and (t["level"] == 95).all()
     assert (t["n_pairs"] == 200).all() and (t["clusters"] == "numbers").all() and (t["interval"] == "planted").all()
     page = out["page"]
-    assert "Verdicts: holds 1, not detected 4." in page and page.count("**Not detected**") == 4
+    assert "Verdicts of all 5 rows: holds 1, not detected 4." in page and page.count("**Not detected**") == 4
     assert "The stage's test: planted." in page and "Reversed" not in page
     assert assert_every_number_is_in_the_table(page, out["contrasts"]) > 30
     assert t["mde"].isna().all()  # a stage's own test says what it detects itself
