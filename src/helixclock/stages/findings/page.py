@@ -30,6 +30,9 @@ SPLITS = {
     ),
     "the run's choice, on the same pairs": "the run's choice, made on the same pairs that measure it",
     "same pairs (compat: authors)": "chosen and measured on the same pairs, as the paper does (compat: authors)",
+    "same pairs (two-sided test of the rule's sign)": (
+        "the rule's category on all the measuring pairs, its sign tested two-sided (a wrong direction at most alpha/2)"
+    ),
 }
 FIXED = ("fixed", "fixed by the paper")
 
@@ -134,8 +137,9 @@ def _choice(row) -> str:
     has_split = _present(row, "split") and row["split"] not in FIXED
     if _present(row, "selection"):
         chosen = str(row["selection"])
-        if row["quantity"] == "category" and chosen in ("a+b", "a,b"):
-            chosen = f"the rule's category: {chosen}"
+        if row["quantity"] == "category" and chosen.rpartition("; ")[2] in ("a+b", "a,b"):
+            head, _, category = chosen.rpartition("; ")
+            chosen = f"{head}; the rule's category: {category}" if head else f"the rule's category: {category}"
         return f"{chosen}; {split_words(row['split'])}" if has_split else chosen
     return split_words(row["split"]) if has_split else ""
 
