@@ -1,5 +1,6 @@
 """Clock-level patching: direct effects, path patching, heads; known answers on tiny models."""
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -130,7 +131,7 @@ def test_all_heads_of_a_layer_equal_its_attention_output(tiny_model):
     assert de_heads.shape == (ad.n_heads, len(pairs)) and de_attn.shape == (1, len(pairs))
 
 
-def test_head_categories_follow_the_papers_formulas_and_clip_noisy_ratios():
+def test_head_categories_follow_the_papers_formulas_unclipped():
     heads = pd.DataFrame(
         {
             "name": ["ab", "sum", "weak_ab", "weak_sum"],
@@ -155,8 +156,11 @@ def test_head_categories_follow_the_papers_formulas_and_clip_noisy_ratios():
     assert list(cats["category"]) == ["a,b", "a+b", "a+b", "a,b"]
     assert list(with_mixed(cats, 0)) == ["a,b", "a+b", "a+b", "a,b"]
     assert list(with_mixed(cats, 2)) == ["a,b", "a+b", "mixed", "mixed"]
-    # ratios outside [0, 1] (noise) are clipped: DE > TE counts as all direct
+    # ratios outside [0, 1] stay as the paper's formulas give them (no clipping), so the category
+    # is the sign of g = DE helix(a+b) - (TE - DE) helix(a,b), what the findings test
     odd = categorise(heads.assign(de=[2.5, 0.9, -0.1, 1.2], fit_sum=[0.1, 1.6, 0.2, 0.5]))
     by = odd.set_index("name")
-    assert by.loc["ab", "c_ab"] == 0 and by.loc["ab", "c_a+b"] == pytest.approx(0.1)
-    assert by.loc["sum", "c_a+b"] == pytest.approx(0.9) and by.loc["weak_ab", "c_ab"] == pytest.approx(0.5)
+    assert by.loc["ab", "c_ab"] == pytest.approx((1 - 1.25) * 0.9) and by.loc["ab", "c_a+b"] == pytest.approx(0.125)
+    assert by.loc["sum", "c_a+b"] == pytest.approx(0.9 * 1.6) and by.loc["weak_ab", "c_ab"] == pytest.approx(1.1 * 0.5)
+    g = odd["de"] * odd["fit_sum"] - (odd["te"] - odd["de"]) * odd["fit_ab"]
+    assert list(odd["category"]) == list(np.where(g > 0, "a+b", "a,b"))
