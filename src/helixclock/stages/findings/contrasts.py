@@ -1,6 +1,6 @@
 """Each declared finding computed from the saved tables (docs/findings.md, "Findings"): its rows, its
-choice (on the job's selection draw, else cross-fitted; on the same pairs under ``compat: authors``), its per-pair values, its
-estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`).
+choice (on the job's selection draw, else cross-fitted; on the same pairs under ``compat:
+authors``), its per-pair values, its estimate, standard error and 95% interval, before multiplicity (:mod:`.verdicts`).
 
 Per-pair values are aligned by pair column (``pair_i`` of one model job is one pair in every table
 of that job), a difference is taken pair by pair over the pairs both quantities have, and the
