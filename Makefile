@@ -2,7 +2,8 @@
 # README's test command (`make lint && .venv/bin/python -m pytest -q --durations=10`, what .ci/run runs).
 # Both create ./.venv on first use, exactly the lock (docs/installation.md, "A locked environment"): every
 # package of requirements/lock.txt (the CPU build of torch included) at its version and hashes,
-# then the project itself; `make lock` regenerates the lock from pyproject.toml.
+# then the project itself; `make lock` regenerates the lock from pyproject.toml. `make mutation` (not in CI)
+# mutation-tests the statistics against their unit tests with mutmut from a venv of its own, .mutation/.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -30,8 +31,14 @@ LOCK_ARGS ?=
 TORCH_INDEX ?= $(addprefix --find-links ,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
 COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes --python-version $(LOCK_PYTHON) \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command "make lock" $(TORCH_INDEX) $(LOCK_ARGS)
+# `make mutation`: mutmut (requirements/mutation.txt, compiled by `make lock` against the lock, hashes
+# checked) in a venv of its own, .mutation/, that reads .venv's packages through a .pth file: .venv stays
+# exactly the lock (its check refuses any other package) and CI never installs mutmut
+MUTATION_LOCK := requirements/mutation.txt
+MUTATION_VENV := .mutation
+MUTATION_ARGS ?=
 
-.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot gallery
+.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot gallery mutation
 
 venv: $(STAMP)
 
@@ -56,6 +63,7 @@ lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
 	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real --extra docs -o $(LOCK)
 	$(COMPILE) --no-deps requirements/gguf.in -o $(GGUF_LOCK)
+	$(COMPILE) requirements/mutation.in -c $(LOCK) -o $(MUTATION_LOCK)
 	PYTHONPATH=src $(PYTHON) -m helixclock.environment.lock derive
 
 run: $(STAMP)
@@ -93,6 +101,22 @@ test-fast: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
 
+# mutation testing of the statistics (docs/benchmarks.md, "Mutation testing"; pyproject.toml's [tool.mutmut]):
+# mutmut mutates inference.py, multiplicity.py, crossfit.py and the findings stage's contrasts.py and
+# verdicts.py in a copy under mutants/ and runs their unit tests against each mutant; the score, killed or
+# timed out / (mutants - those tests/mutation-equivalent.txt lists as equivalent), and the survivors go to
+# benchmarks/out/mutation.json (their diffs to mutation-survivors.txt); fails below 90%. Not in CI. MUTATION_ARGS='--keep' resumes the last run,
+# MUTATION_ARGS='helixclock.stats.multiplicity.*' runs one module's mutants
+mutation: $(MUTATION_VENV)/.installed
+	$(MUTATION_VENV)/bin/python benchmarks/mutation.py $(MUTATION_ARGS)
+
+$(MUTATION_VENV)/.installed: $(STAMP) $(MUTATION_LOCK)
+	$(PYTHON) -m venv --clear $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install -q --require-hashes --no-deps $(PIP_ARGS) -r $(MUTATION_LOCK)
+	echo "import site; site.addsitedir('$(CURDIR)/$(VENV)/lib/python$(LOCK_PYTHON)/site-packages')" \
+	  > $(MUTATION_VENV)/lib/python$(LOCK_PYTHON)/site-packages/zz-helixclock-venv.pth
+	touch $@
+
 # ruff check, ruff format --check and snakefmt --check (format with `make format`), snakemake --lint
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src scripts tests benchmarks
@@ -105,4 +129,4 @@ format: $(STAMP)
 	$(VENV)/bin/snakefmt Snakefile workflow/rules
 
 clean:
-	rm -rf results logs .snakemake .staging build
+	rm -rf results logs .snakemake .staging build mutants

@@ -100,6 +100,15 @@ def test_every_pin_carries_its_hashes_and_torch_is_the_cpu_build():
     assert f"LOCK_PYTHON := {PYTHON}" in makefile
 
 
+def test_the_mutation_tools_share_the_locks_versions():
+    """`make mutation` runs mutmut (requirements/mutation.txt) from .mutation/, which reads .venv's packages
+    through a .pth file: every package both hold must be at the lock's version, every pin hashed."""
+    lock, tools = read_lock(REPO / LOCK), read_lock(REPO / "requirements" / "mutation.txt")
+    assert "mutmut" in tools and all(p.hashes for p in tools.values())
+    assert {k: p.version for k, p in tools.items() if k in lock} == {k: lock[k].version for k in tools if k in lock}
+    assert "requirements/mutation.in -c $(LOCK) -o $(MUTATION_LOCK)" in (REPO / "Makefile").read_text()
+
+
 def test_the_gpu_lock_and_the_conda_environment_follow_from_the_lock():
     text = (REPO / LOCK).read_text()
     lock = parse_lock(text)
