@@ -69,6 +69,7 @@ def statuses(patterns: list[str]) -> dict[str, str]:
 def diff(name: str) -> str:
     """The mutant's diff against the original function: what ``mutmut show NAME`` prints, through
     the functions that command calls (one process for every survivor instead of one each)."""
+    # deferred: mutmut lives in the .mutation venv only (make mutation), never in .venv or CI
     from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
 
     return get_diff_for_mutant(name, path=find_mutant(name).path)
