@@ -17,7 +17,9 @@ from helpers.pages import NUMBER, assert_every_number_is_in_the_table
 from helixclock.stages.findings.page import SPLITS, findings_page
 
 REPO = Path(__file__).resolve().parents[2]
-SMOLLM2 = REPO / "docs" / "real-findings" / "smollm2-135m.csv"
+# a frozen contrasts table of SmolLM2 (the snapshot's at commit 0eaabb1): the page's rendering is
+# tested on a fixed input; the committed snapshot itself is checked line by row in test_docs.py
+SMOLLM2 = REPO / "tests" / "data" / "findings" / "smollm2-135m-0eaabb1.csv"
 
 
 def former_check(page: str, table: pd.DataFrame) -> int:
@@ -90,7 +92,7 @@ def test_a_line_naming_no_row_or_a_row_twice_fails():
 
 
 def test_the_smollm2_page_opens_with_its_summary_and_prints_the_sign_of_every_bound():
-    """The committed SmolLM2 table: the page's first section is the summary, one line a tested row
+    """SmolLM2's table (frozen, 0eaabb1's snapshot): the page's first section is the summary, one line a tested row
     (claim, estimate [interval], level, count, verdict); the verdict line counts all 280 rows;
     L18H5's TE (lower bound −0.005) prints its sign; the neurons' rows name their unit; no line says
     "is not shown, nor its opposite"."""

@@ -31,7 +31,8 @@ SPLITS = {
     "the run's choice, on the same pairs": "the run's choice, made on the same pairs that measure it",
     "same pairs (compat: authors)": "chosen and measured on the same pairs, as the paper does (compat: authors)",
     "same pairs (two-sided test of the rule's sign)": (
-        "the rule's category on all the measuring pairs, its sign tested two-sided (a wrong direction at most alpha/2)"
+        "the rule's category on all the measuring pairs, its sign tested two-sided "
+        "(a wrong direction at most half of alpha)"
     ),
 }
 FIXED = ("fixed", "fixed by the paper")
