@@ -10,6 +10,8 @@ has a test that fails on each wrong variant of these rules."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,6 +64,7 @@ def test_labels_match_as_numbers_where_both_read_as_numbers_else_as_text():
     assert match(frame, {"layer": 4}, "w").index.tolist() == [0, 2]
     assert match(frame, {}, "w").index.tolist() == [0, 1, 2]
     assert match(frame, {"method": "4"}, "w").empty
+    assert match(frame.iloc[:0], {"layer": 4}, "w").empty  # no rows: an empty boolean mask
     with pytest.raises(KeyError) as err:
         match(frame, {"layer": 4, "head": 0}, "f: x")
     assert err.value.args[0] == "f: x: no column 'head'; the table has layer, method"
@@ -87,6 +90,30 @@ def test_a_table_is_cut_to_the_findings_reading_and_term():
     assert prepared(frame.drop(columns="reading"), {"reading": "x", "term": "matched"}).empty
     plain = frame.drop(columns=["reading", "term"]).iloc[[3, 1]]
     assert prepared(plain, {"reading": "x", "term": "matched"}).index.tolist() == [0, 1]
+
+
+def test_term_matched_cuts_a_raw_table_by_stratum():
+    """Term ``matched`` on a raw table with reading and term: the reading's matched terms by
+    stratum (strata from the first differing token's rows), numbered afresh."""
+    nan = np.nan
+    te = {"ld": [10.0, 6.0, 3.0], "ld_raw": [0.0] * 3, "units": [1.0, 2.0, 2.5], "tens": [2.0, 3.5, nan]}
+    te |= {"hundreds": [6.0, nan, nan], "end": [1.0, 0.5, 0.5]}
+    cols = ["pair_0", "pair_1", "pair_2"]
+    rows = [
+        {"reading": "last token", "layer": 0, "effect": "te", "term": t, **dict(zip(cols, v))} for t, v in te.items()
+    ]
+    rows.append(
+        {"reading": "last token", "layer": 0, "effect": "de", "term": "ld", **dict(zip(cols, [0.5, 0.25, 0.125]))}
+    )
+    for e in ("te", "de"):
+        first = {"reading": "first differing token", "layer": 0, "effect": e, "term": "ld", "p_star": 0}
+        rows.append({**first, "answer_tokens": 3, **dict(zip(cols, [1.0, nan, nan]))})
+        rows.append({**first, "answer_tokens": 2, **dict(zip(cols, [nan, 1.0, 2.0]))})
+    out = prepared(pd.DataFrame(rows), {"reading": "last token", "term": "matched"})
+    assert list(out.columns) == ["layer", "effect", "answer_tokens", "p_star", *cols]
+    assert out.index.tolist() == [0, 1, 2, 3] and out["answer_tokens"].tolist() == [2, 2, 3, 3]
+    got = out[cols].to_numpy()
+    assert np.array_equal(got, [[nan, 3.5, 2.5], [nan, 0.25, 0.125], [6.0, nan, nan], [0.5, nan, nan]], equal_nan=True)
 
 
 def test_filters_skip_reserved_keys_and_fill_dollar_columns():
@@ -156,9 +183,11 @@ def test_the_tables_clusters_are_pairs_checked_against_the_measuring_draw():
 
 def test_pair_values_are_one_row_or_the_sum_of_the_rows():
     rows = pd.DataFrame({"k": [1, 2], "pair_0": [1.0, 2.0], "pair_1": [np.nan, 5.0], "pair_2": [3.0, 4.0]})
+    rows = rows.astype({c: np.float32 for c in ("pair_0", "pair_1", "pair_2")})  # as the raw tables save them
     total = pair_values(rows, {"combine": "sum"}, "w")
     assert total.dtype == np.float64 and np.isnan(total[1]) and total[[0, 2]].tolist() == [3.0, 7.0]
-    assert pair_values(rows.iloc[[1]], {}, "w").tolist() == [2.0, 5.0, 4.0]
+    one = pair_values(rows.iloc[[1]], {}, "w")
+    assert one.dtype == np.float64 and one.tolist() == [2.0, 5.0, 4.0]
     with pytest.raises(ValueError) as err:
         pair_values(rows, {}, "w")
     assert str(err.value) == "w: 2 rows match where one should (say which, or combine: sum)"
@@ -171,7 +200,7 @@ def test_pair_values_are_one_row_or_the_sum_of_the_rows():
 
 def test_a_side_reads_its_own_table_or_the_findings():
     a = pd.DataFrame({"m": ["p", "q"], "pair_0": [1.0, 2.0]})
-    b = pd.DataFrame({"m": ["p", "q"], "v": [3.0, 4.0]})
+    b = pd.DataFrame({"m": ["p", "q"], "v": np.array([3.0, 4.1], np.float32)})
     t = Tables({"a": a, "b": b}, {})
     f = {"id": "f", "table": "a", "reading": "r", "term": "t", "fill": {"k": "q"}, "x": {"m": "$k"}}
     f["y"] = {"table": "b", "m": "p", "column": "v"}
@@ -401,7 +430,7 @@ def test_a_select_object_is_chosen_on_the_selection_draw_and_measured_on_all_pai
 
 
 def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pairs():
-    measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={1: 40.0})
+    measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={2: 40.0})
     for frames in (
         {"helix_sweep": measure},
         {"helix_sweep": measure, "helix_sweep_selection": measure.iloc[:0]},
@@ -419,10 +448,10 @@ def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pair
         [measure[(measure["method"] == "crit") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
     )
     cl = singletons(8)
-    for by, crit in (("x", X), ("y", Y), ({"method": "crit"}, C)):
-        f = {**BEST, "select": {**BEST["select"], "by": by}}
+    for by, crit, rule in (("x", X, "max"), ("y", Y, "max"), ({"method": "crit"}, C, "max"), ("x", X, "min")):
+        f = {**BEST, "select": {**BEST["select"], "by": by, "rule": rule}}
         fold = folds(cl, R.seed)
-        chosen = cross_fit(X - Y, crit, fold, "max")
+        chosen = cross_fit(X - Y, crit, fold, rule)
         bound = fold_bound(chosen.values, fold, cl, R.bootstrap, R.seed)
         low, high = t_interval(bound.estimate, bound.se, bound.df)
         got = choose_values(t, f, "corrected", R)
@@ -440,7 +469,7 @@ def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pair
             "split": CROSS_FITTED,
         }
         assert got["se"] > 0 and got["n_pairs"] == 8
-        on_all = cross_fit(X - Y, crit, None, "max")
+        on_all = cross_fit(X - Y, crit, None, rule)
         authors = choose_values(t, f, "authors", R)
         assert authors == {
             **mean_of(Values(on_all.values, cl, "pairs"), R),
@@ -448,11 +477,11 @@ def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pair
             "split": "same pairs (compat: authors)",
         }
     assert CROSS_FITTED == "cross-fitted (conservative bound)"
-    # the mapping's own table: its crit rows (layer 1 lifted) choose layer 1 under authors
+    # the mapping's own table: its crit rows (layer 2 lifted) choose layer 2 under authors
     other = measure.assign(method=measure["method"].replace({"crit": "other"}))
     t2 = Tables({"helix_sweep": measure, "other_t": other}, {})
     f = {**BEST, "select": {**BEST["select"], "by": {"table": "other_t", "method": "other"}}}
-    assert choose_values(t2, f, "authors", R)["selection"] == "layer 1, on all pairs"
+    assert choose_values(t2, f, "authors", R)["selection"] == "layer 2, on all pairs"
     # under authors a recorded draw is not read
     drawn = Tables({"helix_sweep": measure, "helix_sweep_selection": sweep({1: 0.0, 2: 9.0, 3: 0.0}, 0.1, 6, 2)}, {})
     assert choose_values(drawn, BEST, "authors", R)["selection"] == "layer 3, on all pairs"
@@ -539,3 +568,195 @@ def test_compute_routes_each_quantity_to_its_numbers():
     measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0)
     sel = Tables({"helix_sweep": measure}, {})
     assert compute(BEST, sel, "authors", R) == choose_values(sel, BEST, "authors", R)
+
+
+class Prompts(Tables):
+    """Tables whose pairs come in clusters of two (pairs 2i and 2i + 1, unit "prompts"): every
+    number must be resampled by the table's clusters, whatever they are."""
+
+    def clusters(self, name):
+        return np.arange(len(self.pair_columns(name))) // 2, "prompts"
+
+
+GROUPED = np.arange(8) // 2
+
+
+def test_means_ratios_and_the_category_test_resample_the_clusters_they_are_given():
+    v = np.array([1.0, 2.0, 3.0, 4.0, 9.0, np.nan])
+    cl = np.array([0, 0, 1, 1, 2, 2])
+    out = mean_of(Values(v, cl, "prompts"), R)
+    r = resample(v[None], cl, R.bootstrap, R.seed)
+    se = float(standard_error(r.boot, 3)[0])
+    assert out["n_clusters"] == 3 and out["df"] == 2 and out["n_pairs"] == 5 and out["estimate"] == pytest.approx(3.8)
+    assert out["se"] == pytest.approx(se, rel=1e-12) and out["clusters"] == "prompts"
+    assert out["sd_diff"] == pytest.approx(per_pair_sd(v, cl)) and out["sd_diff"] != pytest.approx(per_pair_sd(v))
+    assert out["high"] == pytest.approx(float(t_interval(3.8, se, 2)[1]), rel=1e-12)
+    ratio = ratio_of(v + 1, np.r_[v[:5], 1.0] + 2, cl, "prompts", R)
+    x = np.stack([v + 1, v + 2])
+    rr = resample(x, cl, R.bootstrap, R.seed)
+    assert ratio["n_clusters"] == 3 and ratio["defined"] == bool(ratio_of_means(rr).defined)
+    assert ratio["den_high"] == pytest.approx(float(t_interval(5.8, standard_error(rr.boot, 3)[1], 2)[1]), rel=1e-12)
+    # two pairs: the denominator's interval on 1 df
+    two = ratio_of(np.array([2.0, 4.0]), np.array([1.0, 3.0]), singletons(2), "pairs", R)
+    r2 = resample(np.array([[2.0, 4.0], [1.0, 3.0]]), singletons(2), R.bootstrap, R.seed)
+    low2, high2 = t_interval(2.0, standard_error(r2.boot, 2)[1], 1)
+    assert two["den_low"] == pytest.approx(float(low2), rel=1e-12) and two["den_high"] == pytest.approx(float(high2))
+    rng = np.random.default_rng(8)
+    te = 1 + rng.normal(0, 0.2, 8)
+    de, s, ab = 0.5 * te, 0.9 * te + rng.normal(0, 0.1, 8), 0.2 * te + rng.normal(0, 0.1, 8)
+    got = category_test(te, de, s, ab, GROUPED, R)
+    rg = resample(np.stack([te, de, s, ab]), GROUPED, R.bootstrap, R.seed)
+    bg = rg.boot[:, 1] * rg.boot[:, 2] - (rg.boot[:, 0] - rg.boot[:, 1]) * rg.boot[:, 3]
+    assert got["n_clusters"] == 4 and got["df"] == 3
+    assert got["se"] == pytest.approx(float(np.std(bg, ddof=1) * np.sqrt(4 / 3)), rel=1e-9)
+    # g exactly 0: not above 0, so the category a,b (sign -1)
+    zero = category_test([2.0, 2.0, 2.0], [1.0, 1.0, 1.0], [1.0, 2.0, 0.0], [1.0, 1.0, 1.0], singletons(3), R)
+    assert zero["sign"] == -1 and zero["estimate"] == 0.0
+
+
+def test_the_findings_numbers_use_the_tables_clusters():
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(1.0, 1.0, 8), rng.normal(0.0, 1.0, 8)
+    effects = pd.DataFrame([{"layer": 0, "effect": e, **dict(zip(COLS, v))} for e, v in (("a", a), ("b", b + 3))])
+    t = Prompts({"layer_effects": effects}, {})
+    f = {"id": "f", "table": "layer_effects", "reading": "r", "term": "t", "fill": {}, "x": {"effect": "a"}}
+    diff = compute({**f, "quantity": "difference", "y": {"effect": "b"}}, t, "corrected", R)
+    assert diff == {**mean_of(Values(a - (b + 3), GROUPED, "prompts"), R), "split": "fixed"}
+    assert diff["n_clusters"] == 4 and diff["se"] != mean_of(Values(a - (b + 3), singletons(8), "p"), R)["se"]
+    ratio = compute({**f, "quantity": "ratio", "y": {"effect": "b"}}, t, "corrected", R)
+    assert ratio == {**ratio_of(a, b + 3, GROUPED, "prompts", R), "split": "fixed"} and ratio["n_clusters"] == 4
+    # the head category: TE, helix(a,b,a+b) and the test by the table's clusters
+    te = 1.0 + rng.normal(0, 0.2, 8)
+    de, s, ab = 0.8 * te, 0.9 * te + rng.normal(0, 0.1, 8), 0.2 * te + rng.normal(0, 0.1, 8)
+    plain = planted_head(te, de, te, s, ab)
+    heads = Prompts(plain.frames, {})
+    cat = {"id": "cat", "x": {"layer": 0, "head": 0}, "fill": {}, "reading": "r", "term": "t", "quantity": "category"}
+    out = compute(cat, heads, "corrected", R)
+    test = category_test(te, de, s, ab, GROUPED, R)
+    te_mean = mean_of(Values(te, GROUPED, "prompts"), R)
+    assert out["se"] == test["se"] and out["n_clusters"] == 4 and out["clusters"] == "prompts"
+    assert out["den_low"] == te_mean["low"] and out["den_high"] == te_mean["high"]
+    assert compute(cat, heads, "authors", R)["selection"] == "a+b (compat: authors, the same rule)"
+    flat = te - 1.0 + rng.normal(0, 0.01, 8)
+    no_fit = category_of(Prompts(planted_head(te, de, flat, s, ab).frames, {}), cat, "corrected", R)
+    m = mean_of(Values(flat, GROUPED, "prompts"), R)
+    assert no_fit["note"].endswith(f"(95% interval [{m['low']:.3g}, {m['high']:.3g}])")
+    assert no_fit["clusters"] == "prompts" and no_fit["n_clusters"] == 4
+    m1 = mean_of(Values(flat, singletons(8), "pairs"), R)
+    assert f"{m['low']:.3g}" != f"{m1['low']:.3g}"
+    # TE exactly 0 on every pair: its interval [0, 0] is not above 0
+    zero = category_of(planted_head(0 * te, de, te, s, ab), cat, "corrected", R)
+    assert zero["defined"] is False and zero["note"].endswith("TE is not shown above 0 (95% interval [0, 0])")
+    # the select choice: measured by the table's clusters, on the draw, cross-fitted and under authors
+    measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={2: 40.0})
+    draw = sweep({1: 5.0, 2: 1.0, 3: 0.0}, 0.3, 6, 1)
+    X = np.stack(
+        [measure[(measure["method"] == "helix") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
+    )
+    Y = np.stack(
+        [measure[(measure["method"] == "layer") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
+    )
+    C = np.stack(
+        [measure[(measure["method"] == "crit") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
+    )
+    on_draw = choose_values(Prompts({"helix_sweep": measure, "helix_sweep_selection": draw}, {}), BEST, "c", R)
+    assert on_draw["se"] == mean_of(Values(X[0] - Y[0], GROUPED, "prompts"), R)["se"] and on_draw["n_clusters"] == 4
+    tp = Prompts({"helix_sweep": measure}, {})
+    f = {**BEST, "select": {**BEST["select"], "by": {"method": "crit"}}}
+    authors = choose_values(tp, f, "authors", R)
+    assert authors == {
+        **mean_of(Values(X[1] - Y[1], GROUPED, "prompts"), R),
+        "selection": "layer 2, on all pairs",
+        "split": "same pairs (compat: authors)",
+    }
+    fold = folds(GROUPED, R.seed)
+    chosen = cross_fit(X - Y, C, fold, "max")
+    crossed = choose_values(tp, f, "corrected", R)
+    assert crossed["sd_diff"] == per_pair_sd(chosen.values, GROUPED) != per_pair_sd(chosen.values)
+    bound = fold_bound(chosen.values, fold, GROUPED, R.bootstrap, R.seed)
+    assert crossed["se"] == float(bound.se) and crossed["n_clusters"] == 4 and crossed["clusters"] == "prompts"
+
+
+def test_a_bad_row_is_an_error_that_says_where():
+    measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0)
+    draw = sweep({1: 5.0, 2: 1.0, 3: 0.0}, 0.3, 6, 1)
+    twice = pd.concat([measure, measure[measure["layer"] == 1.0]], ignore_index=True)
+
+    def err(exc, tables, finding, compat="corrected"):
+        with pytest.raises(exc) as caught:
+            choose_values(tables, finding, compat, R)
+        return caught.value.args[0]
+
+    one_row = "2 rows match where one should (say which, or combine: sum)"
+    assert err(ValueError, Tables({"helix_sweep": twice}, {}), BEST) == f"best: x at layer 1.0: {one_row}"
+    only_y = twice[~((twice["method"] == "helix") & (twice.index >= len(measure)))]
+    assert err(ValueError, Tables({"helix_sweep": only_y}, {}), BEST) == f"best: y at layer 1.0: {one_row}"
+    dup = pd.concat([draw, draw[draw["layer"] == 1.0]], ignore_index=True)
+    with_dup = Tables({"helix_sweep": measure, "helix_sweep_selection": dup}, {})
+    assert err(ValueError, with_dup, BEST) == f"best: selection draw at layer 1.0: {one_row}"
+    no_method = Tables({"helix_sweep": measure, "helix_sweep_selection": draw.drop(columns="method")}, {})
+    assert err(KeyError, no_method, BEST).startswith("best: selection draw: no column 'method'; the table has layer")
+    no_layer = Tables({"helix_sweep": measure, "helix_sweep_selection": draw.drop(columns="layer")}, {})
+    assert err(KeyError, no_layer, BEST) == "best: no column 'layer'; the table has method"
+    t = Tables({"helix_sweep": measure}, {})
+    by = {**BEST, "select": {**BEST["select"], "by": {"zz": 1}}}
+    assert err(KeyError, t, by, "authors") == "by: no column 'zz'; the table has method, layer"
+    by_dup = {**BEST, "select": {**BEST["select"], "by": {"layer": "$l"}}, "fill": {"l": 2}}
+    # the by rows at layer 2: three methods of layer 2 matched, then each candidate layer of them
+    msg = err(ValueError, t, by_dup, "authors")
+    assert msg == "best: by at layer 1.0: 0 rows match where one should (say which, or combine: sum)"
+    # $ filled from the finding's fill on the draw and in a by mapping
+    filled = {**BEST, "x": {"method": "$m"}, "fill": {"m": "helix"}}
+    drawn = Tables({"helix_sweep": measure, "helix_sweep_selection": draw}, {})
+    assert choose_values(drawn, filled, "corrected", R) == choose_values(drawn, BEST, "corrected", R)
+    lifted = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={2: 40.0})
+    by_fill = {**BEST, "select": {**BEST["select"], "by": {"method": "$c"}}, "fill": {"c": "crit"}}
+    assert choose_values(Tables({"helix_sweep": lifted}, {}), by_fill, "authors", R)["selection"] == (
+        "layer 2, on all pairs"
+    )
+    # candidates are sorted as numbers: on a tie the first, "9", is chosen, not "10"
+    labels = pd.DataFrame(
+        [
+            {"method": m, "layer": layer, **dict(zip(COLS, np.full(8, 1.0)))}
+            for m in ("helix", "layer")
+            for layer in ("10", "9")
+        ]
+    )
+    tie = choose_values(Tables({"helix_sweep": labels}, {}), BEST, "authors", R)
+    assert tie["selection"] == "layer 9, on all pairs"
+    # compute's own rows and the head category's
+    effects = pd.DataFrame([{"effect": e, **dict(zip(COLS, np.ones(8)))} for e in ("a", "a", "b", "b", "c")])
+    f = {"id": "f", "table": "layer_effects", "reading": "r", "term": "t", "fill": {}, "quantity": "difference"}
+    with pytest.raises(ValueError, match=rf"^f: x: {re.escape(one_row)}$"):
+        compute({**f, "x": {"effect": "a"}, "y": {"effect": "c"}}, Tables({"layer_effects": effects}, {}), "c", R)
+    with pytest.raises(ValueError, match=rf"^f: y: {re.escape(one_row)}$"):
+        compute({**f, "x": {"effect": "c"}, "y": {"effect": "b"}}, Tables({"layer_effects": effects}, {}), "c", R)
+    te = np.linspace(0.5, 1.5, 8)
+    heads = planted_head(te, 0.5 * te, te, te, te)
+    cat = {"id": "cat", "x": {"layer": 0, "head": 0}, "fill": {}, "reading": "r", "term": "t", "quantity": "category"}
+    with pytest.raises(KeyError) as caught:
+        category_of(heads, {**cat, "x": {"layer": 0, "component": "head"}}, "c", R)
+    assert caught.value.args[0] == "cat: no column 'component'; the table has layer, head, effect"
+    fx = heads.frames["head_effects"].assign(component="head")
+    with pytest.raises(KeyError) as caught:
+        category_of(
+            Tables({**heads.frames, "head_effects": fx}, {}), {**cat, "x": {"layer": 0, "component": "head"}}, "c", R
+        )
+    assert caught.value.args[0] == "cat: no column 'component'; the table has layer, head, fit"
+    with pytest.raises(KeyError) as caught:
+        category_of(Tables({**heads.frames, "head_effects": fx.drop(columns="effect")}, {}), cat, "c", R)
+    assert caught.value.args[0] == "cat: no column 'effect'; the table has layer, head, component"
+    fx2 = pd.concat([heads.frames["head_effects"], heads.frames["head_effects"].iloc[[0]]], ignore_index=True)
+    with pytest.raises(ValueError) as caught:
+        category_of(Tables({**heads.frames, "head_effects": fx2}, {}), cat, "c", R)
+    assert caught.value.args[0] == f"cat: te: {one_row}"
+
+
+def test_a_stages_test_takes_its_lists_recorded_split():
+    tested = pd.DataFrame({"layer": [1], "inc": [0.3], "p": [0.5], "lo": [0.0], "hi": [0.6]})
+    t = Tables({"number_bases_nested": tested}, {"lst": pd.DataFrame({"split": ["separate draw"]})})
+    h = {"id": "t", "table": "number_bases_nested", "reading": "r", "term": "t", "fill": {}, "quantity": "tested"}
+    h |= {"x": {"column": "inc", "layer": 1}, "test": {"p": "p", "sided": "greater", "low": "lo", "high": "hi"}}
+    h["test"] |= {"n": "layer", "unit": "numbers"}
+    h["each"] = {"table": "lst", "chosen_by": "a stage"}
+    assert compute(h, t, "corrected", R)["split"] == "the run's choice, on a separate draw of pairs"
