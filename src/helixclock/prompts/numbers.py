@@ -240,6 +240,7 @@ def describe_classes(tokens: PromptTokens) -> list[dict]:
     layouts = tokens.layouts()
     keys = [tuple(int(s[i, 1] - s[i, 0]) for s in tokens.spans.values()) for i in range(len(tokens))]
     k = tokens.answer_lengths()
+    lengths = tokens.lengths  # once: the property builds the array anew on each read
     seen: dict = {}
     for i, key in enumerate(keys):
         entry = seen.get(key)
@@ -251,10 +252,10 @@ def describe_classes(tokens: PromptTokens) -> list[dict]:
                 "count": 0,
                 "example_spans": {op: [int(s[i, 0]), int(s[i, 1])] for op, s in tokens.spans.items()},
                 "example_last": int(layouts[i].length - 1),
-                "example_answer_span": [int(tokens.lengths[i]), int(tokens.lengths[i] + k[i])],
+                "example_answer_span": [int(lengths[i]), int(lengths[i] + k[i])],
             }
         entry["count"] += 1
-        entry["prompt_lengths"].add(int(tokens.lengths[i]))
+        entry["prompt_lengths"].add(int(lengths[i]))
         entry["answer_tokens"].add(int(k[i]))
     for entry in seen.values():
         entry["prompt_lengths"] = sorted(entry["prompt_lengths"])
