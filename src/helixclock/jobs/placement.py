@@ -108,8 +108,9 @@ CACHE_DATASETS = {
 class Size:
     """What a job's resources are computed from: parameters, layers, width, vocabulary, the
     longest prompt's tokens (None: unknown) and where they were read; the MLP's width, the keys'
-    and values' width, the heads and whether the MLP is gated where a config.json says (else
-    GPT-J's proportions: 4 x d_model, d_model, 64-wide heads, not gated)."""
+    and values' width, the heads, whether the MLP is gated and the heads' outputs' width where a
+    config.json says (else GPT-J's proportions: 4 x d_model, d_model, 64-wide heads, not gated,
+    d_model)."""
 
     parameters: int
     n_layers: int
@@ -122,6 +123,7 @@ class Size:
     n_heads: int | None = None
     gated: bool = False
     prefix: int = 0  # tokens every a+b prompt shares before its first number (the card's), run once
+    head_width: int | None = None  # heads x head size where config.json says (Gemma-3: head_dim 256 x 4 heads)
 
     def shape(self, act_bytes: int) -> memory.Shape:
         """The :class:`helixclock.jobs.memory.Shape` of the model with activations of ``act_bytes``."""
@@ -135,6 +137,7 @@ class Size:
             self.n_heads or max(1, d // 64),
             self.gated,
             act_bytes,
+            self.head_width,
         )
 
 
@@ -183,6 +186,7 @@ def config_size(cfg: dict, read_from: str) -> Size:
         kv_width=kv * head_dim if kv and head_dim else None,
         n_heads=heads,
         gated=inner.get("model_type") in GATED,
+        head_width=heads * head_dim if heads and head_dim else None,
     )
 
 
@@ -245,7 +249,7 @@ def model_size(name: str, spec: dict, card: str | Path, model_folder: str | Path
         shape = _toy_size(spec)
     found = _read_json(Path(card))
     if found and found.get("parameters"):
-        widths = {k: getattr(shape, k) for k in ("d_mlp", "kv_width", "gated")} if shape else {}
+        widths = {k: getattr(shape, k) for k in ("d_mlp", "kv_width", "gated", "head_width")} if shape else {}
         return Size(
             found["parameters"],
             found["n_layers"],
