@@ -4,7 +4,7 @@ dry run of the finished run's folder evaluates them with every input there) agai
 logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model (helixclock.jobs.memory) against the
 peaks measured on an H200 (benchmarks/measured/).
 
-    python benchmarks/memory_table.py --run TITLE=FOLDER=CONFIG=MODEL,MODEL ... [--keep TITLE ...] [--out docs/memory.md]
+    python benchmarks/memory_table.py --run TITLE=FOLDER=CONFIG=MODEL,MODEL ... [--keep TITLE ...] [--out FILE]
 
 Each run folder is planned through a temporary folder of links to its results/, resources/ and
 logs/ (the run's own folder is only read).  ``--keep TITLE`` keeps the section of the page now at
@@ -171,8 +171,7 @@ def main() -> None:
         return
     head = (REPO / "benchmarks" / "memory_head.md").read_text().replace("{command}", command_line(sys.argv[1:]))
     parts = [head.rstrip(), ""]
-    sections = {title: kept_section(args.out, title) for title in args.keep}
-    for title, lines in sections.items():
+    for lines in [kept_section(args.out, title) for title in args.keep]:
         parts += [*lines, ""] if lines[-1].strip() else lines
     for spec in args.run:
         title, folder, config, models = spec.split("=")

@@ -107,13 +107,17 @@ def write_measured(run: Path, configfile: Path, models: list[str], peaks_csv: Pa
             continue
         got = declared_from_inputs(rule, inputs[model])
         if got != plan[(model, rule)]["mem_mb"]:
-            raise AssertionError(f"{model} {rule}: the plan declares {plan[(model, rule)]['mem_mb']}, the inputs give {got}")
+            raise AssertionError(
+                f"{model} {rule}: the plan declares {plan[(model, rule)]['mem_mb']}, the inputs give {got}"
+            )
         rows.append({"model": model, "rule": rule, "peak_mb": round(peak), "source": source, "run_commit": commit})
     with open(peaks_csv, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    plan_json.write_text(json.dumps({m: inputs[m] for m in sorted({r["model"] for r in rows})}, indent=1, sort_keys=True) + "\n")
+    plan_json.write_text(
+        json.dumps({m: inputs[m] for m in sorted({r["model"] for r in rows})}, indent=1, sort_keys=True) + "\n"
+    )
     return rows
 
 

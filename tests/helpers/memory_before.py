@@ -79,4 +79,3 @@ def job_items(rule: str, s: Shape, w: Work) -> tuple[dict[str, int], dict[str, i
         kinds = 3 if s.gated else 2  # every layer's neurons of a batch: pre- (gate, up) and post-activation
         return {}, {"forward batch and its neurons": fwd + kinds * w.batch * L * s.d_mlp * ab}
     raise ValueError(f"helixclock.jobs.memory has no items for rule {rule!r}")
-

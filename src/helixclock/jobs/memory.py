@@ -17,8 +17,20 @@ functions of the model's :class:`Shape`, the batch and the config's counts (:cla
 * **the residual cache's tensors** a job moves to the device (helix_patching: the a and b
   tokens'; last_token_patching: the last token's), [correct prompts, layers + 1, d_model] float32;
 * **collected values** a job stacks before fitting (head, MLP outputs of ``fit_prompts`` prompts);
-* **the attribution's backward** (neuron_attribution): the activations a backward pass needs,
-  :data:`SAVED_PER_TOKEN_LAYER` values of d_model and of d_mlp per token and layer, by MLP kind.
+* **the attribution's backward** (neuron_attribution, and head_patching's screen of every head):
+  the activations a backward pass needs, :data:`SAVED_PER_TOKEN_LAYER` values of d_model and of
+  d_mlp per token and layer, by MLP kind;
+* **direct effects** (:func:`direct_bytes`, :func:`helixclock.patching.paths.direct_effects`): a
+  chunk of components' writes unembedded at once, logits [chunk, pairs, positions, vocabulary];
+* **neurons of a batch** (neuron_grids, neuron_fit_eval): every layer's pre- and post-activations.
+
+Numbers of several tokens (``Work.several``: SmolLM2-135M, Gemma-3-270M) add what the code of
+that path keeps: values at every position that predicts an answer token besides the last token
+(:attr:`Work.positions`), the teacher-forced answer's tokens in every run (:attr:`Work.seq_tokens`),
+a patching sweep's keys and values twice (``forward_bytes(sweep=True)``), the logits of the
+answer positions alone and their gradient in an attribution, greedy decoding in the accuracy
+job.  Calibrated on the host peaks of make real (benchmarks/measured/host_peaks_make_real.csv;
+tests/unit/test_host_peaks.py) and, on the GPU, the H200's.
 
 A job's peak is its resident items plus the largest of its phases: the items of one phase are
 freed before the next (a batch's activations before a fit, a fit's chunk before the sweep).
