@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -154,7 +155,7 @@ def kept_section(page: Path, title: str) -> list[str]:
 
 
 def command_line(argv: list[str]) -> str:
-    return "python benchmarks/memory_table.py " + " ".join(argv)
+    return shlex.join(["python", "benchmarks/memory_table.py", *argv])
 
 
 def main() -> None:
@@ -176,7 +177,7 @@ def main() -> None:
     for spec in args.run:
         title, folder, config, models = spec.split("=")
         rows = host_rows(Path(folder), REPO / config, models.split(","))
-        parts += [f"### {title}", "", f"Written by `{command_line(['--run', repr(spec)])}`.", "", *rows, ""]
+        parts += [f"### {title}", "", f"Written by `{command_line(['--run', spec])}`.", "", *rows, ""]
     parts += ["## The GPU model against the H200", "", *probe_rows(), ""]
     parts += ["## The paper's models at batch 512: GPU, host, cards", "", *card_rows(), ""]
     args.out.write_text("\n".join(parts))
