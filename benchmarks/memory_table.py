@@ -4,16 +4,25 @@ dry run of the finished run's folder evaluates them with every input there) agai
 logs/{model}/{rule}-<hash>.benchmark.tsv), and the GPU model (helixclock.jobs.memory) against the
 peaks measured on an H200 (benchmarks/measured/).
 
-    python benchmarks/memory_table.py --run RUN_FOLDER[:CONFIG] ... [--out docs/memory.md]
+    python benchmarks/memory_table.py --run TITLE=FOLDER=CONFIG=MODEL,MODEL ... [--keep TITLE ...] [--out FILE]
 
 Each run folder is planned through a temporary folder of links to its results/, resources/ and
-logs/ (the run's own folder is only read).
+logs/ (the run's own folder is only read).  ``--keep TITLE`` keeps the section of the page now at
+``--out`` whose title starts with TITLE, as it is (a run whose folder is not here: the CI's tiny
+run), with the command that wrote it.
+
+    python benchmarks/memory_table.py --measured FOLDER=CONFIG=MODEL,MODEL
+
+writes the model jobs' measured host peaks of a finished run and what its plan sizes them from
+(benchmarks/measured/host_peaks_make_real.csv and host_plan_make_real.json,
+helpers.memory.write_measured), which tests/unit/test_host_peaks.py holds the formula to.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from helpers.memory import declared, measured_with_source, within  # noqa: E402
+from helpers.memory import MEASURED_PEAKS, MEASURED_PLAN, declared, measured_with_source, within, write_measured  # noqa: E402
 
 from helixclock.jobs import memory, placement  # noqa: E402
 from helixclock.project.outputs import MODEL_JOBS  # noqa: E402
@@ -134,16 +143,41 @@ def card_rows() -> list[str]:
     return rows
 
 
+def kept_section(page: Path, title: str) -> list[str]:
+    """The lines of the section of ``page`` whose ``### `` title starts with ``title``, up to the
+    next heading (its table and the command line that wrote it)."""
+    lines = page.read_text().splitlines() if page.exists() else []
+    start = next((i for i, line in enumerate(lines) if line.startswith("### " + title)), None)
+    if start is None:
+        raise SystemExit(f"--keep {title!r}: no section of {page} starts with it")
+    stop = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    return lines[start:stop]
+
+
+def command_line(argv: list[str]) -> str:
+    return shlex.join(["python", "benchmarks/memory_table.py", *argv])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", default=[], help="TITLE=FOLDER=CONFIG=MODEL,MODEL")
+    parser.add_argument("--keep", action="append", default=[], help="TITLE: keep that section of --out as it is")
+    parser.add_argument("--measured", help="FOLDER=CONFIG=MODEL,MODEL: write benchmarks/measured/host_*_make_real.*")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "memory.md")
     args = parser.parse_args()
-    head = (REPO / "benchmarks" / "memory_head.md").read_text()
+    if args.measured:
+        folder, config, models = args.measured.split("=")
+        rows = write_measured(Path(folder), REPO / config, models.split(","), MEASURED_PEAKS, MEASURED_PLAN)
+        print(f"{len(rows)} model jobs' peaks -> {MEASURED_PEAKS.relative_to(REPO)}, {MEASURED_PLAN.relative_to(REPO)}")
+        return
+    head = (REPO / "benchmarks" / "memory_head.md").read_text().replace("{command}", command_line(sys.argv[1:]))
     parts = [head.rstrip(), ""]
+    for lines in [kept_section(args.out, title) for title in args.keep]:
+        parts += [*lines, ""] if lines[-1].strip() else lines
     for spec in args.run:
         title, folder, config, models = spec.split("=")
-        parts += [f"### {title}", "", *host_rows(Path(folder), REPO / config, models.split(",")), ""]
+        rows = host_rows(Path(folder), REPO / config, models.split(","))
+        parts += [f"### {title}", "", f"Written by `{command_line(['--run', spec])}`.", "", *rows, ""]
     parts += ["## The GPU model against the H200", "", *probe_rows(), ""]
     parts += ["## The paper's models at batch 512: GPU, host, cards", "", *card_rows(), ""]
     args.out.write_text("\n".join(parts))

@@ -53,6 +53,7 @@ def job_counts(model):
     periods = len(config["helix"]["periods"])
     subsets = period_subsets()(w)
     others = [_correct_rows(outputs.accuracy(t, model)) for t in OTHER_TASKS]
+    screen = per_model("clock", "head_screen")(w)
     return {
         "add_rows": _correct_rows(outputs.accuracy("add", model)) or placement.ADD_PROMPTS,
         "task_rows": max([n for n in others if n is not None], default=None),
@@ -64,7 +65,21 @@ def job_counts(model):
         "helix_bases": 2 * (2**periods - 1) + periods if subsets else 3,
         "helix_components": config["helix"]["pca_components"],
         "last_components": config["clock"]["pca_components"],
+        "layer_step": layer_step()(w),
+        "head_screen": screen,
+        "screen_pairs": _screen_pairs(w) if screen > 0 else None,
     }
+
+
+def _screen_pairs(w):
+    """Pairs head_patching's attribution screen reads where it screens heads (clock.head_screen
+    > 0): the selection draw's (helixclock.causal.pairs.selection_draw: the larger of
+    clock.selection_pairs and clock.selection_attribution_pairs), None where the choices stay on
+    the measuring pairs (compat: authors, or no selection pairs)."""
+    pairs = per_model("clock", "selection_pairs")(w)
+    if config["compat"] == "authors" or pairs <= 0:
+        return None
+    return max(pairs, per_model("clock", "selection_attribution_pairs")(w))
 
 
 def on_gpu():
