@@ -13,8 +13,8 @@ API in this process against the tiny config (tests/configs/tiny.yaml) with the c
 To stay within seconds, commands that share their config are one dry run over the union of their
 targets (a command without targets asks for rule ``all``), and commands whose configs differ only
 in the ``models`` they name are one dry run over the union of those models (commands that name
-none keep the tiny config's): when written, 67 commands in 8 dry runs, about 10 s on one core.  Models the tiny registry lacks (the
-paper's hub models ``gptj``, ``pythia`` and ``llama``; ``toy-llama``, ``smollm2-135m`` and
+none keep the tiny config's): when written, 67 commands in 8 dry runs, about 10 s on one core.
+Models the tiny registry lacks (the paper's hub models ``gptj``, ``pythia`` and ``llama``; ``toy-llama``, ``smollm2-135m`` and
 ``gemma3-270m`` of ``make real``) are dry-run with the project's registry, config/models.yaml: a
 plan reads no weights, so their jobs are planned here as on a GPU box or a cluster.  Not checked by
 a dry run: the executor (Slurm's profile is planned locally), cores and resources, and what the
