@@ -34,8 +34,12 @@ def _matches(token: str, values) -> bool:
 
 
 def _texts(row: pd.Series) -> list[str]:
-    """A row's text cells, longest first (a label inside a longer one is taken out after it)."""
-    return sorted({str(v) for v in row if isinstance(v, str) and v}, key=len, reverse=True)
+    """A row's text cells, and what follows a cell's label ("no category tested: ..."; the page
+    copies a note without its label), longest first (a label inside a longer one is taken out
+    after it)."""
+    cells = {str(v) for v in row if isinstance(v, str) and v}
+    tails = {c.split(": ", 1)[1] for c in cells if ": " in c and c.split(": ", 1)[1]}
+    return sorted(cells | tails, key=len, reverse=True)
 
 
 def _numbers(row: pd.Series) -> list[float]:
