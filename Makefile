@@ -38,7 +38,7 @@ MUTATION_LOCK := requirements/mutation.txt
 MUTATION_VENV := .mutation
 MUTATION_ARGS ?=
 
-.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot gallery mutation
+.PHONY: run real test test-fast lint format venv lock clean docs findings-snapshot toy-findings gallery mutation
 
 venv: $(STAMP)
 
@@ -79,6 +79,12 @@ real: $(VENV)/.real
 # date (the snapshot docs/real-models.md links; tests/unit/test_docs.py checks every number against its table)
 findings-snapshot: $(STAMP)
 	$(VENV)/bin/python -m helixclock.stages.findings.snapshot docs/real-findings smollm2-135m gemma3-270m
+
+# after `make run`: the toys' findings pages and tables copied to docs/toy-findings/ and the summary generated from
+# them (each toy's verdict counts, the paper's claims on a+b, which hold) written into docs/index.md and
+# docs/embedded-default.md with the run's commit and date (tests/unit/test_docs.py checks each line against its row)
+toy-findings: $(STAMP)
+	$(VENV)/bin/python -m helixclock.stages.findings.summary docs toy-gptj toy-llama
 
 # after `make run` and `make real`: the site's figure gallery (docs/gallery.md, the models' figures side by side
 # by the paper's sections, each downsized into docs/gallery/{model}/, with the run's commit and date);

@@ -113,9 +113,11 @@ PROFILE = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_te
 
 
 @contextmanager
-def workflow_api(workdir: Path, configfile: Path = TINY):
+def workflow_api(workdir: Path, configfile: Path = TINY, config: dict | None = None, configfiles=()):
     """This repository's workflow in ``workdir`` through Snakemake's API, in this process (a
-    fifth of a new interpreter's cost); the working directory and sys.path are restored after."""
+    fifth of a new interpreter's cost); the working directory and sys.path are restored after.
+    ``configfiles`` follow ``configfile`` and ``config`` overrides them all, as ``--configfile``
+    and ``--config`` do on the command line."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
@@ -125,7 +127,9 @@ def workflow_api(workdir: Path, configfile: Path = TINY):
         with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
             yield api.workflow(
                 resource_settings=ResourceSettings(cores=1),
-                config_settings=ConfigSettings(configfiles=[Path(configfile)]),
+                config_settings=ConfigSettings(
+                    configfiles=[Path(configfile), *map(Path, configfiles)], config=dict(config or {})
+                ),
                 snakefile=REPO / "Snakefile",
                 workdir=Path(workdir),
             )

@@ -21,6 +21,7 @@ from helpers.paths import REPO
 
 from helixclock.project import outputs
 from helixclock.project.results import Results, registered_outputs
+from helixclock.stages.findings import summary
 from helixclock.stages.findings.snapshot import snapshot
 
 
@@ -230,3 +231,108 @@ def test_the_committed_real_findings_snapshot_prints_only_its_own_tables_numbers
     table = pd.read_csv(REAL_FINDINGS / f"{model}.csv")
     assert set(table["verdict"]) >= {"holds", "not distinguished"}
     assert assert_every_number_is_in_the_table(body, table) > 500
+
+
+TOY_FINDINGS = REPO / "docs" / "toy-findings"  # `make toy-findings` after `make run`
+TOYS = ("toy-gptj", "toy-llama")
+SUMMARY_HEADER = re.compile(
+    r"> From the run at commit `[0-9a-f]{7,40}` on \d{4}-\d\d-\d\d: "
+    r"(?:\[([\w.-]+)\]\(toy-findings/\1\.md\)(?:, )?)+\."
+)
+
+
+def check_findings_summary(block: str, tables: dict[str, pd.DataFrame]) -> int:
+    """How many numbers a findings summary (helixclock.stages.findings.summary) prints, each
+    checked against its model's table: a claim's line against its own row, sign included, any
+    other line against the table (tests/helpers/pages.py); its header names the run; each model's
+    part lists exactly the model's headline claims, those that hold first; a claim said to hold on
+    every model holds in every table."""
+    lines = block.splitlines()
+    assert lines[0] == summary.BEGIN and lines[-1] == summary.END
+    assert SUMMARY_HEADER.fullmatch(lines[2]), lines[2]
+    starts = [i for i, line in enumerate(lines) if any(line.startswith(f"**{m}** ") for m in tables)]
+    assert [lines[i].split("**")[1] for i in starts] == list(tables)
+    intro = "\n".join(lines[3 : starts[0]])
+    found = 0
+    for table in tables.values():
+        found += assert_every_number_is_in_the_table(intro, table, every_row=False)
+    for claim in (line[2:] for line in intro.splitlines() if line.startswith("* ")):
+        for model, table in tables.items():
+            assert (table.loc[table["claim"] == claim, "verdict"] == "holds").all() and claim in set(table["claim"]), (
+                model,
+                claim,
+            )
+    for (model, table), start, end in zip(tables.items(), starts, [*starts[1:], len(lines) - 1]):
+        part = "\n".join(lines[start:end])
+        found += assert_every_number_is_in_the_table(part, table, every_row=False)
+        claims = [line.split(" | ")[0][2:] for line in part.splitlines()[4:] if line.startswith("| ")]
+        rows = table[table["family"].isin(summary.HEADLINE)]
+        assert sorted(claims) == sorted(rows["claim"]), model
+        verdicts = [rows.loc[rows["claim"] == c, "verdict"].item() for c in claims]
+        assert verdicts == sorted(verdicts, key=lambda v: v != "holds"), model
+    return found
+
+
+def test_a_findings_summary_prints_only_its_tables_numbers_and_names_its_run(tmp_path):
+    """`make toy-findings` on a planted run of two models (the frozen SmolLM2 table; the second
+    with one headline claim that held not distinguished): the pages are snapshotted, the summary
+    replaces the block between the markers of the home page and the embedded default's, the claim
+    that no longer holds on both is not listed as holding on every model, and the check above
+    passes.  The wrong arms: one number of a claim's line changed, or its sign flipped, fails the
+    check; a page without the markers is refused."""
+    frozen = pd.read_csv(REPO / "tests" / "data" / "findings" / "smollm2-135m-0eaabb1.csv")
+    second = frozen.copy()
+    second.loc[second["id"] == "fig06_mlps_above_attention", "verdict"] = "not distinguished"
+    for model, table in {"m1": frozen, "m2": second}.items():
+        path = tmp_path / outputs.FINDINGS["contrasts"].format(model=model)
+        path.parent.mkdir(parents=True)
+        table.to_csv(path, index=False)
+        (tmp_path / outputs.FINDINGS["page"].format(model=model)).write_text(f"# Findings: {model}\n\nA page.\n")
+    record = {"written": "2026-11-28T21:00:00+00:00", "helixclock": {"commit": "abc1234" + "0" * 33}}
+    (tmp_path / outputs.RECORD).parent.mkdir(parents=True)
+    (tmp_path / outputs.RECORD).write_text(json.dumps(record))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in summary.PAGES:
+        (docs / name).write_text(f"# {name}\n\n{summary.BEGIN}\nold lines\n{summary.END}\n\nAfter.\n")
+    written = summary.write_summary(tmp_path, ["m1", "m2"], docs, folder="toy-findings")
+    assert {p.name for p in written} == {"m1.md", "m2.md", *summary.PAGES}
+    pages = {name: (docs / name).read_text() for name in summary.PAGES}
+    block = summary.BLOCK.search(pages["index.md"]).group(0)
+    assert pages["index.md"] == f"# index.md\n\n{block}\n\nAfter.\n" and block in pages["embedded-default.md"]
+    assert (
+        "> From the run at commit `abc1234` on 2026-11-28: [m1](toy-findings/m1.md), [m2](toy-findings/m2.md)." in block
+    )
+    tables = {m: pd.read_csv(docs / "toy-findings" / f"{m}.csv") for m in ("m1", "m2")}
+    assert check_findings_summary(block, tables) > 40
+    held = [line[2:] for line in block.splitlines() if line.startswith("* ")]
+    fig06 = frozen.loc[frozen["id"] == "fig06_mlps_above_attention", "claim"].item()
+    poly = frozen.loc[frozen["id"] == "table1_helix_above_poly", "claim"].item()
+    assert poly in held and fig06 not in held
+    line = next(line for line in block.splitlines() if line.startswith(f"| {poly} |"))
+    assert "Helix − Poly = 2.74 [1.56, 3.92]" in line  # the frozen table's row
+    for wrong in ("Helix − Poly = 2.75 [1.56, 3.92]", "Helix − Poly = −2.74 [1.56, 3.92]"):
+        with pytest.raises(AssertionError, match="is not in the table's row"):
+            check_findings_summary(block.replace("Helix − Poly = 2.74 [1.56, 3.92]", wrong), tables)
+    (docs / "index.md").write_text("# A page without the markers\n")
+    with pytest.raises(ValueError, match="has no findings summary to replace"):
+        summary.write_summary(tmp_path, ["m1", "m2"], docs, folder="toy-findings")
+
+
+def test_the_committed_toy_findings_summary_prints_only_its_tables_numbers():
+    """docs/index.md and docs/embedded-default.md, "What the toys show": the summary of the last
+    `make run` (`make toy-findings`) is the same block on both pages, names its run, and prints
+    only numbers of the toys' committed tables, each claim's line its own row's."""
+    blocks = {summary.BLOCK.search((REPO / "docs" / name).read_text()).group(0) for name in summary.PAGES}
+    assert len(blocks) == 1
+    tables = {m: pd.read_csv(TOY_FINDINGS / f"{m}.csv") for m in TOYS}
+    assert check_findings_summary(blocks.pop(), tables) > 40
+
+
+@pytest.mark.parametrize("model", TOYS)
+def test_the_committed_toy_findings_snapshot_prints_only_its_own_tables_numbers(model):
+    """The toys' findings pages the summary links, snapshotted with their run's commit and date."""
+    title, blank, header, body = (TOY_FINDINGS / f"{model}.md").read_text().split("\n", 3)
+    assert title == f"# Findings: {model}" and not blank and SNAPSHOT_HEADER.fullmatch(header), header
+    table = pd.read_csv(TOY_FINDINGS / f"{model}.csv")
+    assert assert_every_number_is_in_the_table(body, table) > 100

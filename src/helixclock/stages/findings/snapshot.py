@@ -21,15 +21,21 @@ from helixclock.project import outputs
 HEADER = "> Snapshot of `{page}` from the run at commit `{commit}` on {date}; its table: [{table}]({table})."
 
 
+def run_of(project: Path) -> tuple[str, str]:
+    """The commit (7 digits) and the date (YYYY-MM-DD) of the run in ``project``, from its
+    provenance record."""
+    record = project / outputs.RECORD
+    if not record.exists():
+        raise FileNotFoundError(f"no provenance record in {project} (finish `make run` or `make real` first): {record}")
+    run = json.loads(record.read_text())
+    return run["helixclock"]["commit"][:7], run["written"][:10]
+
+
 def snapshot(project: Path, models: list[str], dest: Path) -> list[Path]:
     """Copy each model's findings page and table from ``project`` to ``dest`` as ``{model}.md``
     and ``{model}.csv``, a line naming the run (its provenance record's commit and date) inserted
     after the page's title; the pages written."""
-    record = project / outputs.RECORD
-    if not record.exists():
-        raise FileNotFoundError(f"no provenance record in {project} (run `make real` first): {record}")
-    run = json.loads(record.read_text())
-    commit, date = run["helixclock"]["commit"][:7], run["written"][:10]
+    commit, date = run_of(project)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
     for model in models:
