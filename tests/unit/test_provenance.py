@@ -14,7 +14,7 @@ import torch
 from helpers.paths import REPO
 
 import helixclock
-from helixclock.environment.lock import LOCK, read_lock
+from helixclock.environment.lock import LOCK, locked
 from helixclock.environment.provenance import (
     changed_records,
     differences,
@@ -43,7 +43,7 @@ def test_the_fingerprint_reads_python_the_commit_the_packages_and_the_lock():
     fp = fingerprint(REPO)
     head = git("rev-parse", "HEAD", cwd=REPO)
     assert fp["commit"] == head and len(head) == 40 and fp["python"] == platform.python_version()
-    assert fp["lock"] == lock_digests(REPO) and set(fp["lock"]) == {"lock", "gguf"}
+    assert fp["lock"] == lock_digests(REPO) and set(fp["lock"]) == {"lock", "torch", "gguf"}
     assert fingerprint(REPO) == fp  # nothing changed: the same params, no rerun
     # the packages: every installed distribution's metadata folder, name and version
     names = installed_metadata()
@@ -163,11 +163,16 @@ def test_the_record_and_its_table_hold_what_the_run_ran_on(tmp_path):
     assert record["models"] == {"toy-gptj": environment(), "toy-old": None}
     table = pd.read_csv(outputs[1], keep_default_na=False).set_index("item")
     assert list(table.columns) == ["run", "lock", "toy-gptj", "toy-old"]
-    locked = read_lock(REPO / LOCK)
+    pins = locked(REPO / LOCK)  # torch's pin from torch.txt, by version alone
     for name in ("torch", "transformers", "nnsight", "snakemake", "numpy"):
         assert table.loc[name, "run"] == table.loc[name, "toy-gptj"] == version(name)
-        assert table.loc[name, "lock"] == locked[name].version and table.loc[name, "toy-old"] == "not recorded"
+        assert table.loc[name, "lock"] == pins[name].version and table.loc[name, "toy-old"] == "not recorded"
+    assert pins["torch"].version == "2.13.0" and version("torch").startswith("2.13.0")
     assert table.loc["torch CUDA", "run"] == (torch.version.cuda or "none (CPU build)")
+    # the build the version-alone pin left to the machine, with the digest of its installed RECORD
+    build = record["torch_build"]
+    assert build["version"] == torch.__version__ and len(build["record_sha256"]) == 64
+    assert table.loc["torch build", "run"] == f"{torch.__version__} (RECORD sha256 {build['record_sha256'][:16]})"
     assert table.loc["commit", "run"].startswith(record["helixclock"]["commit"])
     assert table.loc["environment is the lock", "run"].startswith("yes" if record["lock"]["matches"] else "no: ")
     assert "| environment is the lock |" in outputs[2].read_text()

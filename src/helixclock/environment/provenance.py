@@ -26,13 +26,13 @@ import platform
 import subprocess
 import sys
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, distribution, version
 from pathlib import Path
 
 from .. import __version__
 from ..project.io import write_json, write_table
 from ..project.outputs import RECORD
-from .lock import GGUF_LOCK, LOCK, environment_differences, installed_distributions, read_lock
+from .lock import GGUF_LOCK, LOCK, TORCH_LOCK, environment_differences, installed_distributions, locked, read_lock
 
 # the packages whose versions can change a number of the run, the issue's first five first
 PACKAGES = (
@@ -143,9 +143,9 @@ def fingerprint(root: str | Path) -> dict:
 
 
 def lock_digests(root: str | Path) -> dict[str, str]:
-    """SHA-256 of the lock files of helixclock's checkout at ``root`` (requirements/lock.txt and
-    gguf.txt): part of :func:`fingerprint` (a new lock reruns rule provenance)."""
-    files = {"lock": Path(root) / LOCK, "gguf": Path(root) / GGUF_LOCK}
+    """SHA-256 of the lock files of helixclock's checkout at ``root`` (requirements/lock.txt,
+    torch.txt and gguf.txt): part of :func:`fingerprint` (a new lock reruns rule provenance)."""
+    files = {"lock": Path(root) / LOCK, "torch": Path(root) / TORCH_LOCK, "gguf": Path(root) / GGUF_LOCK}
     return {k: hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "" for k, p in files.items()}
 
 
@@ -156,6 +156,19 @@ def environment() -> dict:
     import torch
 
     return {"python": platform.python_version(), "packages": package_versions(), "torch_cuda": torch.version.cuda}
+
+
+def torch_build() -> dict:
+    """The torch wheel installed: the lock pins torch by version alone (requirements/torch.txt), so
+    which build it is (CPU, or the CUDA one of a GPU machine) is recorded here: its full version
+    with the local label, and the SHA-256 of its RECORD (the wheel's list of its files with each
+    file's hash), which tells one build of a version from another."""
+    try:
+        dist = distribution("torch")
+    except PackageNotFoundError:
+        return {"version": None, "record_sha256": None}
+    record = dist.read_text("RECORD") or ""
+    return {"version": dist.version, "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record else None}
 
 
 def device(setting: str) -> dict:
@@ -174,16 +187,18 @@ def run_record(
     root: str | Path, device_setting: str, lock: str | Path, gguf: str | Path, cards: dict[str, dict]
 ) -> dict:
     """results/all/provenance.json: the run's environment (:func:`environment`), helixclock's
-    source, the device, whether the installed distributions are the lock (``lock``, and the
-    GGUF packages of ``gguf`` at their locked versions; the differences where not: a CUDA
-    build of torch installed in place of the lock's shows as torch's and its own packages'),
-    and each model card's recorded environment (``cards``: model -> card)."""
-    found = environment_differences(installed_distributions(), read_lock(lock), read_lock(gguf))
+    source, torch's build (:func:`torch_build`), the device, whether the installed distributions
+    are the lock (``lock`` with torch.txt beside it, and the GGUF packages of ``gguf`` at their
+    locked versions; the differences where not: torch is locked by version alone, so a CUDA
+    build of that version is the lock's, while the CUDA libraries it brings show as packages
+    the lock does not pin), and each model card's recorded environment (``cards``: model -> card)."""
+    found = environment_differences(installed_distributions(), locked(lock), read_lock(gguf))
     return {
         "record": RECORD,
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "helixclock": source(root),
         **environment(),
+        "torch_build": torch_build(),
         "platform": platform.platform(),
         "device": device(device_setting),
         "lock": {"file": LOCK, "matches": not found, "differences": found},
@@ -201,8 +216,8 @@ SHOWN_DIFFERENCES = 5  # differences from the lock the report's table lists (the
 
 
 def provenance_table(record: dict, lock_versions: dict[str, str]):
-    """The report's table: one row per item (helixclock, its commit, Python, torch's CUDA, the
-    device, each package, whether the environment is the lock) with the run's value, the
+    """The report's table: one row per item (helixclock, its commit, Python, torch's CUDA and
+    build, the device, each package, whether the environment is the lock) with the run's value, the
     lock's (``lock_versions``: package -> version) and each model card's."""
     # deferred: pandas stays out of the DAG's build, which imports this module
     import pandas as pd
@@ -219,6 +234,7 @@ def provenance_table(record: dict, lock_versions: dict[str, str]):
             "run": _cuda(record["torch_cuda"]),
             **{m: _cuda(e["torch_cuda"]) if e else UNRECORDED for m, e in models.items()},
         },
+        {"item": "torch build", "run": _build(record.get("torch_build"))},
         {"item": "device", "run": f"{dev['resolved']}{gpus} (config key device: {dev['setting']})"},
         {"item": "weights", **{m: _weights(w) for m, w in record.get("weights", {}).items()}},
     ]
@@ -238,6 +254,13 @@ def _weights(weights: dict) -> str:
         return weights.get("source", UNRECORDED)
     revision = weights.get("revision") or "the default branch"
     return f"{weights['source']} at {weights.get('commit') or 'an unknown commit'} (revision {revision})"
+
+
+def _build(build: dict | None) -> str:
+    """torch's wheel in the table: its version with the build's label and its RECORD's digest."""
+    if not build or not build.get("version"):
+        return UNRECORDED
+    return f"{build['version']} (RECORD sha256 {(build.get('record_sha256') or 'unknown')[:16]})"
 
 
 def _cuda(version: str | None) -> str:
@@ -307,7 +330,7 @@ def write_provenance(device_setting: str, root: str | Path, cards: dict[str, str
     record = run_record(
         root, device_setting, lock, gguf, {m: json.loads(Path(p).read_text()) for m, p in cards.items()}
     )
-    table = provenance_table(record, {name: pin.version for name, pin in read_lock(lock).items()})
+    table = provenance_table(record, {name: pin.version for name, pin in locked(lock).items()})
     write_json(outputs[0], record)
     write_table(table, outputs[1], outputs[2])
     for line in record["lock"]["differences"]:
