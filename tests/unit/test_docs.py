@@ -70,6 +70,15 @@ def test_the_site_builds_strictly(tmp_path):
     # long code lines wrap (docs/stylesheets/extra.css), on the Python API page too
     assert "stylesheets/extra.css" in (site / "results-api" / "index.html").read_text()
     assert "pre-wrap" in (site / "stylesheets" / "extra.css").read_text()
+    # the search index splits a config key at its dots (mkdocs.yml, plugins: search), so that its
+    # last part finds the configuration page (the built-in separator, spaces and dashes, did not)
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    tokens = {
+        doc["location"]: set(re.split(index["config"]["separator"], re.sub(r"<[^>]+>", " ", doc["text"])))
+        for doc in index["docs"]
+    }
+    assert "largest_bare_number" in tokens["configuration/#configconfigyaml-what-to-run"]
+    assert "largest_bare_number" not in set(re.split(r"[\s\-]+", "`cache.largest_bare_number`"))
 
 
 def test_an_included_page_follows_its_source_and_its_links_resolve_on_the_site(tmp_path, monkeypatch):
