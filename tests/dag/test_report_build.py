@@ -55,6 +55,9 @@ def test_report_names_every_output_of_the_run(tiny_run):
         assert results[contrasts]["mime_type"] == "text/csv" and "findings table" in results[contrasts]["caption"]
         assert f"app.showResultInfo('{page}')" in landing
     assert "Where to start" in landing
+    # the landing page's text first, the rule graph in a box beside it (profiles/default/report.css,
+    # the workflow profile's report-stylesheet, embedded in the page)
+    assert (REPO / "profiles" / "default" / "report.css").read_text() in html
 
 
 def report_variable(html: str, name: str):

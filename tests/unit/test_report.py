@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from helpers.dag import workflow_api
 from helpers.figures import save
 from helpers.paths import REPO
@@ -562,3 +563,9 @@ def test_the_report_holds_every_models_findings_page_and_table(tmp_path):
     text = Path(landing).read_text()
     assert "app.showResultInfo('results/{{ model }}/findings.md')" in text
     assert "app.showResultInfo('results/{{ model }}/findings/contrasts.csv')" in text
+    # the landing page is its text, with the rule graph in a box of its own: the workflow profile
+    # (read by default) gives the report a stylesheet, a file of the profile's folder
+    profile = REPO / "profiles" / "default"
+    sheet = profile / yaml.safe_load((profile / "config.yaml").read_text())["report-stylesheet"]
+    css = sheet.read_text()
+    assert "#rulegraph {" in css and "max-height" in css and ".prose.max-w-lg {" in css
