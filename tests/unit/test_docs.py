@@ -384,3 +384,15 @@ def test_the_committed_toy_findings_snapshot_prints_only_its_own_tables_numbers(
     assert title == f"# Findings: {model}" and not blank and SNAPSHOT_HEADER.fullmatch(header), header
     table = pd.read_csv(TOY_FINDINGS / f"{model}.csv")
     assert assert_every_number_is_in_the_table(body, table) > 100
+
+
+def test_the_findings_page_has_headings_and_writes_its_formulas_for_the_site():
+    """docs/findings.md: the statistics under a heading of their own, a subheading a topic (the
+    site's table of contents lists them), and no formula in TeX's or code's notation, which the
+    site would print as it stands (t_{df, 1−α'/2}, sqrt(C/(C-1)), R^2)."""
+    page = (REPO / "docs" / "findings.md").read_text()
+    headings = re.findall(r"^(#{2,3}) (.+)$", page, re.M)
+    assert ("##", "The statistics") in headings and ("##", "The findings page") in headings
+    assert len([h for level, h in headings if level == "###"]) >= 10
+    assert not re.search(r"_\{|\^\d|sqrt\(|\bR\^2", page), re.search(r".{30}(_\{|\^\d|sqrt\(|R\^2).{30}", page)
+    assert "t<sub>df, 1 − α′/2</sub>" in page
