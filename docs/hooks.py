@@ -7,11 +7,17 @@ figure and every table, with the rule that makes it and that rule's docstring.  
 therefore not fall behind the code, and ``mkdocs build --strict`` fails where the registry
 names a path no rule makes.  The paper's numbering (the same page, "The paper's numbering") is
 generated from :data:`helixclock.project.outputs.PAPER_FIGURES` and its neighbours: the compiled paper's
-number of every figure and table id, and helixclock's own."""
+number of every figure and table id, and helixclock's own.
+
+Two pages hold text kept elsewhere, read at every build so the site cannot fall behind it: the
+configuration reference (docs/configuration.md) is config/README.md, and the Quickstart
+(docs/quickstart.md) is the README's section "Quickstart"; a link of theirs into docs/ becomes
+the site's page, a link to another file of the repository its path in code."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "<!-- outputs-reference -->"
 NUMBERING = "<!-- paper-numbering -->"
+# a page's marker -> (the file whose text replaces it, the "## " section of it or None for all)
+INCLUDES = {
+    "<!-- include: config/README.md -->": ("config/README.md", None),
+    "<!-- include: README.md, Quickstart -->": ("README.md", "Quickstart"),
+}
 
 
 def _pattern(output: str) -> str:
@@ -86,10 +97,18 @@ def reference_rows(rules: dict[str, tuple[str, list[str]]]) -> list[dict]:
     return rows
 
 
+AS_ABOVE = "as above"
+
+
 def reference_markdown(rows: list[dict]) -> str:
+    """The table of :func:`reference_rows`; a rule's description is written on the first of its
+    consecutive rows, and the rows after it say "as above" (one job writes all of STRUCTURE.*)."""
     lines = ["| output | path | made by | what |", "|---|---|---|---|"]
+    previous = None
     for r in rows:
-        lines.append(f"| `{r['id']}` | `{r['path']}` | `{r['rule'] or '(none)'}` | {r['what']} |")
+        same = previous is not None and r["what"] and (r["rule"], r["what"]) == (previous["rule"], previous["what"])
+        lines.append(f"| `{r['id']}` | `{r['path']}` | `{r['rule'] or '(none)'}` | {AS_ABOVE if same else r['what']} |")
+        previous = r
     return "\n".join(lines)
 
 
@@ -115,9 +134,36 @@ def numbering_markdown() -> str:
     return "\n".join(lines)
 
 
+def included(path: str, section: str | None = None) -> str:
+    """The text of a repository file (``path``) as a page of the site shows it: all of it, or the
+    body of its ``## section`` (up to the next ``## ``; an absent section stops the build); links
+    into docs/ become the site's pages, links to other files of the repository their path in code."""
+    text = (REPO / path).read_text()
+    if section is not None:
+        match = re.search(rf"^## {re.escape(section)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+        if match is None:
+            raise RuntimeError(f"{path} has no section '## {section}' for the site")
+        text = match.group(1)
+    folder = Path(path).parent
+
+    def link(m: re.Match) -> str:
+        label, target = m.group(1), m.group(2)
+        if re.match(r"[a-z]+:|#", target):
+            return m.group(0)
+        resolved = (folder / target).as_posix()
+        if resolved.startswith("docs/"):
+            return f"[{label}]({resolved.removeprefix('docs/')})"
+        return f"{label} (`{resolved}`)"
+
+    return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", link, text).strip() + "\n"
+
+
 def on_page_markdown(markdown: str, page, config, files, rules=None):
     """The outputs page with its reference filled in (``rules``: the workflow's, read here unless
     given); an output of the registry that no rule makes stops the build."""
+    for marker, (path, section) in INCLUDES.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, included(path, section))
     if NUMBERING in markdown:
         markdown = markdown.replace(NUMBERING, numbering_markdown())
     if MARKER not in markdown:

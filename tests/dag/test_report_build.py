@@ -2,6 +2,7 @@
 
 import json
 import platform
+import re
 import subprocess
 from importlib.metadata import version
 
@@ -43,6 +44,27 @@ def test_report_names_every_output_of_the_run(tiny_run):
         "8 Why a helix",
     ]
     assert all(name in html for name in names)
+    # the report's entries (its embedded `results` and `categories`): every model's findings page and
+    # table, under "9 Findings", one subcategory a model, and the landing text links each page
+    results, categories, landing = (report_variable(html, name) for name in ("results", "categories", "workflow_desc"))
+    findings = categories["9 Findings: every declared claim tested"]
+    for model in ("toy-gptj", "toy-digits"):
+        page, contrasts = f"results/{model}/findings.md", f"results/{model}/findings/contrasts.csv"
+        assert sorted(findings[model]) == sorted([page, contrasts])
+        assert results[page]["mime_type"] == "text/markdown" and "findings page" in results[page]["caption"]
+        assert results[contrasts]["mime_type"] == "text/csv" and "findings table" in results[contrasts]["caption"]
+        assert f"app.showResultInfo('{page}')" in landing
+    assert "Where to start" in landing
+    # the landing page's text first, the rule graph in a box beside it (profiles/default/report.css,
+    # the workflow profile's report-stylesheet, embedded in the page)
+    assert (REPO / "profiles" / "default" / "report.css").read_text() in html
+
+
+def report_variable(html: str, name: str):
+    """A variable of the data Snakemake's HTML report embeds (one JSON value a line: `var results = {...};`)."""
+    match = re.search(rf"^\s*var {name} = (\{{.*\}}|\".*\");$", html, re.M)
+    assert match, name
+    return json.loads(match.group(1))
 
 
 def test_paper_comparison_has_every_quantity_for_every_model(tiny_run):

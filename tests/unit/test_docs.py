@@ -55,6 +55,49 @@ def test_the_site_builds_strictly(tmp_path):
     for output in ("HELIX_SUMMARY.sweep", "FINDINGS.contrasts", "fig04_helix_patching", "Figure 24"):
         assert output in page
     assert "<!-- paper-numbering -->" not in page
+    # the configuration reference is config/README.md and the Quickstart the README's section, as
+    # they stand: every key of the config table and every heading, on pages the home page links
+    config = (site / "configuration" / "index.html").read_text()
+    readme = (REPO / "config" / "README.md").read_text()
+    keys = re.findall(r"^\| `([a-z_.]+)` \|", readme, re.M)
+    assert len(keys) > 20 and all(f"<code>{key}</code>" in config for key in keys)
+    for heading in re.findall(r"^## (.+)$", readme, re.M):
+        assert re.sub(r"`([^`]+)`", r"<code>\1</code>", heading).replace("'", "&#39;") in config, heading
+    quickstart = (site / "quickstart" / "index.html").read_text()
+    assert "make run" in quickstart and 'href="../installation/"' in quickstart
+    home = (site / "index.html").read_text()
+    assert 'href="quickstart/"' in home and 'href="configuration/"' in home
+    # long code lines wrap (docs/stylesheets/extra.css), on the Python API page too
+    assert "stylesheets/extra.css" in (site / "results-api" / "index.html").read_text()
+    assert "pre-wrap" in (site / "stylesheets" / "extra.css").read_text()
+    # the search index splits a config key at its dots (mkdocs.yml, plugins: search), so that its
+    # last part finds the configuration page (the built-in separator, spaces and dashes, did not)
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    tokens = {
+        doc["location"]: set(re.split(index["config"]["separator"], re.sub(r"<[^>]+>", " ", doc["text"])))
+        for doc in index["docs"]
+    }
+    assert "largest_bare_number" in tokens["configuration/#configconfigyaml-what-to-run"]
+    assert "largest_bare_number" not in set(re.split(r"[\s\-]+", "`cache.largest_bare_number`"))
+
+
+def test_an_included_page_follows_its_source_and_its_links_resolve_on_the_site(tmp_path, monkeypatch):
+    """docs/hooks.py's includes: a section of a file (up to the next "## "), its links into docs/
+    made the site's pages, other repository links their path in code; a section not there stops the
+    build rather than leaving a page empty."""
+    hooks = docs_hooks()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "README.md").write_text(
+        "# T\n\n## Quickstart\n\nrun [it](docs/running.md#x) or see [the lock](requirements/lock.txt)"
+        " and [web](https://example.org).\n\n## Next\n\nnot this\n"
+    )
+    monkeypatch.setattr(hooks, "REPO", tmp_path)
+    text = hooks.included("README.md", "Quickstart")
+    assert text == "run [it](running.md#x) or see the lock (`requirements/lock.txt`) and [web](https://example.org).\n"
+    page = hooks.on_page_markdown("# Q\n\n<!-- include: README.md, Quickstart -->\n", None, None, None, rules={})
+    assert "run [it](running.md#x)" in page and "not this" not in page and "include:" not in page
+    with pytest.raises(RuntimeError, match="no section '## Setup'"):
+        hooks.included("README.md", "Setup")
 
 
 def test_the_strict_build_fails_on_a_broken_link(tmp_path):
@@ -82,6 +125,11 @@ def test_the_outputs_reference_lists_every_registered_output_with_its_rule():
     assert rows["fig04_helix_patching"]["rule"] == "fig_helix_patching" and rows["fig04_helix_patching"]["what"]
     markdown = hooks.reference_markdown(list(rows.values()))
     assert markdown.count("\n") == len(rows) + 1
+    # one job's description once, then "as above" down its rows (STRUCTURE.* are one job's)
+    whats = [line.rsplit(" | ", 1)[1].removesuffix(" |") for line in markdown.splitlines()[2:]]
+    assert all(a != b for a, b in zip(whats, whats[1:]) if b != hooks.AS_ABOVE), "a description repeated"
+    structure = [w for (output, _), w in zip(rows.items(), whats) if output.startswith("STRUCTURE.")]
+    assert structure[0] == rows["STRUCTURE.spectrum"]["what"] and set(structure[1:]) == {hooks.AS_ABOVE}
 
 
 def Path_stem(path: str) -> str:
@@ -336,3 +384,15 @@ def test_the_committed_toy_findings_snapshot_prints_only_its_own_tables_numbers(
     assert title == f"# Findings: {model}" and not blank and SNAPSHOT_HEADER.fullmatch(header), header
     table = pd.read_csv(TOY_FINDINGS / f"{model}.csv")
     assert assert_every_number_is_in_the_table(body, table) > 100
+
+
+def test_the_findings_page_has_headings_and_writes_its_formulas_for_the_site():
+    """docs/findings.md: the statistics under a heading of their own, a subheading a topic (the
+    site's table of contents lists them), and no formula in TeX's or code's notation, which the
+    site would print as it stands (t_{df, 1−α'/2}, sqrt(C/(C-1)), R^2)."""
+    page = (REPO / "docs" / "findings.md").read_text()
+    headings = re.findall(r"^(#{2,3}) (.+)$", page, re.M)
+    assert ("##", "The statistics") in headings and ("##", "The findings page") in headings
+    assert len([h for level, h in headings if level == "###"]) >= 10
+    assert not re.search(r"_\{|\^\d|sqrt\(|\bR\^2", page), re.search(r".{30}(_\{|\^\d|sqrt\(|R\^2).{30}", page)
+    assert "t<sub>df, 1 − α′/2</sub>" in page

@@ -13,11 +13,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from helpers.dag import workflow_api
 from helpers.figures import save
 from helpers.paths import REPO
 from helpers.report_results import synthetic_results, write_table
 
 from helixclock.jobs import preconditions as pre
+from helixclock.project import outputs
 from helixclock.prompts.tasks import TASKS
 from helixclock.stages.report import figures as R
 from helixclock.stages.report.clock import best_sum_layer, clock_angles, fit_sum_helix, sum_basis, sum_helix_coordinates
@@ -537,3 +540,32 @@ def test_the_registry_gives_the_toys_training_time_their_checkpoints_record():
     assert len(records) == 2 and all(r["settings"]["threads"] == 2 for r in records)
     recorded = np.mean([r["train_seconds"] for r in records]) / 60
     assert minutes == pytest.approx(recorded, rel=0.25), (minutes, recorded)
+
+
+def test_the_report_holds_every_models_findings_page_and_table(tmp_path):
+    """`snakemake --report` shows what rule findings writes (README, "Outputs": every figure and
+    table): its two outputs are marked for the report under one category of their own, a
+    subcategory a model, each with a caption that exists; the landing text
+    (workflow/report/workflow.rst, the Snakefile's `report:`) links each model's page.  Read from
+    the workflow through Snakemake's API, as `snakemake --report` reads it."""
+    with workflow_api(tmp_path, REPO / "config" / "config.yaml") as workflow:
+        rule = workflow._workflow.get_rule("findings")
+        # the paths without their wildcard constraints ({model,gptj|...} -> {model})
+        marked = {
+            re.sub(r"\{(\w+),[^}]*\}", r"{\1}", str(o)): o.flags["report"] for o in rule.output if "report" in o.flags
+        }
+        landing = workflow._workflow.report_text.get_path_or_uri(secret_free=True)
+    assert set(marked) == set(outputs.FINDINGS.values())
+    assert {flag.category for flag in marked.values()} == {"9 Findings: every declared claim tested"}
+    assert {flag.subcategory for flag in marked.values()} == {"{model}"}
+    for flag in marked.values():
+        assert Path(flag.caption.get_path_or_uri(secret_free=True)).exists()
+    text = Path(landing).read_text()
+    assert "app.showResultInfo('results/{{ model }}/findings.md')" in text
+    assert "app.showResultInfo('results/{{ model }}/findings/contrasts.csv')" in text
+    # the landing page is its text, with the rule graph in a box of its own: the workflow profile
+    # (read by default) gives the report a stylesheet, a file of the profile's folder
+    profile = REPO / "profiles" / "default"
+    sheet = profile / yaml.safe_load((profile / "config.yaml").read_text())["report-stylesheet"]
+    css = sheet.read_text()
+    assert "#rulegraph {" in css and "max-height" in css and ".prose.max-w-lg {" in css

@@ -16,7 +16,19 @@ rule findings:
         # the saved tables its findings read, and the prompts tables of their jobs
         unpack(lambda w: findings_registry.inputs(FINDINGS, NumberTokens.of(REGISTRY[w.model]).several, w.model)),
     output:
-        **outputs.FINDINGS,
+        # both into the report, under "9 Findings", one subcategory a model (the landing text links the pages)
+        contrasts=report(
+            outputs.FINDINGS["contrasts"],
+            caption=caption("findings_contrasts"),
+            category=SECTIONS["findings"],
+            subcategory="{model}",
+        ),
+        page=report(
+            outputs.FINDINGS["page"],
+            caption=caption("findings_page"),
+            category=SECTIONS["findings"],
+            subcategory="{model}",
+        ),
     log:
         outputs.log("findings"),
     benchmark:

@@ -11,7 +11,9 @@ from helixclock.project import outputs
 # Outputs of each stage, registered by its rule file; `rule all` asks for all of them.
 PER_MODEL_OUTPUTS = []  # patterns with {model}
 ALL_MODELS_OUTPUTS = []  # cross-model outputs under results/all/
-# Report categories, one per paper section, in the paper's order ("0 Paper vs run" first)
+# Report categories, one per paper section, in the paper's order ("0 Paper vs run" first), then
+# the findings pages and their tables (the report's landing text, workflow/report/workflow.rst,
+# links each model's page first)
 SECTIONS = {
     "report": "0 Paper vs run",
     "accuracy": "1 Accuracy (section 3, App. A)",
@@ -22,6 +24,7 @@ SECTIONS = {
     "mlps": "6 MLPs (section 5.3, App. D.2)",
     "neurons": "7 Neurons (section 5.4, App. D.2)",
     "mistakes": "8 Why a helix, and the model's errors (App. E, F)",
+    "findings": "9 Findings: every declared claim tested",
 }
 
 
