@@ -29,20 +29,24 @@ import sys
 import tempfile
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _rounded(values) -> list:
-    import numpy as np
-
     a = np.asarray(values, dtype=float).ravel()
     return [None if not np.isfinite(x) else round(float(x), 6) for x in a]
 
 
 def content(fig) -> list[str]:
     """The data a figure draws, axes by axes (sorted: a layout may reorder its axes)."""
-    from matplotlib.patches import Rectangle
-
     out = []
     for ax in fig.axes:
         if ax.get_label() == "<colorbar>":
@@ -67,15 +71,11 @@ def content(fig) -> list[str]:
 
 def draw_all(jobs_file: str, out_file: str) -> None:
     """Child process: draw every job with the helixclock first on sys.path, write its content."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
     try:
+        # deferred: the helixclock of the checkout the caller put first on sys.path, not this one's
         from helixclock.stats.statistics import primary
     except ImportError:  # a checkout before src/helixclock was grouped into packages
+        # deferred: as above, the older checkout's flat module
         from helixclock.statistics import primary
     found = {}
     for job in json.loads(Path(jobs_file).read_text()):
@@ -95,6 +95,7 @@ def main(run: str, config: str, old_src: str, new_src: str) -> int:
     # the jobs as the new checkout's workflow resolves them for the run (its test helper)
     checkout = Path(new_src).resolve().parent
     sys.path[:0] = [str(checkout / "src"), str(checkout / "tests"), str(checkout / "tests" / "dag")]
+    # deferred: the new checkout's test helper, on sys.path only from the line above
     from test_run_figures_readable import plotting_jobs
 
     jobs = [{**j, "inputs": [str(p) for p in j["inputs"]]} for j in plotting_jobs(Path(run), Path(config))]
