@@ -563,9 +563,11 @@ def test_the_report_holds_every_models_findings_page_and_table(tmp_path):
     text = Path(landing).read_text()
     assert "app.showResultInfo('results/{{ model }}/findings.md')" in text
     assert "app.showResultInfo('results/{{ model }}/findings/contrasts.csv')" in text
-    # the landing page is its text, with the rule graph in a box of its own: the workflow profile
-    # (read by default) gives the report a stylesheet, a file of the profile's folder
-    profile = REPO / "profiles" / "default"
-    sheet = profile / yaml.safe_load((profile / "config.yaml").read_text())["report-stylesheet"]
+    # the landing page is its text, with the rule graph in a box of its own: the README's report
+    # command gives the report its stylesheet (not the workflow profile: Snakemake opens a profile's
+    # path after --directory has moved it, so a run in another folder could not report)
+    sheet = REPO / "workflow" / "report" / "report.css"
+    assert f"--report-stylesheet {sheet.relative_to(REPO)}" in (REPO / "README.md").read_text()
+    assert "report-stylesheet" not in yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
     css = sheet.read_text()
     assert "#rulegraph {" in css and "max-height" in css and ".prose.max-w-lg {" in css
