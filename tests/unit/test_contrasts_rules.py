@@ -429,6 +429,13 @@ def test_a_select_object_is_chosen_on_the_selection_draw_and_measured_on_all_pai
     assert choose_values(t, alone, "corrected", R)["estimate"] == pytest.approx(helix1.mean(), rel=1e-12)
 
 
+def by_layer(measure, method: str) -> np.ndarray:
+    """[layer 1..3, pair]: a sweep's values of ``method`` at each layer."""
+    return np.stack(
+        [measure[(measure["method"] == method) & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
+    )
+
+
 def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pairs():
     measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={2: 40.0})
     for frames in (
@@ -438,15 +445,7 @@ def test_without_a_draw_the_choice_is_cross_fitted_and_under_authors_on_all_pair
     ):
         assert selection_draw(Tables(frames, {}), BEST) is None
     t = Tables({"helix_sweep": measure}, {})
-    X = np.stack(
-        [measure[(measure["method"] == "helix") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
-    Y = np.stack(
-        [measure[(measure["method"] == "layer") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
-    C = np.stack(
-        [measure[(measure["method"] == "crit") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
+    X, Y, C = (by_layer(measure, method) for method in ("helix", "layer", "crit"))
     cl = singletons(8)
     for by, crit, rule in (("x", X, "max"), ("y", Y, "max"), ({"method": "crit"}, C, "max"), ("x", X, "min")):
         f = {**BEST, "select": {**BEST["select"], "by": by, "rule": rule}}
@@ -650,15 +649,7 @@ def test_the_findings_numbers_use_the_tables_clusters():
     # the select choice: measured by the table's clusters, on the draw, cross-fitted and under authors
     measure = sweep({1: 0.5, 2: 1.0, 3: 3.0}, 0.3, 8, 0, lifts={2: 40.0})
     draw = sweep({1: 5.0, 2: 1.0, 3: 0.0}, 0.3, 6, 1)
-    X = np.stack(
-        [measure[(measure["method"] == "helix") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
-    Y = np.stack(
-        [measure[(measure["method"] == "layer") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
-    C = np.stack(
-        [measure[(measure["method"] == "crit") & (measure["layer"] == v)][COLS].to_numpy()[0] for v in (1, 2, 3)]
-    )
+    X, Y, C = (by_layer(measure, method) for method in ("helix", "layer", "crit"))
     on_draw = choose_values(Prompts({"helix_sweep": measure, "helix_sweep_selection": draw}, {}), BEST, "c", R)
     assert on_draw["se"] == mean_of(Values(X[0] - Y[0], GROUPED, "prompts"), R)["se"] and on_draw["n_clusters"] == 4
     tp = Prompts({"helix_sweep": measure}, {})

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers.findings import contrast_row as row
+from helpers.findings import planted_contrasts as planted
 from scipy import stats
 
 from helixclock.lm.config import ConfigError
@@ -24,21 +26,6 @@ R = 4000  # replicates of the familywise rates below
 
 def mc_se(rate: float) -> float:
     return float(np.sqrt(rate * (1 - rate) / R))
-
-
-def planted(rows: list[dict]) -> pd.DataFrame:
-    """A contrasts table before judgement: every column of :data:`COLUMNS`, the rows' given."""
-    base = {"quantity": "difference", "expect": "positive", "note": np.nan, "defined": np.nan}
-    table = pd.DataFrame([{**base, **row} for row in rows])
-    for col in COLUMNS:
-        if col not in table:
-            table[col] = np.nan
-    return table
-
-
-def row(fid, family, kind, estimate, se, df, n_pairs, **more) -> dict:
-    return {"id": fid, "family": family, "family_kind": kind, "estimate": estimate, "se": se, "df": df,
-            "n_pairs": n_pairs, "low": estimate - 2 * se, "high": estimate + 2 * se, **more}  # fmt: skip
 
 
 # -- simultaneous intervals -----------------------------------------------------------------------

@@ -10,26 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.findings import contrast_row as row
+from helpers.findings import planted_contrasts as planted
 from scipy import stats
 
-from helixclock.stages.findings.verdicts import COLUMNS, SIMULTANEOUS_NOTE, _label, detection, judge, outside_note
+from helixclock.stages.findings.verdicts import SIMULTANEOUS_NOTE, _label, detection, judge, outside_note
 from helixclock.stats.multiplicity import mde
 
 ALPHA, POWER = 0.05, 0.8
-
-
-def planted(rows: list[dict]) -> pd.DataFrame:
-    base = {"quantity": "difference", "expect": "positive", "note": np.nan, "defined": np.nan}
-    table = pd.DataFrame([{**base, **row} for row in rows])
-    for col in [*COLUMNS, "defined"]:
-        if col not in table:
-            table[col] = np.nan
-    return table
-
-
-def row(fid, family, kind, estimate, se, df, n_pairs, **more) -> dict:
-    return {"id": fid, "family": family, "family_kind": kind, "estimate": estimate, "se": se, "df": df,
-            "n_pairs": n_pairs, "low": estimate - 2 * se, "high": estimate + 2 * se, **more}  # fmt: skip
 
 
 def p_of(t: float, df: float) -> float:
