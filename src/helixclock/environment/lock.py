@@ -136,9 +136,9 @@ def torch_lock(version: str) -> str:
 
 def read_torch(path: str | Path = TORCH_LOCK) -> Pin:
     """torch's pin of requirements/torch.txt (no hashes; a direct dependency of the project)."""
-    text = Path(path).read_text()
-    pin = parse_lock(text, str(path)).get(TORCH)
-    if pin is None or set(parse_lock(text, str(path))) != {TORCH}:
+    pins = parse_lock(Path(path).read_text(), str(path))
+    pin = pins.get(TORCH)
+    if pin is None or set(pins) != {TORCH}:
         raise ValueError(f"{path}: holds {TORCH}==<version> and nothing else")
     return Pin(pin.name, pin.version, (), (DIRECT,), pin.text)
 
