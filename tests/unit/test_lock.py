@@ -134,6 +134,11 @@ def test_torchs_pin_and_the_conda_environment_follow_from_the_compiled_lock(tmp_
     compiled, split = parse_lock(LOCK_TEXT), read_lock(tmp_path / LOCK)
     assert set(split) == set(compiled) - {"torch"} and all(split[k].text == compiled[k].text for k in split)
     assert read_torch(tmp_path / TORCH_LOCK).version == "2.13.0"
+    other = tmp_path / "other.txt"
+    for wrong in ("numpy==2.4.6\n", "torch==2.13.0\nnumpy==2.4.6\n"):  # torch alone, or it is refused
+        other.write_text(wrong)
+        with pytest.raises(ValueError, match="holds torch==<version> and nothing else"):
+            read_torch(other)
     written = {p: (tmp_path / p).read_text() for p in (LOCK, TORCH_LOCK, CONDA_ENV)}
     derive(tmp_path)  # a lock already split keeps its torch.txt
     assert {p: (tmp_path / p).read_text() for p in written} == written
