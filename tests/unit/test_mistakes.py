@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from helpers.figures import save
 
+from helixclock.stages.findings.contrasts import expand
 from helixclock.stages.mistakes import figures as F
 from helixclock.stages.mistakes.linear_addition import (
     accuracy_below,
@@ -40,7 +41,8 @@ from helixclock.stages.mistakes.wrong_answers import (
     wrong_answer_tables,
     wrong_answers,
 )
-from helixclock.stats.statistics import MIN_ERRORS, share_set
+from helixclock.stages.report.quantities import REGISTRY
+from helixclock.stats.statistics import ABS_DE_SET, DE_SET, MIN_ERRORS, share_set, unit_set
 
 GRID = [(a, b) for a in range(100) for b in range(100)]
 
@@ -394,7 +396,58 @@ def test_the_80_percent_de_set_by_hand():
     # negative DEs lower the total: 80% of 7 - 3 = 4 is reached by 3 + 2 (clipped, 80% of 7 needs 3 + 2 + 2)
     de = np.array([3.0, 2.0, 2.0, -3.0])
     assert share_set(de, 0.8).tolist() == [True, True, False, False]
-    assert share_set(np.array([-1.0, -2.0]), 0.8).all()  # no positive total: all of them
+    assert not share_set(np.array([-1.0, -2.0]), 0.8).any()  # no positive total: not defined, no unit
+
+
+def every_unit_where_the_total_is_not_positive(values, share):
+    """32a8dce's set: the paper's DE set, or every unit where the DEs sum to 0 or less."""
+    v = np.asarray(values, float)
+    return share_set(v, share) if v.sum() > 0 else np.ones(len(v), bool)
+
+
+def test_a_negative_de_total_gives_the_abs_de_set_named_as_such():
+    """Issue: Gemma-3's top neurons' signed DE summed to -2.24, so "the DE set" was every unit and
+    the lens "held" for about all of them.  Where the signed total is not positive the set is the
+    largest |DE| reaching 80% of the total |DE|, named "|DE| set"; the paper's case (a positive
+    total) keeps the DE set and its name."""
+    de = np.array([-5.0, 1.0, -3.0, 0.5, -0.5, 0.2, -0.1, 0.4])  # sum -6.5; |DE| total 10.7, 80% = 8.56
+    chosen = unit_set(de, 0.8)
+    assert chosen.name == ABS_DE_SET == "|DE| set"
+    assert chosen.mask.tolist() == [True, True, True, False, False, False, False, False]  # 5 + 3 + 1 = 9 >= 8.56
+    wrong = every_unit_where_the_total_is_not_positive(de, 0.8)  # the wrong method: every unit
+    assert wrong.sum() == len(de) and chosen.mask.sum() == 3
+    paper = np.array([1.0, 5.0, 1.0, 3.0, -0.5])  # a positive total: the paper's set, unchanged
+    assert unit_set(paper, 0.8).name == DE_SET and unit_set(paper, 0.8).mask.tolist() == share_set(paper, 0.8).tolist()
+    assert not unit_set(np.zeros(4), 0.8).mask.any()  # no DE at all: no unit
+    # the paper comparison's count of "the neurons for 80% of the DE": not defined, not every unit
+    count = REGISTRY["n_neurons_de80"]
+    assert count.extract({"neurons": pd.DataFrame({"de": paper})}, "m") == 2
+    assert np.isnan(count.extract({"neurons": pd.DataFrame({"de": de})}, "m"))
+    assert "not defined" in count.gap({"neurons": pd.DataFrame({"de": de})}, "m")[1]
+
+
+def test_the_lens_tables_and_their_claims_name_the_set_they_read():
+    """F4's tables carry the set's name (column unit_set) and the findings' claims say it: with a
+    negative DE total the lens claims read "the |DE| set's units", never "the DE set's"."""
+    neurons, lens = planted_neurons(40)
+    neurons["de"] = -neurons["de"].abs()  # every DE negative: the paper's set is not defined
+    per = logit_lens_periods(neurons, lens, fraction=0.8)
+    assert set(per["unit_set"]) == {ABS_DE_SET}
+    keep = unit_set(neurons["de"].to_numpy(), 0.8).mask & (neurons["top_variable"] == "a+b").to_numpy()
+    assert len(per) == keep.sum() < len(neurons)
+    finding = {
+        "id": "lens",
+        "claim": "the $unit_set's units (place: $place) show it",
+        "reading": "last token",
+        "term": None,
+        "each": {"table": "t", "columns": ["place"], "names": ["unit_set"]},
+    }
+    table = pd.DataFrame({"place": ["units", "tens", "all"], "unit_set": ABS_DE_SET, "n_units": [3, 2, 5]})
+    rows = expand(finding, {"t": table})
+    assert [r["id"] for r in rows] == ["lens[place=units]", "lens[place=tens]", "lens[place=all]"]
+    assert rows[0]["claim"] == "the |DE| set's units (place: units) show it"
+    with pytest.raises(ValueError, match="take several values"):
+        expand(finding, {"t": table.assign(place=["units", "units", "all"], unit_set=[DE_SET, ABS_DE_SET, DE_SET])})
 
 
 def test_a_lens_period_near_t_over_k_is_a_harmonic_match():

@@ -213,15 +213,41 @@ def share_set(values, share: float) -> np.ndarray:
     """The neurons "for ``share`` of the total" (the paper's "the k = 693 highest DE neurons
     required to achieve 80% of the total direct effect", App. D.2 and F): the smallest set of
     the largest values whose sum reaches ``share`` of the signed total of all values, as a
-    boolean mask; all of them where the total is not positive or is never reached.  The one
-    definition behind figD11's counts, figF4's neuron set and paper_comparison."""
+    boolean mask.  Where the signed total is not positive the set is not defined: no unit (the
+    paper comparison's count is then "not defined", and :func:`unit_set` names the set it uses
+    instead).  The one definition behind figD11's counts, figF4's neuron set and paper_comparison."""
     v = np.asarray(values, dtype=np.float64)
-    order, shares = cumulative_shares(v)
-    hit = np.flatnonzero(shares >= share - 1e-12)
-    k = int(hit[0]) + 1 if len(hit) else len(v)
     mask = np.zeros(len(v), bool)
-    mask[order[:k]] = True
+    if not v.sum() > 0:
+        return mask
+    order, shares = cumulative_shares(v)
+    hit = np.flatnonzero(shares >= share - 1e-12)  # a share above 1 is never reached: every unit
+    mask[order[: int(hit[0]) + 1 if len(hit) else len(v)]] = True
     return mask
+
+
+DE_SET = "DE set"  # the paper's: the largest DEs reaching a share of their signed total
+ABS_DE_SET = "|DE| set"  # where that total is not positive: the largest |DE| reaching a share of the total |DE|
+
+
+@dataclass(frozen=True)
+class UnitSet:
+    """A set of top units (``mask``) and its ``name``: :data:`DE_SET` or :data:`ABS_DE_SET`."""
+
+    mask: np.ndarray
+    name: str
+
+
+def unit_set(values, share: float) -> UnitSet:
+    """The units Fig. F4 reads: the paper's DE set (:func:`share_set`) where the signed total of
+    the DEs is positive (always, for the paper's top neurons); otherwise the paper's set is not
+    defined (with a negative total, "all units" would be a set of every unit, chosen by
+    nothing), and the set is the smallest one of the largest |DE| whose sum reaches ``share`` of
+    the total |DE|, named :data:`ABS_DE_SET` wherever it is used (no unit where every DE is 0)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.sum() > 0:
+        return UnitSet(share_set(v, share), DE_SET)
+    return UnitSet(share_set(np.abs(v), share), ABS_DE_SET)
 
 
 def positions_of(values, wanted) -> list[int]:

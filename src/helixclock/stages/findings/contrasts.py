@@ -97,7 +97,8 @@ def filters(spec: Mapping, fill: Mapping) -> dict:
 
 def expand(finding: Mapping, frames: Mapping[str, pd.DataFrame]) -> list[dict]:
     """One concrete finding per row of its ``each`` list (id suffixed, ``$column`` filled into its
-    rows and claim; ``fill`` holds the values), or the finding itself."""
+    rows and claim; ``fill`` holds the values; ``each.names``: columns of one value per row that
+    fill the claim only, not the id), or the finding itself."""
     if "each" not in finding:
         return [{**finding, "fill": {}}]
     each = finding["each"]
@@ -106,7 +107,16 @@ def expand(finding: Mapping, frames: Mapping[str, pd.DataFrame]) -> list[dict]:
     table = match(table, each.get("where", {}), f"{finding['id']}: each")
     for col, values in each.get("exclude", {}).items():
         table = table[[not any(_same(v, x) for x in values) for v in table[col]]]
-    rows = table[each["columns"]].drop_duplicates().to_dict("records")
+    names = each.get("names", [])
+    missing = [c for c in each["columns"] + names if c not in table]
+    if missing:  # e.g. a table an older helixclock wrote: its job's code changed, not its inputs
+        raise ValueError(
+            f"{finding['id']}: table {each['table']} has no column {', '.join(missing)}; "
+            f"rerun the job that writes it (snakemake --forcerun <its rule>)"
+        )
+    rows = table[each["columns"] + names].drop_duplicates().to_dict("records")
+    if len(rows) != len(table[each["columns"]].drop_duplicates()):
+        raise ValueError(f"{finding['id']}: each.names {names} take several values for one row of {each['columns']}")
     if each.get("by"):  # each row once per value of these columns of the finding's own table (its strata)
         own = prepared(frames[finding["table"]], finding)
         values = own[each["by"]].dropna().drop_duplicates().sort_values(each["by"]).to_dict("records")
@@ -114,7 +124,7 @@ def expand(finding: Mapping, frames: Mapping[str, pd.DataFrame]) -> list[dict]:
     out = []
     for row in rows:
         fill = {k: (int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in row.items()}
-        suffix = ",".join(f"{k}={v}" for k, v in fill.items())
+        suffix = ",".join(f"{k}={v}" for k, v in fill.items() if k not in names)
         claim = finding["claim"]
         for k, v in fill.items():
             claim = claim.replace(f"${k}", str(v))

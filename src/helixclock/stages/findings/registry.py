@@ -219,7 +219,10 @@ def check(registry: Registry) -> None:
             raise ConfigError(f"{where}: family {f['family']!r} is {kind}: the finding {need}")
         if "select" in f and (q not in ("mean", "difference") or TABLES[f["table"]].kind != "pairs"):
             raise ConfigError(f"{where}: a selection applies to a mean or a difference of pairs, not {q}")
-        filled = set(f.get("each", {}).get("columns", [])) | set(f.get("each", {}).get("by", []))
+        each = f.get("each", {})
+        filled = set(each.get("columns", [])) | set(each.get("by", [])) | set(each.get("names", []))
+        if set(each.get("names", [])) & set(each.get("columns", [])):
+            raise ConfigError(f"{where}: each.names and each.columns name one column twice")
         for side in ("x", "y"):
             for key, value in f.get(side, {}).items():
                 if isinstance(value, str) and value.startswith("$") and value[1:] not in filled:

@@ -14,6 +14,7 @@ from ...fitting.fourier import dominant_periods
 from ...plotting.figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
 from ...plotting.style import PALETTE, layer_name, paper_note
 from ...prompts.layout import whole_numbers
+from ...stats.statistics import ABS_DE_SET, DE_SET
 from .lens_null import poisson_binomial_sf
 from .linear_addition import READING_NAMES, READINGS
 from .logit_lens import HARMONICS, harmonic_order, match_shares
@@ -234,6 +235,13 @@ def _digit_lens_figure(lens_table: pd.DataFrame, model: str):
     return fig
 
 
+def _unit_set(periods_table: pd.DataFrame) -> str:
+    """The name of the set of units Fig. F4 reads, as its table says (column unit_set: the 80% DE
+    set, or the 80% |DE| set where the top units' DEs sum to 0 or less)."""
+    names = periods_table["unit_set"].unique() if "unit_set" in periods_table else [DE_SET]
+    return f"80% {names[0]}" if len(names) == 1 else f"80% {DE_SET} or {ABS_DE_SET}"
+
+
 def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
     """Fig. F4 for answers of several tokens: per place and fitted a+b period T of the units of
     the 80% DE set, how often their lens's period over the digits is what T predicts there (units
@@ -248,7 +256,13 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
     )
     fig, ax = plt.subplots(figsize=(max(7.5, 1.1 * table["group"].nunique() + 2), 4.6))
     if table.empty:
-        ax.text(0.5, 0.5, "no units of the 80% DE set with an a+b term largest", ha="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            f"no units of the {_unit_set(table)} with an a+b term largest",
+            ha="center",
+            transform=ax.transAxes,
+        )
     else:
         counts = table.groupby(["group", "outcome"]).size().rename("units").reset_index()
         palette = {
@@ -273,7 +287,7 @@ def _digit_periods_figure(periods_table: pd.DataFrame, model: str):
         )
     suptitle(
         fig,
-        f"{model}: digit-lens periods of the 80% DE units\n"
+        f"{model}: digit-lens periods of the units of the {_unit_set(table)}\n"
         f"{shares.mean():.0%} of {len(shares)} with a prediction show it{base}"
         if len(shares)
         else f"{model}: no prediction",
@@ -291,7 +305,10 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
         return _digit_periods_figure(periods_table, model)
     present = [T for T in fitted_periods if (periods_table["fitted_period"] == T).any()]
     if not present:
-        return empty(f"{model}: no neuron of the 80% DE set has an (a+b) term of T in {list(fitted_periods)} largest")
+        return empty(
+            f"{model}: no neuron of the {_unit_set(periods_table)} has an (a+b) term "
+            f"of T in {list(fitted_periods)} largest"
+        )
     fig, axes = panel_grid(len(present), 2, (5.5, 3.3))
     harmonic_color = "#ff7f0e"
     for ax, T in zip(axes, present):
@@ -318,8 +335,8 @@ def figF4_logit_lens_periods(periods_table: pd.DataFrame, model: str, fitted_per
     none = f"; no neuron's largest term at T = {', '.join(f'{T:g}' for T in missing)}" if missing else ""
     suptitle(
         fig,
-        f"{model}: logit-lens periods of the 80% DE neurons by the period of their largest (a+b) fit "
-        f"term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
+        f"{model}: logit-lens periods of the neurons of the {_unit_set(periods_table)} by the period of their "
+        f"largest (a+b) fit term\nall {total['n']}: {total['strict']:.0%} at the fitted period (red), "
         f"{total['harmonic']:.0%} at it or a harmonic T/k (orange); paper: often the same, 200 common{none}",
         fontsize=11,
     )

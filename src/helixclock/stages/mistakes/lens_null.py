@@ -6,7 +6,9 @@ Over the ten digit tokens that count needs a null: the period-10 bin is the lowe
 takes any smooth or monotone preference among the digits (the unembedding's own digit geometry),
 and most predictions are period 10.  helixclock's null (docs/several-tokens.md, "Numbers of several tokens"):
 
-* **Matches against a base rate.**  For each unit i of the DE set with a predicted period P_i
+* **Matches against a base rate.**  For each unit i of the set F4 reads (the paper's DE set, or
+  the |DE| set where the top units' DEs sum to 0 or less: ``unit_set``,
+  :func:`helixclock.stats.statistics.unit_set`) with a predicted period P_i
   (:func:`.logit_lens.predicted_digit_period`), q_i = the share of the *other* units of its layer
   and place whose lens, computed the same way, shows P_i.  The lens does not depend on the place
   (it is a weight's write), so the other units are the other neurons of the layer, when the
@@ -17,7 +19,7 @@ and most predictions are period 10.  helixclock's null (docs/several-tokens.md, 
   the unembedding's digit geometry, the likely source of the period-10 bias.
 * **A continuous statistic.**  The power share of the predicted frequency (the share of the
   lens's variance over the digits at frequency 10 / P_i, by Parseval: :func:`power_shares`),
-  beside the argmax; its mean over the DE set against the same null (each unit replaced by a
+  beside the argmax; its mean over the set against the same null (each unit replaced by a
   random other unit of its layer and place, ``draws`` times, seeded): ``p_power``.
 
 The lens is each unit's output column through the norms applied to that column alone (Gemma's
@@ -31,6 +33,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...stats.statistics import DE_SET
+
 N_DIGITS = 10
 DRAWS = 10_000
 LENS = (
@@ -39,7 +43,7 @@ LENS = (
     "the actual activation (that would also project out the activation's own direction)"
 )
 NULL_COLUMNS = (
-    "place", "n_units", "matches", "expected", "p_matches", "power_share", "null_power_share", "p_power",
+    "place", "unit_set", "n_units", "matches", "expected", "p_matches", "power_share", "null_power_share", "p_power",
     "null_population", "n_null_min", "draws", "lens",
 )  # fmt: skip
 
@@ -94,6 +98,7 @@ def lens_null(
     layer_lens: np.ndarray | None = None,
     draws: int = DRAWS,
     seed: int = 0,
+    unit_set: str = DE_SET,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The null of Fig. F4 for answers of several tokens.
 
@@ -104,7 +109,8 @@ def lens_null(
 
     Returns the F4 table with per-unit columns ``power_share``, ``q``, ``null_power_share``,
     ``power_rank``, ``n_null`` (NaN where nothing is predicted or the population is empty) and
-    the summary, one row per place and one for "all": :data:`NULL_COLUMNS` - ``n_units`` (with a
+    the summary, one row per place and one for "all": :data:`NULL_COLUMNS` - ``unit_set`` (the
+    name of the set of units F4 reads, :func:`helixclock.stats.statistics.unit_set`), ``n_units`` (with a
     prediction), ``matches`` M, ``expected`` E = sum q_i, ``p_matches`` = P(M >= m), the mean
     ``power_share`` and its ``null_power_share``, ``p_power`` (Monte Carlo, ``draws`` draws:
     (1 + #{null mean >= observed}) / (1 + draws)), ``null_population``, ``n_null_min`` (the
@@ -163,7 +169,7 @@ def lens_null(
     for place in [*dict.fromkeys(own["place"]), "all"]:
         sel = np.flatnonzero((own["place"] == place).to_numpy() if place != "all" else np.ones(len(own), bool))
         sel = sel[own["q"].notna().to_numpy()[sel]]
-        rows.append(_summary(place, own.iloc[sel], [null_shares[i] for i in sel], rng, draws, population))
+        rows.append(_summary(place, own.iloc[sel], [null_shares[i] for i in sel], rng, draws, population, unit_set))
     return own, pd.DataFrame(rows, columns=list(NULL_COLUMNS))
 
 
@@ -181,7 +187,7 @@ def _populations(own: pd.DataFrame, units: pd.DataFrame, lens: np.ndarray, layer
     return out
 
 
-def _summary(place, part: pd.DataFrame, shares: list[np.ndarray], rng, draws: int, population: str) -> dict:
+def _summary(place, part: pd.DataFrame, shares, rng, draws: int, population: str, unit_set: str) -> dict:
     n = len(part)
     m = int(part["matches"].sum())
     observed = float(part["power_share"].mean()) if n else np.nan
@@ -190,6 +196,7 @@ def _summary(place, part: pd.DataFrame, shares: list[np.ndarray], rng, draws: in
         p_power = (1 + int((np.nanmean(picks, 0) >= observed - 1e-12).sum())) / (1 + draws)
     return {
         "place": place,
+        "unit_set": unit_set,
         "n_units": n,
         "matches": m,
         "expected": float(part["q"].sum()) if n else np.nan,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...fitting.fourier import dominant_periods
 from ...prompts.layout import whole_numbers
-from ...stats.statistics import share_set
+from ...stats.statistics import unit_set
 from .lens_null import NULL_COLUMNS, digit_lens_period, lens_null
 from .wrong_answers import NEAR, PERIODS, near
 
@@ -111,15 +111,13 @@ def logit_lens_periods(
     period within 5% of T / k, 0 if none) and matches_harmonic (harmonic > 0).
     """
     _check_neurons(neurons, lens, ("place", "layer", "neuron", "de", "top_variable", "top_period"))
-    keep = (
-        share_set(neurons["de"].to_numpy(), fraction)
-        & (neurons["top_variable"] == "a+b").to_numpy()
-        & neurons["top_period"].isin(periods).to_numpy()
-    )
+    units = unit_set(neurons["de"].to_numpy(), fraction)
+    keep = units.mask & (neurons["top_variable"] == "a+b").to_numpy() & neurons["top_period"].isin(periods).to_numpy()
     top = dominant_periods(np.asarray(lens, np.float64)[keep])
     sub = neurons.loc[keep, ["place", "layer", "neuron", "de", "top_period"]]
     sub = sub.rename(columns={"top_period": "fitted_period"})
     sub = sub.reset_index(drop=True)
+    sub["unit_set"] = units.name
     sub["lens_period"], sub["lens_frequency"] = top["period"], top["frequency"]
     fitted = sub["fitted_period"].to_numpy(np.float64)
     sub["matches"] = near(sub["lens_period"], fitted)
@@ -245,18 +243,16 @@ def digit_lens_tables(
             "logit": L.ravel(),
         }
     )
-    keep = (
-        share_set(neurons["de"].to_numpy(), fraction)
-        & (neurons["top_variable"] == "a+b").to_numpy()
-        & neurons["top_period"].isin(periods).to_numpy()
-    )
+    units = unit_set(neurons["de"].to_numpy(), fraction)
+    keep = units.mask & (neurons["top_variable"] == "a+b").to_numpy() & neurons["top_period"].isin(periods).to_numpy()
     per = neurons.loc[keep, ["place", "layer", "neuron", "de", "top_period"]].rename(
         columns={"top_period": "fitted_period"}
     )
     per = per.reset_index(drop=True)
+    per["unit_set"] = units.name
     per["lens_period"] = digit_lens_period(np.asarray(lens)[keep])
     per["predicted_period"] = predicted_digit_period(per["place"], per["fitted_period"])
     per["matches"] = near(per["lens_period"], per["predicted_period"]) & per["predicted_period"].notna()
     per["matches_harmonic"] = per["matches"]  # over ten digits a harmonic T/k is another prediction: none counted
-    per, null = lens_null(per, lens, neurons[["place", "layer", "neuron"]], layer_lens, seed=seed)
+    per, null = lens_null(per, lens, neurons[["place", "layer", "neuron"]], layer_lens, seed=seed, unit_set=units.name)
     return {"logit_lens": table, "logit_lens_periods": per, "logit_lens_null": null}

@@ -139,8 +139,18 @@ def _circuit_share(t: Tables, model: str) -> float:
 
 
 def _de80(t: Tables) -> np.ndarray:
-    """The top neurons holding 80% of the total DE (one definition: helixclock.stats.statistics.share_set)."""
+    """The top neurons holding 80% of the total DE (one definition: helixclock.stats.statistics.share_set;
+    none where the signed total is not positive)."""
     return share_set(t["neurons"]["de"].to_numpy(), 0.8)
+
+
+def _n_de80(t: Tables, model: str) -> float:
+    """How many top neurons hold 80% of the total DE; NaN where their signed total is not positive."""
+    return float(_de80(t).sum()) if t["neurons"]["de"].sum() > 0 else np.nan
+
+
+def _de80_gap(t: Tables, model: str) -> Gap:
+    return NOT_DEFINED, "the top neurons' DEs sum to 0 or less: the paper's 80% DE set is not defined"
 
 
 def _late_share(t: Tables, model: str) -> float:
@@ -300,7 +310,7 @@ def _registry() -> dict[str, Quantity]:
             ("neuron_ablation",), lambda t, m: _accuracy_at_fraction(t, m, reading="live"), _fraction_gap, several=UNITS
         ),
         "top_neurons_in_circuit_share": Quantity(("neurons", "mlp_stages"), _circuit_share, several=UNITS),
-        "n_neurons_de80": Quantity(("neurons",), lambda t, m: float(_de80(t).sum()), several=UNITS),
+        "n_neurons_de80": Quantity(("neurons",), _n_de80, _de80_gap, several=UNITS),
         "de80_late_share": Quantity(("neurons", "mlp_stages"), _late_share, _circuit_gap, several=UNITS),
         "neuron_fit_recovery": Quantity(("neuron_fit_eval",), _fit_recovery, _recovery_gap, several=UNITS),
         "model_accuracy_alpha100": Quantity(
