@@ -93,6 +93,78 @@ def test_a_shared_first_token_reads_nothing_at_the_last_token_and_the_planted_ef
     np.testing.assert_allclose(_rows(whole, "te", "tens")[0], te, rtol=1e-4)
 
 
+GAIN = 1.0  # what the planted downstream reader adds to the copied digit, per unit of the head's write
+
+
+def an_mlp_reads_the_copy_downstream(weights, digits) -> None:
+    """The unembedding reads the copied digit (:func:`the_unembedding_reads_the_copy`) and so does
+    block 1's MLP, which writes ``GAIN`` times it back onto the same dimensions: a downstream reader,
+    so the head's TE is its direct write plus the MLP's, and its DE the direct write alone.  The MLP
+    (SwiGLU) is linear here: its gate reads the constant coordinate, the same in every run
+    (silu(16) = 16 to 1e-6), its up projection the copied one-hot, after the block's norm, whose
+    RMS is the same whichever digit is copied."""
+    the_unembedding_reads_the_copy(weights, digits)
+    mlp = "model.layers.1.mlp"
+    rms = ((16 + 1 + 1) / D) ** 0.5  # the constant, the token's one-hot and the copied digit
+    gate = 16.0
+    for d in range(10):
+        weights[f"{mlp}.gate_proj.weight"][d, 0] = gate * rms / 4  # z = 16 at every position
+        weights[f"{mlp}.up_proj.weight"][d, 20 + d] = 1.0  # the normed copy: 1 / rms
+        weights[f"{mlp}.down_proj.weight"][20 + d, d] = GAIN * rms / gate  # adds GAIN to dimension 20 + d
+
+
+def clean_digit_log_prob(vocabulary: int, copied: dict[int, float]) -> float:
+    """log p of the clean digit (token 0 here) at p* when the residual's copy dimensions hold
+    ``copied`` (digit -> value): the unembedding reads COPY x value / the final norm's RMS on each
+    digit, every other logit 0 (no bigram at p*, the position after "1")."""
+    rms = ((16 + 1 + sum(v * v for v in copied.values())) / D) ** 0.5
+    x = np.zeros(vocabulary)
+    for token, value in copied.items():
+        x[token] = COPY * value / rms
+    return float(x[0] - np.log(np.exp(x).sum()))
+
+
+def test_a_downstream_reader_makes_the_direct_effect_a_known_part_of_the_total():
+    """Known answer with DE below TE: the planted head's write is read by the logits and by block
+    1's MLP, which adds GAIN times it.  At p* the corrupted run holds the corrupted digit at
+    1 + GAIN, the clean-patched run the clean digit at 1 + GAIN, and the direct path alone (the
+    head's clean write, the MLP's corrupted one) the clean digit at 1 and the corrupted one at
+    GAIN: TE and DE are those log-probability differences of the clean digit, in closed form
+    (the final norm recomputed on each residual), DE/TE = 0.925 for COPY 4 and GAIN 1.  Rejected:
+    a DE that is the TE (the old planted test's case, nothing downstream), and a DE that keeps the
+    corrupted run's final-norm scale (0.013 lower)."""
+    model = planted_copy_head(OFFSET, an_mlp_reads_the_copy_downstream, "planted-p*-reader")
+    pairs, rows = planted_pairs(model)
+    engine = PatchingEngine(model, progress=False)
+    differ = first_difference_pairs(pairs)
+    at = differ.table(total_and_direct(engine, differ.pairs, [Point("head_out", 0, ("last",), index=0)]))
+    te, de = _rows(at, "te", "ld")[0], _rows(at, "de")[0]
+    V = len(model.tokenizer)
+    corrupted = clean_digit_log_prob(V, {1: 1 + GAIN})
+    want_te = clean_digit_log_prob(V, {0: 1 + GAIN}) - corrupted
+    want_de = clean_digit_log_prob(V, {0: 1.0, 1: GAIN}) - corrupted
+    np.testing.assert_allclose(te, want_te, rtol=1e-4)
+    np.testing.assert_allclose(de, want_de, rtol=1e-4)
+    assert want_de / want_te == pytest.approx(0.925, abs=1e-3)
+    assert not np.allclose(de, te, rtol=1e-3)  # the wrong arm: DE = TE
+    rms = ((16 + 1 + (1 + GAIN) ** 2) / D) ** 0.5  # the wrong arm: the corrupted run's norm kept
+    frozen = np.zeros(V)
+    frozen[:2] = COPY / rms, COPY * GAIN / rms
+    frozen_de = frozen[0] - np.log(np.exp(frozen).sum()) - corrupted
+    assert abs(frozen_de - want_de) > 0.01 and not np.allclose(de, frozen_de, rtol=1e-3)
+    settings = HeadSettings(top_heads=2, mixed_heads=0, periods=(2, 10), pca_components=8)
+    out = head_readings(engine, pairs, correct_table(rows), ADD, settings)
+    summary = head_summary(
+        {k: out[k] for k in ("screen", "effects", "fits", "topk", "mixed", "paths")},
+        out["categories"],
+        out["attention"],
+        Resampling(bootstrap=50),
+        0.8,
+    )
+    row = summary["strata"].set_index(["reading", "name"]).loc[("first differing token", "L0H0")]
+    assert row["de_over_te"] == pytest.approx(want_de / want_te, abs=1e-3)
+
+
 def test_the_head_stage_reads_the_planted_head_by_stratum(planted):
     """Through the rule's entry point for several-token models: the effects table has the first
     differing token's rows by stratum, in the pairs' order, and the summary's strata table gives
