@@ -13,5 +13,6 @@ frames = {k: pd.read_csv(v) for k, v in snakemake.input.items() if not k.startsw
 registry = Registry(**p.registry)
 out = findings_tables(registry, p.several, frames, prompts, resampling(snakemake), p.compat, snakemake.wildcards.model)
 out["contrasts"].to_csv(snakemake.output.contrasts, index=False)
-with open(snakemake.output.page, "w") as fh:
-    fh.write(out["page"])
+for name in ("page", "html"):
+    with open(snakemake.output[name], "w", encoding="utf-8") as fh:
+        fh.write(out[name])

@@ -1,5 +1,6 @@
 """The HTML report of the tiny run: every figure and table of the run, and the paper beside it."""
 
+import base64
 import json
 import platform
 import re
@@ -9,6 +10,7 @@ from importlib.metadata import version
 import pandas as pd
 import yaml
 from helpers.dag import snakemake
+from helpers.pages import assert_the_html_holds_the_page
 from helpers.paths import REPO
 
 STYLESHEET = REPO / "workflow" / "report" / "report.css"  # the README's report command gives it
@@ -46,20 +48,32 @@ def test_report_names_every_output_of_the_run(tiny_run):
         "8 Why a helix",
     ]
     assert all(name in html for name in names)
-    # the report's entries (its embedded `results` and `categories`): every model's findings page and
-    # table, under "9 Findings", one subcategory a model, and the landing text links each page
+    # the report's entries (its embedded `results` and `categories`): every model's findings page (its
+    # HTML: the report shows it in a frame; findings.md is no entry) and table, under "9 Findings", one
+    # subcategory a model, and the landing text links each page; the page embedded is the run's, and
+    # holds its Markdown page word for word
     results, categories, landing = (report_variable(html, name) for name in ("results", "categories", "workflow_desc"))
     findings = categories["9 Findings: every declared claim tested"]
     for model in ("toy-gptj", "toy-digits"):
-        page, contrasts = f"results/{model}/findings.md", f"results/{model}/findings/contrasts.csv"
+        page, contrasts = f"results/{model}/findings.html", f"results/{model}/findings/contrasts.csv"
         assert sorted(findings[model]) == sorted([page, contrasts])
-        assert results[page]["mime_type"] == "text/markdown" and "findings page" in results[page]["caption"]
+        assert results[page]["mime_type"] == "text/html" and "findings page" in results[page]["caption"]
+        shown = data_uri_text(results[page]["data_uri"])
+        assert shown == (work / page).read_text(encoding="utf-8")
+        assert assert_the_html_holds_the_page(shown, (work / f"results/{model}/findings.md").read_text()) > 20
         assert results[contrasts]["mime_type"] == "text/csv" and "findings table" in results[contrasts]["caption"]
         assert f"app.showResultInfo('{page}')" in landing
     assert "Where to start" in landing
     # the landing page's text first, the rule graph in a box beside it (workflow/report/report.css,
     # given as the README's report command gives it, embedded in the page)
     assert STYLESHEET.read_text() in html
+
+
+def data_uri_text(uri: str) -> str:
+    """The text a report entry embeds (``data:<mime>[;charset=...];base64,<data>``)."""
+    header, _, data = uri.partition(",")
+    assert header.startswith("data:text/html") and header.endswith(";base64"), header
+    return base64.b64decode(data).decode("utf-8")
 
 
 def report_variable(html: str, name: str):

@@ -12,6 +12,7 @@ accepted a number found, in absolute value, anywhere in the table."""
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 import pandas as pd
 
@@ -118,3 +119,84 @@ def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame, every_ro
     missing = [i for i, n in lines_of.items() if n != 1 and (every_row or n > 1)]
     assert not missing, f"rows without exactly one line on the page: {missing[:5]}"
     return found
+
+
+# -- the page as HTML (results/{model}/findings.html, the one the report shows) against its Markdown
+class _Blocks(HTMLParser):
+    """An HTML page's blocks in order: ("h1"/"h2"/"p"/"li", text) and ("tr", its cells' texts)."""
+
+    TEXT = ("h1", "h2", "p", "li")
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.blocks, self.row, self.text, self.tags = [], None, None, []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag in self.TEXT or tag in ("td", "th"):
+            self.text = []
+        if tag == "tr":
+            self.row = []
+
+    def handle_endtag(self, tag):
+        if self.tags and self.tags[-1] == tag:
+            self.tags.pop()
+        if tag in self.TEXT:
+            self.blocks.append((tag, _plain("".join(self.text))))
+        elif tag in ("td", "th"):
+            self.row.append(_plain("".join(self.text)))
+        elif tag == "tr":
+            self.blocks.append(("tr", tuple(self.row)))
+        if tag in self.TEXT or tag in ("td", "th"):
+            self.text = None
+
+    def handle_data(self, data):
+        if self.text is not None:
+            self.text.append(data)
+        elif data.strip() and {"style", "title"}.isdisjoint(self.tags):
+            self.blocks.append(("loose", _plain(data)))
+
+
+def _plain(text: str) -> str:
+    """Text with Markdown's marks taken out (* and `; a literal * of the text too, on both sides)
+    and its spaces and line breaks read as one space."""
+    return " ".join(text.replace("*", "").replace("`", "").split())
+
+
+def markdown_blocks(page: str) -> list[tuple]:
+    """A findings page's blocks in order, read from its Markdown as a reader sees them: a heading,
+    a paragraph (its lines together), a list item, a table line's cells (``\\|`` read as ``|``; the
+    rule under the header is no row)."""
+    blocks, paragraph = [], []
+    for line in [*page.splitlines(), ""]:
+        plain_line = not line.startswith(("#", "|", "- ", "* ")) and line.strip()
+        if paragraph and not plain_line:
+            blocks.append(("p", _plain(" ".join(paragraph))))
+            paragraph = []
+        if line.startswith(("# ", "## ")):
+            level = line.index(" ")
+            blocks.append((f"h{level}", _plain(line[level:])))
+        elif line.startswith("|") and not set(line) <= set("|-: "):
+            blocks.append(("tr", tuple(_plain(c).replace("\\|", "|") for c in CELL.split(line.strip())[1:-1])))
+        elif line.startswith(("- ", "* ")):
+            blocks.append(("li", _plain(line[2:])))
+        elif plain_line:
+            paragraph.append(line)
+    return blocks
+
+
+def assert_the_html_holds_the_page(html: str, page: str) -> int:
+    """The HTML page holds the Markdown page's blocks, in order, with their text (every number,
+    verdict and word), and nothing else; self-contained (nothing fetched, no script). How many
+    blocks; an AssertionError names the first that differs."""
+    parser = _Blocks()
+    parser.feed(html)
+    parser.close()
+    got, want = parser.blocks, markdown_blocks(page)
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
+        assert g == w, f"block {i} of the HTML differs from the page's: {g} != {w}"
+    assert len(got) == len(want), (
+        f"the HTML has {len(got)} blocks, the page {len(want)}: {(got + want)[len(want) :][:1]}"
+    )
+    assert not re.search(r"<(script|link|img|iframe)\b|\b(src|href)=|url\(", html, re.I), "the HTML fetches something"
+    return len(got)

@@ -8,13 +8,14 @@ simultaneous interval where the table has one."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.pages import NUMBER, assert_every_number_is_in_the_table
+from helpers.pages import NUMBER, assert_every_number_is_in_the_table, assert_the_html_holds_the_page, markdown_blocks
 
-from helixclock.stages.findings.page import SPLITS, findings_page
+from helixclock.stages.findings.page import SPLITS, findings_page, page_html
 
 REPO = Path(__file__).resolve().parents[2]
 # a frozen contrasts table of SmolLM2 (the snapshot's at commit 0eaabb1): the page's rendering is
@@ -362,3 +363,56 @@ def test_the_docs_list_the_words_of_every_split():
     doc = (REPO / "docs" / "findings.md").read_text()
     listed = dict(re.findall(r"^\| `([^`]+)` \| (.+) \|$", doc.split("The words for each `split`")[1], re.M))
     assert {k: v for k, v in listed.items() if k in SPLITS} == SPLITS
+
+
+def test_the_html_page_holds_every_line_of_the_markdown_page_and_a_changed_one_fails():
+    """findings.html, the page the report shows: SmolLM2's page (frozen table) as HTML holds the
+    Markdown page's headings, paragraphs, lines and summary table, in order and word for word (every
+    number and verdict), self-contained, its table with borders. The wrong arms: the HTML without
+    one row of the summary, with one number changed, with one verdict changed, or without a line
+    of a section, fails the check, naming where."""
+    table = pd.read_csv(SMOLLM2)
+    page = findings_page(table, "smollm2-135m")
+    html = page_html(page)
+    blocks = assert_the_html_holds_the_page(html, page)
+    assert blocks == len(markdown_blocks(page)) > len(table) + 90  # a line a row, the summary's rows
+    judged = table[table["family_kind"].isin(["confirmatory", "screening"])]
+    summary = [b for b in markdown_blocks(page) if b[0] == "tr"]  # the header, a title a family, a row a finding
+    assert len(summary) == 1 + judged["family"].nunique() + len(judged) == html.count("<tr")
+    text = unescape(re.sub(r"<(style|title)>.*?</\1>|<[^>]+>", " ", html, flags=re.S))  # the HTML's text
+    assert sorted(NUMBER.findall(text)) == sorted(NUMBER.findall(page))
+    assert '<meta charset="utf-8">' in html and "border: 1px solid" in html and "<h2>Summary</h2>" in html
+    row = (
+        "<tr><td>the helix of a's last token restores less than patching that token's whole residual</td>"
+        "<td>Helix − Full = −0.28 [−0.64, 0.09]</td><td>98.3%</td><td>50 pairs</td><td>not distinguished from 0</td></tr>"
+    )
+    # the summary's first finding: block 6, after the title, two lines, "Summary", the header and its family
+    assert row in html
+    holds = next(line for line in html.splitlines() if line.endswith("<td>holds</td></tr>"))
+    li = next(line for line in html.splitlines() if line.startswith("<li><strong>Holds</strong>"))
+    for wrong, where in (
+        (html.replace(row + "\n", ""), r"block 6 .*Helix − PCA .* != .*Helix − Full"),
+        (html.replace("−0.28 [−0.64, 0.09]", "−0.28 [−0.64, 0.08]", 1), r"block 6 .*0\.08\]"),
+        (html.replace(holds, holds.replace("<td>holds</td>", "<td>reversed</td>")), r"'reversed'\)\) != .*'holds'\)\)"),
+        (html.replace(li + "\n", ""), r"differs from the page's: .* != \('li', .Holds: the helix restores more"),
+    ):
+        assert wrong != html
+        with pytest.raises(AssertionError, match=where):
+            assert_the_html_holds_the_page(wrong, page)
+
+
+def test_the_html_page_escapes_the_tables_text_and_reads_its_marks():
+    """A claim with <, &, | and a literal * (p* = 1) prints as text in the HTML, not as markup;
+    **strong**, *emphasis* and `code` of the page are HTML's; every page of the planted tables
+    holds."""
+    table = planted_table(True)
+    table.loc[0, "claim"] = "x < y & y | z at p* = 1"
+    page = findings_page(table, "planted")
+    html = page_html(page)
+    assert assert_the_html_holds_the_page(html, page) > 20
+    assert "x &lt; y &amp; y | z at p* = 1" in html and "<td>x &lt; y &amp; y | z at p* = 1</td>" in html
+    assert "<em>mixed</em>" in html and "<strong>not simultaneous</strong>" in html
+    assert "<code>findings/contrasts.csv</code>" in html and "Row <code>holds</code>." in html
+    assert "<title>Findings: planted</title>" in html and "<h1>Findings: planted</h1>" in html
+    empty = findings_page(table.iloc[:0], "none")
+    assert assert_the_html_holds_the_page(page_html(empty), empty) == 2

@@ -544,24 +544,25 @@ def test_the_registry_gives_the_toys_training_time_their_checkpoints_record():
 
 def test_the_report_holds_every_models_findings_page_and_table(tmp_path):
     """`snakemake --report` shows what rule findings writes (README, "Outputs": every figure and
-    table): its two outputs are marked for the report under one category of their own, a
+    table): its table and its page as HTML (the report shows an HTML result in its frame; the
+    Markdown page is no report entry) are marked for the report under one category of their own, a
     subcategory a model, each with a caption that exists; the landing text
     (workflow/report/workflow.rst, the Snakefile's `report:`) links each model's page.  Read from
     the workflow through Snakemake's API, as `snakemake --report` reads it."""
     with workflow_api(tmp_path, REPO / "config" / "config.yaml") as workflow:
         rule = workflow._workflow.get_rule("findings")
         # the paths without their wildcard constraints ({model,gptj|...} -> {model})
-        marked = {
-            re.sub(r"\{(\w+),[^}]*\}", r"{\1}", str(o)): o.flags["report"] for o in rule.output if "report" in o.flags
-        }
+        paths = {re.sub(r"\{(\w+),[^}]*\}", r"{\1}", str(o)): o for o in rule.output}
+        marked = {path: o.flags["report"] for path, o in paths.items() if "report" in o.flags}
         landing = workflow._workflow.report_text.get_path_or_uri(secret_free=True)
-    assert set(marked) == set(outputs.FINDINGS.values())
+    assert set(marked) == {outputs.FINDINGS["contrasts"], outputs.FINDINGS["html"]}
+    assert set(paths) == set(outputs.FINDINGS.values())  # the Markdown page: an output, not an entry
     assert {flag.category for flag in marked.values()} == {"9 Findings: every declared claim tested"}
     assert {flag.subcategory for flag in marked.values()} == {"{model}"}
     for flag in marked.values():
         assert Path(flag.caption.get_path_or_uri(secret_free=True)).exists()
     text = Path(landing).read_text()
-    assert "app.showResultInfo('results/{{ model }}/findings.md')" in text
+    assert "app.showResultInfo('results/{{ model }}/findings.html')" in text and "findings.md" not in text
     assert "app.showResultInfo('results/{{ model }}/findings/contrasts.csv')" in text
     # the landing page is its text, with the rule graph in a box of its own: the README's report
     # command gives the report its stylesheet (not the workflow profile: Snakemake opens a profile's

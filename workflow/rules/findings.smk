@@ -1,6 +1,7 @@
 # Findings (docs/findings.md, "Findings"): every claim of config/findings.yaml that applies to a model,
 # computed from the saved tables of the other stages (never their code), judged within its
-# family, and the page findings.md rendered from them.  helixclock.stages.findings
+# family, and the page findings.md rendered from them, with its HTML (findings.html: the report shows
+# it in its own frame, where it only downloads a Markdown file).  helixclock.stages.findings
 from helixclock.prompts.layout import NumberTokens
 from helixclock.stages.findings import registry as findings_registry
 
@@ -11,20 +12,22 @@ except ConfigError as err:
 
 
 rule findings:
-    """Every declared finding of a model from the saved tables: findings/contrasts.csv and findings.md."""
+    """Every declared finding of a model from the saved tables: findings/contrasts.csv, findings.md and its HTML."""
     input:
         # the saved tables its findings read, and the prompts tables of their jobs
         unpack(lambda w: findings_registry.inputs(FINDINGS, NumberTokens.of(REGISTRY[w.model]).several, w.model)),
     output:
-        # both into the report, under "9 Findings", one subcategory a model (the landing text links the pages)
+        # the table and the page's HTML into the report, under "9 Findings", one subcategory a model
+        # (the landing text links the pages); the Markdown page beside it (docs' snapshots copy it)
         contrasts=report(
             outputs.FINDINGS["contrasts"],
             caption=caption("findings_contrasts"),
             category=SECTIONS["findings"],
             subcategory="{model}",
         ),
-        page=report(
-            outputs.FINDINGS["page"],
+        page=outputs.FINDINGS["page"],
+        html=report(
+            outputs.FINDINGS["html"],
             caption=caption("findings_page"),
             category=SECTIONS["findings"],
             subcategory="{model}",

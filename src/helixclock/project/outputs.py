@@ -306,8 +306,12 @@ ANSWER_SCORES = f"{MISTAKES}/answer_scores.h5"  # numbers of several tokens: L(n
 
 
 # -- findings (findings.smk): every declared finding (config/findings.yaml) computed from the saved
-# tables, and the page rendered from them
-FINDINGS = {"contrasts": f"{MODEL}/findings/contrasts.csv", "page": f"{MODEL}/findings.md"}
+# tables, and the page rendered from them (Markdown, and HTML: the one the report shows)
+FINDINGS = {
+    "contrasts": f"{MODEL}/findings/contrasts.csv",
+    "page": f"{MODEL}/findings.md",
+    "html": f"{MODEL}/findings.html",
+}
 
 
 # -- what compat changes (compat.smk): one record per mode run

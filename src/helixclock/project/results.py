@@ -44,7 +44,7 @@ from .cache import read_layer
 from .io import read_json
 
 # the suffixes of files (a path constant without one is a folder, e.g. outputs.HELIX)
-FILE_SUFFIXES = (".csv", ".h5", ".json", ".npy", ".md", ".yaml", ".tsv")
+FILE_SUFFIXES = (".csv", ".h5", ".json", ".npy", ".md", ".html", ".yaml", ".tsv")
 
 
 def registered_outputs() -> dict[str, str]:
@@ -77,7 +77,16 @@ def _finished_when() -> tuple[str, ...]:
     the workflow's own list."""
     ids = {path: output for output, path in registered_outputs().items()}
     compared = [ids.get(path, Path(path).stem) for path in outputs.COMPARED_TABLES.values() if "{model}" in path]
-    asked = ["CARD", "ADD_LOGITS", "CACHE", "FINDINGS.contrasts", "FINDINGS.page", "CLOCK_SUM", "HELIX_FITS.r2"]
+    asked = [
+        "CARD",
+        "ADD_LOGITS",
+        "CACHE",
+        "FINDINGS.contrasts",
+        "FINDINGS.page",
+        "FINDINGS.html",
+        "CLOCK_SUM",
+        "HELIX_FITS.r2",
+    ]
     asked += [f"NUMBER_BASES.{k}" for k in outputs.NUMBER_BASES] + [f"NEURON_BASES.{k}" for k in outputs.NEURON_BASES]
     asked += ["fourier_peaks", "tab01_other_tasks", "tabD1_head_categories", "tabD2_top_neurons", "tabF2_carry_test"]
     asked += ["compat_effects", "ADD_ACCURACY", *compared]

@@ -1,4 +1,5 @@
-"""The findings page (``results/{model}/findings.md``), rendered from ``contrasts.csv`` alone
+"""The findings page (``results/{model}/findings.md``, and as HTML ``findings.html`` for the report:
+:func:`page_html`), rendered from ``contrasts.csv`` alone
 (docs/findings.md, "The findings page"): a summary table, one line a tested finding (its claim,
 estimate [interval], count, verdict), then how to read it, then one section per family with one
 line per row of the table, each line ending with the row's id.  Every number of a line is a value
@@ -8,7 +9,9 @@ row; tests/unit/test_findings_page.py renders planted tables and the committed s
 
 from __future__ import annotations
 
+import html
 import math
+import re
 
 import pandas as pd
 
@@ -401,3 +404,102 @@ def findings_page(contrasts: pd.DataFrame, model: str) -> str:
             lines += [f"The stage's test: {method}.", ""]
         lines += [sentence(row) for _, row in part.iterrows()]
     return "\n".join(lines) + "\n"
+
+
+# -- the page as HTML (``results/{model}/findings.html``): the report shows an HTML result in its
+# own frame, where a Markdown file is only downloaded.  Rendered from the Markdown text itself, so
+# that both hold the same words and numbers; only what findings_page writes is read: headings,
+# paragraphs, lists, the summary table, **strong**, *emphasis* and `code`.
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; line-height: 1.5;
+       color: #1a1a1a; max-width: 80em; margin: 1.5em auto; padding: 0 1em; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { border: 1px solid #888; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+thead th { background: #e6e6e6; }
+tr.family td { background: #f2f2f2; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.9em; background: #f2f2f2; padding: 0 0.2em; }
+li { margin: 0.3em 0; }
+"""
+_CODE = re.compile(r"`([^`]+)`")
+_STRONG = re.compile(r"(?<![^\s(])\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_EMPHASIS = re.compile(r"(?<![^\s(])\*(?=\w)([^*]+?)(?<=\w)\*(?![\w*])")
+_CELL = re.compile(r"(?<!\\)\|")
+_RULE = re.compile(r"^\|(?: *:?-+:? *\|)+$")
+
+
+def _inline(text: str) -> str:
+    """One line's text as HTML: escaped, `code` kept as it is, **strong** and *emphasis* outside it."""
+    parts = _CODE.split(text)  # odd parts: the code spans' contents
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(f"<code>{html.escape(part, quote=False)}</code>")
+        else:
+            part = _STRONG.sub(r"<strong>\1</strong>", html.escape(part, quote=False))
+            out.append(_EMPHASIS.sub(r"<em>\1</em>", part))
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    """A table line's cells, ``\\|`` read as ``|``."""
+    return [c.strip().replace("\\|", "|") for c in _CELL.split(line.strip())[1:-1]]
+
+
+def _row(cells: list[str], tag: str) -> str:
+    family = tag == "td" and cells[0].startswith("**") and not any(cells[1:])
+    opening = '<tr class="family">' if family else "<tr>"
+    return opening + "".join(f"<{tag}>{_inline(c)}</{tag}>" for c in cells) + "</tr>"
+
+
+def page_html(page: str) -> str:
+    """The findings page (:func:`findings_page`'s Markdown) as one self-contained HTML page: the
+    same headings, paragraphs, lists and table, in the same order, with the same text; its style
+    inline (a table with borders), nothing fetched."""
+    lines, body, block = page.splitlines(), [], None
+
+    def close():
+        nonlocal block
+        if block == "ul":
+            body.append("</ul>")
+        elif block == "table":
+            body.append("</tbody></table>")
+        elif block == "p":
+            body.append("</p>")
+        block = None
+
+    for line in lines:
+        if not line.strip():
+            close()
+        elif line.startswith(("# ", "## ")):
+            close()
+            level = 1 if line.startswith("# ") else 2
+            body.append(f"<h{level}>{_inline(line[level + 1 :])}</h{level}>")
+        elif line.startswith("|"):
+            if _RULE.match(line.strip()):
+                continue
+            if block != "table":
+                close()
+                body.append(f"<table><thead>{_row(_cells(line), 'th')}</thead><tbody>")
+                block = "table"
+            else:
+                body.append(_row(_cells(line), "td"))
+        elif line.startswith(("- ", "* ")):
+            if block != "ul":
+                close()
+                body.append("<ul>")
+                block = "ul"
+            body.append(f"<li>{_inline(line[2:])}</li>")
+        elif block == "p":
+            body.append(_inline(line))
+        else:
+            close()
+            body.append(f"<p>{_inline(line)}")
+            block = "p"
+    close()
+    title = next((line[2:] for line in lines if line.startswith("# ")), "Findings")
+    head = f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n<style>{STYLE}</style>'
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{head}\n</head>\n<body>\n'
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )

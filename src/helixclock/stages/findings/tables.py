@@ -1,5 +1,5 @@
 """The findings job's entry point: the saved tables in, ``findings/contrasts.csv`` and
-``findings.md`` out (docs/findings.md, "Findings")."""
+``findings.md`` and ``findings.html`` out (docs/findings.md, "Findings")."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...stats.statistics import Resampling
 from .contrasts import Tables
-from .page import findings_page
+from .page import findings_page, page_html
 from .registry import Registry
 from .verdicts import contrasts_table
 
@@ -26,6 +26,7 @@ def findings_tables(
     """Rule findings: ``frames`` (registry table name -> the saved table) and ``prompts`` (table
     name -> the prompts table of its job, :attr:`Table.prompts`, where it has one) give the
     contrasts table of every finding that applies to the model (``several``: numbers of several
-    tokens) and its page."""
+    tokens), its page and the page as HTML (the report's)."""
     contrasts = contrasts_table(registry, several, Tables(frames, prompts), resampling, compat)
-    return {"contrasts": contrasts, "page": findings_page(contrasts, model)}
+    page = findings_page(contrasts, model)
+    return {"contrasts": contrasts, "page": page, "html": page_html(page)}
