@@ -8,11 +8,15 @@ from helixclock.stages.findings.tables import findings_tables
 
 start(snakemake)
 p = snakemake.params
-prompts = {k.removeprefix("prompts_"): pd.read_csv(v) for k, v in snakemake.input.items() if k.startswith("prompts_")}
-frames = {k: pd.read_csv(v) for k, v in snakemake.input.items() if not k.startswith("prompts_")}
+tables = {k: pd.read_csv(v) for k, v in snakemake.input.items()}
+prompts = {k.removeprefix("prompts_"): t for k, t in tables.items() if k.startswith("prompts_")}
+accuracy = {k.removeprefix("accuracy_"): t for k, t in tables.items() if k.startswith("accuracy_")}
+frames = {k: t for k, t in tables.items() if not k.startswith(("prompts_", "accuracy_"))}
 registry = Registry(**p.registry)
-out = findings_tables(registry, p.several, frames, prompts, resampling(snakemake), p.compat, snakemake.wildcards.model)
+model = snakemake.wildcards.model
+out = findings_tables(registry, p.several, frames, prompts, resampling(snakemake), p.compat, model, accuracy)
 out["contrasts"].to_csv(snakemake.output.contrasts, index=False)
+out["model"].to_csv(snakemake.output.model, index=False)
 for name in ("page", "html"):
     with open(snakemake.output[name], "w", encoding="utf-8") as fh:
         fh.write(out[name])

@@ -16,6 +16,8 @@ from html.parser import HTMLParser
 
 import pandas as pd
 
+from helixclock.stages.findings.page import MODEL_LINE
+
 # a number not glued to a word (L21H2, R^2 and block_output 23 come from text cells); "−" or a
 # "-" after no word character is its sign
 NUMBER = re.compile(r"(?<![\w.^])[−-]?\d+(?:\.\d+)?")
@@ -84,12 +86,15 @@ def _summary_claim(line: str) -> str | None:
     return CELL.split(line)[1].strip().replace("\\|", "|")
 
 
-def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame, every_row: bool = True) -> int:
+def assert_every_number_is_in_the_table(
+    page: str, table: pd.DataFrame, every_row: bool = True, model: pd.DataFrame | None = None
+) -> int:
     """How many numbers the page prints, each checked: a line naming a row against that row alone
-    (:func:`check_line`), any other line against the whole table (:func:`table_numbers`, sign
-    included); and, where ``every_row`` (a findings page; a summary of some rows is not), every
-    row of the table has its one line in a section. An AssertionError names the first number (or
-    row) that fails."""
+    (:func:`check_line`), the opening line on the model (MODEL_LINE: its accuracy) against the
+    model table ``model`` (findings/model.csv), any other line against the whole table
+    (:func:`table_numbers`, sign included); and, where ``every_row`` (a findings page; a summary of
+    some rows is not), every row of the table has its one line in a section. An AssertionError
+    names the first number (or row) that fails."""
     table = table.reset_index(drop="id" in table.columns)
     by_id = {str(r["id"]): r for _, r in table.iterrows()}
     claims = table["claim"].astype(str) if "claim" in table else pd.Series(dtype=str)
@@ -102,7 +107,17 @@ def assert_every_number_is_in_the_table(page: str, table: pd.DataFrame, every_ro
             continue
         named = ROW_ID.search(line)
         claim = _summary_claim(line)
-        if named:
+        if line.startswith(MODEL_LINE):
+            assert model is not None, f"the page's line on the model needs its model table: {line[:80]}"
+            model_text, model_values = table_numbers(model)
+            for match in NUMBER.finditer(line):
+                in_name = any(match.group(0) in t for t in model_text)  # a task's name: a-23 of sub23
+                assert in_name or _matches(match.group(0), model_values), (
+                    f"{match.group(0)} in the line on the model is not in the model table: "
+                    f"...{line[max(0, match.start() - 80) : match.end() + 20]}"
+                )
+                found += 1
+        elif named:
             assert named.group(1) in by_id, f"the line names row {named.group(1)}, which the table lacks: {line}"
             lines_of[named.group(1)] += 1
             found += check_line(line[: named.start()], by_id[named.group(1)])

@@ -16,6 +16,7 @@ import pytest
 from helpers.pages import NUMBER, assert_every_number_is_in_the_table, assert_the_html_holds_the_page, markdown_blocks
 
 from helixclock.stages.findings.page import SPLITS, findings_page, page_html
+from helixclock.stages.findings.tables import model_table
 
 REPO = Path(__file__).resolve().parents[2]
 # a frozen contrasts table of SmolLM2 (the snapshot's at commit 0eaabb1): the page's rendering is
@@ -416,3 +417,36 @@ def test_the_html_page_escapes_the_tables_text_and_reads_its_marks():
     assert "<title>Findings: planted</title>" in html and "<h1>Findings: planted</h1>" in html
     empty = findings_page(table.iloc[:0], "none")
     assert assert_the_html_holds_the_page(page_html(empty), empty) == 2
+
+
+def accuracy_table(correct: int, prompts: int = 10_000) -> pd.DataFrame:
+    return pd.DataFrame({"correct": [True] * correct + [False] * (prompts - correct)})
+
+
+def test_the_page_opens_with_the_models_accuracy_and_the_prompts_its_draws_come_from():
+    """Issue 54 item 7: a page opens with the model's accuracy on each task and the correct a+b
+    prompts every draw comes from (SmolLM2's 4-bit file: 2086 of 10000), its numbers those of
+    findings/model.csv; a changed number on that line fails the check, and so does the line
+    checked without its table."""
+    table = pd.read_csv(SMOLLM2)
+    about = model_table({"add": accuracy_table(2086), "sub23": accuracy_table(37, 100)})
+    assert about.to_dict("records") == [
+        {"task": "add", "prompts": 10_000, "correct": 2086, "accuracy_percent": pytest.approx(20.86)},
+        {"task": "sub23", "prompts": 100, "correct": 37, "accuracy_percent": pytest.approx(37.0)},
+    ]
+    page = findings_page(table, "smollm2-135m", about)
+    opening = page.split("\n")[2]
+    assert opening == (
+        "**The model.** Accuracy (greedy decoding of the answer): a+b 20.9% (2086 of 10000 prompts); "
+        "a-23 37.0% (37 of 100 prompts). Every pair of a measuring or a selection draw is drawn from its task's "
+        "correctly answered prompts (2086 a+b prompts; a selection draw from those its job's measuring pairs "
+        "leave), so each verdict below is about prompts this model answers correctly."
+    )
+    assert page.index(opening) < page.index("## Summary")
+    assert assert_every_number_is_in_the_table(page, table, model=about) > 500
+    with pytest.raises(AssertionError, match="not in the model table"):
+        assert_every_number_is_in_the_table(page.replace("(2086 of", "(2068 of"), table, model=about)
+    with pytest.raises(AssertionError, match="needs its model table"):
+        assert_every_number_is_in_the_table(page, table)
+    assert_the_html_holds_the_page(page_html(page), page)
+    assert findings_page(table, "smollm2-135m").split("\n")[2].startswith("Generated from")  # no accuracy: no line

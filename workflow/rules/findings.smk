@@ -16,6 +16,8 @@ rule findings:
     input:
         # the saved tables its findings read, and the prompts tables of their jobs
         unpack(lambda w: findings_registry.inputs(FINDINGS, NumberTokens.of(REGISTRY[w.model]).several, w.model)),
+        # the model's accuracy on each task of the run (the page's opening line)
+        **{f"accuracy_{task}": outputs.accuracy(task) for task in config["accuracy"]["tasks"]},
     output:
         # the table and the page's HTML into the report, under "9 Findings", one subcategory a model
         # (the landing text links the pages); the Markdown page beside it (docs' snapshots copy it)
@@ -26,6 +28,7 @@ rule findings:
             subcategory="{model}",
         ),
         page=outputs.FINDINGS["page"],
+        model=outputs.FINDINGS["model"],
         html=report(
             outputs.FINDINGS["html"],
             caption=caption("findings_page"),

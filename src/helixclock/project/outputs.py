@@ -311,6 +311,7 @@ FINDINGS = {
     "contrasts": f"{MODEL}/findings/contrasts.csv",
     "page": f"{MODEL}/findings.md",
     "html": f"{MODEL}/findings.html",
+    "model": f"{MODEL}/findings/model.csv",  # the page's opening line: the model's accuracy on each task
 }
 
 

@@ -84,6 +84,7 @@ def _finished_when() -> tuple[str, ...]:
         "FINDINGS.contrasts",
         "FINDINGS.page",
         "FINDINGS.html",
+        "FINDINGS.model",
         "CLOCK_SUM",
         "HELIX_FITS.r2",
     ]

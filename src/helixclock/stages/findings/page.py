@@ -15,6 +15,8 @@ import re
 
 import pandas as pd
 
+from ...prompts.tasks import TASKS
+
 DIGITS = 2
 SMALLEST = 8  # decimals at most: a value below 1e-8 (a rounding-sized R^2 increment) prints as 0
 JUDGED = ("confirmatory", "screening")
@@ -366,17 +368,44 @@ def _how_to_read(contrasts: pd.DataFrame) -> list[str]:
     return lines
 
 
-def findings_page(contrasts: pd.DataFrame, model: str) -> str:
-    """The page of one model: the summary table of the tested findings, how to read it, then each
-    family's rows under its title, in the table's order."""
+MODEL_LINE = "**The model.**"  # the page's opening line, whose numbers are findings/model.csv's
+
+
+def model_line(about: pd.DataFrame | None) -> list[str]:
+    """The page's opening paragraph: the model's accuracy on each task and the correct a+b
+    prompts every draw comes from (``about``: the findings job's model table, task, prompts,
+    correct, accuracy_percent); none without it."""
+    if about is None or not len(about):
+        return []
+    tasks = [
+        f"{TASKS[r.task].label if r.task in TASKS else r.task} {r.accuracy_percent:.1f}% "
+        f"({int(r.correct)} of {int(r.prompts)} prompts)"
+        for r in about.itertuples()
+    ]
+    add = about[about["task"] == "add"]
+    pool = (
+        f" Every pair of a measuring or a selection draw is drawn from its task's correctly answered "
+        f"prompts ({int(add['correct'].iloc[0])} a+b prompts; a selection draw from those its job's measuring "
+        "pairs leave), so each verdict below is about prompts this model answers correctly."
+        if len(add)
+        else ""
+    )
+    return [f"{MODEL_LINE} Accuracy (greedy decoding of the answer): {'; '.join(tasks)}.{pool}", ""]
+
+
+def findings_page(contrasts: pd.DataFrame, model: str, about: pd.DataFrame | None = None) -> str:
+    """The page of one model: what the model is (its accuracy, :func:`model_line`), the summary
+    table of the tested findings, how to read it, then each family's rows under its title, in the
+    table's order."""
     if len(contrasts) == 0:
         return f"# Findings: {model}\n\nNo declared finding applies to this model.\n"
     lines = [
         f"# Findings: {model}",
         "",
+        *model_line(about),
         "Generated from `findings/contrasts.csv`, for the findings that `config/findings.yaml` declares for "
         "this model: every number below is a value of that table, each line's of its own row (the id at "
-        "the line's end).",
+        "the line's end); the opening line's are of `findings/model.csv`.",
         "",
         f"Verdicts of all {len(contrasts)} rows: {_tally(contrasts)}.",
     ]

@@ -32,9 +32,10 @@ def run_of(project: Path) -> tuple[str, str]:
 
 
 def snapshot(project: Path, models: list[str], dest: Path) -> list[Path]:
-    """Copy each model's findings page and table from ``project`` to ``dest`` as ``{model}.md``
-    and ``{model}.csv``, a line naming the run (its provenance record's commit and date) inserted
-    after the page's title; the pages written."""
+    """Copy each model's findings page and tables from ``project`` to ``dest`` as ``{model}.md``,
+    ``{model}.csv`` and ``{model}-model.csv`` (the model's accuracy, where the run wrote it), a
+    line naming the run (its provenance record's commit and date) inserted after the page's
+    title; the pages written."""
     commit, date = run_of(project)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
@@ -47,6 +48,9 @@ def snapshot(project: Path, models: list[str], dest: Path) -> list[Path]:
         header = HEADER.format(page=page.relative_to(project), commit=commit, date=date, table=f"{model}.csv")
         (dest / f"{model}.md").write_text(f"{title}\n\n{header}\n{body}")
         shutil.copyfile(table, dest / f"{model}.csv")
+        about = project / outputs.FINDINGS["model"].format(model=model)  # the page's opening line's table
+        if about.exists():
+            shutil.copyfile(about, dest / f"{model}-model.csv")
         written.append(dest / f"{model}.md")
     return written
 
