@@ -1,0 +1,116 @@
+"""Rival planes of the T = 100 circle over two-digit numbers: the placebos of the nested T = 100
+tests (docs/several-tokens.md, "Numbers of several tokens").
+
+Over the numbers n = 10 t + u (t the tens digit, u the units digit), the circle
+cos/sin 2 pi n / 100 is, beyond what functions of t and of u add up to (the *additive* part, which
+a digit one-hot holds), almost entirely a tens circle times a linear units term:
+{cos, sin}(2 pi t / 10) (u - 4.5) (:func:`nonadditive`).  A test that T = 100 adds to the digits
+therefore says that the representation holds *some* interaction of the tens and the units digit;
+whether it is T = 100's own needs a placebo of the same kind.  The tens-permuted circle
+(:func:`tens_permuted_circle`) is one: cos/sin 2 pi (10 sigma(t) + u) / 100 for a permutation sigma
+of the tens digits.  Relabelling t leaves the additive span (functions of t plus functions of u)
+as it is, so the placebo has the circle's rank, its norm and the norm of its non-additive part,
+by construction; only its direction differs, measured by the principal angles between the two
+planes' non-additive parts (:func:`principal_cosines`).  Interaction columns such as
+(t - 4.5)(u - 4.5) are no placebo: their principal cosines to the circle's non-additive part are
+high (0.79-0.97).  numpy only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+T100 = 100
+N_DIGITS = 10
+
+
+def _digits(numbers) -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(numbers)
+    if n.ndim != 1 or np.any(n < 0) or np.any(n >= 100) or np.any(n != np.round(n)):
+        raise ValueError("the planes are defined on the integers 0..99 (two-digit numbers and 0..9)")
+    n = n.astype(np.int64)
+    return n // 10, n % 10
+
+
+def _check_sigma(sigma) -> np.ndarray:
+    s = np.asarray(sigma, dtype=np.int64)
+    if s.shape != (N_DIGITS,) or sorted(s.tolist()) != list(range(N_DIGITS)):
+        raise ValueError(f"sigma {list(s)}: a permutation of the tens digits 0..9 is needed")
+    return s
+
+
+def circle(numbers, period: float = T100) -> np.ndarray:
+    """cos, sin 2 pi n / period of ``numbers`` [n, 2]."""
+    angle = 2 * np.pi * np.asarray(numbers, dtype=np.float64) / period
+    return np.stack([np.cos(angle), np.sin(angle)], 1)
+
+
+def tens_permuted_circle(numbers, sigma) -> np.ndarray:
+    """The placebo plane [n, 2]: cos, sin 2 pi (10 sigma(t) + u) / 100 of each number 10 t + u,
+    ``sigma`` a permutation of the tens digits (the identity gives the T = 100 circle itself)."""
+    t, u = _digits(numbers)
+    return circle(10 * _check_sigma(sigma)[t] + u)
+
+
+def additive(numbers) -> np.ndarray:
+    """The additive span of two-digit numbers [n, 19]: the constant and the indicators of the tens
+    digits 1..9 and of the units digits 1..9 (every function of t plus a function of u)."""
+    t, u = _digits(numbers)
+    cols = (
+        [np.ones(len(t))]
+        + [(t == k).astype(float) for k in range(1, 10)]
+        + [(u == k).astype(float) for k in range(1, 10)]
+    )
+    return np.stack(cols, 1)
+
+
+def residualised(columns: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``columns`` [n, k] less their least-squares projection on the span of ``base`` [n, m]."""
+    coef, *_ = np.linalg.lstsq(base, columns, rcond=None)
+    return columns - base @ coef
+
+
+def nonadditive(plane: np.ndarray, numbers) -> np.ndarray:
+    """What no sum of a function of the tens digit and one of the units digit holds of ``plane``
+    [n, k]: its residual on :func:`additive`."""
+    return residualised(plane, additive(numbers))
+
+
+def principal_cosines(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Cosines of the principal angles between the column spaces of A [n, k] and B [n, l],
+    largest first (min(k, l) of them; 1 where the spaces share a direction)."""
+    qa, _ = np.linalg.qr(np.asarray(A, dtype=np.float64))
+    qb, _ = np.linalg.qr(np.asarray(B, dtype=np.float64))
+    return np.clip(np.linalg.svd(qa.T @ qb, compute_uv=False), 0.0, 1.0)
+
+
+def placebo_cosine(numbers, sigma) -> float:
+    """The largest principal cosine between the non-additive parts of the T = 100 circle and of
+    the tens-permuted circle of ``sigma``, over ``numbers``."""
+    return float(
+        principal_cosines(
+            nonadditive(circle(numbers), numbers), nonadditive(tens_permuted_circle(numbers, sigma), numbers)
+        )[0]
+    )
+
+
+def placebo_sigmas(count: int, seed: int, numbers=None, max_cosine: float | None = None) -> np.ndarray:
+    """``count`` distinct permutations of the tens digits [count, 10], none the identity, drawn
+    seeded; with ``max_cosine`` only those whose plane's largest principal cosine to the T = 100
+    circle (:func:`placebo_cosine`, over ``numbers``, default 0..99) lies below it.  An error
+    where fewer exist than asked."""
+    numbers = np.arange(100) if numbers is None else numbers
+    rng = np.random.default_rng(seed)
+    found, seen = [], {tuple(range(N_DIGITS))}
+    for _ in range(200 * count + 1000):
+        sigma = tuple(rng.permutation(N_DIGITS).tolist())
+        if sigma in seen:
+            continue
+        seen.add(sigma)
+        if max_cosine is None or placebo_cosine(numbers, sigma) < max_cosine:
+            found.append(sigma)
+            if len(found) == count:
+                return np.array(found, dtype=np.int64)
+    raise ValueError(
+        f"found {len(found)} permutations of the tens digits with principal cosine below {max_cosine}, not {count}"
+    )

@@ -1,0 +1,72 @@
+"""The placebo planes of the nested T = 100 tests (helixclock.fitting.planes): over 0..99 the
+T = 100 circle's non-additive part is a tens circle times a linear units term; a tens-permuted
+circle has the circle's rank, norm and non-additive norm by construction and another direction;
+interaction columns are no placebo (their principal cosines to the circle are high)."""
+
+import numpy as np
+import pytest
+
+from helixclock.fitting.planes import (
+    additive,
+    circle,
+    nonadditive,
+    placebo_cosine,
+    placebo_sigmas,
+    principal_cosines,
+    residualised,
+    tens_permuted_circle,
+)
+
+N = np.arange(100)
+T, U = N // 10, N % 10
+
+
+def test_the_identity_gives_the_circle_and_a_permutation_keeps_its_norms():
+    assert np.allclose(tens_permuted_circle(N, np.arange(10)), circle(N))
+    sigma = [3, 7, 0, 9, 1, 4, 8, 2, 6, 5]
+    placebo = tens_permuted_circle(N, sigma)
+    # the same values in another order (10 sigma(t) + u is a bijection of 0..99): the same norms
+    assert np.allclose(np.sort(placebo, 0), np.sort(circle(N), 0))
+    assert np.linalg.matrix_rank(placebo) == 2 and np.linalg.matrix_rank(additive(N)) == 19
+    # the additive span is the same for relabelled tens digits: the non-additive norms are equal
+    assert (nonadditive(placebo, N) ** 2).sum() == pytest.approx((nonadditive(circle(N), N) ** 2).sum(), rel=1e-12)
+    assert (nonadditive(circle(N), N) ** 2).sum() == pytest.approx(3.215, abs=1e-3)  # of 100: the within-decade part
+    assert 0 < placebo_cosine(N, sigma) < 0.99 and placebo_cosine(N, np.arange(10)) == pytest.approx(1.0)
+
+
+def test_the_circles_non_additive_part_is_a_tens_circle_times_the_units():
+    """Over 0..99, 99.4% of T = 100's non-additive part is {cos, sin}(2 pi t / 10) (u - 4.5)."""
+    C = nonadditive(circle(N), N)
+    product = nonadditive(
+        np.stack([np.cos(2 * np.pi * T / 10) * (U - 4.5), np.sin(2 * np.pi * T / 10) * (U - 4.5)], 1), N
+    )
+    explained = product @ np.linalg.lstsq(product, C, rcond=None)[0]
+    assert (explained**2).sum() / (C**2).sum() == pytest.approx(0.9937, abs=1e-3)
+
+
+def test_interaction_columns_are_no_placebo_and_the_drawn_permutations_are():
+    """The wrong placebo: generic interactions of t and u lie near the circle's non-additive part
+    (principal cosines 0.79 and 0.97), so a test against them would call a generic interaction
+    "T = 100"; the drawn tens permutations stay below the declared 0.5."""
+    C = nonadditive(circle(N), N)
+    for column, cosine in (((T - 4.5) * (U - 4.5), 0.794), ((T - 4.5) ** 2 * (U - 4.5), 0.966)):
+        got = principal_cosines(C, nonadditive(column[:, None], N))[0]
+        assert got == pytest.approx(cosine, abs=1e-3) and got > 0.5
+    sigmas = placebo_sigmas(20, seed=0, max_cosine=0.5)
+    assert len({tuple(s) for s in sigmas}) == 20 and not any((s == np.arange(10)).all() for s in sigmas)
+    assert all(placebo_cosine(N, s) < 0.5 for s in sigmas)
+    every = placebo_sigmas(999, seed=1)  # the placebo distribution: any permutation but the identity
+    assert len({tuple(s) for s in every}) == 999
+    with pytest.raises(ValueError, match="permutation of the tens digits"):
+        tens_permuted_circle(N, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+    with pytest.raises(ValueError, match="integers 0..99"):
+        tens_permuted_circle(np.arange(101), np.arange(10))
+
+
+def test_principal_cosines_and_residuals_by_hand():
+    A = np.array([[1.0, 0], [0, 1], [0, 0]])
+    B = np.array([[1.0], [0], [1]])
+    assert principal_cosines(A, B) == pytest.approx([2**-0.5])
+    assert principal_cosines(A, A) == pytest.approx([1.0, 1.0])
+    r = residualised(np.array([[1.0], [2.0], [3.0]]), np.ones((3, 1)))
+    assert r.ravel() == pytest.approx([-1.0, 0.0, 1.0])
