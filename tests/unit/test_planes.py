@@ -59,8 +59,10 @@ def test_interaction_columns_are_no_placebo_and_the_drawn_permutations_are():
     assert len({tuple(s) for s in every}) == 999
     with pytest.raises(ValueError, match="permutation of the tens digits"):
         tens_permuted_circle(N, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
-    with pytest.raises(ValueError, match="integers 0..99"):
-        tens_permuted_circle(np.arange(101), np.arange(10))
+    with pytest.raises(ValueError, match="non-negative integers"):
+        tens_permuted_circle(np.arange(-1, 5), np.arange(10))
+    # beyond 99 the circle is a function of n mod 100: the placebo too
+    assert np.allclose(tens_permuted_circle(np.arange(100, 200), sigmas[0]), tens_permuted_circle(N, sigmas[0]))
 
 
 def test_principal_cosines_and_residuals_by_hand():

@@ -1,4 +1,4 @@
-"""Rival planes of the T = 100 circle over two-digit numbers: the placebos of the nested T = 100
+"""Rival planes of the T = 100 circle over the numbers: the placebos of the nested T = 100
 tests (docs/several-tokens.md, "Numbers of several tokens").
 
 Over the numbers n = 10 t + u (t the tens digit, u the units digit), the circle
@@ -24,12 +24,14 @@ T100 = 100
 N_DIGITS = 10
 
 
-def _digits(numbers) -> tuple[np.ndarray, np.ndarray]:
+def _digits(numbers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tens and units digits of each number, and what lies above them (n // 100): the
+    circle of period 100 is a function of n mod 100 = 10 t + u alone."""
     n = np.asarray(numbers)
-    if n.ndim != 1 or np.any(n < 0) or np.any(n >= 100) or np.any(n != np.round(n)):
-        raise ValueError("the planes are defined on the integers 0..99 (two-digit numbers and 0..9)")
+    if n.ndim != 1 or np.any(n < 0) or np.any(n != np.round(n)):
+        raise ValueError("the planes are defined on non-negative integers (a list of numbers)")
     n = n.astype(np.int64)
-    return n // 10, n % 10
+    return (n // 10) % 10, n % 10, n // 100
 
 
 def _check_sigma(sigma) -> np.ndarray:
@@ -48,19 +50,17 @@ def circle(numbers, period: float = T100) -> np.ndarray:
 def tens_permuted_circle(numbers, sigma) -> np.ndarray:
     """The placebo plane [n, 2]: cos, sin 2 pi (10 sigma(t) + u) / 100 of each number 10 t + u,
     ``sigma`` a permutation of the tens digits (the identity gives the T = 100 circle itself)."""
-    t, u = _digits(numbers)
+    t, u, _ = _digits(numbers)
     return circle(10 * _check_sigma(sigma)[t] + u)
 
 
 def additive(numbers) -> np.ndarray:
-    """The additive span of two-digit numbers [n, 19]: the constant and the indicators of the tens
-    digits 1..9 and of the units digits 1..9 (every function of t plus a function of u)."""
-    t, u = _digits(numbers)
-    cols = (
-        [np.ones(len(t))]
-        + [(t == k).astype(float) for k in range(1, 10)]
-        + [(u == k).astype(float) for k in range(1, 10)]
-    )
+    """The additive span of the numbers [n, 19 + h]: the constant and the indicators of the tens
+    digits 1..9, of the units digits 1..9 and of each nonzero value of n // 100 that occurs (every
+    function of t plus one of u plus one of the digits above: 19 columns over 0..99)."""
+    t, u, above = _digits(numbers)
+    cols = [np.ones(len(t))] + [(t == k).astype(float) for k in range(1, 10)]
+    cols += [(u == k).astype(float) for k in range(1, 10)] + [(above == k).astype(float) for k in np.unique(above) if k]
     return np.stack(cols, 1)
 
 
@@ -87,11 +87,21 @@ def principal_cosines(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 def placebo_cosine(numbers, sigma) -> float:
     """The largest principal cosine between the non-additive parts of the T = 100 circle and of
     the tens-permuted circle of ``sigma``, over ``numbers``."""
-    return float(
-        principal_cosines(
-            nonadditive(circle(numbers), numbers), nonadditive(tens_permuted_circle(numbers, sigma), numbers)
-        )[0]
-    )
+    return float(_placebo_cosines(np.asarray(numbers), np.asarray([sigma]))[0])
+
+
+def _placebo_cosines(numbers: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+    """:func:`placebo_cosine` of each row of ``sigmas`` [K, 10], batched: the residual maker of
+    the additive span applied to every plane at once, each plane orthonormalised (QR), the
+    largest singular value of its product with the circle's."""
+    A = additive(numbers)
+    maker = np.eye(len(A)) - A @ np.linalg.pinv(A)
+    own, _ = np.linalg.qr(maker @ circle(numbers))
+    t, u, _ = _digits(numbers)
+    angle = 2 * np.pi * (10 * sigmas[:, t] + u[None]) / T100  # [K, n]
+    planes = np.stack([np.cos(angle), np.sin(angle)], -1)  # [K, n, 2]
+    q, _ = np.linalg.qr(np.einsum("mn,knj->kmj", maker, planes))
+    return np.clip(np.linalg.svd(own.T[None] @ q, compute_uv=False)[:, 0], 0.0, 1.0)
 
 
 def placebo_sigmas(count: int, seed: int, numbers=None, max_cosine: float | None = None) -> np.ndarray:
@@ -99,18 +109,22 @@ def placebo_sigmas(count: int, seed: int, numbers=None, max_cosine: float | None
     seeded; with ``max_cosine`` only those whose plane's largest principal cosine to the T = 100
     circle (:func:`placebo_cosine`, over ``numbers``, default 0..99) lies below it.  An error
     where fewer exist than asked."""
-    numbers = np.arange(100) if numbers is None else numbers
+    numbers = np.arange(100) if numbers is None else np.asarray(numbers)
     rng = np.random.default_rng(seed)
     found, seen = [], {tuple(range(N_DIGITS))}
-    for _ in range(200 * count + 1000):
-        sigma = tuple(rng.permutation(N_DIGITS).tolist())
-        if sigma in seen:
-            continue
-        seen.add(sigma)
-        if max_cosine is None or placebo_cosine(numbers, sigma) < max_cosine:
-            found.append(sigma)
-            if len(found) == count:
-                return np.array(found, dtype=np.int64)
+    for _ in range(50):
+        drawn = np.array([rng.permutation(N_DIGITS) for _ in range(4 * count)])
+        fresh = []
+        for sigma in map(tuple, drawn.tolist()):
+            if sigma not in seen:
+                seen.add(sigma)
+                fresh.append(sigma)
+        fresh = np.array(fresh, dtype=np.int64).reshape(-1, N_DIGITS)
+        if max_cosine is not None and len(fresh):
+            fresh = fresh[_placebo_cosines(numbers, fresh) < max_cosine]
+        found += [tuple(f) for f in fresh]
+        if len(found) >= count:
+            return np.array(found[:count], dtype=np.int64)
     raise ValueError(
         f"found {len(found)} permutations of the tens digits with principal cosine below {max_cosine}, not {count}"
     )

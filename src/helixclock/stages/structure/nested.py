@@ -49,14 +49,22 @@ import numpy as np
 import pandas as pd
 
 from ...fitting.bases import PERIODS, Basis, Combined
+from ...fitting.planes import placebo_sigmas, tens_permuted_circle
 from ...stats.multiplicity import holm as step_down
 from ...stats.multiplicity import holm_adjusted
-from .number_bases import _check, _errors, _interval, _numbers, _union, design, kfold
+from .number_bases import RANK_TOL, _check, _errors, _interval, _numbers, _union, crossed_weights, design, kfold
 
 T100 = 100
 VERDICT = "T=100 over digit one-hot + classes"  # the test whose result is the verdict
 CIRCLES = "T=100 over digit circles + classes"
 FRACTIONS = (0.0625, 0.125, 0.25, 0.5, 1.0)
+# tens-permuted circles the T = 100 increment is ranked among (p >= 1 / 1000): every permutation of
+# the tens digits but the identity, drawn seeded.  Those near the identity (two digits swapped) are
+# near the circle itself; they keep the test honest about a generic tens-by-units interaction,
+# which the circle is close to (principal cosine 0.79 for (t - 4.5)(u - 4.5)): against placebos
+# chosen far from the circle, such an interaction would rank first and read "T = 100"
+PLACEBOS = 999
+CHUNK = 128  # placebo planes a pass
 
 
 def nested_sets(n_digits: int, variable: str = "n") -> dict[str, tuple[Combined, Combined]]:
@@ -106,7 +114,7 @@ def increments(
     total = (Xc**2).sum(-1)  # [N, L]
     F, index = _union(designs)
     held = _errors(F, index, Xc, kfold(n, folds, seed))  # [N, 2 pairs, L]
-    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot).astype(np.float64)
+    counts = crossed_weights(n, n_boot, seed)  # decades x units digits
     boots = 1 - np.einsum("nkl,bn->klb", held, counts) / (total.T @ counts.T)  # [2 pairs, L, B]
     r2 = 1 - held.sum(0) / total.sum(0)  # [2 pairs, L]
     out = []
@@ -127,17 +135,77 @@ def increments(
     return out
 
 
-def verdict(diff, low, high, se, level: float) -> dict[str, np.ndarray]:
-    """Over layers: the one-sided p (:func:`upper_p`), Holm's adjusted p (for reading), where
-    the interval lies (``interval``: "above 0", "covers 0", "below 0") and the ``verdict``
-    ("detected" where Holm's step-down rejects at 1 - ``level`` and the interval lies above 0,
-    else "not detected")."""
-    p = upper_p(diff, se)
+def plane_increments(X: np.ndarray, base: Combined, planes: np.ndarray, fold: np.ndarray) -> np.ndarray:
+    """Held-out R^2 increments [K, L] of base + each plane over the base: ``planes`` [N, K, 2]
+    (two columns a plane, e.g. :func:`helixclock.fitting.planes.tens_permuted_circle` of K
+    permutations), X [N, L, d] raw (centred here), the folds of :func:`.number_bases.kfold`.
+
+    By Frisch-Waugh-Lovell on each fold's training numbers: the data and the plane are
+    residualised on the base (minimum-norm, singular values below RANK_TOL dropped, as
+    :func:`.number_bases._errors`), the plane's two coefficients fitted to the residual, and a
+    held-out number's error is its base residual less the plane's fitted part.  Its squared norm
+    per layer is expanded (||r||^2 - 2 b.G + b'S b), so no prediction of d dimensions is formed:
+    999 placebo planes cost a few products with the data per fold."""
+    X = X - X.mean(0)
+    n, L, d = X.shape
+    K = planes.shape[1]
+    B, _ = design(base, np.arange(n))
+    Y = X.reshape(n, L * d)
+    total = (X**2).sum((0, 2))
+    sse_base, sse = np.zeros(L), np.zeros((K, L))
+    for f in np.unique(fold):
+        test = fold == f
+        pinv = np.linalg.pinv(B[~test], rtol=RANK_TOL)
+        flat = planes.reshape(n, 2 * K)
+        gy, gp = pinv @ Y[~test], pinv @ flat[~test]
+        r_train, r_test = Y[~test] - B[~test] @ gy, Y[test] - B[test] @ gy
+        p_train = (flat[~test] - B[~test] @ gp).reshape(-1, K, 2)
+        p_test = (flat[test] - B[test] @ gp).reshape(-1, K, 2)
+        base_test = (r_test**2).reshape(-1, L, d).sum((0, 2))
+        sse_base += base_test
+        for k in range(0, K, CHUNK):
+            pt, pe = p_train[:, k : k + CHUNK], p_test[:, k : k + CHUNK]
+            S = np.einsum("nkj,nki->kji", pt, pt)
+            coef = np.linalg.solve(S, np.einsum("nkj,nm->kjm", pt, r_train)).reshape(len(S), 2, L, d)
+            G = np.einsum("nkj,nm->kjm", pe, r_test).reshape(len(S), 2, L, d)
+            S_test = np.einsum("nkj,nki->kji", pe, pe)
+            cross = np.einsum("kjld,kjld->kl", coef, G)
+            quad = np.einsum("kji,kjld,kild->kl", S_test, coef, coef)
+            sse[k : k + CHUNK] += base_test[None] - 2 * cross + quad
+    return (sse_base[None] - sse) / total[None]
+
+
+def placebo_p(X: np.ndarray, base: Combined, fold: np.ndarray, sigmas: np.ndarray) -> dict[str, np.ndarray]:
+    """The T = 100 increment over ``base`` ranked among the increments of the tens-permuted
+    circles of ``sigmas`` [K, 10], layer by layer [L]: ``increment_t100`` (the circle's own, by
+    :func:`plane_increments`), ``placebo_rank`` (how many placebos add at least as much),
+    ``placebo_median``, ``placebo_max`` and ``p`` = (1 + placebo_rank) / (1 + K), one-sided: that
+    T = 100 adds more than a tens-by-units interaction of its kind (its rank, not its size)."""
+    numbers = np.arange(X.shape[0])
+    planes = np.stack([tens_permuted_circle(numbers, s) for s in [np.arange(10), *sigmas]], 1)
+    inc = plane_increments(X, base, planes, fold)
+    own, placebo = inc[0], inc[1:]
+    rank = (placebo >= own[None] - ROUNDING).sum(0)
+    return {
+        "increment_t100": own,
+        "placebo_rank": rank,
+        "placebo_median": np.median(placebo, 0),
+        "placebo_max": placebo.max(0),
+        "p": (1 + rank) / (1 + len(placebo)),
+    }
+
+
+def verdict(low, high, p, level: float) -> dict[str, np.ndarray]:
+    """Over layers, from the one-sided ``p`` of each (:func:`placebo_p`): Holm's adjusted p (for
+    reading), where the interval lies (``interval``: "above 0", "covers 0", "below 0") and the
+    ``verdict`` ("detected" where Holm's step-down rejects at 1 - ``level`` and the interval lies
+    above 0, else "not detected")."""
+    p = np.asarray(p, np.float64)
     adjusted = holm_adjusted(p)
     reject, _ = step_down(p, 1 - level)
     where = np.where(np.asarray(low) > 0, "above 0", np.where(np.asarray(high) < 0, "below 0", "covers 0"))
     found = reject & (where == "above 0")
-    return {"p": p, "p_holm": adjusted, "interval": where, "verdict": np.where(found, "detected", "not detected")}
+    return {"p_holm": adjusted, "interval": where, "verdict": np.where(found, "detected", "not detected")}
 
 
 def helix_t100_part(X: np.ndarray, periods: Sequence[int] = PERIODS) -> np.ndarray:
@@ -176,6 +244,7 @@ def nested_tables(
     level: float = 0.95,
     periods: Sequence[int] = PERIODS,
     fractions: Sequence[float] = FRACTIONS,
+    placebos: int = PLACEBOS,
 ) -> dict[str, pd.DataFrame]:
     """The nested T = 100 test at every layer and its calibration.
 
@@ -184,8 +253,12 @@ def nested_tables(
       numbers fitted and resampled), ``rank_base``,
       ``rank_full`` (the parameters the numbers tell apart, the constant not counted),
       ``r2_base``, ``r2_full`` (held out), ``increment`` with ``low``, ``high`` (its percentile
-      interval at ``level``), ``se``, ``p`` (one-sided), ``p_holm`` (Holm over the layers, within the test),
-      ``interval``, ``verdict``; on the
+      interval at ``level``, numbers resampled by decade and units digit) and ``se``;
+      ``n_placebos`` tens-permuted circles (:data:`PLACEBOS`), ``placebo_rank`` (how
+      many add at least as much), ``placebo_median``, ``placebo_max``, ``p`` = (1 + rank) /
+      (1 + n_placebos) (one-sided: T = 100 adds more than an interaction of its kind), ``p_se``
+      (the normal p of the increment over its SE, for reading), ``p_holm`` (Holm over the layers,
+      within the test), ``interval``, ``verdict``; on the
       verdict's rows also ``detectable_fraction`` (the smallest planted fraction of the helix's
       own T = 100 part from which every larger one is detected; NaN if none),
       ``detectable_share`` (the variance share that planted part is of the layer's data) and
@@ -201,10 +274,15 @@ def nested_tables(
     fr = np.asarray(sorted(float(f) for f in fractions))
     if len(fr) == 0 or (fr <= 0).any():
         raise ValueError(f"fractions {list(fractions)}: give one or more positive fractions of the helix's T=100 part")
+    if placebos < 1:
+        raise ValueError(f"placebos {placebos}: allowed 1 or more (the test's p is at least 1 / (1 + placebos))")
     sets = nested_sets(len(str(n - 1)))
+    fold = kfold(n, folds, seed)
+    sigmas = placebo_sigmas(placebos, seed)
     rows = []
     for (name, (base, full)), got in zip(sets.items(), increments(X, list(sets.values()), folds, seed, n_boot, level)):
-        v = verdict(got["diff"], got["low"], got["high"], got["se"], level)
+        ranked = placebo_p(X, base, fold, sigmas)
+        v = verdict(got["low"], got["high"], ranked["p"], level)
         rows.append(
             pd.DataFrame(
                 {
@@ -220,20 +298,27 @@ def nested_tables(
                     "low": got["low"],
                     "high": got["high"],
                     "se": got["se"],
+                    "n_placebos": placebos,
+                    "placebo_rank": ranked["placebo_rank"],
+                    "placebo_median": ranked["placebo_median"],
+                    "placebo_max": ranked["placebo_max"],
+                    "p": ranked["p"],
+                    "p_se": upper_p(got["diff"], got["se"]),
                     **v,
                 }
             )
         )
     nested = pd.concat(rows, ignore_index=True)
-    power = power_table(X, sets[VERDICT], folds, seed, n_boot, level, periods, fr)
+    power = power_table(X, sets[VERDICT], folds, seed, n_boot, level, periods, fr, sigmas)
     detect = detectable(power)
     nested = nested.merge(detect.assign(test=VERDICT), on=["layer", "test"], how="left")
     return {"nested": nested.sort_values(["layer", "test"], kind="stable", ignore_index=True), "power": power}
 
 
-def power_table(X, pair, folds, seed, n_boot, level, periods, fractions) -> pd.DataFrame:
+def power_table(X, pair, folds, seed, n_boot, level, periods, fractions, sigmas) -> pd.DataFrame:
     """:func:`nested_tables`' ``power``: the one-hot test rerun with the helix's own T = 100 part
-    planted at each fraction of its amplitude (every layer at once, Holm over them)."""
+    planted at each fraction of its amplitude (every layer at once, ranked among the same
+    placebos, Holm over the layers)."""
     part = helix_t100_part(X, periods)
     spread = ((X - X.mean(0)) ** 2).sum((0, 2))  # [L]
     norm = (part**2).sum((0, 2))
@@ -241,7 +326,8 @@ def power_table(X, pair, folds, seed, n_boot, level, periods, fractions) -> pd.D
     rows = []
     for f in fractions:
         got = increments(X + f * part, [pair], folds, seed, n_boot, level)[0]
-        v = verdict(got["diff"], got["low"], got["high"], got["se"], level)
+        ranked = placebo_p(X + f * part, pair[0], kfold(X.shape[0], folds, seed), sigmas)
+        v = verdict(got["low"], got["high"], ranked["p"], level)
         rows.append(
             pd.DataFrame(
                 {

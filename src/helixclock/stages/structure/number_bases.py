@@ -13,14 +13,16 @@ circle at T = 90: the spectrum cannot tell them from a T = 100 helix.  Two tests
   R^2: K folds over numbers (scikit-learn's ``KFold(K, shuffle=True, random_state=seed)``
   folds), each number predicted once by the fit on the other folds, R^2 = 1 - sum of squared
   errors / total sum of squares about the mean of all numbers, summed over every dimension.
-  A percentile bootstrap over numbers (the held-out errors of the numbers resampled, the fits
-  kept) gives each R^2 and each paired difference its 95% interval; one basis explains more
+  A percentile bootstrap over numbers, resampled two ways (decades and units digits drawn apart:
+  :func:`crossed_weights`; the held-out errors of the numbers reweighted, the fits kept) gives
+  each R^2 and each paired difference its 95% interval; one basis explains more
   than another only where the interval of the difference excludes 0 (:func:`winner`: which
   single basis explains most, a description; not the verdict on T = 100, since a
   representation that holds digit features *and* a T = 100 component loses this race).
 * **The nested test of T = 100** (:mod:`.nested`, the verdict): what cos/sin n T=100 adds,
-  held out, to the digit one-hot with the digit-count classes, Holm across layers, with the
-  smallest planted T = 100 amplitude it detects.
+  held out, to the digit one-hot with the digit-count classes, ranked among what 999
+  tens-permuted placebo circles add, Holm across layers, with the smallest planted T = 100
+  amplitude it detects.
 * **The spectrum without the class step.**  The spectrum of Fig. 2
   (:func:`helixclock.fitting.fourier.fourier_spectrum`) of the numbers with each digit-count class's
   mean removed, and of the two-digit class 10..99 alone (:func:`class_spectra`): which periods
@@ -116,6 +118,21 @@ def _errors(F: np.ndarray, index: Sequence[np.ndarray], X: np.ndarray, fold: np.
     return E
 
 
+def crossed_weights(n_numbers: int, n_boot: int, seed: int) -> np.ndarray:
+    """Bootstrap weights of the numbers 0..N-1 [n_boot, N], resampled two ways: the decades
+    (n // 10) and the units digits (n % 10) drawn with replacement apart, a number weighted by its
+    decade's count times its units digit's.  The numbers' dependence is crossed (numbers of one
+    decade share a tens digit, numbers of one units digit share it), so resampling the numbers as
+    if independent would make the intervals too narrow."""
+    idx = np.arange(n_numbers)
+    decade, unit = idx // 10, idx % 10
+    rng = np.random.default_rng(seed)
+    n_dec, n_unit = int(decade.max()) + 1, int(unit.max()) + 1
+    by_decade = rng.multinomial(n_dec, np.full(n_dec, 1 / n_dec), size=n_boot).astype(np.float64)
+    by_unit = rng.multinomial(n_unit, np.full(n_unit, 1 / n_unit), size=n_boot).astype(np.float64)
+    return by_decade[:, decade] * by_unit[:, unit]
+
+
 def _interval(boots: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     alpha = (1 - level) / 2
     low, high = np.quantile(boots, [alpha, 1 - alpha], axis=-1)
@@ -189,7 +206,7 @@ def compare_number_bases(
     inside = _errors(F, index, X, None)
 
     r2 = 1 - held.sum(0) / total.sum(0)  # [bases, layers]
-    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot).astype(np.float64)
+    counts = crossed_weights(n, n_boot, seed)  # decades x units digits
     boots = 1 - np.einsum("nkl,bn->klb", held, counts) / (total.T @ counts.T)  # [bases, layers, B]
     r2_low, r2_high = _interval(boots, level)
     diff = r2[:, None] - r2[None]  # [bases, others, layers]
