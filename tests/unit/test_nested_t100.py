@@ -292,3 +292,21 @@ def test_numbers_are_resampled_by_decade_and_units_digit():
     grid = w.reshape(2000, 10, 10)  # [resample, decade, units digit]
     # a rank-one table: each cell the product of its decade's and its units digit's counts
     assert np.allclose(grid[:, :, :1] * grid[:, :1, :], grid[:, :1, :1] * grid)
+
+
+def test_the_page_says_where_the_test_has_no_power_and_where_absence_is_not_shown(three):
+    """Issue 54 item 2: a layer "not detected" whose calibration detects not even the whole planted
+    part has no power there (the page says it is no evidence of absence); one whose interval lies
+    above 0 but that Holm refuses does not show absence; a detected layer says neither."""
+    _, t, _ = three
+    nested = t["nested"].copy()
+    rows = nested["verdict_test"]
+    nested.loc[rows & (nested["layer"] == 0), "detectable_fraction"] = np.nan
+    nested.loc[rows & (nested["layer"] == 2), ["low", "p"]] = [0.001, 0.2]
+    page = committed_findings(["t100_beyond_digits"], {"number_bases_nested": nested}, several=False)["page"]
+    line = {
+        i: next(x for x in page.splitlines() if x.endswith(f"Row `t100_beyond_digits[layer={i}]`.")) for i in range(3)
+    }
+    assert "The test has no power here" in line[0] and "absence is not shown" not in line[0]
+    assert "absence is not shown" in line[2] and line[2].startswith("- **Not detected**")
+    assert "no power" not in line[1] and "absence" not in line[1] and line[1].startswith("- **Holds**")

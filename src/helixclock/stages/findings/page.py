@@ -205,6 +205,19 @@ def _detectable(row) -> str:
     return f" Planted at {fraction} of {of} or more, it is detected here {calibration}; a smaller one is not."
 
 
+def _absence(row) -> str:
+    """What "not detected" of a stage's test says: nothing of absence where the test has no power
+    at this row (its calibration detects not even the whole planted part), and no absence shown
+    where the interval lies on the claim's side but the family's test refuses."""
+    if row["verdict"] != "not detected":
+        return ""
+    if _present(row, "detectable_of") and pd.isna(row["detectable"]):
+        return " The test has no power here: this is no evidence that it is absent."
+    if pd.notna(row["low"]) and row["low"] > 0:
+        return " Its interval lies above 0 but the family's test does not reject: absence is not shown."
+    return ""
+
+
 def _after_colon(note: str, *prefixes: str) -> str:
     for prefix in prefixes:
         if note.startswith(prefix):
@@ -230,7 +243,7 @@ def sentence(row) -> str:
     v, claim = row["verdict"], row["claim"]
     if row["quantity"] == "tested" and v in ("holds", "not detected"):
         head = f"**Holds**: {claim}." if v == "holds" else f"**Not detected**. Claimed: {claim}."
-        text = f"{head} {_stage_test(row)}{_detectable(row)}"
+        text = f"{head} {_stage_test(row)}{_detectable(row)}{_absence(row)}"
     elif v in ("holds", "reversed", "not distinguished"):
         shown = _judged_interval(row)
         if v == "holds":
