@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 
@@ -107,5 +106,8 @@ def save_figure(fig, outputs) -> None:
 
 def read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Every dataset of an HDF5 file as a numpy array (e.g. the neuron stage's grids.h5)."""
+    # deferred: the figure and table jobs that import this module read no HDF5
+    import h5py
+
     with h5py.File(path, "r") as f:
         return {key: f[key][...] for key in f}

@@ -22,8 +22,6 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 
-from tqdm.auto import tqdm
-
 EVERY_S = 30.0  # seconds between two progress lines in a log file
 FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")  # the log's own (io.start_log)
 
@@ -148,6 +146,9 @@ def progress(
     if disable:
         return _Off(iterable)
     if interactive(stream):
+        # deferred: a job that shows no bar (a figure's) does not import tqdm
+        from tqdm.auto import tqdm
+
         return tqdm(iterable, total=total, desc=desc, file=stream, leave=False, mininterval=1)
     return LogProgress(iterable, total, desc, stream, every_s)
 
