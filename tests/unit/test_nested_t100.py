@@ -5,6 +5,8 @@ nothing over a units one-hot; the circles' increment is the comparison's own pai
 Holm's adjustment is the step-down procedure; the calibration finds smaller amplitudes where the
 noise is lower."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -310,3 +312,8 @@ def test_the_page_says_where_the_test_has_no_power_and_where_absence_is_not_show
     assert "The test has no power here" in line[0] and "absence is not shown" not in line[0]
     assert "absence is not shown" in line[2] and line[2].startswith("- **Not detected**")
     assert "no power" not in line[1] and "absence" not in line[1] and line[1].startswith("- **Holds**")
+    # the calibrated amplitude also as the absolute share it is of the data, outside the digits' span
+    stage = nested[rows].set_index("layer")
+    share = stage.loc[1, "detectable_unique_share"]
+    printed = re.search(r", ([0-9.]+) of the data's variance lies outside the test's base\)", line[1])
+    assert printed and float(printed.group(1)) == pytest.approx(share, rel=0.05)

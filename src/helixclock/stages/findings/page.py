@@ -202,7 +202,13 @@ def _detectable(row) -> str:
         return f" Planted at the whole of {of}, it is detected here; at smaller fractions, not {calibration}."
     exact = [d for d in (DIGITS, 3, 4) if round(row["detectable"], d) == row["detectable"]]  # 0.125, 0.0625
     fraction = num(row["detectable"], exact[0] if exact else 4)
-    return f" Planted at {fraction} of {of} or more, it is detected here {calibration}; a smaller one is not."
+    share = row.get("detectable_share", math.nan)
+    absolute = (
+        f" (at {fraction}, {num(share, _digits(share))} of the data's variance lies outside the test's base)"
+        if pd.notna(share)
+        else ""
+    )
+    return f" Planted at {fraction} of {of} or more, it is detected here {calibration}{absolute}; a smaller one is not."
 
 
 def _absence(row) -> str:

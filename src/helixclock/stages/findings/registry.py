@@ -199,6 +199,8 @@ def check(registry: Registry) -> None:
                 raise ConfigError(f"{where}: test names its interval by low, high and level together, or not at all")
             if ("detectable" in test) != ("detectable_of" in test):
                 raise ConfigError(f"{where}: test.detectable and test.detectable_of go together")
+            if "detectable_share" in test and "detectable" not in test:
+                raise ConfigError(f"{where}: test.detectable_share belongs to test.detectable's amplitude: name both")
             if registry.families[f["family"]]["kind"] == "estimate" or (
                 f.get("expect") != "positive" and test["sided"] == "greater"
             ):

@@ -46,4 +46,5 @@ def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
         "clusters": test["unit"],
         "detectable": cell("detectable"),
         "detectable_of": test.get("detectable_of", ""),
+        "detectable_share": cell("detectable_share"),
     }

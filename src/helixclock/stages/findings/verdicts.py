@@ -65,6 +65,7 @@ COLUMNS = [
     "sided",
     "detectable",
     "detectable_of",
+    "detectable_share",
     "note",
 ]
 INTERVALS = {
