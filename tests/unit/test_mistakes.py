@@ -446,6 +446,9 @@ def test_the_lens_tables_and_their_claims_name_the_set_they_read():
     rows = expand(finding, {"t": table})
     assert [r["id"] for r in rows] == ["lens[place=units]", "lens[place=tens]", "lens[place=all]"]
     assert rows[0]["claim"] == "the |DE| set's units (place: units) show it"
+    # a table an older helixclock wrote, without the column: a clear error naming the column and the rerun
+    with pytest.raises(ValueError, match=r"lens: table t has no column unit_set; rerun the job that writes it"):
+        expand(finding, {"t": table.drop(columns="unit_set")})
     with pytest.raises(ValueError, match="take several values"):
         expand(finding, {"t": table.assign(place=["units", "units", "all"], unit_set=[DE_SET, ABS_DE_SET, DE_SET])})
 
