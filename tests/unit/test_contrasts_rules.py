@@ -122,6 +122,40 @@ def test_filters_skip_reserved_keys_and_fill_dollar_columns():
     assert filters({"x": "a$b"}, {}) == {"x": "a$b"}
 
 
+def test_each_names_fill_the_claim_from_a_column_without_entering_the_id():
+    """`each.names` (Fig. F4's lens findings: the set of units, "DE set" or "|DE| set"): a column of
+    one value per listed row fills the claim and the row's fill, never the id; a table without
+    the column is refused naming it and the rerun; a name taking two values for one row is refused."""
+    f = {
+        "id": "lens",
+        "claim": "the $unit_set's units (place: $place) show it",
+        "reading": "last token",
+        "term": None,
+        "each": {"table": "t", "columns": ["place"], "names": ["unit_set"]},
+    }
+    t = pd.DataFrame({"place": ["units", "tens", "all"], "unit_set": "|DE| set", "n_units": [3, 2, 5]})
+    rows = expand(f, {"t": t})
+    assert [r["id"] for r in rows] == ["lens[place=units]", "lens[place=tens]", "lens[place=all]"]
+    assert [r["claim"] for r in rows] == [
+        f"the |DE| set's units (place: {p}) show it" for p in ("units", "tens", "all")
+    ]
+    assert rows[0]["fill"] == {"place": "units", "unit_set": "|DE| set"}
+    # the same finding without names: the id and the claim as before, $unit_set left as written
+    plain = expand({**f, "each": {"table": "t", "columns": ["place"]}}, {"t": t})
+    assert [r["id"] for r in plain] == [r["id"] for r in rows] and plain[0]["claim"].startswith("the $unit_set's")
+    with pytest.raises(
+        ValueError, match=r"^lens: table t has no column unit_set; rerun the job that writes it \(snakemake"
+    ):
+        expand(f, {"t": t.drop(columns="unit_set")})
+    with pytest.raises(ValueError, match=r"^lens: table t has no column place, unit_set; "):
+        expand(f, {"t": t.drop(columns=["place", "unit_set"])})
+    twice = t.assign(place=["units", "units", "all"], unit_set=["DE set", "|DE| set", "DE set"])
+    with pytest.raises(
+        ValueError, match=r"^lens: each.names \['unit_set'\] take several values for one row of \['place'\]$"
+    ):
+        expand(f, {"t": twice})
+
+
 def test_each_expands_a_finding_per_listed_row_with_where_exclude_and_by():
     f = {"id": "f", "claim": "c", "reading": "last token", "term": "total", "table": "own"}
     assert expand(f, {}) == [{**f, "fill": {}}]

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from helpers.figures import save
 
-from helixclock.stages.findings.contrasts import expand
 from helixclock.stages.mistakes import figures as F
 from helixclock.stages.mistakes.linear_addition import (
     accuracy_below,
@@ -435,22 +434,7 @@ def test_the_lens_tables_and_their_claims_name_the_set_they_read():
     assert set(per["unit_set"]) == {ABS_DE_SET}
     keep = unit_set(neurons["de"].to_numpy(), 0.8).mask & (neurons["top_variable"] == "a+b").to_numpy()
     assert len(per) == keep.sum() < len(neurons)
-    finding = {
-        "id": "lens",
-        "claim": "the $unit_set's units (place: $place) show it",
-        "reading": "last token",
-        "term": None,
-        "each": {"table": "t", "columns": ["place"], "names": ["unit_set"]},
-    }
-    table = pd.DataFrame({"place": ["units", "tens", "all"], "unit_set": ABS_DE_SET, "n_units": [3, 2, 5]})
-    rows = expand(finding, {"t": table})
-    assert [r["id"] for r in rows] == ["lens[place=units]", "lens[place=tens]", "lens[place=all]"]
-    assert rows[0]["claim"] == "the |DE| set's units (place: units) show it"
-    # a table an older helixclock wrote, without the column: a clear error naming the column and the rerun
-    with pytest.raises(ValueError, match=r"lens: table t has no column unit_set; rerun the job that writes it"):
-        expand(finding, {"t": table.drop(columns="unit_set")})
-    with pytest.raises(ValueError, match="take several values"):
-        expand(finding, {"t": table.assign(place=["units", "units", "all"], unit_set=[DE_SET, ABS_DE_SET, DE_SET])})
+    # the claims read the name from the table: tests/unit/test_contrasts_rules.py (each.names)
 
 
 def test_a_lens_period_near_t_over_k_is_a_harmonic_match():
