@@ -93,6 +93,15 @@ def test_a_shared_first_token_reads_nothing_at_the_last_token_and_the_planted_ef
     np.testing.assert_allclose(_rows(whole, "te", "tens")[0], te, rtol=1e-4)
 
 
+def head_stage(engine, pairs, rows):
+    """The head stage on the planted pairs through its entry points: head_readings' tables and
+    head_summary's (2 top heads, none mixed, 50 resamples)."""
+    settings = HeadSettings(top_heads=2, mixed_heads=0, periods=(2, 10), pca_components=8)
+    out = head_readings(engine, pairs, correct_table(rows), ADD, settings)
+    tables = {k: out[k] for k in ("screen", "effects", "fits", "topk", "mixed", "paths")}
+    return out, head_summary(tables, out["categories"], out["attention"], Resampling(bootstrap=50), 0.8)
+
+
 GAIN = 1.0  # what the planted downstream reader adds to the copied digit, per unit of the head's write
 
 
@@ -152,15 +161,7 @@ def test_a_downstream_reader_makes_the_direct_effect_a_known_part_of_the_total()
     frozen[:2] = COPY / rms, COPY * GAIN / rms
     frozen_de = frozen[0] - np.log(np.exp(frozen).sum()) - corrupted
     assert abs(frozen_de - want_de) > 0.01 and not np.allclose(de, frozen_de, rtol=1e-3)
-    settings = HeadSettings(top_heads=2, mixed_heads=0, periods=(2, 10), pca_components=8)
-    out = head_readings(engine, pairs, correct_table(rows), ADD, settings)
-    summary = head_summary(
-        {k: out[k] for k in ("screen", "effects", "fits", "topk", "mixed", "paths")},
-        out["categories"],
-        out["attention"],
-        Resampling(bootstrap=50),
-        0.8,
-    )
+    _, summary = head_stage(engine, pairs, rows)
     row = summary["strata"].set_index(["reading", "name"]).loc[("first differing token", "L0H0")]
     assert row["de_over_te"] == pytest.approx(want_de / want_te, abs=1e-3)
 
@@ -171,17 +172,9 @@ def test_the_head_stage_reads_the_planted_head_by_stratum(planted):
     the planted head DE/TE = 1 at p* and TE, DE ~0 at the last token, its TE of the first answer
     token (``te_matched``) beside the whole LD."""
     engine, pairs, rows = planted
-    settings = HeadSettings(top_heads=2, mixed_heads=0, periods=(2, 10), pca_components=8)
-    out = head_readings(engine, pairs, correct_table(rows), ADD, settings)
+    out, summary = head_stage(engine, pairs, rows)
     effects = out["effects"]
     assert list(dict.fromkeys(effects["reading"])) == ["last token", "answer positions", "first differing token"]
-    summary = head_summary(
-        {k: out[k] for k in ("screen", "effects", "fits", "topk", "mixed", "paths")},
-        out["categories"],
-        out["attention"],
-        Resampling(bootstrap=50),
-        0.8,
-    )
     strata = summary["strata"].set_index(["reading", "name"])
     planted_row = strata.loc[("first differing token", "L0H0")]
     assert (planted_row["answer_tokens"], planted_row["p_star"]) == (3, 1)

@@ -153,10 +153,10 @@ def plane_increments(X: np.ndarray, base: Combined, planes: np.ndarray, fold: np
     Y = X.reshape(n, L * d)
     total = (X**2).sum((0, 2))
     sse_base, sse = np.zeros(L), np.zeros((K, L))
+    flat = planes.reshape(n, 2 * K)
     for f in np.unique(fold):
         test = fold == f
         pinv = np.linalg.pinv(B[~test], rtol=RANK_TOL)
-        flat = planes.reshape(n, 2 * K)
         gy, gp = pinv @ Y[~test], pinv @ flat[~test]
         r_train, r_test = Y[~test] - B[~test] @ gy, Y[test] - B[test] @ gy
         p_train = (flat[~test] - B[~test] @ gp).reshape(-1, K, 2)
