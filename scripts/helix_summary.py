@@ -6,6 +6,6 @@ from helixclock.jobs.pipeline import resampling, start
 from helixclock.stages.helix.tables import helix_summary
 
 log = start(snakemake)
-raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation", "pairs")}
+raw = {name: pd.read_csv(snakemake.input[name]) for name in ("sweep", "controls", "ablation", "nested", "pairs")}
 for name, df in helix_summary(raw, resampling(snakemake), snakemake.params.compat).items():
     df.to_csv(snakemake.output[name], index=False)

@@ -19,6 +19,7 @@ from helixclock.stages.findings.contrasts import Tables
 from helixclock.stages.findings.page import findings_page
 from helixclock.stages.findings.tables import findings_tables
 from helixclock.stages.heads.tables import categorise, mean_effects
+from helixclock.stats.multiplicity import mde
 from helixclock.stats.statistics import Resampling
 
 RESAMPLING = Resampling(bootstrap=1000, seed=0)
@@ -565,10 +566,39 @@ def test_a_stages_row_without_its_p_or_interval_is_not_judged_and_a_tiny_value_i
     assert "= 0.0000058 [−0.0000049, 0.0000170]" in out["page"]
 
 
+INTERSECTION = TESTED.replace(
+    "test: {p: p, sided: two, low: low, high: high, level: 95, se: se, n: n_numbers, unit: numbers, method: planted}",
+    "test: {p: p, sided: greater, low: low, high: high, level: 95, se: se, df: df, n: n_numbers, unit: pairs, "
+    "method: planted, also: {label: against the placebo, estimate: gap, low: gap_low, high: gap_high, p: p_gap}}",
+)
+
+
+def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde(tmp_path):
+    """A stage's test with its SE, df and a second arm (the causal nested test): the findings job
+    keeps the stage's p (the larger arm's), prints the second arm beside the first, and gives each
+    row the MDE of a one-sided t test at alpha / m, the two-sided one at 2 alpha / m (with 5 rows
+    and df 49: 3.259 SEs at power 0.8; the two-sided test at alpha / m, the wrong arm, needs 3.538)."""
+    registry = load_registry(tmp_path, INTERSECTION)
+    table = planted_tests().assign(df=49, gap=0.02, gap_low=0.01, gap_high=0.03, p_gap=1e-6)
+    out = findings_tables(registry, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
+    t = out["contrasts"].set_index("id")
+    assert t["p"].tolist() == table["p"].tolist()
+    np.testing.assert_allclose(t["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.8, df=49), rtol=1e-9)
+    np.testing.assert_allclose(t["mde"] / 0.002, 3.259, atol=0.001)
+    assert abs(mde(1.0, 1, 0.05 / 5, 0.8, df=49) - 3.538) < 0.001  # two-sided at alpha / m: a larger MDE
+    page = out["page"]
+    assert (
+        page.count("against the placebo = 0.02 [0.01, 0.03], one-sided p = 0.0000010; the test's p is the larger") == 5
+    )
+    assert page.count("the test detects a true increment of 0.0065 or more with power 0.80") == 5
+    assert (t["also_label"] == "against the placebo").all() and (t["df"] == 49).all()
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
         ({"quantity": "mean"}, "go together"),
+        ({"test": {"se": None, "df": "df"}}, "test.df gives the minimal detectable effect with test.se"),
         ({"test": None}, "go together"),
         ({"test": {"low": None}}, "low, high and level together"),
         ({"test": {"detectable": "detectable_fraction"}}, "detectable and test.detectable_of go together"),

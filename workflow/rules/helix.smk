@@ -341,3 +341,18 @@ use rule figure as fig_other_tasks_patching with:
 
 register(*table("tab01_other_tasks"))
 register(outputs.HELIX_FITS["r2"])
+
+
+use rule figure as fig_causal_nested with:
+    """Fig. N2 (helixclock's): the causal nested T = 100 test, the held-out fits' LD and their paired differences by layer."""
+    input:
+        outputs.HELIX_SUMMARY["nested"],
+    output:
+        figure_files("figN2_causal_nested", "helix"),
+    log:
+        outputs.log("fig_causal_nested"),
+    benchmark:
+        outputs.benchmark("fig_causal_nested")
+    localrule: True
+    params:
+        function=f"{HELIX_FIGURES}:figN2_causal_nested",

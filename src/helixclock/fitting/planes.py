@@ -18,6 +18,8 @@ high (0.79-0.97).  numpy only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 T100 = 100
@@ -128,3 +130,39 @@ def placebo_sigmas(count: int, seed: int, numbers=None, max_cosine: float | None
     raise ValueError(
         f"found {len(found)} permutations of the tens digits with principal cosine below {max_cosine}, not {count}"
     )
+
+
+class PermutedCircle:
+    """The tens-permuted circle of one variable as a basis (:class:`helixclock.fitting.bases.Combined`
+    reads its ``columns`` and calls it): cos, sin 2 pi (10 sigma(t) + u) / 100 of the variable's
+    value n = 100 h + 10 t + u, then the constant.  ``sigma`` the identity is the T = 100 circle."""
+
+    kind = "placebo"
+    scaled = True
+
+    def __init__(self, sigma, variable: str = "a"):
+        self.sigma = tuple(int(s) for s in _check_sigma(sigma))
+        self.variable = variable
+
+    @property
+    def name(self) -> str:
+        return f"placebo({self.variable})[T=100, tens {''.join(map(str, self.sigma))}]"
+
+    def columns(self) -> list[str]:
+        tens = "".join(map(str, self.sigma))
+        return [f"cos {self.variable} T=100 tens {tens}", f"sin {self.variable} T=100 tens {tens}", "const"]
+
+    @property
+    def n_params(self) -> int:
+        return 2
+
+    def __call__(self, values) -> np.ndarray:
+        x = values[self.variable] if isinstance(values, Mapping) else values
+        plane = tens_permuted_circle(np.asarray(x), self.sigma)
+        return np.concatenate([plane, np.ones((len(plane), 1))], 1)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PermutedCircle) and (self.sigma, self.variable) == (other.sigma, other.variable)
+
+    def __hash__(self) -> int:
+        return hash((self.sigma, self.variable))

@@ -142,8 +142,8 @@ PAPER_NOT_DRAWN = {
 # helixclock's own figures and tables, which the paper does not have.  An appendix's letter in the
 # id names the appendix whose figures it goes with (tabD1: the top heads of App. D's figures; tabF2:
 # Fig. F2's test as a table); N (figN1) is no appendix: numbers of several tokens, helixclock's
-# (docs/several-tokens.md)
-OWN_FIGURES = ("figN1_number_bases", "figAll_accuracy", "figAll_ld_ratios")
+# (docs/several-tokens.md); figN2, the causal nested T = 100 test, for every model (docs/findings.md)
+OWN_FIGURES = ("figN1_number_bases", "figN2_causal_nested", "figAll_accuracy", "figAll_ld_ratios")
 OWN_TABLES = (
     "fourier_peaks",
     "tabD1_head_categories",
@@ -220,8 +220,10 @@ HELIX_FITS = {"fits": f"{HELIX}/fits_a.h5", "r2": f"{HELIX}/fit_r2.csv"}
 HELIX_TABLES = {k: f"{HELIX}/{k}.csv" for k in ("projection", "magnitudes", "cosine", "continuity")}
 # sweep_selection, last_token's fits_selection: the selection draw's sweep, where the findings choose
 # Table 1's best layer and Fig. 5's best block (docs/findings.md, "Findings")
-HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation", "sweep_selection", "pairs")}
-HELIX_SUMMARY = {k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation", "strata", "by_length")}
+HELIX_RAW = {k: f"{HELIX}/raw/{k}.csv" for k in ("sweep", "controls", "ablation", "nested", "sweep_selection", "pairs")}
+HELIX_SUMMARY = {
+    k: f"{HELIX}/{k}.csv" for k in ("sweep", "best", "controls", "ablation", "nested", "strata", "by_length")
+}
 OTHER_TASKS_RAW = f"{HELIX}/raw/other_tasks.csv"
 OTHER_TASKS_RAW_PAIRS = f"{HELIX}/raw/other_tasks_pairs.csv"  # each task's pairs (column task)
 OTHER_TASKS = f"{HELIX}/other_tasks.csv"  # Fig. C7's curves (Table 1 is table "tab01_other_tasks")

@@ -185,9 +185,22 @@ def _stage_test(row) -> str:
     sided = "two-sided" if row["sided"] == "two" else "one-sided"
     method = "Holm" if row["family_kind"] == "confirmatory" else "Benjamini-Hochberg"
     p = num(row["p"], max(4, _digits(row["p"])))
+    also = ""
+    if _present(row, "also_label") and pd.notna(row["also_estimate"]):
+        shown_also = _shown(row["also_estimate"], row["also_low"], row["also_high"])
+        also = (
+            f"; {row['also_label']} = {shown_also}, one-sided p = {num(row['also_p'], max(4, _digits(row['also_p'])))}"
+            "; the test's p is the larger of the two (it rejects only where both comparisons do)"
+        )
+    mde_text = ""
+    if _present(row, "mde"):
+        mde_text = (
+            f" With these {count(row)} the test detects a true {_quantity(row)} of "
+            f"{num(row['mde'], _digits(row['mde']))} or more with power {num(row['power'])} at its family's first step."
+        )
     return (
-        f"{shown}; p = {p} ({sided}) against {method}'s level {num(row['alpha_step'], 4)} in a family of "
-        f"{int(row['m'])}." + (f" {count(row)[0].upper()}{count(row)[1:]}." if count(row) else "")
+        f"{shown}{also}; p = {p} ({sided}) against {method}'s level {num(row['alpha_step'], 4)} in a family of "
+        f"{int(row['m'])}." + (f" {count(row)[0].upper()}{count(row)[1:]}." if count(row) else "") + mde_text
     )
 
 

@@ -78,6 +78,7 @@ TABLES: dict[str, Table] = {
     "neuron_fits": Table(outputs.NEURON_FITS["table"], "neuron_fits", kind="units"),
     "neuron_bases": Table(outputs.NEURON_BASES["bases"], "neuron_bases", kind="units"),
     "number_bases_nested": Table(outputs.NUMBER_BASES["nested"], "number_bases", kind="tested"),
+    "helix_nested": Table(outputs.HELIX_SUMMARY["nested"], "helix_summary", kind="tested"),
     "logit_lens_null": Table(outputs.LOGIT_LENS["null"], "neuron_logit_lens", kind="tested"),
 }
 RESERVED = ("label", "table", "combine", "column")  # keys of a row spec that are not label filters
@@ -197,6 +198,8 @@ def check(registry: Registry) -> None:
                 raise ConfigError(f"{where}: a tested finding reads its stage's test as it is: no select, no each.by")
             if len({k for k in ("low", "high", "level") if k in test}) not in (0, 3):
                 raise ConfigError(f"{where}: test names its interval by low, high and level together, or not at all")
+            if "df" in test and "se" not in test:
+                raise ConfigError(f"{where}: test.df gives the minimal detectable effect with test.se: name both")
             if ("detectable" in test) != ("detectable_of" in test):
                 raise ConfigError(f"{where}: test.detectable and test.detectable_of go together")
             if "detectable_share" in test and "detectable" not in test:

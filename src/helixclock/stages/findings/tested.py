@@ -12,11 +12,14 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+ALSO = ("estimate", "low", "high", "p")  # a second comparison's columns (test.also)
+
 
 def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
     """The one row of ``rows`` (the finding's x matched), its estimate (x's column, minus y's
     where the finding has y), the stage's p (kept as it is: the findings job applies only the
-    family's multiplicity), interval, standard error, count and calibrated detectable amount,
+    family's multiplicity), interval, standard error, degrees of freedom, count, calibrated
+    detectable amount and a second comparison (``also``: an intersection-union test's other arm),
     as the finding's ``test`` names their columns.  A row without its p or a named interval end
     (a test the stage could not make: no units, no spread) is a ValueError: not judged."""
     if len(rows) != 1:
@@ -34,8 +37,12 @@ def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
     missing = [test[k] for k in ("p", "low", "high") if k in test and pd.isna(row[test[k]])]
     if missing:
         raise ValueError(f"the stage's row has no {', '.join(missing)}")
+    also = test.get("also", {})
     return {
         "estimate": estimate,
+        "df": cell("df"),
+        "also_label": also.get("label", ""),
+        **{f"also_{k}": (float(row[also[k]]) if also and pd.notna(row[also[k]]) else np.nan) for k in ALSO},
         "p": cell("p"),
         "sided": test["sided"],
         "low": cell("low"),

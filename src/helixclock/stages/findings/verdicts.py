@@ -66,6 +66,11 @@ COLUMNS = [
     "detectable",
     "detectable_of",
     "detectable_share",
+    "also_label",
+    "also_estimate",
+    "also_low",
+    "also_high",
+    "also_p",
     "note",
 ]
 INTERVALS = {
@@ -207,6 +212,12 @@ def judge(table: pd.DataFrame, alpha: float, power: float, minimum: Callable[[st
         ]
         # a stage's own test says what it detects itself (e.g. the nested test's calibrated fraction)
         t.loc[mine, "mde"] = mde(part["se"][~own], 1, alpha / m, power, df=part["df"][~own])
+        # a stage's test with its SE and df: the MDE at alpha / m on its own side (one-sided at
+        # alpha / m is the two-sided test at 2 alpha / m in that direction)
+        theirs = part.index[own & part["se"].notna().to_numpy() & part["df"].notna().to_numpy()]
+        if len(theirs):
+            level = np.where(t.loc[theirs, "sided"].eq("two"), alpha / m, 2 * alpha / m)
+            t.loc[theirs, "mde"] = mde(t.loc[theirs, "se"], 1, level, power, df=t.loc[theirs, "df"])
     estimates = t["family_kind"] == "estimate"
     t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"
     undefined = t["defined"].eq(False)

@@ -207,3 +207,51 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, left_out_tasks: pd.DataFram
     title = f"{model}: fits of h_a patched on other tasks (mean LD, 95% CI)" + (f"\n{missing}" if missing else "")
     suptitle(fig, title)
     return fig
+
+
+NESTED_TOKENS = {"a": "at a's last token (fits over a)", "last": "at the last prompt token (fits over a+b)"}
+NESTED_FITS = (("ld_digits", "digits (one-hot + classes)", "C7"), ("ld_placebo", "digits + placebo circle", "C1"))
+NESTED_GAPS = (
+    ("increment", "", "T=100 − digits", "C3"),
+    ("placebo_gap", "placebo_", "T=100 − placebo", "C1"),
+)
+
+
+def _as_band(table: pd.DataFrame, mean: str, low: str, high: str) -> pd.DataFrame:
+    return table.assign(ld_mean=table[mean], ld_low=table[low], ld_high=table[high])
+
+
+def figN2_causal_nested(nested: pd.DataFrame, model: str):
+    """Fig. N2 (helixclock's, beside Fig. 4 and Table 1): the causal nested T = 100 test by layer,
+    a column per token read.  Top: the mean LD of the three held-out fits patched in (the digits,
+    the digits with the T = 100 circle, the digits with the placebo circle); bottom: the paired
+    differences the test reads, T = 100 against each rival, with their 95% t intervals (the
+    verdicts, Holm over the layers on the larger one-sided p, are the findings page's)."""
+    tokens = [t for t in NESTED_TOKENS if t in set(nested["token"])]
+    fig, axes = plt.subplots(2, len(tokens), figsize=(panels_width(len(tokens), 5.0, 7.0), 7.2), squeeze=False)
+    for j, token in enumerate(tokens):
+        part = nested[nested["token"] == token].copy()
+        part.attrs["ld"] = str(part["ld"].iloc[0])  # what LD is here (the y axis names it)
+        top, bottom = axes[0, j], axes[1, j]
+        for col, label, color in NESTED_FITS[:1] + (("ld_t100", "digits + T=100 circle", "C3"),) + NESTED_FITS[1:]:
+            band(top, _as_band(part, col, f"{col}_low", f"{col}_high"), label, color)
+        ld_axes(top, with_pairs(NESTED_TOKENS[token], part), of=part)
+        for col, prefix, label, color in NESTED_GAPS:
+            band(bottom, _as_band(part, col, f"{prefix}low", f"{prefix}high"), label, color)
+        ld_axes(bottom, "paired differences (the test's two arms)", of=part)
+        bottom.set_ylabel("LD difference")
+        angle = part[["angle_placebo_1", "angle_digits_1"]].iloc[0]
+        bottom.text(
+            0.01,
+            0.02,
+            f"placebo σ = {part['sigma'].iloc[0]}; angles to T=100: placebo {angle['angle_placebo_1']:.0f}°, "
+            f"digits' span {angle['angle_digits_1']:.0f}°",
+            transform=bottom.transAxes,
+            fontsize=7,
+            va="bottom",
+        )
+    shared_legend(fig, axes.ravel())
+    suptitle(
+        fig, f"{model}: held-out fits of h patched in (mean LD, 95% CI); the causal nested T = 100 test", fontsize=11
+    )
+    return fig

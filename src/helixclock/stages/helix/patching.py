@@ -28,6 +28,7 @@ from ...patching.runs import Pairs
 from ...project.cache import ResidualCache
 from ...prompts.numbers import prompt_shapes
 from ...prompts.sampling import pairs_available, split_values
+from .nested import causal_nested, declared_sigma
 
 log = logging.getLogger("helixclock")
 
@@ -191,6 +192,9 @@ def helix_patching(
     20%; (2) a helix fitted to shuffled a, beside the layer patch and the helix; (3) helix(b)
     at the b token with pairs a+b' -> a+b
     ablation: the helix subspace mean-ablated from h_a vs h_a mean-ablated entirely
+    nested: the causal nested T = 100 test (:mod:`.nested`) on the measuring pairs at every layer of
+    the sweep: held-out fits of the digits, the digits with the T = 100 circle and the digits with a
+    placebo circle patched at a's last token (over a) and at the last prompt token (over a+b)
     sweep_selection: the helix (every period) patched at every layer on the job's selection draw
     (:func:`helixclock.causal.pairs.ranking_draw`, ``selection``), where Table 1's best layer is
     chosen (docs/findings.md, "Findings"); no rows where the choice stays on the measuring pairs
@@ -227,9 +231,18 @@ def helix_patching(
     b_token = b_token_control(c, H_b, cache.ab[:, 1])
     ablation = helix_ablation(engine, pairs.same(), fits, bases[0], c.layers, positions[0])
     controls = pd.concat([split, shuffled, b_token], ignore_index=True)
+    H_last = torch.from_numpy(cache.last).transpose(0, 1).to(model.device)
+    residuals = {"a": (c.H_a, c.a_values), "last": (H_last, cache.ab.sum(1))}
+    nested = causal_nested(engine, pairs, residuals, c.layers, declared_sigma(seed))
     ranked = ranking_draw(model, correct, pairs, selection or Selection(n_pairs=0), seed, template, ("a",))
     chosen_on = best_layer_sweep(engine, ranked, fits, bases[0], c.layers, positions[0], sweep)
-    tables = {"sweep": sweep, "controls": controls, "ablation": ablation, "sweep_selection": chosen_on}
+    tables = {
+        "sweep": sweep,
+        "controls": controls,
+        "ablation": ablation,
+        "nested": nested,
+        "sweep_selection": chosen_on,
+    }
     return {**tables, "pairs": job_pairs(pairs, ranked)}
 
 

@@ -71,13 +71,15 @@ def best_subset_table(sweep: pd.DataFrame, compat: str = "corrected") -> pd.Data
 def helix_summary(
     raw: Mapping[str, pd.DataFrame], resampling: Resampling, compat: str = "corrected"
 ) -> dict[str, pd.DataFrame]:
-    """sweep, best, controls, ablation, strata (which digits of a change) and by_length (answer
-    token count, :func:`helixclock.stats.lengths.by_length`) of the helix stage, from its raw tables."""
+    """sweep, best, controls, ablation, nested (the causal nested T = 100 test, :func:`nested_summary`),
+    strata (which digits of a change) and by_length (answer token count,
+    :func:`helixclock.stats.lengths.by_length`) of the helix stage, from its raw tables."""
     out = {name: summarise(raw[name], resampling) for name in ("sweep", "controls", "ablation")}
     out["best"] = best_subset_table(primary(out["sweep"]), compat)
     out["strata"] = strata_table(raw["sweep"], raw["pairs"], resampling)
     lengths = pair_lengths(raw["sweep"], raw["pairs"])
     out["by_length"] = by_length(raw["sweep"], lengths, lambda t: summarise(t, resampling))
+    out["nested"] = nested_summary(raw["nested"], resampling)
     return out
 
 
@@ -139,3 +141,66 @@ def standardised_fit_table(raw: pd.DataFrame) -> pd.DataFrame:
         best.columns = [f"{c}{STANDARDISED}" for c in best.columns]
         rows.append(best.reset_index().assign(**{"answer lengths": mix(lengths)}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["task"])
+
+
+# the causal nested T = 100 test (helixclock.stages.helix.nested): the three fits' names, and the
+# numbers whose planes the table's principal angles are read over, per token (the paper's operands)
+NESTED_BASES = ("digits", "digits + T=100", "digits + placebo")
+NESTED_NUMBERS = {"a": np.arange(100), "last": np.arange(199)}
+
+
+def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
+    """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The
+    causal nested T = 100 test"), from its raw table: the mean LD of each fit (``ld_digits``,
+    ``ld_t100``, ``ld_placebo``, with their 95% intervals), the paired increments ``increment`` =
+    LD(digits + T=100) - LD(digits) and ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo)
+    with their t intervals on the pair bootstrap's standard error (C - 1 df,
+    :mod:`helixclock.stats.inference`; every quantity resampled with the same weights), each one's
+    one-sided p that it is above 0 (``p_digits``, ``p_placebo``), and ``p`` = the larger of the two:
+    the intersection-union test of "above both", which the findings job adjusts over the layers
+    (Holm).  ``rank_*``: each fit's rank; ``angle_digits_1/2``: the principal angles (degrees)
+    between the T = 100 plane and the digits' span over the token's numbers (0..99 for a, 0..198
+    for a+b); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and placebo
+    planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio of
+    answers of several tokens, else the paper's logit difference)."""
+    from scipy import stats
+
+    from ...fitting.planes import additive, circle, nonadditive, principal_cosines, tens_permuted_circle
+    from ...stats.inference import resample, standard_error, t_interval
+
+    ld = primary(raw)
+    pairs = [c for c in ld.columns if c.startswith("pair_")]
+    rows = []
+    for (token, variable, layer), part in ld.groupby(["token", "variable", "layer"], sort=False):
+        by = part.set_index("basis")
+        x = {name: by.loc[name, pairs].to_numpy(np.float64) for name in NESTED_BASES}
+        values = np.stack(
+            [*x.values(), x[NESTED_BASES[1]] - x[NESTED_BASES[0]], x[NESTED_BASES[1]] - x[NESTED_BASES[2]]]
+        )
+        r = resample(values, None, resampling.bootstrap, resampling.seed)
+        se = standard_error(r.boot, r.n_clusters)
+        df = r.n_clusters - 1
+        low, high = t_interval(r.estimate, se, df, 1 - resampling.level)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_one = stats.t.sf(r.estimate / se, df) if df >= 1 else np.full(len(values), np.nan)
+        p_one = np.where(se == 0, np.where(r.estimate > 0, 0.0, 1.0), p_one)  # no spread: the sign decides
+        sigma = str(by["sigma"].iloc[0])  # the permutation's images of the tens digits 0..9, spaced
+        numbers = NESTED_NUMBERS[token]
+        T100, placebo = circle(numbers), tens_permuted_circle(numbers, [int(s) for s in sigma.split()])
+        digits = principal_cosines(T100 - T100.mean(0), additive(numbers)[:, 1:] - additive(numbers)[:, 1:].mean(0))
+        rival = principal_cosines(nonadditive(T100, numbers), nonadditive(placebo, numbers))
+        row = {"token": token, "variable": variable, "layer": int(layer), "n_pairs": int(r.n_pairs[-1]), "df": df}
+        row["ld"] = "log-likelihood ratio" if "term" in raw else "logit difference"
+        for i, name in enumerate(("ld_digits", "ld_t100", "ld_placebo", "increment", "placebo_gap")):
+            row[name] = r.estimate[i]
+            row[f"{name}_low" if i < 3 else ("low" if i == 3 else "placebo_low")] = low[i]
+            row[f"{name}_high" if i < 3 else ("high" if i == 3 else "placebo_high")] = high[i]
+        row.update(se=se[3], placebo_se=se[4], p_digits=p_one[3], p_placebo=p_one[4])
+        row["p"] = max(p_one[3], p_one[4]) if np.isfinite(p_one[3:]).all() else np.nan
+        row.update({f"rank_{k}": int(by.loc[n, "rank"]) for k, n in zip(("digits", "t100", "placebo"), NESTED_BASES)})
+        row["sigma"] = sigma
+        for i in range(2):
+            row[f"angle_digits_{i + 1}"] = float(np.degrees(np.arccos(digits[i])))
+            row[f"angle_placebo_{i + 1}"] = float(np.degrees(np.arccos(rival[i])))
+        rows.append(row)
+    return pd.DataFrame(rows)
