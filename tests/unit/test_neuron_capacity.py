@@ -22,8 +22,15 @@ from helixclock.stages.neurons.basis import (
     onehot_design,
     planted_grids,
 )
-from helixclock.stages.neurons.capacity import capacity_summary, capacity_table, capacity_tables
+from helixclock.stages.neurons.capacity import (
+    _pooled_fit,
+    capacity_summary,
+    capacity_table,
+    capacity_tables,
+    position_classes,
+)
 from helixclock.stages.neurons.fit import compare_bases, fit_digit_basis, fit_neurons
+from helixclock.stages.neurons.places import place_masks
 
 A, B = np.meshgrid(np.arange(100), np.arange(100), indexing="ij")
 S = A + B
@@ -110,7 +117,10 @@ def test_places_fit_on_their_cells_and_the_hundreds_place_has_one_digit_column_f
     cap = capacity_table(holed, places, layer=[5, 6, 7, 8], neuron=[0, 1, 2, 3])
     assert cap["place"].tolist() == places and cap["layer"].tolist() == [5, 6, 7, 8]
     assert cap["cells"].tolist() == [10_000, 9945, 4950, 9945]
-    assert cap["n_params_eq5"].tolist() == [24] * 4 and cap["n_params_digits"].tolist() == [24, 24, 23, 24]
+    # each place fitted one position at a time (the units digit of a one-digit answer, 55 cells, left
+    # out), the ranks summed over the positions: the hundreds digit is constant within a position
+    assert cap["positions"].tolist() == [2, 2, 1, 2] and cap["cells_fitted"].tolist() == [9945, 9945, 4950, 9945]
+    assert cap["n_params_eq5"].tolist() == [48, 48, 24, 48] and cap["n_params_digits"].tolist() == [46, 46, 23, 46]
     assert cap["better"].tolist() == ["digits", "Eq. 5", "Eq. 5", "digits"]
     assert cap[["r2_eq5", "r2_digits", "t100_increment"]].notna().all().all()
     with pytest.raises(ValueError, match="allowed number, units, tens, hundreds"):
@@ -149,3 +159,30 @@ def test_the_summary_bootstraps_the_paired_differences_over_units():
     digits = capacity_summary(table.assign(r2_diff=-table["r2_diff"].abs(), better="digits"))
     assert digits.iloc[0]["verdict"] == "digits" and digits.iloc[0]["digits_better"] == 1.0
     assert isinstance(digits, pd.DataFrame)
+
+
+@pytest.mark.parametrize("step", [2.0, 3.0])  # the unit's SD is about 1
+def test_a_step_between_positions_does_not_make_an_eq5_unit_a_digit_unit(step):
+    """Issue: the tens place is read at the last prompt token for a + b in 10..99 and after "1" for
+    100..198, so the digits' side's hundreds column [a + b >= 100] is exactly a position step that
+    Eq. 5's side cannot fit.  An Eq. 5 unit plus such a step scored "digits better" fitted over the
+    place's cells at once (the wrong arm, 32a8dce's fit); fitted one position at a time it stays an
+    Eq. 5 unit, as without the step."""
+    unit = clock_neuron() + 0.02 * np.random.default_rng(3).normal(size=(100, 100))
+    stepped = np.where(S >= 100, unit + step, unit)
+    stepped[S < 10] = np.nan  # the tens place exists from a + b = 10
+    grid = np.stack([stepped])
+    cap = capacity_table(grid, ["tens"])
+    assert cap.loc[0, "better"] == "Eq. 5" and cap.loc[0, "r2_diff"] > 0.01
+    # the same R^2 difference as the unit without the step: the step is the positions' levels
+    plain = capacity_table(np.stack([np.where(S >= 10, unit, np.nan)]), ["tens"])
+    assert cap.loc[0, "r2_diff"] == pytest.approx(plain.loc[0, "r2_diff"], abs=1e-9)
+    # the wrong arm: both sides fitted over the place's cells at once
+    import torch
+
+    g = torch.as_tensor(grid)
+    whole = [place_masks()["tens"]]
+    r2_eq5 = _pooled_fit(g, eq5_side_design(), whole, 1024)[0][0]
+    r2_digits = _pooled_fit(g, digit_design(), whole, 1024)[0][0]
+    assert r2_digits > r2_eq5  # "digits better" (by 0.057 and 0.096): the step decided it
+    assert len(position_classes("tens")) == 2 and len(position_classes("number")) == 1

@@ -16,8 +16,23 @@ Both are fitted by the closed-form least squares of :func:`.fit.fit_neurons` (th
 deterministic, about 10^4 cells against 24 parameters, so held-out and in-sample errors nearly
 agree: matching the capacity is the fix).  Each unit gives a paired difference R^2(Eq. 5's
 side) - R^2(digits' side) on its own cells; :func:`capacity_summary` bootstraps over units.
-(At the hundreds place, a + b >= 100, the hundreds digit is constant: the digits' side has rank
-23 there, the tables say so.)
+
+**One position at a time.**  A digit place is read at the position that predicts it
+(:func:`.places.place_slots`: slot k - 1 - place of an answer of k digits), so a place's cells
+come from several positions: the tens digit of a + b in 10..99 at the last prompt token, of
+100..198 at the position after "1".  Fitted over all of them at once, the digits' side's
+hundreds column [a + b >= 100] is exactly that position's indicator, a step that Eq. 5's side
+cannot fit: an Eq. 5 unit with a step between the positions would score "digits better".  So
+both sides are fitted to each position's cells apart (:func:`position_classes`) and their
+residuals pooled: R^2 = 1 - sum SSE / sum SST, each position's SST about its own mean, so no
+side is credited with a step between positions (a step column would correct the level only,
+not the tuning).  Where every number is one token (the paper's models) the whole number is read
+at the last prompt token: one position, the paper's single fit.  The columns
+``n_params_eq5`` and ``n_params_digits`` declare the ranks, summed over the positions: within a
+position of the tens or hundreds place the hundreds digit is constant, so the digits' side has
+one column fewer there (23 against 24 at the hundreds place, where the predicted token is
+always "1": a win there is a statement about how the unit's activation varies with a and b at
+a position whose token is fixed, not about what it predicts).
 
 The digit one-hot (:func:`.basis.onehot_design`: one indicator per nonzero units and tens digit
 of a, b and a+b, the hundreds digit, the carry) is only the base of a nested increment: what
@@ -31,12 +46,46 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .basis import as_grids, digit_design, eq5_side_design, onehot_design
+from ...fitting.bases import digit_count
+from ...prompts.layout import NUMBER
+from .basis import as_grids, digit_design, eq5_side_design, grid_values, onehot_design
 from .fit import _as_mask, _least_squares
 from .places import place_masks
 
 SIDES = {"Eq. 5": eq5_side_design, "digits": digit_design}
 BOOTSTRAP, SEED, LEVEL = 2000, 0, 0.95
+# A position's cells are fitted only where they are at least ten per column of a side (24): the
+# units digit of a one-digit answer (a + b < 10, 55 cells of the 100 x 100 grid, read at the last
+# prompt token) is left out of the units place's comparison, where 24 columns would nearly
+# interpolate it on one side (Eq. 5's rank 24 there, the digits' 16)
+MIN_CELLS = 240
+
+
+def position_classes(place: str, n_a: int = 100, n_b: int = 100) -> list[np.ndarray]:
+    """The cells of ``place`` [n_a, n_b] split by the position they are read at: the whole number
+    (:data:`~helixclock.prompts.layout.NUMBER`, one-token numbers) at the last prompt token, one
+    class; a digit place at slot k - 1 - place of an answer of k digits, so its cells split by
+    the digit count of a + b (units: 1, 2, 3 digits; tens: 2, 3; hundreds: 3), a class of fewer
+    than :data:`MIN_CELLS` cells left out (the units digit of a one-digit answer)."""
+    cells = place_masks(n_a, n_b)[place]
+    if place == NUMBER:
+        return [cells]
+    k = digit_count(grid_values(n_a, n_b)["a+b"]).reshape(n_a, n_b)
+    classes = [cells & (k == c) for c in np.unique(k[cells])]
+    return [c for c in classes if c.sum() >= MIN_CELLS] or classes
+
+
+def _pooled_fit(g: torch.Tensor, X: np.ndarray, classes: list[np.ndarray], chunk_size: int):
+    """Least squares of design X on each class of cells apart: R^2 = 1 - sum SSE / sum SST (each
+    class's SST about its own mean) [n], the RMSE over the cells [n] and the ranks summed."""
+    sse, sst, rank = 0.0, 0.0, 0
+    for cells in classes:
+        r2, _, r = _r2(g, X, None if cells.all() else cells, chunk_size)
+        var = _var(g, None if cells.all() else cells) * int(cells.sum())
+        sse, sst, rank = sse + np.where(np.isfinite(r2), 1 - r2, 0.0) * var, sst + var, rank + r
+    cells = sum(int(c.sum()) for c in classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sst > 0, 1 - sse / sst, np.nan), np.sqrt(sse / cells), rank
 
 
 def _r2(g: torch.Tensor, X: np.ndarray, mask, chunk_size: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -56,13 +105,17 @@ def capacity_table(pre, places=None, layer=None, neuron=None, chunk_size: int = 
     """One row per unit (row i of ``pre`` [n, 100, 100], N(a, b); NaN allowed outside its place's
     cells): ``place`` (``places``, default "units" for all: the whole grid), ``layer``,
     ``neuron``, ``cells``, ``n_params_eq5``, ``n_params_digits`` (the two sides' ranks on those
-    cells), ``r2_eq5``, ``r2_digits``, ``r2_diff`` = r2_eq5 - r2_digits, ``nrmse_eq5``,
-    ``nrmse_digits`` (RMSE / (max - min) over the cells), ``better`` ("digits" where its R^2 is
-    higher, else "Eq. 5"), ``r2_onehot`` (the digit one-hot's R^2) and ``t100_increment`` (what
-    cos/sin T = 100 of a, b, a+b add to it)."""
+    cells, summed over the positions the place is read at), ``positions`` (how many:
+    :func:`position_classes`, each fitted apart), ``cells_fitted`` (theirs), ``r2_eq5``, ``r2_digits`` (pooled over the
+    positions), ``r2_diff`` = r2_eq5 - r2_digits, ``nrmse_eq5``, ``nrmse_digits`` (RMSE / (max -
+    min) over the cells), ``better`` ("digits" where its R^2 is higher, else "Eq. 5"),
+    ``r2_onehot`` (the digit one-hot's R^2 over the place's cells) and ``t100_increment`` (what
+    cos/sin T = 100 of a, b, a+b add to it: both hold the hundreds digit, so a step between
+    positions is in the base and the increment alike).  ``places`` default: the whole number
+    for every unit (the whole grid, one position)."""
     g = as_grids(pre)
     n, n_a, n_b = g.shape
-    places = np.array(["units"] * n if places is None else [str(p) for p in places])
+    places = np.array([NUMBER] * n if places is None else [str(p) for p in places])
     if len(places) != n:
         raise ValueError(f"{len(places)} places for {n} units: one place per unit")
     ids = {k: np.full(n, -1) if v is None else np.asarray(v) for k, v in (("layer", layer), ("neuron", neuron))}
@@ -77,12 +130,15 @@ def capacity_table(pre, places=None, layer=None, neuron=None, chunk_size: int = 
         sub = g[torch.as_tensor(idx)]
         cells = n_a * n_b if mask is None else int(mask.sum())
         row = {"place": place, "layer": ids["layer"][idx], "neuron": ids["neuron"][idx], "cells": cells}
-        fits = {name: _r2(sub, f(n_a, n_b), mask, chunk_size) for name, f in SIDES.items()}
-        (r2e, rng, pe), (r2d, _, pd_) = fits["Eq. 5"], fits["digits"]
-        base, _, _ = _r2(sub, onehot_design(n_a, n_b), mask, chunk_size)
+        row["positions"] = len(position_classes(place, n_a, n_b))
+        row["cells_fitted"] = sum(int(c.sum()) for c in position_classes(place, n_a, n_b))
+        classes = position_classes(place, n_a, n_b)
+        fits = {name: _pooled_fit(sub, f(n_a, n_b), classes, chunk_size) for name, f in SIDES.items()}
+        (r2e, _, pe), (r2d, _, pd_) = fits["Eq. 5"], fits["digits"]
+        base, rng, _ = _r2(sub, onehot_design(n_a, n_b), mask, chunk_size)
         full, _, _ = _r2(sub, onehot_design(n_a, n_b, t100=True), mask, chunk_size)
         with np.errstate(invalid="ignore", divide="ignore"):
-            nrmse = {k: np.sqrt(np.maximum(1 - v[0], 0) * _var(sub, mask)) / rng for k, v in fits.items()}
+            nrmse = {k: v[1] / rng for k, v in fits.items()}
         parts.append(
             pd.DataFrame(
                 {
