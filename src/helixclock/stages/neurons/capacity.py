@@ -3,7 +3,8 @@
 several tokens").
 
 Does a unit read helices (Eq. 5) or digits?  Two bases of equal size answer it, 24 columns
-each with the constant, on the cells where the unit's place exists (:mod:`.basis`):
+each with the constant on the whole grid, fitted on the cells where the unit's place exists
+(:mod:`.basis`), one position at a time (below, where the digits' side has one column fewer):
 
 * the common core: the constant and the units-digit harmonics T = 10, 5, 2 of a, b and a+b
   (16 columns);
@@ -16,8 +17,37 @@ Both are fitted by the closed-form least squares of :func:`.fit.fit_neurons` (th
 deterministic, about 10^4 cells against 24 parameters, so held-out and in-sample errors nearly
 agree: matching the capacity is the fix).  Each unit gives a paired difference R^2(Eq. 5's
 side) - R^2(digits' side) on its own cells; :func:`capacity_summary` bootstraps over units.
-(At the hundreds place, a + b >= 100, the hundreds digit is constant: the digits' side has rank
-23 there, the tables say so.)
+
+**One position at a time.**  A digit place is read at the position that predicts it
+(:func:`.places.place_slots`: slot k - 1 - place of an answer of k digits), so a place's cells
+come from several positions: the tens digit of a + b in 10..99 at the last prompt token, of
+100..198 at the position after "1" (the units place at three positions, one per answer
+length).  Fitted over all of them at once, the digits' side's
+hundreds column [a + b >= 100] is exactly that position's indicator, a step that Eq. 5's side
+cannot fit: an Eq. 5 unit with a step between the positions scores "digits better"
+(tests/unit/test_neuron_capacity.py: by 0.004 and 0.022 of R^2 at steps 0.5 and 1.0 of a helix
+that Eq. 5 wins by 0.005 without them).  So both sides are fitted to each position's cells
+apart (:func:`position_classes`) and their residuals pooled: R^2 = 1 - sum SSE / sum SST, each
+position's SST about its own mean, so no side is credited with a step between positions (a step
+column would correct the level only, not the tuning, which may differ between positions too).
+Where every number is one token (the paper's models) the whole number is read at the last
+prompt token: one position, the paper's single fit.
+
+**The ranks are declared, not equalised.**  Each side keeps, at each position, every column not
+constant on its cells; no column is dropped to match the other side (which Eq. 5 column would
+pair with the hundreds digit is no rule one can state before looking).  Within a position the
+hundreds digit of a + b is constant, so there the digits' side has rank 23 against Eq. 5's 24.
+``ranks_eq5``, ``ranks_digits`` give each side's rank per position ("24+24": the answers of 2 and
+3 digits), ``n_params_eq5``, ``n_params_digits`` their sums (the parameters fitted): 48 and 46
+at the units and tens places, 24 and 23 at the hundreds place.  What a difference at unequal
+rank can mean: one column more at each position gains a noise unit R^2 of positions / cells
+fitted, 2.0e-4 on average (SD 3e-4 a unit; the tests' 100 noise units at the tens place), so a
+difference well above that is structure that the larger side expresses at that position and
+the smaller cannot; it is a comparison of the two named bases there, not a proof that no digit
+function of one more column would match.  A win
+of the digits' side is made with one column fewer.  At the hundreds place the predicted token
+is always "1": a win there says how the unit's activation varies with a and b at a position
+whose token is fixed (which representation it reads), not what it predicts.
 
 The digit one-hot (:func:`.basis.onehot_design`: one indicator per nonzero units and tens digit
 of a, b and a+b, the hundreds digit, the carry) is only the base of a nested increment: what
@@ -31,12 +61,48 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .basis import as_grids, digit_design, eq5_side_design, onehot_design
+from ...fitting.bases import digit_count
+from ...prompts.layout import NUMBER
+from .basis import as_grids, digit_design, eq5_side_design, grid_values, onehot_design
 from .fit import _as_mask, _least_squares
 from .places import place_masks
 
 SIDES = {"Eq. 5": eq5_side_design, "digits": digit_design}
 BOOTSTRAP, SEED, LEVEL = 2000, 0, 0.95
+# A position's cells are fitted only where they are at least ten per column of a side (24): the
+# units digit of a one-digit answer (a + b < 10, 55 cells of the 100 x 100 grid, read at the last
+# prompt token) is left out of the units place's comparison, where 24 columns would nearly
+# interpolate it on one side (Eq. 5's rank 24 there, the digits' 16)
+MIN_CELLS = 240
+
+
+def position_classes(place: str, n_a: int = 100, n_b: int = 100) -> list[np.ndarray]:
+    """The cells of ``place`` [n_a, n_b] split by the position they are read at: the whole number
+    (:data:`~helixclock.prompts.layout.NUMBER`, one-token numbers) at the last prompt token, one
+    class; a digit place at slot k - 1 - place of an answer of k digits, so its cells split by
+    the digit count of a + b (units: 1, 2, 3 digits; tens: 2, 3; hundreds: 3), a class of fewer
+    than :data:`MIN_CELLS` cells left out (the units digit of a one-digit answer)."""
+    cells = place_masks(n_a, n_b)[place]
+    if place == NUMBER:
+        return [cells]
+    k = digit_count(grid_values(n_a, n_b)["a+b"]).reshape(n_a, n_b)
+    classes = [cells & (k == c) for c in np.unique(k[cells])]
+    return [c for c in classes if c.sum() >= MIN_CELLS] or classes
+
+
+def _pooled_fit(g: torch.Tensor, X: np.ndarray, classes: list[np.ndarray], chunk_size: int):
+    """Least squares of design X on each class of cells apart: R^2 = 1 - sum SSE / sum SST (each
+    class's SST about its own mean) [n], the RMSE over the cells [n] and the design's rank on
+    each class (a list, in the order of ``classes``)."""
+    sse, sst, ranks = 0.0, 0.0, []
+    for cells in classes:
+        r2, _, r = _r2(g, X, None if cells.all() else cells, chunk_size)
+        var = _var(g, None if cells.all() else cells) * int(cells.sum())
+        sse, sst = sse + np.where(np.isfinite(r2), 1 - r2, 0.0) * var, sst + var
+        ranks.append(int(r))
+    cells = sum(int(c.sum()) for c in classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sst > 0, 1 - sse / sst, np.nan), np.sqrt(sse / cells), ranks
 
 
 def _r2(g: torch.Tensor, X: np.ndarray, mask, chunk_size: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -55,14 +121,20 @@ def _r2(g: torch.Tensor, X: np.ndarray, mask, chunk_size: int) -> tuple[np.ndarr
 def capacity_table(pre, places=None, layer=None, neuron=None, chunk_size: int = 1024) -> pd.DataFrame:
     """One row per unit (row i of ``pre`` [n, 100, 100], N(a, b); NaN allowed outside its place's
     cells): ``place`` (``places``, default "units" for all: the whole grid), ``layer``,
-    ``neuron``, ``cells``, ``n_params_eq5``, ``n_params_digits`` (the two sides' ranks on those
-    cells), ``r2_eq5``, ``r2_digits``, ``r2_diff`` = r2_eq5 - r2_digits, ``nrmse_eq5``,
-    ``nrmse_digits`` (RMSE / (max - min) over the cells), ``better`` ("digits" where its R^2 is
-    higher, else "Eq. 5"), ``r2_onehot`` (the digit one-hot's R^2) and ``t100_increment`` (what
-    cos/sin T = 100 of a, b, a+b add to it)."""
+    ``neuron``, ``cells`` (the place's), ``positions`` (how many: :func:`position_classes`, each
+    fitted apart), ``cells_fitted`` (theirs), ``ranks_eq5``, ``ranks_digits`` (each side's rank at
+    each position, in order of the answer's digit count, joined by "+": "24+24", "23+23"),
+    ``n_params_eq5``, ``n_params_digits`` (their sums: the parameters fitted), ``r2_eq5``,
+    ``r2_digits`` (pooled over the positions), ``r2_diff`` = r2_eq5 - r2_digits, ``nrmse_eq5``,
+    ``nrmse_digits`` (RMSE / (max - min) over the cells fitted), ``better`` ("digits" where its
+    R^2 is higher, else "Eq. 5"),
+    ``r2_onehot`` (the digit one-hot's R^2 over the place's cells) and ``t100_increment`` (what
+    cos/sin T = 100 of a, b, a+b add to it: both hold the hundreds digit, so a step between
+    positions is in the base and the increment alike).  ``places`` default: the whole number
+    for every unit (the whole grid, one position)."""
     g = as_grids(pre)
     n, n_a, n_b = g.shape
-    places = np.array(["units"] * n if places is None else [str(p) for p in places])
+    places = np.array([NUMBER] * n if places is None else [str(p) for p in places])
     if len(places) != n:
         raise ValueError(f"{len(places)} places for {n} units: one place per unit")
     ids = {k: np.full(n, -1) if v is None else np.asarray(v) for k, v in (("layer", layer), ("neuron", neuron))}
@@ -76,19 +148,26 @@ def capacity_table(pre, places=None, layer=None, neuron=None, chunk_size: int = 
         mask = None if masks[place].all() else _as_mask(masks[place], n_a, n_b)
         sub = g[torch.as_tensor(idx)]
         cells = n_a * n_b if mask is None else int(mask.sum())
+        classes = position_classes(place, n_a, n_b)
         row = {"place": place, "layer": ids["layer"][idx], "neuron": ids["neuron"][idx], "cells": cells}
-        fits = {name: _r2(sub, f(n_a, n_b), mask, chunk_size) for name, f in SIDES.items()}
-        (r2e, rng, pe), (r2d, _, pd_) = fits["Eq. 5"], fits["digits"]
+        row["positions"], row["cells_fitted"] = len(classes), sum(int(c.sum()) for c in classes)
+        fits = {name: _pooled_fit(sub, f(n_a, n_b), classes, chunk_size) for name, f in SIDES.items()}
+        (r2e, _, pe), (r2d, _, pd_) = fits["Eq. 5"], fits["digits"]
         base, _, _ = _r2(sub, onehot_design(n_a, n_b), mask, chunk_size)
         full, _, _ = _r2(sub, onehot_design(n_a, n_b, t100=True), mask, chunk_size)
+        fitted = torch.as_tensor(np.flatnonzero(np.any(classes, axis=0)), device=sub.device)
+        y = sub.reshape(len(sub), -1)[:, fitted].double()
+        rng = (y.amax(1) - y.amin(1)).cpu().numpy()
         with np.errstate(invalid="ignore", divide="ignore"):
-            nrmse = {k: np.sqrt(np.maximum(1 - v[0], 0) * _var(sub, mask)) / rng for k, v in fits.items()}
+            nrmse = {k: v[1] / rng for k, v in fits.items()}
         parts.append(
             pd.DataFrame(
                 {
                     **row,
-                    "n_params_eq5": pe,
-                    "n_params_digits": pd_,
+                    "ranks_eq5": "+".join(map(str, pe)),
+                    "ranks_digits": "+".join(map(str, pd_)),
+                    "n_params_eq5": sum(pe),
+                    "n_params_digits": sum(pd_),
                     "r2_eq5": r2e,
                     "r2_digits": r2d,
                     "r2_diff": r2e - r2d,
@@ -126,8 +205,9 @@ def _boot(values: np.ndarray, stat, n_boot: int, seed: int, level: float) -> tup
 def capacity_summary(
     table: pd.DataFrame, n_boot: int = BOOTSTRAP, seed: int = SEED, level: float = LEVEL
 ) -> pd.DataFrame:
-    """One row per place of :func:`capacity_table`: ``n_units``, the sides' ranks
-    (``n_params_eq5``, ``n_params_digits``: the most common over the units), the median NRMSEs,
+    """One row per place of :func:`capacity_table`: ``n_units``, the sides' ranks per position
+    and summed (``ranks_eq5``, ``ranks_digits``, ``n_params_eq5``, ``n_params_digits``: the most
+    common over the units; one value where every unit has the place's cells), the median NRMSEs,
     the paired R^2 difference (Eq. 5's side - the digits') as ``mean_r2_diff`` and
     ``median_r2_diff`` with percentile bootstrap intervals over units (``_low``, ``_high``), the
     share of units the digits' side fits better (``digits_better`` with its interval),
@@ -144,6 +224,8 @@ def capacity_summary(
             {
                 "place": place,
                 "n_units": len(g),
+                "ranks_eq5": g["ranks_eq5"].mode().iloc[0],
+                "ranks_digits": g["ranks_digits"].mode().iloc[0],
                 "n_params_eq5": int(g["n_params_eq5"].mode().iloc[0]),
                 "n_params_digits": int(g["n_params_digits"].mode().iloc[0]),
                 "median_nrmse_eq5": float(g["nrmse_eq5"].median()),
