@@ -69,8 +69,11 @@ def pairs_of(model, correct):
     return pairs
 
 
+SEVERAL_ONLY = ("screen", "listed", "p_value")  # whose list a head came from; the screen at p*'s test (issue 54)
+
+
 def same(got: pd.DataFrame, want: pd.DataFrame, name: str) -> None:
-    drop = lambda t: t.drop(columns=[c for c in ("reading", *STRATA) if c in t]).reset_index(drop=True)  # noqa: E731
+    drop = lambda t: t.drop(columns=[c for c in ("reading", *STRATA, *SEVERAL_ONLY) if c in t]).reset_index(drop=True)  # noqa: E731
     got, want = drop(got), drop(want)
     assert sorted(got.columns) == sorted(want.columns), name
     pd.testing.assert_frame_equal(got[list(want.columns)], want, check_dtype=False, **TOL)
@@ -153,6 +156,10 @@ def test_the_heads_readings_reduce_to_the_last_token_on_one_token_answers(one_to
         assert (at["answer_tokens"] == 1).all() and (at["p_star"] == 0).all()
         paper_rows = want[name] if name == "effects" else want[name].query("fit == 'helix(a,b,a+b)'")  # Fig. D4's fit
         same(at, paper_rows, f"{name} at the first differing token")
+    # the screen at p* (p* is the last token): the last token's attribution, every head already measured
+    at = reading(got["screen"], "first differing token")
+    same(at.drop(columns="screened"), want["screen"].drop(columns="screened"), "screen at the first differing token")
+    assert at["screened"].all()  # no screen at the last token: every head measured at p* too
     same(got["attention"], want["attention"], "attention")
 
 

@@ -67,15 +67,9 @@ class FirstDifference:
         ``p_star`` before the pairs; a pair outside the stratum is NaN); of LD by term, its
         ``ld`` and ``ld_raw`` rows only (one token is read at p*: the others are that one's, or
         empty)."""
-        cols = pair_columns(raw)
-        if len(cols) != len(self.order):
-            raise ValueError(f"a table of {len(cols)} pairs for {len(self.order)} pairs at the first differing token")
         if TERM in raw:
             raw = raw[raw[TERM].isin(KEPT_TERMS)]
-        labels = raw.drop(columns=cols).reset_index(drop=True)
-        values = np.full((len(raw), len(cols)), np.nan, dtype=np.float32)
-        values[:, self.order] = raw[cols].to_numpy(np.float32)
-        names = [f"{PAIR}{i}" for i in range(len(cols))]
+        labels, values, names = self._in_order(raw)
         parts = []
         for k, j in self.strata():
             inside = (self.answer_tokens == k) & (self.p_star == j)
@@ -87,6 +81,26 @@ class FirstDifference:
                 )
             )
         return pd.concat(parts, ignore_index=True)
+
+    def pooled(self, raw: pd.DataFrame) -> pd.DataFrame:
+        """A raw table of ``pairs`` with its pair columns back in the original pairs' order, each
+        row once, over every pair whatever its stratum: for a screen that ranks components over
+        all the pairs, each pair read at its own p* (the heads' screen at the first differing
+        token, :func:`helixclock.stages.heads.readings.first_difference_screen`), never for a
+        reported mean (:meth:`table`)."""
+        labels, values, names = self._in_order(raw)
+        return pd.concat([labels, pd.DataFrame(values, columns=names)], axis=1)
+
+    def _in_order(self, raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+        """A raw table's labels, its values [rows, pairs] in the original pairs' order and their
+        column names."""
+        cols = pair_columns(raw)
+        if len(cols) != len(self.order):
+            raise ValueError(f"a table of {len(cols)} pairs for {len(self.order)} pairs at the first differing token")
+        labels = raw.drop(columns=cols).reset_index(drop=True)
+        values = np.full((len(raw), len(cols)), np.nan, dtype=np.float32)
+        values[:, self.order] = raw[cols].to_numpy(np.float32)
+        return labels, values, [f"{PAIR}{i}" for i in range(len(cols))]
 
 
 def first_difference_pairs(pairs: Pairs) -> FirstDifference:

@@ -31,6 +31,7 @@ from ...causal.pairs import SelectionDraw
 from ...fitting.bases import PERIODS, Basis, clock_bases, sum_values
 from ...fitting.fits import Fits
 from ...patching import Pairs, Patch, PatchingEngine, Point, attribute, logit_difference, path_patch, write_change
+from ...stats.multiplicity import ALPHA
 from ...stats.statistics import pair_values, primary, raw_table
 from .tables import categorise, mean_effects, with_mixed
 
@@ -42,7 +43,9 @@ ATTENTION_SEED = 0  # the seed of that sample where there are more
 @dataclass(frozen=True)
 class HeadSettings:
     """How many heads are categorised, how many of them are mixed (the authors' m = 4, chosen
-    by hand), and the fits' periods and PCA."""
+    by hand), the fits' periods and PCA, the screen, and where numbers take several tokens the
+    false discovery rate of the screen at the first differing token
+    (:func:`.readings.first_difference_screen`; the findings' alpha, config/findings.yaml)."""
 
     top_heads: int = 20
     mixed_heads: int = 4
@@ -50,6 +53,7 @@ class HeadSettings:
     pca_components: int = 100
     head_screen: int = 0  # 0: every head activation-patched (the paper's); n: the n of largest attribution
     layer_step: int = 1  # with a screen, the MLPs Fig. D7 pairs heads with (registry layer_step)
+    screen_alpha: float = ALPHA  # the FDR of the screen at the first differing token (Benjamini-Hochberg)
 
 
 class FittedHeads:

@@ -21,9 +21,17 @@ from t0 and from each answer position to a's and b's spans and to each of their 
 (:func:`span_attention`).  A third reading, at the first differing token (p*: the position that
 predicts the first answer token the clean and the corrupted answer do not share,
 :mod:`helixclock.causal.first_difference`), measures the TE and DE of the heads the last-token reading
-measured and their helix(a,b,a+b) fits, TE and DE scoring the one token p* predicts, by stratum
-(answer tokens, p*): rows of the effects and fits tables with columns ``answer_tokens`` and
-``p_star``.
+measured and of the heads a screen at p* adds, and their helix(a,b,a+b) fits, TE and DE scoring the
+one token p* predicts, by stratum (answer tokens, p*): rows of the effects and fits tables with
+columns ``answer_tokens`` and ``p_star``.  Heads chosen at the last token alone would miss a head
+that acts only at p* (SmolLM2's three-token answers: p* after "1"), so every head is screened by
+attribution at each pair's own p*, pooled over the strata, on the selection draw (without one, on
+the measuring pairs, as the last token's screen is); the heads it lists by Benjamini-Hochberg and
+the last-token reading did not measure are added (:func:`first_difference_screen`: the screen
+table's rows of the reading).  Where numbers take several tokens the effects and fits tables say
+whose list each head came from (column ``screen``: its reading's own at the last token and the
+answer positions; at p* "last token" or "first differing token"); the paper's models (one token,
+one reading) have no reading at p* and their tables are unchanged.
 """
 
 from __future__ import annotations
@@ -41,7 +49,18 @@ from ...fitting.bases import Basis, clock_bases
 from ...patching import Pairs, PatchingEngine, Point
 from ...prompts.layout import READINGS, ROLE_READINGS, Group
 from ...prompts.sampling import seeded_rows
-from .patching import ATTENTION_PROMPTS, ATTENTION_SEED, FittedHeads, HeadSettings, fit_effects, head_reading
+from ...stats.inference import t_test
+from ...stats.multiplicity import benjamini_hochberg
+from ...stats.statistics import pair_values
+from .patching import (
+    ATTENTION_PROMPTS,
+    ATTENTION_SEED,
+    FittedHeads,
+    HeadSettings,
+    fit_effects,
+    head_reading,
+    screen_heads,
+)
 
 KEYS = ("a", "b", "last", "a_units", "a_tens", "b_units", "b_tens")  # Fig. D6's keys (attn_<key>)
 
@@ -74,7 +93,10 @@ def head_readings(
     :func:`.patching.head_reading` (screen, effects, fits, topk, mixed, paths) and the categorised
     top heads at the last prompt token and, where numbers take several tokens, at every position
     that predicts an answer token; there, too, the effects and fits at the first differing token
-    by stratum (:func:`first_difference_heads`) of the heads the last-token reading measured.
+    by stratum (:func:`first_difference_heads`) of the heads the last-token reading measured and
+    those the screen at p* adds (:func:`first_difference_screen`, on the selection draw's
+    ``screen`` pairs, or without a selection draw on ``pairs``; column ``screen`` of the effects
+    and fits: whose list each head came from).
     The heads' outputs are fitted on the prompts of ``sample`` (correct a+b prompts of
     ``template``), and Fig. D6's attention is :func:`span_attention`'s (column ``position``: 0 is
     the last prompt token).  The heads of each reading are chosen on the selection draw
@@ -100,9 +122,16 @@ def head_readings(
         for name, table in head_reading(engine, pairs, fitted[position](), position, settings, select).items():
             out.setdefault(name, []).append(table.assign(reading=READINGS[position])[["reading", *table.columns]])
     if "differ" in readings:
+        for name in ("effects", "fits"):  # which screen's list each head measured came from
+            out[name] = [t.assign(screen=t["reading"]) for t in out[name]]
         measured = out["effects"][0]  # the heads the last-token reading measured, in its order
-        heads = list(dict.fromkeys(zip(measured["layer"].astype(int), measured["head"].astype(int))))
-        for name, table in first_difference_heads(engine, pairs, fits, index, heads, settings.periods).items():
+        chosen = list(dict.fromkeys(zip(measured["layer"].astype(int), measured["head"].astype(int))))
+        screened = select.screen if select is not None else pairs  # no selection draw: the measuring pairs
+        screen, added = first_difference_screen(engine, screened, chosen, settings.screen_alpha)
+        out["screen"].append(screen.assign(reading=READINGS["differ"])[["reading", *screen.columns]])
+        came = {**dict.fromkeys(chosen, READINGS["last"]), **dict.fromkeys(added, READINGS["differ"])}
+        for name, table in first_difference_heads(engine, pairs, fits, index, chosen + added, settings.periods).items():
+            table = table.assign(screen=[came[la, h] for la, h in zip(table["layer"], table["head"])])
             out[name].append(table.assign(reading=READINGS["differ"])[["reading", *table.columns]])
     tables = {name: pd.concat(parts, ignore_index=True) for name, parts in out.items()}
     # Fig. D6 on a seeded sample of the fitted prompts (they come in the accuracy table's order,
@@ -144,7 +173,8 @@ def first_difference_heads(
     engine: PatchingEngine, pairs: Pairs, fits, index: dict, heads: list[tuple[int, int]], periods
 ) -> dict[str, pd.DataFrame]:
     """The reading at the first differing token (:mod:`helixclock.causal.first_difference`): the TE and
-    DE of ``heads`` ((layer, head), those the last-token reading measured) and each one's
+    DE of ``heads`` ((layer, head): those the last-token reading measured, then those the screen at
+    p* adds, :func:`first_difference_screen`) and each one's
     helix(a,b,a+b) fit of its answer position p* patched in, on the pairs cut after p*, each raw
     table by stratum (columns ``answer_tokens``, ``p_star``) in the pairs' order."""
     differ = first_difference_pairs(pairs)
@@ -154,6 +184,37 @@ def first_difference_heads(
     fitted = FirstDifferenceHeads(fits, index, differ)
     fit_raw = fit_effects(engine, differ.pairs, [(p, helix_all) for p in points], fitted)
     return {"effects": differ.table(effects), "fits": differ.table(fit_raw)}
+
+
+def first_difference_screen(
+    engine: PatchingEngine, pairs: Pairs, chosen: list[tuple[int, int]], alpha: float
+) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+    """The head screen at the first differing token: every head's attribution score
+    (:func:`.patching.screen_heads`) on ``pairs`` cut after p* (each pair attributed at its own
+    p*, the position that predicts the first answer token the clean and the corrupted answer do
+    not share, its metric the LD of that one token, as the reading at p* scores it), pooled over
+    the strata (a stratum of a few pairs cannot rank heads; :meth:`FirstDifference.pooled`).  Each
+    head's mean score over the pairs is tested against 0 (the one-sample t test, ``p_value``) and
+    the heads are a screening list: Benjamini-Hochberg over every head at false discovery rate
+    ``alpha`` (``listed``); those listed and not in ``chosen`` (the heads the last-token reading
+    measured) are added to the reading at p*.  Returns the raw table (columns layer, head,
+    screened: measured at p*, in ``chosen`` or listed, as the last token's screen marks the heads
+    measured there; listed, p_value, then the pairs in ``pairs``' order) and the added heads, in
+    layer and head order."""
+    differ = first_difference_pairs(pairs)
+    raw = differ.pooled(screen_heads(engine, differ.pairs, "last"))
+    values = pair_values(raw).astype(np.float64)
+    n = (~np.isnan(values)).sum(1)
+    se = np.nanstd(values, axis=1, ddof=1) / np.sqrt(n)
+    p = t_test(np.nanmean(values, axis=1), se, n - 1)
+    listed, _ = benjamini_hochberg(p, alpha)
+    heads = list(zip(raw["layer"].astype(int), raw["head"].astype(int)))
+    measured = np.array([h in set(chosen) for h in heads], dtype=bool)
+    added = [h for h, hit in zip(heads, listed & ~measured) if hit]
+    first = pd.DataFrame(
+        {"layer": raw["layer"], "head": raw["head"], "screened": measured | listed, "listed": listed, "p_value": p}
+    )
+    return pd.concat([first, raw.drop(columns=["layer", "head"])], axis=1), added
 
 
 def _keys(layout) -> dict[str, list[int]]:
