@@ -14,11 +14,15 @@ from helpers.findings import committed_findings
 from helpers.pages import assert_every_number_is_in_the_table
 
 from helixclock.fitting.bases import Basis, Combined, digit, digit_count
-from helixclock.fitting.planes import placebo_sigmas
+from helixclock.fitting.planes import circle, placebo_sigmas, residual_frame, tens_permuted_circle
+from helixclock.stages.structure import nested
 from helixclock.stages.structure.nested import (
     CIRCLES,
     VERDICT,
+    calibrate,
     detectable,
+    helix_t100_coefficients,
+    helix_t100_part,
     increments,
     nested_sets,
     nested_tables,
@@ -26,7 +30,14 @@ from helixclock.stages.structure.nested import (
     upper_p,
     verdict,
 )
-from helixclock.stages.structure.number_bases import compare_number_bases, crossed_weights, kfold, number_bases_tables
+from helixclock.stages.structure.number_bases import (
+    compare_number_bases,
+    crossed_weights,
+    design,
+    kfold,
+    number_bases_tables,
+)
+from helixclock.stats.multiplicity import holm
 
 N, D = 361, 24
 
@@ -63,7 +74,7 @@ def three():
     the same with weight 0.3."""
     base = [(1.0, digits_and_classes)]
     X = planted([base, base + [(1.0, t100)], base + [(0.3, t100)]])
-    return X, nested_tables(X, n_boot=400, placebos=199), number_bases_tables(X, n_boot=400)
+    return X, nested_tables(X, n_boot=400, placebos=199, realisations=10), number_bases_tables(X, n_boot=400)
 
 
 def test_a_t100_circle_beside_digits_is_detected_where_the_race_does_not_name_the_helix(three):
@@ -139,6 +150,7 @@ def test_tables_have_their_documented_columns(three):
         "layer", "test", "verdict_test", "n_numbers", "rank_base", "rank_full", "r2_base", "r2_full", "increment", "low",
         "high", "se", "n_placebos", "placebo_rank", "placebo_median", "placebo_max", "p", "p_se", "p_holm",
         "interval", "verdict", "detectable_fraction", "detectable_share", "detectable_unique_share",
+        "detectable_power", "null_rate", "n_realisations",
     ]  # fmt: skip
     assert set(nested["test"]) == {VERDICT, CIRCLES} and len(nested) == 6
     assert (nested["n_numbers"] == 361).all()  # the numbers 0..360, each fitted and resampled
@@ -150,12 +162,17 @@ def test_tables_have_their_documented_columns(three):
     assert sizes.loc[CIRCLES, ["rank_base", "rank_full"]].tolist() == [12, 14]
     assert nested.loc[~nested["verdict_test"], "detectable_fraction"].isna().all()
     assert list(power.columns) == [
-        "layer", "fraction", "amplitude", "variance_share", "unique_share", "increment", "low", "high", "p_holm",
-        "detected",
+        "layer", "fraction", "amplitude", "variance_share", "unique_share", "n_realisations", "increment",
+        "detected_rate", "detected",
     ]  # fmt: skip
-    assert len(power) == 3 * 5 and (power["unique_share"] < power["variance_share"]).all()
+    # the null (fraction 0) and the five fractions of each layer, each over 10 realisations
+    assert len(power) == 3 * 6 and (power["n_realisations"] == 10).all()
+    planted_rows = power[power["fraction"] > 0]
+    assert (planted_rows["unique_share"] < planted_rows["variance_share"]).all()
+    assert (power.loc[power["fraction"] == 0, ["amplitude", "variance_share", "unique_share"]] == 0).all().all()
     # a T = 100 circle is mostly the tens circle and the trend: its unique part is a small share
-    assert (power["unique_share"] / power["variance_share"] < 0.2).all()
+    assert (planted_rows["unique_share"] / planted_rows["variance_share"] < 0.2).all()
+    assert (nested.loc[nested["verdict_test"], "detectable_power"] == 0.8).all()
 
 
 def test_periods_dividing_10_add_exactly_nothing_over_a_units_one_hot():
@@ -177,8 +194,8 @@ def test_lower_noise_detects_a_smaller_planted_amplitude():
     it is detected; a layer without any T = 100 has a helix T = 100 part too (the tens circle's
     shadow), which the test finds only once planted large enough."""
     base = [(1.0, digits_and_classes)]
-    quiet = nested_tables(planted([base + [(0.2, t100)]], noise=0.02, seed=4), n_boot=300, placebos=199)
-    loud = nested_tables(planted([base + [(0.2, t100)]], noise=0.3, seed=4), n_boot=300, placebos=199)
+    quiet = nested_tables(planted([base + [(0.2, t100)]], noise=0.02, seed=4), n_boot=300, placebos=199, realisations=8)
+    loud = nested_tables(planted([base + [(0.2, t100)]], noise=0.3, seed=4), n_boot=300, placebos=199, realisations=8)
     fq = quiet["nested"].loc[quiet["nested"]["verdict_test"], "detectable_fraction"].iloc[0]
     fl = loud["nested"].loc[loud["nested"]["verdict_test"], "detectable_fraction"].iloc[0]
     assert fq < fl or (np.isfinite(fq) and np.isnan(fl))
@@ -211,6 +228,11 @@ def test_bad_input_is_refused():
         nested_sets(1)
     with pytest.raises(ValueError, match="folds 1"):
         nested_tables(X, folds=1)
+    with pytest.raises(ValueError, match="realisations 0"):
+        nested_tables(X, realisations=0)
+    base, _ = nested_sets(3)[VERDICT]
+    with pytest.raises(ValueError, match="null 'shuffled': one of rotated"):
+        calibrate(X, base, helix_t100_coefficients(X), (0.5,), placebo_sigmas(9, 0), 1, 0, 5, 10, 0.95, null="shuffled")
 
 
 def test_the_figure_shows_the_verdict_when_given_the_nested_table(three, tmp_path):
@@ -259,7 +281,7 @@ def test_a_generic_interaction_is_not_called_t100_and_the_circle_is():
     them (its rank 0 among 999)."""
     base = [(1.0, digits_and_classes)]
     X = planted([base + [(1.0, interaction)], base + [(0.3, t100)], base + [(0.1, t100)], base], seed=3)
-    rows = nested_tables(X, n_boot=200, fractions=(1.0,))["nested"]
+    rows = nested_tables(X, n_boot=200, fractions=(1.0,), realisations=2)["nested"]
     v = rows[rows["verdict_test"]].set_index("layer")
     # the wrong arm, the test before: the increment over its SE, Holm over the layers, "detects" it
     before = verdict(v["low"].to_numpy(), v["high"].to_numpy(), v["p_se"].to_numpy(), 0.95)["verdict"]
@@ -317,3 +339,129 @@ def test_the_page_says_where_the_test_has_no_power_and_where_absence_is_not_show
     share = stage.loc[1, "detectable_unique_share"]
     printed = re.search(r", ([0-9.]+) of the data's variance lies outside the test's base\)", line[1])
     assert printed and float(printed.group(1)) == pytest.approx(share, rel=0.05)
+    # detected only at the whole: the absolute share printed there too
+    nested.loc[rows & (nested["layer"] == 1), ["detectable_fraction", "detectable_unique_share"]] = [1.0, 0.0012]
+    page = committed_findings(["t100_beyond_digits"], {"number_bases_nested": nested}, several=False)["page"]
+    whole = next(x for x in page.splitlines() if x.endswith("Row `t100_beyond_digits[layer=1]`."))
+    assert "it is detected here (0.0012 of the data's variance lies outside the test's base); at smaller" in whole
+
+
+# -- the calibration (issue 54 item 2): realisations of the test's null, the helix's part planted --
+
+
+def test_the_calibration_runs_the_stages_own_test(three, monkeypatch):
+    """The calibration's Gram-matrix arithmetic is the stage's test: with the data kept and the
+    stage's folds and bootstrap (fold seed 0), its increment, placebo p and interval are the
+    stage's at every layer, nothing planted or half the helix's part planted; with the rotated
+    null they are the stage's test on the data built explicitly: X - Q_c Q_c^T X + Q_c Q_p^T X."""
+    X, t, _ = three
+    base, _ = nested_sets(3)[VERDICT]
+    sigmas = placebo_sigmas(199, seed=0)
+    drawn = nested._draws(1, 0, sigmas)[1]
+    monkeypatch.setattr(nested, "_draws", lambda r, seed, exclude: (np.zeros(r, np.int64), drawn))
+    plant = helix_t100_coefficients(X)
+    part = helix_t100_part(X)
+    n, fold = X.shape[0], kfold(X.shape[0], 5, 0)
+
+    def stage(data):
+        got = increments(data, [nested_sets(3)[VERDICT]], 5, 0, 400, 0.95)[0]
+        return got["diff"], placebo_p(data, base, fold, sigmas)["p"], got["low"]
+
+    kept = calibrate(X, base, plant, [0.0, 0.5], sigmas, 1, 0, 5, 400, 0.95, null="kept")
+    rows = t["nested"][t["nested"]["verdict_test"]].sort_values("layer")
+    assert kept["increment"][0, 0] == pytest.approx(rows["increment"].to_numpy(), abs=1e-10)
+    assert kept["p"][0, 0] == pytest.approx(rows["p"].to_numpy()) and kept["p_data"][0] == pytest.approx(rows["p"])
+    assert kept["low"][0, 0] == pytest.approx(rows["low"].to_numpy(), abs=1e-10)
+    for got, want in zip((kept[k][0, 1] for k in ("increment", "p", "low")), stage(X + 0.5 * part)):
+        assert got == pytest.approx(want, abs=1e-10)
+    B, _ = design(base, np.arange(n))
+    Qc = residual_frame(circle(np.arange(n)), B)
+    Qp = residual_frame(tens_permuted_circle(np.arange(n), drawn[0]), np.hstack([B, circle(np.arange(n))]))
+    X0 = X - np.einsum("nj,mj,mld->nld", Qc, Qc, X) + np.einsum("nj,mj,mld->nld", Qc, Qp, X)
+    rotated = calibrate(X, base, plant, [0.0, 0.5], sigmas, 1, 0, 5, 400, 0.95)
+    for i, f in enumerate((0.0, 0.5)):
+        for got, want in zip((rotated[k][0, i] for k in ("increment", "p", "low")), stage(X0 + f * part)):
+            assert got == pytest.approx(want, abs=1e-10)
+    # the replaced plane holds none of the circle's own content: at layer 1 (a circle of weight 1)
+    # the stage's increment 0.0078 becomes 0.00007 with nothing planted
+    assert rows["increment"].iloc[1] > 0.005 and rotated["increment"][0, 0, 1] < 0.0005
+
+
+def test_holm_over_many_families_at_once_is_the_findings_holm():
+    rng = np.random.default_rng(0)
+    p = np.round(rng.uniform(0, 0.06, size=(300, 6)), 3)  # ties included
+    got = nested._holm_rejects(p, 0.05)
+    assert (got == np.stack([holm(row, 0.05)[0] for row in p])).all() and 0 < got.mean() < 1
+
+
+FR = (0.0, 0.0625, 0.125, 0.25, 0.5, 1.0)
+
+
+@pytest.fixture(scope="module")
+def arms(three):
+    """The calibration of fixture three's layers (no circle, a circle of weight 1, of weight 0.3)
+    under its null and two wrong arms, 12 realisations each."""
+    X = three[0]
+    base, _ = nested_sets(3)[VERDICT]
+    plant, sigmas = helix_t100_coefficients(X), placebo_sigmas(199, seed=0)
+    return {
+        null: calibrate(X, base, plant, FR, sigmas, 12, 0, 5, 200, 0.95, null=null)["detected"].mean(0)
+        for null in ("rotated", "kept", "rotated, overlapping")
+    }
+
+
+def test_the_old_calibration_counts_the_datas_own_circle_and_the_rotated_null_does_not(arms):
+    """(a) Planted on top of the data (the calibration before), a layer that holds a circle
+    (layers 1, 2) "detects" 0.0625 of it, and nothing planted too: the plant is credited with the
+    data's own T = 100 content.  With that content replaced by a rotated placebo plane's, neither
+    0 nor 0.0625 is detected at any layer.  The placebo plane must be kept apart from the circle:
+    residualised on the base alone it holds its principal cosines' share of the data's circle,
+    which comes back as "noise" (layer 1 detected with nothing planted)."""
+    kept, rotated, overlapping = arms["kept"], arms["rotated"], arms["rotated, overlapping"]
+    assert kept[:2].tolist() == [[0, 1, 1], [0, 1, 1]]  # fractions 0 and 0.0625, layers 0, 1, 2
+    assert rotated[:2].tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert overlapping[0, 1] == 1.0
+
+
+def test_a_large_true_component_is_detected_and_power_rises_with_amplitude(arms):
+    """(b) The whole of the helix's part (at layers 1, 2 a true circle) is detected in every
+    realisation; (c) the detection rate rises with the planted fraction at every layer: 0 up to
+    0.0625, at layer 1 5 of 12 realisations at 0.125, every one from 0.25 on, so the fraction
+    detected with power 0.80 is 0.25 at each layer.  The old calibration's rate is flat at 1 where
+    the data hold a circle: it claims full power with nothing planted."""
+    rotated, kept = arms["rotated"], arms["kept"]
+    assert (rotated[-1] == 1).all()
+    assert (np.diff(rotated, axis=0) >= 0).all()
+    assert rotated.T.tolist() == [[0, 0, 0, 1, 1, 1], [0, 0, 5 / 12, 1, 1, 1], [0, 0, 0, 1, 1, 1]]
+    power = pd.DataFrame(
+        {
+            "layer": np.repeat(np.arange(3), len(FR)),
+            "fraction": np.tile(FR, 3),
+            "variance_share": 0.1,
+            "unique_share": 0.01,
+            "n_realisations": 12,
+            "detected_rate": rotated.T.ravel(),
+            "detected": rotated.T.ravel() >= 0.8,
+        }
+    )
+    assert detectable(power)["detectable_fraction"].tolist() == [0.25] * 3
+    assert (kept[:, 1:] == 1).all()
+
+
+def test_the_rotated_null_has_the_datas_own_null_size_and_projecting_the_plane_out_does_not():
+    """Where the data hold no circle (digits and noise, six layers, each its own noise) the data
+    are themselves a realisation of the null: the rotated null's held-out increment with nothing
+    planted has their size (mean -0.00161 over 6 layers x 8 realisations, the data's own
+    -0.00145 over their folds), while projecting the plane out (nothing put back) biases it low
+    (-0.00286): each fold's training part of the emptied plane is anti-correlated with its test
+    part, so that calibration would find the test weaker than it is."""
+    base_parts = [(1.0, digits_and_classes)]
+    X = planted([base_parts] * 6, noise=0.2, seed=10)
+    base, _ = nested_sets(3)[VERDICT]
+    plant, sigmas = helix_t100_coefficients(X), placebo_sigmas(99, seed=0)
+    mean = {
+        null: calibrate(X, base, plant, (0.0,), sigmas, 8, 0, 5, 20, 0.95, null=null)["increment"].mean()
+        for null in ("kept", "rotated", "projected")
+    }
+    assert mean["rotated"] == pytest.approx(mean["kept"], rel=0.15)
+    assert mean["projected"] < 1.5 * mean["kept"] < 0

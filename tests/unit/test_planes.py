@@ -9,11 +9,14 @@ import pytest
 from helixclock.fitting.planes import (
     additive,
     circle,
+    frame_coordinates,
     nonadditive,
     placebo_cosine,
     placebo_sigmas,
     principal_cosines,
+    residual_frame,
     residualised,
+    tens_frame,
     tens_permuted_circle,
 )
 
@@ -72,3 +75,31 @@ def test_principal_cosines_and_residuals_by_hand():
     assert principal_cosines(A, A) == pytest.approx([1.0, 1.0])
     r = residualised(np.array([[1.0], [2.0], [3.0]]), np.ones((3, 1)))
     assert r.ravel() == pytest.approx([-1.0, 0.0, 1.0])
+
+
+def test_every_tens_permuted_circle_is_a_combination_of_the_tens_frame():
+    """The calibration's shortcut: over 0..360 each placebo plane (and the circle, the identity's)
+    is the 20 columns of tens_frame times its coordinates, exactly; the wrong frame (tens digits
+    times cos/sin 2 pi u / 10, the units circle) does not hold them."""
+    n = np.arange(361)
+    sigmas = np.vstack([np.arange(10), placebo_sigmas(30, seed=2)])
+    planes = np.stack([tens_permuted_circle(n, s) for s in sigmas])
+    assert np.abs(tens_frame(n) @ frame_coordinates(sigmas) - planes).max() < 1e-12
+    t, u = (n // 10) % 10, n % 10
+    onehot = (t[:, None] == np.arange(10)).astype(float)
+    wrong = np.hstack([onehot * np.cos(2 * np.pi * u / 10)[:, None], onehot * np.sin(2 * np.pi * u / 10)[:, None]])
+    left = planes[0] - wrong @ np.linalg.lstsq(wrong, planes[0], rcond=None)[0]
+    assert (left**2).sum() / (planes[0] ** 2).sum() > 0.5
+
+
+def test_the_residual_frame_is_orthonormal_outside_the_base_and_spans_the_residualised_plane():
+    n = np.arange(100)
+    A = additive(n)
+    planes = np.stack([circle(n), tens_permuted_circle(n, [3, 7, 0, 9, 1, 4, 8, 2, 6, 5])])
+    Q = residual_frame(planes, A)
+    assert np.abs(np.swapaxes(Q, 1, 2) @ Q - np.eye(2)).max() < 1e-12 and np.abs(A.T @ Q).max() < 1e-10
+    # the same span as the residualised plane, and symmetric: the columns' order does not matter
+    assert principal_cosines(Q[0], nonadditive(circle(n), n)) == pytest.approx([1, 1])
+    assert np.allclose(residual_frame(circle(n)[:, ::-1], A), Q[0][:, ::-1])
+    with pytest.raises(ValueError, match="no residual frame"):
+        residual_frame(A[:, 1:3], A)

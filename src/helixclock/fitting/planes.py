@@ -166,3 +166,42 @@ class PermutedCircle:
 
     def __hash__(self) -> int:
         return hash((self.sigma, self.variable))
+
+
+def tens_frame(numbers) -> np.ndarray:
+    """The 20 columns [n, 20] that every tens-permuted circle is a combination of: the indicator
+    of each tens digit tau = 0..9 times cos 2 pi u / 100, then the same times sin 2 pi u / 100
+    (u the units digit).  cos 2 pi (10 sigma(t) + u) / 100 = cos(2 pi sigma(t) / 10) cos(2 pi u
+    / 100) - sin(2 pi sigma(t) / 10) sin(2 pi u / 100), and the sine likewise, so
+    ``tens_frame(numbers) @ frame_coordinates(sigmas)[k]`` is ``tens_permuted_circle(numbers,
+    sigmas[k])``: a held-out fit against 1000 such planes needs the data only through these 20
+    columns."""
+    t, u, _ = _digits(numbers)
+    onehot = (t[:, None] == np.arange(N_DIGITS)[None]).astype(np.float64)
+    angle = 2 * np.pi * u / T100
+    return np.concatenate([onehot * np.cos(angle)[:, None], onehot * np.sin(angle)[:, None]], 1)
+
+
+def frame_coordinates(sigmas) -> np.ndarray:
+    """The coordinates [K, 20, 2] of the tens-permuted circles of ``sigmas`` [K, 10] on
+    :func:`tens_frame`'s columns (the identity's: the T = 100 circle's)."""
+    s = np.stack([_check_sigma(x) for x in np.atleast_2d(np.asarray(sigmas))])
+    a = 2 * np.pi * s / N_DIGITS  # [K, 10]: the angle each tens digit is given
+    rho = np.empty((len(s), 2 * N_DIGITS, 2))
+    rho[:, :N_DIGITS, 0], rho[:, N_DIGITS:, 0] = np.cos(a), -np.sin(a)  # the cosine column
+    rho[:, :N_DIGITS, 1], rho[:, N_DIGITS:, 1] = np.sin(a), np.cos(a)  # the sine column
+    return rho
+
+
+def residual_frame(planes: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """An orthonormal frame of each plane residualised on ``base`` [n, m]: ``planes`` [..., n,
+    2] less their least-squares projection on the base's span (minimum-norm), then
+    R (R^T R)^(-1/2), the symmetric frame: the residualised cosine and sine columns made
+    orthonormal with the least change (it does not depend on the order of the two columns).
+    Two planes' frames Q_a, Q_b give the orthonormal map Q_a Q_b^T that carries what the data
+    hold along b's residualised cosine and sine to a's."""
+    R = planes - base @ (np.linalg.pinv(base) @ planes)
+    w, v = np.linalg.eigh(np.swapaxes(R, -1, -2) @ R)
+    if np.any(w <= 1e-12 * (planes**2).sum((-2, -1))[..., None]):
+        raise ValueError("a plane lies (nearly) in the base's span: it has no residual frame")
+    return R @ (v / np.sqrt(w)[..., None, :]) @ np.swapaxes(v, -1, -2)

@@ -211,8 +211,6 @@ def _detectable(row) -> str:
     of, calibration = row["detectable_of"], "(the stage's calibration)"
     if pd.isna(row["detectable"]):
         return f" Planted at the whole of {of}, it would not be detected here {calibration}."
-    if row["detectable"] >= 1:
-        return f" Planted at the whole of {of}, it is detected here; at smaller fractions, not {calibration}."
     exact = [d for d in (DIGITS, 3, 4) if round(row["detectable"], d) == row["detectable"]]  # 0.125, 0.0625
     fraction = num(row["detectable"], exact[0] if exact else 4)
     share = row.get("detectable_share", math.nan)
@@ -221,6 +219,9 @@ def _detectable(row) -> str:
         if pd.notna(share)
         else ""
     )
+    if row["detectable"] >= 1:
+        whole = absolute.replace(f"(at {fraction}, ", "(")
+        return f" Planted at the whole of {of}, it is detected here{whole}; at smaller fractions, not {calibration}."
     return f" Planted at {fraction} of {of} or more, it is detected here {calibration}{absolute}; a smaller one is not."
 
 

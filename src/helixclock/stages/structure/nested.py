@@ -31,10 +31,18 @@ T = 100 circle (cos, sin 2 pi n / 100) add to a basis that already holds the dig
   this verdict (finding ``t100_beyond_digits``) and reaches the same one from these columns.
 * **What it can detect.**  At each layer the paper's helix (its periods, with T = 100) is fitted
   to the numbers by least squares; its own T = 100 part, cos/sin n T=100 times their fitted
-  coefficients, is planted into the data at ``fractions`` of its amplitude (added at every layer
-  at once) and the one-hot test rerun with Holm.  The smallest planted fraction from which
-  every larger one is detected is the layer's detectable amplitude (NaN if not even the whole),
-  with the share of the data's variance it is, and the share of it outside the base's span.
+  coefficients, is what is planted.  Not on top of the data (their own T = 100 content would be
+  counted as the plant's), nor into data with the plane projected out (that leaves each fold's
+  training part of the plane anti-correlated with its test part: a held-out increment biased
+  low), but into realisations of the test's null (:func:`calibrate`): the data's content in the
+  residualised T = 100 plane replaced by their content in a tens-permuted placebo plane (kept
+  apart from the circle), rotated into it, the placebo and the folds drawn anew each time.  Each
+  layer is calibrated alone (the others as the data are), with the test's own rule (its placebo
+  rank, Holm over the layers, the interval above 0).  The smallest planted fraction from which
+  every larger one is detected in at least :data:`helixclock.stats.multiplicity.POWER` (0.80) of
+  :data:`REALISATIONS` realisations is the layer's detectable amplitude (NaN if not even the
+  whole), with the share of the data's variance it is, and the share of it outside the base's
+  span (what the test has to find: the page prints it).
 
 Tables take the residual cache's bare numbers ``numbers`` [N, L+1, d] as
 :mod:`.number_bases`; ``layer`` = resid_pre[layer].  numpy and pandas only.
@@ -49,9 +57,16 @@ import numpy as np
 import pandas as pd
 
 from ...fitting.bases import PERIODS, Basis, Combined
-from ...fitting.planes import placebo_sigmas, tens_permuted_circle
+from ...fitting.planes import (
+    circle,
+    frame_coordinates,
+    placebo_sigmas,
+    residual_frame,
+    tens_frame,
+    tens_permuted_circle,
+)
+from ...stats.multiplicity import POWER, holm_adjusted
 from ...stats.multiplicity import holm as step_down
-from ...stats.multiplicity import holm_adjusted
 from .number_bases import RANK_TOL, _check, _errors, _interval, _numbers, _union, crossed_weights, design, kfold
 
 T100 = 100
@@ -65,6 +80,16 @@ FRACTIONS = (0.0625, 0.125, 0.25, 0.5, 1.0)
 # chosen far from the circle, such an interaction would rank first and read "T = 100"
 PLACEBOS = 999
 CHUNK = 128  # placebo planes a pass
+# realisations of the calibration (noise plane, folds and bootstrap drawn anew each): a detection
+# rate of 0.8 is estimated to +-0.04 (its binomial SE), so the fraction detected with power 0.8
+# (fractions a factor 2 apart) can be off by one step only where the rate at a fraction lies
+# within about 0.08 of 0.8.  A realisation costs a few products of the numbers' Gram matrix with
+# 100 vectors and one with the 1000 planes' weights: 0.25 s on one core for 31 layers of 361
+# numbers and 999 placebos, whatever the width (576 or 1152), so 100 take about half a minute
+REALISATIONS = 100
+# what replaces the data's content in the residualised T = 100 plane (:func:`calibrate`): the
+# calibration's null first, then the wrong arms the tests hold it against
+NULLS = ("rotated", "rotated, overlapping", "projected", "kept")
 
 
 def nested_sets(n_digits: int, variable: str = "n") -> dict[str, tuple[Combined, Combined]]:
@@ -208,10 +233,10 @@ def verdict(low, high, p, level: float) -> dict[str, np.ndarray]:
     return {"p_holm": adjusted, "interval": where, "verdict": np.where(found, "detected", "not detected")}
 
 
-def helix_t100_part(X: np.ndarray, periods: Sequence[int] = PERIODS) -> np.ndarray:
+def helix_t100_coefficients(X: np.ndarray, periods: Sequence[int] = PERIODS) -> tuple[np.ndarray, np.ndarray]:
     """The paper's helix (``periods`` with T = 100) fitted by least squares to the numbers at
-    every layer (X [N, L, d], centred), and its own T = 100 part: cos/sin 2 pi n / 100 times
-    their fitted coefficients, [N, L, d]."""
+    every layer (X [N, L, d], centred): the circle cos/sin 2 pi n / 100 [N, 2] and its fitted
+    coefficients [L, 2, d], whose product is the helix's own T = 100 part."""
     T = tuple(sorted(set(int(t) for t in periods) | {T100}))
     helix = Basis("helix", T, variables=("n",))
     A = helix(np.arange(X.shape[0], dtype=np.float64))
@@ -219,7 +244,14 @@ def helix_t100_part(X: np.ndarray, periods: Sequence[int] = PERIODS) -> np.ndarr
     idx = [cols.index(f"cos n T={T100}"), cols.index(f"sin n T={T100}")]
     Xc = (X - X.mean(0)).reshape(X.shape[0], -1)
     C, *_ = np.linalg.lstsq(A, Xc, rcond=None)  # [columns, L d]
-    return (A[:, idx] @ C[idx]).reshape(X.shape)
+    return A[:, idx], C[idx].reshape(2, X.shape[1], X.shape[2]).transpose(1, 0, 2)
+
+
+def helix_t100_part(X: np.ndarray, periods: Sequence[int] = PERIODS) -> np.ndarray:
+    """The helix's own T = 100 part (:func:`helix_t100_coefficients`): cos/sin 2 pi n / 100 times
+    their fitted coefficients, [N, L, d]."""
+    c, W = helix_t100_coefficients(X, periods)
+    return np.einsum("nj,ljd->nld", c, W)
 
 
 def _rank(basis: Combined, n: int) -> int:
@@ -245,6 +277,7 @@ def nested_tables(
     periods: Sequence[int] = PERIODS,
     fractions: Sequence[float] = FRACTIONS,
     placebos: int = PLACEBOS,
+    realisations: int = REALISATIONS,
 ) -> dict[str, pd.DataFrame]:
     """The nested T = 100 test at every layer and its calibration.
 
@@ -260,14 +293,19 @@ def nested_tables(
       (the normal p of the increment over its SE, for reading), ``p_holm`` (Holm over the layers,
       within the test), ``interval``, ``verdict``; on the
       verdict's rows also ``detectable_fraction`` (the smallest planted fraction of the helix's
-      own T = 100 part from which every larger one is detected; NaN if none),
-      ``detectable_share`` (the variance share that planted part is of the layer's data) and
-      ``detectable_unique_share`` (the share of its part outside the base's span).
-    * ``power``: one row per layer x planted fraction: ``layer``, ``fraction``, ``amplitude``
-      (RMS over numbers of the planted part's norm), ``variance_share`` (its sum of squares over
-      the data's, both about the mean), ``unique_share`` (the same for its part outside the
-      base's span: what the test has to find), the test's ``increment``, ``low``, ``high``,
-      ``p_holm``, ``detected``.
+      own T = 100 part from which every larger one is detected with power ``detectable_power``,
+      :data:`helixclock.stats.multiplicity.POWER`; NaN if none), ``detectable_share`` (the
+      variance share that planted part is of the layer's data), ``detectable_unique_share``
+      (the share of its part outside the base's span), ``null_rate`` (the detection rate with
+      nothing planted: the test's size at that layer under the calibration's null) and
+      ``n_realisations``.
+    * ``power``: one row per layer x planted fraction (0, the null, then ``fractions``):
+      ``layer``, ``fraction``, ``amplitude`` (RMS over numbers of the planted part's norm),
+      ``variance_share`` (its sum of squares over the data's, both about the mean),
+      ``unique_share`` (the same for its part outside the base's span: what the test has to
+      find), ``n_realisations``, ``increment`` (the median over the realisations of the test's
+      increment), ``detected_rate`` (the share of realisations where the test detects it) and
+      ``detected`` (that share at least ``POWER``).
     """
     X = _numbers(numbers)
     n, layers = X.shape[:2]
@@ -276,6 +314,8 @@ def nested_tables(
         raise ValueError(f"fractions {list(fractions)}: give one or more positive fractions of the helix's T=100 part")
     if placebos < 1:
         raise ValueError(f"placebos {placebos}: allowed 1 or more (the test's p is at least 1 / (1 + placebos))")
+    if realisations < 1:
+        raise ValueError(f"realisations {realisations}: allowed 1 or more (the calibration's detection rate)")
     sets = nested_sets(len(str(n - 1)))
     fold = kfold(n, folds, seed)
     sigmas = placebo_sigmas(placebos, seed)
@@ -309,25 +349,25 @@ def nested_tables(
             )
         )
     nested = pd.concat(rows, ignore_index=True)
-    power = power_table(X, sets[VERDICT], folds, seed, n_boot, level, periods, fr, sigmas)
+    power = power_table(X, sets[VERDICT], folds, seed, n_boot, level, periods, fr, sigmas, realisations)
     detect = detectable(power)
     nested = nested.merge(detect.assign(test=VERDICT), on=["layer", "test"], how="left")
     return {"nested": nested.sort_values(["layer", "test"], kind="stable", ignore_index=True), "power": power}
 
 
-def power_table(X, pair, folds, seed, n_boot, level, periods, fractions, sigmas) -> pd.DataFrame:
-    """:func:`nested_tables`' ``power``: the one-hot test rerun with the helix's own T = 100 part
-    planted at each fraction of its amplitude (every layer at once, ranked among the same
-    placebos, Holm over the layers)."""
-    part = helix_t100_part(X, periods)
+def power_table(X, pair, folds, seed, n_boot, level, periods, fractions, sigmas, realisations) -> pd.DataFrame:
+    """:func:`nested_tables`' ``power``: per layer and planted fraction (0, the calibration's
+    null, first), the detection rate over ``realisations`` of :func:`calibrate`."""
+    c, W = helix_t100_coefficients(X, periods)
+    part = np.einsum("nj,ljd->nld", c, W)
     spread = ((X - X.mean(0)) ** 2).sum((0, 2))  # [L]
     norm = (part**2).sum((0, 2))
     outside = _outside(pair[0], part)
+    fr = np.concatenate([[0.0], fractions])
+    got = calibrate(X, pair[0], (c, W), fr, sigmas, realisations, seed, folds, n_boot, level)
+    rate = got["detected"].mean(0)  # [F, L]
     rows = []
-    for f in fractions:
-        got = increments(X + f * part, [pair], folds, seed, n_boot, level)[0]
-        ranked = placebo_p(X + f * part, pair[0], kfold(X.shape[0], folds, seed), sigmas)
-        v = verdict(got["low"], got["high"], ranked["p"], level)
+    for i, f in enumerate(fr):
         rows.append(
             pd.DataFrame(
                 {
@@ -336,11 +376,10 @@ def power_table(X, pair, folds, seed, n_boot, level, periods, fractions, sigmas)
                     "amplitude": f * np.sqrt(norm / X.shape[0]),
                     "variance_share": f**2 * norm / spread,
                     "unique_share": f**2 * outside / spread,
-                    "increment": got["diff"],
-                    "low": got["low"],
-                    "high": got["high"],
-                    "p_holm": v["p_holm"],
-                    "detected": v["verdict"] == "detected",
+                    "n_realisations": realisations,
+                    "increment": np.median(got["increment"][:, i], 0),
+                    "detected_rate": rate[i],
+                    "detected": rate[i] >= POWER,
                 }
             )
         )
@@ -348,22 +387,245 @@ def power_table(X, pair, folds, seed, n_boot, level, periods, fractions, sigmas)
 
 
 def detectable(power: pd.DataFrame) -> pd.DataFrame:
-    """Per layer, the smallest planted fraction from which every larger one is detected
-    (``detectable_fraction``, NaN if the largest is not), its ``detectable_share`` and
-    ``detectable_unique_share``."""
+    """Per layer, over the planted fractions above 0 (fraction 0 is the calibration's null), the
+    smallest from which every larger one is ``detected`` (``detectable_fraction``, NaN if the
+    largest is not), its ``detectable_share`` and ``detectable_unique_share``; where the table
+    has them, ``null_rate`` (the detection rate at fraction 0) and ``n_realisations``."""
     rows = []
     for layer, g in power.sort_values("fraction").groupby("layer", sort=True):
-        hit = g["detected"].to_numpy()
+        null = g[g["fraction"] == 0]
+        g = g[g["fraction"] > 0]
+        hit = g["detected"].to_numpy(bool)
         # the first fraction of the last run of detections that reaches the largest fraction
         missed = np.flatnonzero(~hit)
         first = 0 if len(missed) == 0 else missed[-1] + 1
         found = first < len(g)
-        rows.append(
-            {
-                "layer": int(layer),
-                "detectable_fraction": float(g["fraction"].iloc[first]) if found else np.nan,
-                "detectable_share": float(g["variance_share"].iloc[first]) if found else np.nan,
-                "detectable_unique_share": float(g["unique_share"].iloc[first]) if found else np.nan,
-            }
-        )
+        row = {
+            "layer": int(layer),
+            "detectable_fraction": float(g["fraction"].iloc[first]) if found else np.nan,
+            "detectable_share": float(g["variance_share"].iloc[first]) if found else np.nan,
+            "detectable_unique_share": float(g["unique_share"].iloc[first]) if found else np.nan,
+        }
+        if "detected_rate" in g:
+            row["detectable_power"] = POWER
+            row["null_rate"] = float(null["detected_rate"].iloc[0]) if len(null) else np.nan
+            row["n_realisations"] = int(g["n_realisations"].iloc[0])
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+# -- the calibration: realisations of the test with the data's T = 100 content replaced -----------
+#
+# Every quantity of the test (a plane's held-out increment, a number's held-out improvement, the
+# totals) is a quadratic form of the data through N-vectors: u^T X_l X_l^T v.  So the data enter
+# through their Gram matrix per layer, K_l = X_l X_l^T [N, N], and through it only as K_l times a
+# hundred vectors a fold split (the 20 columns of planes.tens_frame, residualised on each fold's
+# training numbers: every placebo plane is a combination of them).  Replacing the data's content in
+# the residualised T = 100 plane is X -> T X with T = I + Q_c (Q_p - Q_c)^T (a rank-2 change), and
+# planting f times the helix's part c W adds f (T X W^T c^T + c W X^T T^T) + f^2 c W W^T c^T to the
+# Gram matrix: a realisation costs a few products of K with 100 vectors, whatever d is.
+
+
+def _holm_rejects(p: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`helixclock.stats.multiplicity.holm`'s rejections along the last axis of ``p``
+    [..., m] (no NaN), many families at once: sorted ascending (stable), p_(j) against alpha /
+    (m - j), every hypothesis before the first that fails rejected."""
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1, kind="stable")
+    fails = np.take_along_axis(p, order, -1) > alpha / (m - np.arange(m))
+    reject = np.empty(p.shape, bool)
+    np.put_along_axis(reject, order, ~np.logical_or.accumulate(fails, axis=-1), -1)
+    return reject
+
+
+def _fold_setup(
+    B: np.ndarray, D: np.ndarray, rho: np.ndarray, fold: np.ndarray
+) -> tuple[np.ndarray, list[dict], np.ndarray]:
+    """What a fold split needs that the data do not: G1 [N, 20 folds] (each fold's frame columns
+    residualised on its training numbers, 0 at its test numbers); per fold its numbers, the map
+    H = B_test B_train^+ (a test number's base prediction), its test columns' back-map g2 and
+    the own plane's (rho[0]) test rows; and the weights [K, 420 folds] that turn the folds'
+    20 x 20 forms of the data (their upper triangles, :func:`_upper`) into every plane's
+    2 cross - quad (:func:`plane_increments`' terms), summed over the folds."""
+    n, m = D.shape
+    G1 = np.zeros((n, m * len(np.unique(fold))))
+    out, weights = [], []
+    rt = np.swapaxes(rho, 1, 2)
+    ia, ib = np.triu_indices(m)
+    upper, double = ia * m + ib, np.where(ia < ib, 2.0, 1.0)  # :func:`_upper`'s entries, flattened
+    for j, f in enumerate(np.unique(fold)):
+        te, tr = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+        pinv = np.linalg.pinv(B[tr], rtol=RANK_TOL)
+        H = B[te] @ pinv
+        a = D[tr] - B[tr] @ (pinv @ D[tr])  # the frame residualised on the training numbers
+        e = D[te] - H @ D[tr]  # the test numbers' residuals under the training fit
+        g2 = np.zeros((n, m))
+        g2[te], g2[tr] = e, -H.T @ e
+        G1[tr, j * m : (j + 1) * m] = a
+        S = rt @ ((a.T @ a) @ rho)  # each plane's training Gram [K, 2, 2]
+        Si = np.linalg.inv(S)
+        # cross = <Psi12, W1>, W1 = rho S^-1 rho^T; quad = <Psi11, W2>, W2 = rho S^-1 S_test S^-1 rho^T;
+        # <Psi, W> = <upper(Psi + Psi^T) / 2, upper(W)> with the off-diagonal weights doubled
+        left = rho @ Si  # [K, 20, 2]
+        W1 = (left @ rt).reshape(len(rho), -1)[:, upper]
+        W2 = (left @ (rt @ ((e.T @ e) @ rho)) @ np.swapaxes(left, 1, 2)).reshape(len(rho), -1)[:, upper]
+        weights += [2 * W1 * double, -W2 * double]
+        own = (e @ rho[0]) @ Si[0]  # a test number's prediction is own_i . coef
+        out.append({"te": te, "tr": tr, "H": H, "a": a, "g2": g2, "own": own})
+    return G1, out, np.concatenate(weights, 1)
+
+
+def _upper(A: np.ndarray) -> np.ndarray:
+    """The upper triangle (diagonal included) of each matrix of A [..., m, m], flattened."""
+    i, j = np.triu_indices(A.shape[-1])
+    return A[..., i, j]
+
+
+def _evaluate(
+    KG: np.ndarray, setup: list[dict], weights: np.ndarray, rho0: np.ndarray, m: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The test's held-out quantities from K G1 [C, L, N, 20 folds] (C components of a Gram
+    matrix that is a polynomial in the planted fraction): every
+    plane's increment numerator [K, C, L] (its sum of 2 cross - quad over the folds) and the own
+    plane's held-out improvement of each number [C, L, N]."""
+    C, L, n, _ = KG.shape
+    forms, delta = [], np.zeros((n, C, L))
+    KGn = np.moveaxis(KG, 2, 0)  # [N, C, L, 20 folds]: every product below one matrix product
+    for j, s in enumerate(setup):
+        Kg = KGn[..., j * m : (j + 1) * m].reshape(n, -1)  # [N, (C, L, 20)]
+        psi11 = (s["a"].T @ Kg[s["tr"]]).reshape(m, C, L, m).transpose(1, 2, 0, 3)  # a^T K g1
+        psi12 = (s["g2"].T @ Kg).reshape(m, C, L, m).transpose(1, 2, 3, 0)  # g1^T K g2
+        forms += [_upper(psi12 + np.swapaxes(psi12, -1, -2)).reshape(C * L, -1) / 2, _upper(psi11).reshape(C * L, -1)]
+        EKg = (Kg[s["te"]] - s["H"] @ Kg[s["tr"]]).reshape(-1, C, L, m)  # [test, C, L, 20]
+        first = ((EKg @ rho0) * s["own"][:, None, None]).sum(-1)
+        M = rho0.T @ psi11 @ rho0  # [C, L, 2, 2]: the own plane's form
+        second = np.einsum("nj,cljk,nk->ncl", s["own"], M, s["own"])
+        delta[s["te"]] = 2 * first - second
+    return (weights @ np.concatenate(forms, 1).T).reshape(len(weights), C, L), np.moveaxis(delta, 0, 2)
+
+
+def _replaced(Qc: np.ndarray, Delta: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """T Y for T = I + Qc Delta^T (the data's plane content replaced), Y [L, N, m]."""
+    return Y + np.einsum("nj,ljm->lnm", Qc, np.einsum("nj,lnm->ljm", Delta, Y))
+
+
+def _draws(realisations: int, seed: int, exclude: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each realisation's fold seed and its noise plane's permutation of the tens digits (seeded
+    by ``seed``, a stream apart from the ranking placebos': distinct, never the identity nor one
+    of ``exclude``, the placebos the test ranks among)."""
+    rng = np.random.default_rng([seed, 54])
+    fold_seeds = rng.integers(0, 2**31 - 1, size=realisations)
+    seen = {tuple(range(10))} | {tuple(int(x) for x in s) for s in exclude}
+    found = []
+    while len(found) < realisations:
+        s = tuple(int(x) for x in rng.permutation(10))
+        if s not in seen:
+            seen.add(s)
+            found.append(s)
+    return fold_seeds, np.array(found, dtype=np.int64).reshape(-1, 10)
+
+
+def calibrate(
+    X: np.ndarray,
+    base: Combined,
+    plant: tuple[np.ndarray, np.ndarray],
+    fractions: Sequence[float],
+    sigmas: np.ndarray,
+    realisations: int,
+    seed: int,
+    folds: int,
+    n_boot: int,
+    level: float,
+    null: str = "rotated",
+) -> dict[str, np.ndarray]:
+    """Realisations of the one-hot test at each layer with the data's T = 100 content replaced by
+    noise of its own size and a T = 100 part planted.
+
+    X [N, L, d] raw (centred here); ``plant`` (c [N, 2], W [L, 2, d]): the part planted at fraction
+    f is f c W (centred), the helix's own T = 100 part (:func:`helix_t100_coefficients`).  A
+    realisation r draws a fold seed and a tens permutation sigma_r (:func:`_draws`).  The null
+    (``null``, :data:`NULLS`): "rotated", the calibration: what the data hold in the residualised
+    T = 100 plane (the circle residualised on ``base`` over all numbers, frame Q_c,
+    :func:`helixclock.fitting.planes.residual_frame`) is replaced by what they hold in sigma_r's
+    plane residualised on the base *and the circle* (frame Q_p), carried into it by the
+    orthonormal map Q_c Q_p^T: X -> X - Q_c Q_c^T X + Q_c Q_p^T X, the content along the placebo's
+    residualised cosine and sine put along the circle's: noise of one plane's size, none of it
+    T = 100's.  The wrong arms: "rotated, overlapping" (sigma_r's plane residualised on the base
+    alone: it holds its principal cosines' share of the data's own T = 100 component, which comes
+    back rotated as "noise"), "projected" (the plane's content removed and nothing put there:
+    projected out over all numbers, each fold's training part of the plane is anti-correlated
+    with its test part, so the held-out increment is biased low and the test looks weaker than
+    it is) and "kept" (the data as they are: the plant lands on top of their own T = 100
+    content, which it is credited with; the calibration before issue 54).
+
+    One layer at a time: layer l's test in realisation r is that of the data with layer l
+    replaced and planted, every other layer as the data are, all under r's folds and bootstrap
+    (crossed_weights of r's seed): its p is its rank among the ``sigmas`` placebos, Holm's
+    step-down runs over all layers (layer l's p and the other layers' p of the data as they are),
+    and "detected" is the stage's verdict: Holm rejects layer l and its interval lies above 0.
+
+    Returns arrays [R, F, L]: ``detected``, ``increment`` (the circle's held-out increment),
+    ``p`` (its placebo p), ``low`` (its interval's lower end); and ``p_data`` [R, L] (the data's
+    own p under each realisation's folds)."""
+    Xc = X - X.mean(0)
+    n, L, _ = Xc.shape
+    numbers = np.arange(n)
+    B, _ = design(base, numbers)
+    D = tens_frame(numbers)
+    m = D.shape[1]
+    rho = frame_coordinates(np.vstack([np.arange(10), sigmas]))
+    Xl = Xc.transpose(1, 0, 2)
+    K = Xl @ Xl.transpose(0, 2, 1)  # [L, N, N]
+    diagK = np.einsum("lnn->ln", K)
+    c_raw, W = plant
+    c = c_raw - c_raw.mean(0)
+    XW = Xl @ W.transpose(0, 2, 1)  # X W^T [L, N, 2]
+    WW = W @ W.transpose(0, 2, 1)  # [L, 2, 2]
+    if null not in NULLS:
+        raise ValueError(f"null {null!r}: one of {', '.join(NULLS)}")
+    fold_seeds, noise = _draws(realisations, seed, sigmas)
+    Qc = residual_frame(circle(numbers), B)
+    noise_planes = np.stack([tens_permuted_circle(numbers, s) for s in noise])  # [R, N, 2]
+    if null == "rotated":
+        Delta = residual_frame(noise_planes, np.hstack([B, circle(numbers)])) - Qc  # T = I + Qc Delta^T
+    elif null == "rotated, overlapping":
+        Delta = residual_frame(noise_planes, B) - Qc
+    else:
+        Delta = np.broadcast_to(-Qc if null == "projected" else np.zeros_like(Qc), (realisations, n, 2))
+    powers = np.asarray(fractions, np.float64)[:, None] ** np.arange(3)  # [F, 3]: 1, f, f^2
+    alpha = 1 - level
+    out = {k: np.zeros((realisations, len(powers), L)) for k in ("increment", "p", "low")}
+    out["p_data"] = np.zeros((realisations, L))
+    for r in range(realisations):
+        G1, setup, weights = _fold_setup(B, D, rho, kfold(n, folds, int(fold_seeds[r])))
+        KG1 = (K.reshape(-1, n) @ G1).reshape(L, n, -1)  # [L, N, 20 folds], one matrix product
+        num, _ = _evaluate(KG1[None], setup, weights, rho[0], m)
+        own = num[0, 0] / diagK.sum(-1)
+        out["p_data"][r] = (1 + (num[1:, 0] / diagK.sum(-1) >= own - ROUNDING).sum(0)) / len(rho)
+        KD = K @ Delta[r]  # [L, N, 2]
+        comp0 = _replaced(Qc, Delta[r], KG1 + KD @ (Qc.T @ G1))  # T K T^T G1
+        TXW = _replaced(Qc, Delta[r], XW)
+        DKD = np.einsum("nj,lnk->ljk", Delta[r], KD)
+        d0 = diagK + 2 * (Qc * KD).sum(-1) + np.einsum("nj,ljk,nk->ln", Qc, DKD, Qc)
+        cG = c.T @ G1  # [2, 20 folds]
+        comp1 = TXW @ cG + np.einsum("nj,ljm->lnm", c, np.einsum("lnj,nm->ljm", TXW, G1))
+        comp2 = np.einsum("nj,ljk,km->lnm", c, WW, cG)
+        d1 = 2 * (TXW * c).sum(-1)
+        d2 = np.einsum("nj,ljk,nk->ln", c, WW, c)
+        num, delta = _evaluate(np.stack([comp0, comp1, comp2]), setup, weights, rho[0], m)
+        diag = np.stack([d0, d1, d2])  # [3, L, N]
+        total = np.einsum("fc,cl->fl", powers, diag.sum(-1))
+        inc = np.einsum("fc,kcl->kfl", powers, num) / total[None]  # [K, F, L]
+        p = (1 + (inc[1:] >= inc[0][None] - ROUNDING).sum(0)) / len(rho)
+        counts = crossed_weights(n, n_boot, int(fold_seeds[r]))  # [B, N]
+        gain = np.einsum("fc,cln->fln", powers, delta).reshape(-1, n)
+        spread = np.einsum("fc,cln->fln", powers, diag).reshape(-1, n)
+        low, _ = _interval((gain @ counts.T) / (spread @ counts.T), level)
+        out["increment"][r], out["p"][r], out["low"][r] = inc[0], p, low.reshape(len(powers), L)
+    # one layer at a time: the family of layer l is the data's p with layer l's replaced
+    family = np.broadcast_to(out["p_data"][:, None, None, :], (realisations, len(powers), L, L)).copy()
+    eye = np.eye(L, dtype=bool)
+    family[:, :, eye] = out["p"]
+    held = _holm_rejects(family, alpha)[:, :, eye]  # [R, F, L]
+    out["detected"] = held & (out["low"] > 0)
+    return out
