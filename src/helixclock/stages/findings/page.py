@@ -209,6 +209,8 @@ def _detectable(row) -> str:
     if not _present(row, "detectable_of"):
         return ""
     of, calibration = row["detectable_of"], "(the stage's calibration)"
+    if _present(row, "detectable_power"):
+        calibration = f"with power {num(row['detectable_power'])} (the stage's calibration)"
     if pd.isna(row["detectable"]):
         return f" Planted at the whole of {of}, it would not be detected here {calibration}."
     exact = [d for d in (DIGITS, 3, 4) if round(row["detectable"], d) == row["detectable"]]  # 0.125, 0.0625

@@ -202,6 +202,8 @@ def check(registry: Registry) -> None:
                 raise ConfigError(f"{where}: test.df gives the minimal detectable effect with test.se: name both")
             if ("detectable" in test) != ("detectable_of" in test):
                 raise ConfigError(f"{where}: test.detectable and test.detectable_of go together")
+            if "detectable_power" in test and "detectable" not in test:
+                raise ConfigError(f"{where}: test.detectable_power belongs to test.detectable's amplitude: name both")
             if "detectable_share" in test and "detectable" not in test:
                 raise ConfigError(f"{where}: test.detectable_share belongs to test.detectable's amplitude: name both")
             if registry.families[f["family"]]["kind"] == "estimate" or (

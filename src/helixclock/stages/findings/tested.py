@@ -54,4 +54,5 @@ def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
         "detectable": cell("detectable"),
         "detectable_of": test.get("detectable_of", ""),
         "detectable_share": cell("detectable_share"),
+        "detectable_power": cell("detectable_power"),
     }

@@ -66,6 +66,7 @@ COLUMNS = [
     "detectable",
     "detectable_of",
     "detectable_share",
+    "detectable_power",
     "also_label",
     "also_estimate",
     "also_low",
