@@ -105,7 +105,7 @@ def test_the_gallery_shows_every_figure_in_the_papers_order_with_its_number_and_
     assert page_models(text) == ["m1", "m2"]
     # every figure of a model, in the compiled paper's order, then helixclock's own
     positions = [text.index(f": `{fig_id}`\n") for fig_id in G.MODEL_FIGURES]
-    assert positions == sorted(positions) and len(G.MODEL_FIGURES) == 41
+    assert positions == sorted(positions) and len(G.MODEL_FIGURES) == 42
     assert "### Figure 4: `fig04_helix_patching`" in text
     assert "### Figure 24 (Fig. D2): `figD2_head_patching`" in text
     assert "### Figure 11 (Fig. A1): `figA1_accuracy_heatmap`" in text
@@ -132,8 +132,8 @@ def test_a_figure_a_model_lacks_is_named_missing_and_each_model_names_its_run(wr
     f2 = text.split(": `fig02_fourier_pc1`\n")[1].split("\n### ")[0]  # neither model has it
     assert "**missing**: `m1` has no `fig02_fourier_pc1`" in f2 and "**missing**: `m2` has no `fig02_fourier_pc1`" in f2
     (m1, m2) = [line for line in text.splitlines() if line.startswith("* `")]
-    assert "`m1`: `results/m1/figures/` of the run at commit `abc1234` on 2026-11-28, 4 of 41 figures;" in m1
-    assert "`m2`: `results/m2/figures/` of the run at commit `abc1234` on 2026-11-28, 3 of 41 figures;" in m2
+    assert "`m1`: `results/m1/figures/` of the run at commit `abc1234` on 2026-11-28, 4 of 42 figures;" in m1
+    assert "`m2`: `results/m2/figures/` of the run at commit `abc1234` on 2026-11-28, 3 of 42 figures;" in m2
     assert "`figD2_head_patching`" in m2 and "`figD2_head_patching`" not in m1
     assert "`fig04_helix_patching`" not in m1 + m2 and "`fig02_fourier_pc1`" in m1 and "`fig02_fourier_pc1`" in m2
 
@@ -205,7 +205,7 @@ def test_the_command_writes_the_gallery_from_the_project_it_runs_in(tmp_path, ca
     G.main(["docs", "m1", f"m2={other}", "--width", str(WIDTH)])
     text = (project / "docs" / "gallery.md").read_text()
     assert gallery_problems(text, project / "docs", WIDTH) == [] and page_models(text) == ["m1", "m2"]
-    assert "* `m2`: `results/m2/figures/` of the run at commit `def5678` on 2026-11-28, 3 of 41" in text
+    assert "* `m2`: `results/m2/figures/` of the run at commit `def5678` on 2026-11-28, 3 of 42" in text
     out = capsys.readouterr().out
     assert "m1: 4 images," in out and "m2: 3 images," in out and "7 images in docs/gallery," in out
     # the captions of another folder: here the other project, which has none of its own
