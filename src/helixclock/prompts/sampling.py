@@ -73,7 +73,16 @@ def pair_indices(
     partners, drawn seeded: the corrupted prompt changes the operands in ``vary``, keeps the
     others, and has another answer; with ``shape`` (one key per row: numbers of several
     tokens) it also has the clean prompt's shape, so both have the same token positions.
-    Needs no model: stages count pairs before loading one."""
+    Needs no model: stages count pairs before loading one.
+
+    A pool of fewer usable clean prompts than ``n_pairs`` gives every one of them once.  Where the
+    pool holds more, but at most twice as many, this still draws ``n_pairs``, not the whole pool
+    (issue 53 asked for every clean prompt there): a job's selection draw is drawn apart from its
+    measuring pairs (:func:`helixclock.causal.pairs.draw_apart`), so a measuring draw of the whole
+    pool would leave the selection none, and drawing fewer costs only precision: the findings'
+    pair bootstrap has no finite-population correction and is conservative at any sampled share
+    (docs/findings.md, "The resampling unit: the pair").  No configured model comes near it (the
+    real models' pools hold 1,192 and 2,086 correct prompts against at most 250 pairs)."""
     rows, keep = partner_keys(correct, vary, shape)
     rng = np.random.default_rng(seed)
     clean_pool = rows if clean_a is None else rows[rows["a"].isin(list(clean_a))]
