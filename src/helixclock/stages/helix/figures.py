@@ -212,8 +212,8 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, left_out_tasks: pd.DataFram
 NESTED_TOKENS = {"a": "at a's last token (fits over a)", "last": "at the last prompt token (fits over a+b)"}
 NESTED_FITS = (("ld_digits", "digits (one-hot + classes)", "C7"), ("ld_placebo", "digits + placebo circle", "C1"))
 NESTED_GAPS = (
-    ("increment", "", "T=100 − digits", "C3"),
-    ("placebo_gap", "placebo_", "T=100 − placebo", "C1"),
+    ("increment", "", "difference: digits + T=100 − digits", "C0"),
+    ("placebo_gap", "placebo_", "difference: digits + T=100 − digits + placebo", "C2"),
 )
 
 
@@ -238,18 +238,16 @@ def figN2_causal_nested(nested: pd.DataFrame, model: str):
         ld_axes(top, with_pairs(NESTED_TOKENS[token], part), of=part)
         for col, prefix, label, color in NESTED_GAPS:
             band(bottom, _as_band(part, col, f"{prefix}low", f"{prefix}high"), label, color)
-        ld_axes(bottom, "paired differences (the test's two arms)", of=part)
-        bottom.set_ylabel("LD difference")
-        angle = part[["angle_placebo_1", "angle_digits_1"]].iloc[0]
-        bottom.text(
-            0.01,
-            0.02,
-            f"placebo σ = {part['sigma'].iloc[0]}; angles to T=100: placebo {angle['angle_placebo_1']:.0f}°, "
-            f"digits' span {angle['angle_digits_1']:.0f}°",
-            transform=bottom.transAxes,
-            fontsize=7,
-            va="bottom",
+        angles = part.iloc[0]
+        placebo = f"{angles['angle_placebo_1']:.0f}°, {angles['angle_placebo_2']:.0f}°"
+        digits = f"{angles['angle_digits_1']:.0f}°, {angles['angle_digits_2']:.0f}°"
+        note = (
+            f"placebo σ = {angles['sigma']}; principal angles of T=100's plane:\n"
+            f"non-additive parts to the placebo's {placebo}; to the digits' span {digits}"
         )
+        ld_axes(bottom, f"paired differences, the test's two arms\n{note}", of=part)
+        bottom.title.set_fontsize(8)
+        bottom.set_ylabel("LD difference")
     shared_legend(fig, axes.ravel())
     suptitle(
         fig, f"{model}: held-out fits of h patched in (mean LD, 95% CI); the causal nested T = 100 test", fontsize=11

@@ -116,17 +116,20 @@ def design_rank(design: np.ndarray) -> int:
 
 
 def held_out_fits(
-    values: np.ndarray, H: Tensor, variable: str, sigma: Sequence[int]
+    values: np.ndarray, H: Tensor, variable: str, sigma: Sequence[int], device=None
 ) -> tuple[np.ndarray, dict[str, Tensor], dict[str, int]]:
     """Each design of :func:`nested_designs` fitted to H [L, rows, d] over ``values`` and
-    evaluated held out at every distinct value: the values [V], the predictions {basis: [L, V, d]}
-    and each design's rank over the values (the constant aside)."""
+    evaluated held out at every distinct value: the values [V], the predictions {basis: [L, V, d],
+    on ``device``, default H's} and each design's rank over the values (the constant aside).  H
+    may stay on the host (the last token's residuals of every correct prompt): only the values'
+    means [L, V, d] move to ``device``."""
     uniq, counts, means = value_means(values, H)
+    means = means.to(device if device is not None else H.device)
     designs = nested_designs(variable, int(digit_count(uniq).max()), sigma)
     preds, ranks = {}, {}
     for name, basis in designs.items():
         X = basis({variable: uniq})
-        W = torch.as_tensor(held_out_weights(X, counts), device=H.device)
+        W = torch.as_tensor(held_out_weights(X, counts), device=means.device)
         preds[name] = torch.einsum("vu,lud->lvd", W, means).float()
         ranks[name] = design_rank(X)
     return uniq, preds, ranks
@@ -161,7 +164,8 @@ def causal_nested(
 ) -> pd.DataFrame:
     """The raw table of the causal nested test on ``pairs`` at each layer of ``layers``:
     ``residuals`` maps a token of :data:`TOKENS` ("a": a's last token, "last": the last prompt
-    token) to its residuals [L+1, rows, d] and the values of its variable [rows] (a, or a+b).
+    token) to its residuals [L+1, rows, d] (on the model's device or the host) and the values of
+    its variable [rows] (a, or a+b).
     Columns token, variable, layer, basis (:data:`BASES`), rank, sigma, then the pairs (by term for
     answers of several tokens, :func:`helixclock.causal.experiments.ld_table`)."""
     variants, labels = [], []
@@ -169,7 +173,7 @@ def causal_nested(
     clean = {"a": clean_a, SUM: clean_a + np.asarray(pairs.meta["clean_b"])}
     for token, (H, values) in residuals.items():
         variable = TOKENS[token]
-        uniq, preds, ranks = held_out_fits(values, H[list(layers)], variable, sigma)
+        uniq, preds, ranks = held_out_fits(values, H[list(layers)], variable, sigma, engine.model.device)
         v, lab = nested_variants(uniq, preds, ranks, clean[variable], layers, token, token=token, variable=variable)
         variants += v
         labels += lab

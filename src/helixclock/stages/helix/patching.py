@@ -231,7 +231,7 @@ def helix_patching(
     b_token = b_token_control(c, H_b, cache.ab[:, 1])
     ablation = helix_ablation(engine, pairs.same(), fits, bases[0], c.layers, positions[0])
     controls = pd.concat([split, shuffled, b_token], ignore_index=True)
-    H_last = torch.from_numpy(cache.last).transpose(0, 1).to(model.device)
+    H_last = torch.from_numpy(cache.last).transpose(0, 1)  # on the host: only its means by a+b move
     residuals = {"a": (c.H_a, c.a_values), "last": (H_last, cache.ab.sum(1))}
     nested = causal_nested(engine, pairs, residuals, c.layers, declared_sigma(seed))
     ranked = ranking_draw(model, correct, pairs, selection or Selection(n_pairs=0), seed, template, ("a",))
