@@ -592,6 +592,10 @@ def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde
     )
     assert page.count("the test detects a true increment of 0.0065 or more with power 0.80") == 5
     assert (t["also_label"] == "against the placebo").all() and (t["df"] == 49).all()
+    # the same test declared two-sided: its MDE is the two-sided one at alpha / m
+    two = load_registry(tmp_path, INTERSECTION.replace("sided: greater", "sided: two"))
+    out = findings_tables(two, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
+    np.testing.assert_allclose(out["contrasts"]["mde"] / 0.002, 3.538, atol=0.001)
 
 
 @pytest.mark.parametrize(
