@@ -596,6 +596,22 @@ def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde
     two = load_registry(tmp_path, INTERSECTION.replace("sided: greater", "sided: two"))
     out = findings_tables(two, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
     np.testing.assert_allclose(out["contrasts"]["mde"] / 0.002, 3.538, atol=0.001)
+    # both arms with their SEs: each arm's MDE at power 0.9, the larger (the placebo arm's, SE 0.004)
+    # detects in both with power at least 0.8; the first arm's MDE at 0.8 (the wrong arm) is 2.3x smaller
+    with_se = INTERSECTION.replace("p: p_gap}", "p: p_gap, se: gap_se}")
+    out = findings_tables(
+        load_registry(tmp_path, with_se),
+        False,
+        {"number_bases_nested": table.assign(gap_se=0.004)},
+        {},
+        RESAMPLING,
+        "corrected",
+        "planted",
+    )
+    both = out["contrasts"]["mde"].to_numpy()
+    np.testing.assert_allclose(both, 0.004 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
+    assert both[0] > 2 * 0.002 * 3.259 and both[0] / 0.004 > 3.259
+    assert "and a true against the placebo of" in out["page"] and "with power at least 0.80" in out["page"]
 
 
 @pytest.mark.parametrize(

@@ -193,10 +193,14 @@ def _stage_test(row) -> str:
             "; the test's p is the larger of the two (it rejects only where both comparisons do)"
         )
     mde_text = ""
-    if _present(row, "mde"):
+    if _present(row, "mde") and count(row):
+        both = _present(row, "also_se")
         mde_text = (
-            f" With these {count(row)} the test detects a true {_quantity(row)} of "
-            f"{num(row['mde'], _digits(row['mde']))} or more with power {num(row['power'])} at its family's first step."
+            f" With these {count(row)} the test detects a true {_quantity(row)}"
+            + (f" and a true {row['also_label']}" if both else "")
+            + f" of {num(row['mde'], _digits(row['mde']))} or more with power "
+            + ("at least " if both else "")
+            + f"{num(row['power'])} at its family's first step."
         )
     return (
         f"{shown}{also}; p = {p} ({sided}) against {method}'s level {num(row['alpha_step'], 4)} in a family of "

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-ALSO = ("estimate", "low", "high", "p")  # a second comparison's columns (test.also)
+ALSO = ("estimate", "low", "high", "p", "se")  # a second comparison's columns (test.also)
 
 
 def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
@@ -42,7 +42,7 @@ def stage_test(rows: pd.DataFrame, finding: Mapping) -> dict:
         "estimate": estimate,
         "df": cell("df"),
         "also_label": also.get("label", ""),
-        **{f"also_{k}": (float(row[also[k]]) if also and pd.notna(row[also[k]]) else np.nan) for k in ALSO},
+        **{f"also_{k}": (float(row[also[k]]) if k in also and pd.notna(row[also[k]]) else np.nan) for k in ALSO},
         "p": cell("p"),
         "sided": test["sided"],
         "low": cell("low"),

@@ -72,6 +72,7 @@ COLUMNS = [
     "also_low",
     "also_high",
     "also_p",
+    "also_se",
     "note",
 ]
 INTERVALS = {
@@ -219,6 +220,16 @@ def judge(table: pd.DataFrame, alpha: float, power: float, minimum: Callable[[st
         if len(theirs):
             level = np.where(t.loc[theirs, "sided"].eq("two"), alpha / m, 2 * alpha / m)
             t.loc[theirs, "mde"] = mde(t.loc[theirs, "se"], 1, level, power, df=t.loc[theirs, "df"])
+            # an intersection-union test (a second arm with its SE) rejects where both arms do: each
+            # arm's MDE at power 1 - (1 - power) / 2, the larger, detects in both with at least
+            # ``power`` (the chance that either misses is at most the sum of the two)
+            both = theirs[t.loc[theirs, "also_se"].notna().to_numpy()]
+            if len(both):
+                each = 1 - (1 - power) / 2
+                lv = level[t.loc[theirs, "also_se"].notna().to_numpy()]
+                first = mde(t.loc[both, "se"], 1, lv, each, df=t.loc[both, "df"])
+                second = mde(t.loc[both, "also_se"], 1, lv, each, df=t.loc[both, "df"])
+                t.loc[both, "mde"] = np.fmax(first, second)
     estimates = t["family_kind"] == "estimate"
     t.loc[estimates & t["estimate"].notna(), "verdict"] = "estimate"
     undefined = t["defined"].eq(False)

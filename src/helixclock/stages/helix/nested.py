@@ -26,7 +26,8 @@ own (in-sample, two more columns always fit a's residual better).  Rows of one v
 mean, weighted by their count (the a token's residual depends on a alone: the paper's fits,
 :func:`helixclock.fitting.fits.fit_token`).  The fits are solved in the residual space itself
 (over at most 100 distinct values, the paper's 100 principal components span every centred row,
-so nothing differs).
+so nothing differs).  Weighting each value by its count of prompts is the paper's fits' (every
+prompt a row); over a+b, where prompts of one sum differ, it is least squares over the prompts.
 
 Per pair, ``D_digits`` = LD(ii) - LD(i) and ``D_placebo`` = LD(ii) - LD(iii) (the rows of the raw
 table, :func:`helixclock.stages.helix.tables.nested_summary` summarises).  The same at the last
@@ -106,8 +107,21 @@ def value_means(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, np.ndarray, 
     uniq, inverse, counts = np.unique(np.asarray(values), return_inverse=True, return_counts=True)
     index = torch.as_tensor(inverse, device=H.device)
     sums = torch.zeros(H.shape[0], len(uniq), H.shape[2], dtype=torch.float64, device=H.device)
-    sums.index_add_(1, index, H.double())
+    for layer in range(H.shape[0]):  # a layer at a time: no float64 copy of every prompt's residuals
+        sums[layer].index_add_(0, index, H[layer].double())
     return uniq, counts, sums / torch.as_tensor(counts, dtype=torch.float64, device=H.device)[None, :, None]
+
+
+class _Layers:
+    """Some layers of H [L, rows, d] without copying them: ``shape`` and indexing by position."""
+
+    def __init__(self, H: Tensor, layers: Sequence[int]):
+        self.H, self.layers = H, list(layers)
+        self.shape = (len(self.layers), *H.shape[1:])
+        self.device = H.device
+
+    def __getitem__(self, i: int) -> Tensor:
+        return self.H[self.layers[i]]
 
 
 def design_rank(design: np.ndarray) -> int:
@@ -116,14 +130,14 @@ def design_rank(design: np.ndarray) -> int:
 
 
 def held_out_fits(
-    values: np.ndarray, H: Tensor, variable: str, sigma: Sequence[int], device=None
+    values: np.ndarray, H: Tensor, variable: str, sigma: Sequence[int], device=None, layers=None
 ) -> tuple[np.ndarray, dict[str, Tensor], dict[str, int]]:
     """Each design of :func:`nested_designs` fitted to H [L, rows, d] over ``values`` and
     evaluated held out at every distinct value: the values [V], the predictions {basis: [L, V, d],
     on ``device``, default H's} and each design's rank over the values (the constant aside).  H
     may stay on the host (the last token's residuals of every correct prompt): only the values'
-    means [L, V, d] move to ``device``."""
-    uniq, counts, means = value_means(values, H)
+    means [L, V, d] move to ``device``.  ``layers``: those of H to fit (default all), in order."""
+    uniq, counts, means = value_means(values, H if layers is None else _Layers(H, layers))
     means = means.to(device if device is not None else H.device)
     designs = nested_designs(variable, int(digit_count(uniq).max()), sigma)
     preds, ranks = {}, {}
@@ -173,7 +187,7 @@ def causal_nested(
     clean = {"a": clean_a, SUM: clean_a + np.asarray(pairs.meta["clean_b"])}
     for token, (H, values) in residuals.items():
         variable = TOKENS[token]
-        uniq, preds, ranks = held_out_fits(values, H[list(layers)], variable, sigma, engine.model.device)
+        uniq, preds, ranks = held_out_fits(values, H, variable, sigma, engine.model.device, layers)
         v, lab = nested_variants(uniq, preds, ranks, clean[variable], layers, token, token=token, variable=variable)
         variants += v
         labels += lab
