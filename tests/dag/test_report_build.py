@@ -22,9 +22,9 @@ def test_report_names_every_output_of_the_run(tiny_run):
     html = (work / "report.html").read_text(errors="replace")
     figures = {p.stem for p in (work / "results").glob("*/figures/*.png")}
     tables = {p.stem for p in (work / "results").glob("*/tables/*.csv")}
-    assert len(figures) == 43  # 41 per model (Fig. N1, helixclock's basis comparison, included) and two across models
+    assert len(figures) == 44  # 42 per model (Figs. N1 and N2, helixclock's, included) and two across models
     for model in ("toy-gptj", "toy-digits"):  # both toys' figures, toy-digits' numbers of several tokens too
-        assert len(list((work / "results" / model / "figures").glob("*.png"))) == 41, model
+        assert len(list((work / "results" / model / "figures").glob("*.png"))) == 42, model
     assert {
         "fig01_clock",
         "fig08_neuron_preacts",

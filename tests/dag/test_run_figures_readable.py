@@ -76,5 +76,5 @@ def unreadable(workdir: Path, configfile: Path, processes: int = 2) -> tuple[int
 def test_every_figure_of_the_tiny_run_reads_well(tiny_run):
     work, _ = tiny_run
     n, found = unreadable(work, TINY)
-    assert n == 2 * 41  # every plotting job of both toys, the one-token one and toy-digits
+    assert n == 2 * 42  # every plotting job of both toys, the one-token one and toy-digits
     assert not found, found

@@ -87,7 +87,7 @@ def test_the_api_lists_the_finished_model_and_names_the_unfinished_one(tmp_path)
     assert run.models == [DONE] and run.unfinished == [HALF]
     assert run.lacks(DONE) == []
     lacks = run.lacks(HALF)
-    assert "CARD" not in lacks and len(lacks) == len(FINISHED_WHEN) - 1 == 78
+    assert "CARD" not in lacks and len(lacks) == len(FINISHED_WHEN) - 1 == 79
     assert lacks[:3] == ["ADD_LOGITS", "CACHE", "FINDINGS.contrasts"]
     # what an unfinished model has is read; what it lacks is an error naming both kinds of model
     assert run.card(HALF) == {"model": HALF, "n_layers": 2}
@@ -108,7 +108,7 @@ def test_the_tour_reads_the_finished_model_and_skips_the_unfinished_one(tmp_path
     assert got["verdicts"] == {"holds": 2, "not distinguished": 1}
     assert got["r2"] == pytest.approx(1.0, abs=1e-6)
     printed = capsys.readouterr().out
-    assert f"== {HALF}: not finished, skipped (lacks 78 of the outputs every model gets, e.g. ADD_LOGITS, CACHE, " in (
+    assert f"== {HALF}: not finished, skipped (lacks 79 of the outputs every model gets, e.g. ADD_LOGITS, CACHE, " in (
         printed
     )
     assert f"== {DONE}: a+b accuracy 75.0%" in printed and "the helix restores most at layer 1" in printed
@@ -152,7 +152,7 @@ def test_the_table_and_figure_ids_are_those_the_rules_make(workflow):
     tables = {Path(p).stem for p in made if "/tables/" in p and p.endswith(".csv")}
     figures = {Path(p).stem for p in made if "/figures/" in p and p.endswith(".png")}
     assert set(outputs.TABLE_IDS) == tables and len(outputs.TABLE_IDS) == len(tables) == 11
-    assert set(outputs.FIGURE_IDS) == figures and len(outputs.FIGURE_IDS) == len(figures) == 43
+    assert set(outputs.FIGURE_IDS) == figures and len(outputs.FIGURE_IDS) == len(figures) == 44
 
 
 def test_finished_is_what_the_default_target_asks_of_every_model_and_results_all_reads(workflow):
@@ -163,4 +163,4 @@ def test_finished_is_what_the_default_target_asks_of_every_model_and_results_all
     compared = {p for p in outputs.COMPARED_TABLES.values() if "{model}" in p} | {outputs.ADD_ACCURACY}
     compared -= {outputs.table("tabC1_other_tasks_accuracy")[0]}
     assert {pattern(o) for o in FINISHED_WHEN} == asked | compared
-    assert len(FINISHED_WHEN) == len(asked | compared) == 79
+    assert len(FINISHED_WHEN) == len(asked | compared) == 80

@@ -1,4 +1,4 @@
-"""The helix stage's tables (pandas only): summaries with intervals, the best period subsets
+"""The helix stage's tables (pandas and scipy): summaries with intervals, the best period subsets
 of Fig. 4, and Table 1."""
 
 from __future__ import annotations
@@ -8,8 +8,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from ...fitting.planes import additive, circle, nonadditive, principal_cosines, tens_permuted_circle
 from ...prompts.tasks import TASKS
+from ...stats.inference import resample, standard_error, t_interval
 from ...stats.lengths import STANDARD, by_length, mix, pair_lengths, standardised
 from ...stats.statistics import Resampling, labels_of, primary, summarise
 
@@ -163,11 +166,6 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     for a+b); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and placebo
     planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio of
     answers of several tokens, else the paper's logit difference)."""
-    from scipy import stats
-
-    from ...fitting.planes import additive, circle, nonadditive, principal_cosines, tens_permuted_circle
-    from ...stats.inference import resample, standard_error, t_interval
-
     ld = primary(raw)
     pairs = [c for c in ld.columns if c.startswith("pair_")]
     rows = []
