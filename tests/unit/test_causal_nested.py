@@ -120,31 +120,36 @@ def planted_reader(embed, unembed) -> object:
     return wrap_model(hf, tok, name="planted-nested")
 
 
-def a_residuals(engine, correct: pd.DataFrame):
-    """Every correct prompt's residual at a's token, every layer [L+1, n, d], and its a."""
+def residuals(engine, correct: pd.DataFrame, role: str = "a"):
+    """Every correct prompt's residual at ``role`` ("a": a's token, "last": "="), at every
+    block's input [L, n, d], and the value fitted there (a, or a+b)."""
     model = engine.model
-    layers = range(model.adapter.n_layers + 1)
-    points = [Point("resid_pre", layer, ("a",)) for layer in range(model.adapter.n_layers)]
+    points = [Point("resid_pre", layer, (role,)) for layer in range(model.adapter.n_layers)]
     ids, groups, order = prompt_rows(model.tokenizer, ADD, correct)
     values, _ = engine.collect(ids, points, logits=False, groups=groups)
-    H = stack_points(values, points)
-    assert len(layers) == H.shape[0] + 1
-    return H, correct["a"].to_numpy()[order]
+    rows = correct.iloc[order]
+    return stack_points(values, points), (rows["a"] if role == "a" else rows["a"] + rows["b"]).to_numpy()
 
 
-def run(embed, unembed, rows=ROWS, n_pairs: int = 60, in_sample: bool = False):
+def run(embed, unembed, rows=ROWS, n_pairs: int = 60, in_sample: bool = False, last: bool = False):
     """The causal nested test of a planted reader at layers 0 and 1, held out (or, ``in_sample``,
-    the wrong method), on ``n_pairs`` pairs of ``rows``: its raw table, its summary by layer and the
-    clean LD."""
+    the wrong method), on ``n_pairs`` pairs of ``rows``, at a's token (and with ``last`` at "="
+    over a+b): its raw table, its summary by layer (of a's token) and the clean LD."""
     model = planted_reader(embed, unembed)
     engine = PatchingEngine(model, progress=False)
     correct = correct_table(rows)
     correct["answer_token"] = [model.tokenizer.convert_tokens_to_ids(str(n)) for n in correct["answer"]]
     pairs = draw_pairs(correct, n_pairs, 0, model.tokenizer, ADD, ("a",))
-    H, a = a_residuals(engine, correct)
+    H, a = residuals(engine, correct)
     sigma = declared_sigma(0)
     if not in_sample:
-        raw = causal_nested(engine, pairs, {"a": (H, a)}, [0, 1], sigma)
+        raw = causal_nested(
+            engine,
+            pairs,
+            {"a": (H, a), **({"last": residuals(engine, correct, "last")} if last else {})},
+            [0, 1],
+            sigma,
+        )
     else:  # the wrong method: each fit solved on every value, the pair's own clean a among them
         uniq, counts, means = value_means(a, H)
         preds, ranks = {}, {}
@@ -155,7 +160,10 @@ def run(embed, unembed, rows=ROWS, n_pairs: int = 60, in_sample: bool = False):
         v, labels = nested_variants(uniq, preds, ranks, pairs.meta["clean_a"], [0, 1], "a", token="a", variable="a")
         raw = ld_table(engine.run(pairs, v), pairs, labels, sigma=" ".join(map(str, sigma)))
     clean = float(engine.clean_ld(pairs).mean())
-    return raw, nested_summary(raw, Resampling(bootstrap=400)).set_index("layer"), clean
+    table = nested_summary(raw, Resampling(bootstrap=400))
+    if last:
+        return raw, table, clean
+    return raw, table.set_index("layer"), clean
 
 
 def test_a_planted_t100_reader_is_detected_at_the_layer_it_is_read():
@@ -199,3 +207,20 @@ def test_an_idiosyncratic_reader_is_not_detected_held_out_but_in_sample_it_is(id
     _, wrong, _ = run(embed, unembed, rows, in_sample=True)
     assert wrong.loc[0, "ld_digits"] > 2.5
     assert wrong.loc[0, "increment"] > 0.1 and wrong.loc[0, "p_digits"] < 0.02 and wrong.loc[0, "p"] > 0.3
+
+
+def test_at_the_last_token_the_sum_path_detects_the_circle_the_head_has_copied_there():
+    """The a+b path: with b = 0 or 100 the sum's T = 100 circle is a's (a+b = a or a + 100, sums of
+    up to three digits: the hundreds one-hot and the two-digit class join the digits), and the head
+    copies a's circle to "=" in block 0.  So at "=" the test holds at layer 1 (after the copy: the
+    sum's held-out circle fit restores the clean LD, p < 1e-6) and finds nothing at layer 0 (the
+    "=" token's embedding, the same in every prompt), while at a's token it holds at layer 0."""
+    rows = [(a, b) for a in range(100) for b in (0, 100)]
+    raw, table, clean = run(lambda n: circle([n])[0], lambda t: GAIN * circle([t])[0], rows, last=True)
+    at = table.set_index(["token", "layer"])
+    assert set(raw["variable"]) == {"a", "a+b"}
+    assert (at.loc[("last", 1), "rank_digits"], at.loc[("last", 1), "rank_t100"]) == (20, 22)
+    assert at.loc[("last", 1), "p"] < 1e-6 and at.loc[("last", 1), "increment"] > 0.3
+    np.testing.assert_allclose(at.loc[("last", 1), "ld_t100"], clean, rtol=1e-4)
+    assert at.loc[("last", 0), "p"] == 1.0 and abs(at.loc[("last", 0), "increment"]) < 1e-4
+    assert at.loc[("a", 0), "p"] < 1e-6
