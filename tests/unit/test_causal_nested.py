@@ -27,6 +27,7 @@ from helixclock.stages.helix.nested import (
     held_out_weights,
     nested_designs,
     nested_variants,
+    unspanned,
     value_means,
 )
 from helixclock.stages.helix.tables import nested_summary
@@ -60,6 +61,20 @@ def test_the_held_out_smoother_is_scikit_learns_fit_without_the_value():
         np.testing.assert_allclose(W @ Y, reference, atol=1e-12)
         hat = X @ np.linalg.pinv(X * np.sqrt(counts)[:, None]) * np.sqrt(counts)[None]
         assert np.abs(hat @ Y - reference).max() > 0.05, name
+
+
+def test_a_value_whose_digit_no_other_value_has_is_flagged_as_extrapolated():
+    """Known answer: over 0..99 every value's one-hot row lies in the span of the others' (each
+    digit recurs); drop the other values of tens digit 7 and 73 is the one value with that digit,
+    outside the others' span for every design (its held-out fit gives tens digit 7 the level of 0);
+    the flag is not 'any digit seen once' (the wrong rule): 99 with units 9 seen elsewhere stays in."""
+    sigma = declared_sigma(0)
+    for name, basis in nested_designs("a", 2, sigma).items():
+        full = np.arange(100)
+        assert not unspanned(basis({"a": full}), np.ones(100)).any(), name
+        values = np.array([v for v in full if v // 10 != 7 or v == 73])
+        flags = unspanned(basis({"a": values}), np.ones(len(values)))
+        assert values[flags].tolist() == [73], name
 
 
 def test_the_designs_have_the_declared_ranks_and_the_placebo_its_cosine():
@@ -181,7 +196,7 @@ def test_a_planted_t100_reader_is_detected_at_the_layer_it_is_read():
     assert at["ld_digits"] < clean - 0.3 and at["ld_placebo"] < clean - 0.3
     after = table.loc[1]
     assert abs(after["increment"]) < 1e-4 and abs(after["placebo_gap"]) < 1e-4 and after["p"] == 1.0
-    assert (at["rank_digits"], at["rank_t100"], at["rank_placebo"]) == (18, 20, 20)
+    assert (at["rank_digits"], at["rank_t100"], at["rank_placebo"]) == (18, 20, 20) and at["unspanned_pairs"] == 0
     assert at["angle_placebo_1"] > 60  # cosine below 0.5
 
 

@@ -101,6 +101,19 @@ def held_out_weights(design: np.ndarray, counts: np.ndarray, rcond: float = RCON
     return np.einsum("vm,vmu->vu", design, solved) * keep
 
 
+def unspanned(design: np.ndarray, counts: np.ndarray, rcond: float = RCOND) -> np.ndarray:
+    """[V] whether each value's row of ``design`` lies outside the span of the other values' rows:
+    its held-out fit then extrapolates (a digit no other value has gets the digit 0's level), so
+    the pairs of such a value say less of the design than of the extrapolation (counted, per
+    design, in the raw table's ``unspanned`` column)."""
+    design = np.asarray(design, dtype=np.float64)
+    keep = (1.0 - np.eye(len(design))) * np.sqrt(np.asarray(counts, dtype=np.float64))[None]
+    A = design[None] * keep[:, :, None]  # [V, V, m]
+    projected = np.einsum("vm,vmu,vuk->vk", design, np.linalg.pinv(A, rcond=rcond), A)
+    scale = np.maximum(np.linalg.norm(design, axis=1), 1.0)
+    return np.linalg.norm(projected - design, axis=1) > 1e-6 * scale
+
+
 def value_means(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, np.ndarray, Tensor]:
     """The distinct values, their counts and the mean of H [L, rows, d] over the rows of each value
     ([L, V, d], float64)."""
@@ -131,30 +144,41 @@ def design_rank(design: np.ndarray) -> int:
 
 def held_out_fits(
     values: np.ndarray, H: Tensor, variable: str, sigma: Sequence[int], device=None, layers=None
-) -> tuple[np.ndarray, dict[str, Tensor], dict[str, int]]:
+) -> tuple[np.ndarray, dict[str, Tensor], dict[str, int], dict[str, np.ndarray]]:
     """Each design of :func:`nested_designs` fitted to H [L, rows, d] over ``values`` and
     evaluated held out at every distinct value: the values [V], the predictions {basis: [L, V, d],
-    on ``device``, default H's} and each design's rank over the values (the constant aside).  H
+    on ``device``, default H's}, each design's rank over the values (the constant aside) and which
+    values it cannot reach from the others ({basis: [V] bool}, :func:`unspanned`).  H
     may stay on the host (the last token's residuals of every correct prompt): only the values'
     means [L, V, d] move to ``device``.  ``layers``: those of H to fit (default all), in order."""
     uniq, counts, means = value_means(values, H if layers is None else _Layers(H, layers))
     means = means.to(device if device is not None else H.device)
     designs = nested_designs(variable, int(digit_count(uniq).max()), sigma)
     preds, ranks = {}, {}
+    outside = {}
     for name, basis in designs.items():
         X = basis({variable: uniq})
         W = torch.as_tensor(held_out_weights(X, counts), device=means.device)
         preds[name] = torch.einsum("vu,lud->lvd", W, means).float()
         ranks[name] = design_rank(X)
-    return uniq, preds, ranks
+        outside[name] = unspanned(X, counts)
+    return uniq, preds, ranks, outside
 
 
 def nested_variants(
-    uniq: np.ndarray, preds: dict[str, Tensor], ranks: dict[str, int], clean, layers: Sequence[int], role: str, **label
+    uniq: np.ndarray,
+    preds: dict[str, Tensor],
+    ranks: dict[str, int],
+    clean,
+    layers: Sequence[int],
+    role: str,
+    outside: dict[str, np.ndarray] | None = None,
+    **label,
 ) -> tuple[list[list[Patch]], list[dict]]:
     """One variant per (layer, basis): the residual at ``role`` of layer l replaced, pair by pair,
     by the held-out fit at the pair's clean value (``clean`` [n_pairs]); ``preds`` hold every
-    layer of ``layers`` in order."""
+    layer of ``layers`` in order.  Label ``unspanned``: how many pairs' clean values the design
+    cannot reach from the other values (``outside``, :func:`held_out_fits`; 0 without it)."""
     where = np.searchsorted(uniq, np.asarray(clean))
     if np.any(where >= len(uniq)) or np.any(uniq[np.minimum(where, len(uniq) - 1)] != np.asarray(clean)):
         missing = sorted(set(np.asarray(clean).tolist()) - set(uniq.tolist()))
@@ -165,7 +189,8 @@ def nested_variants(
         point = Point("resid_pre", layer, (role,))
         for name in BASES:
             variants.append([Patch(point, preds[name][li, index][:, None])])
-            labels.append({**label, "layer": layer, "basis": name, "rank": ranks[name]})
+            far = int(outside[name][where].sum()) if outside is not None else 0
+            labels.append({**label, "layer": layer, "basis": name, "rank": ranks[name], "unspanned": far})
     return variants, labels
 
 
@@ -180,15 +205,17 @@ def causal_nested(
     ``residuals`` maps a token of :data:`TOKENS` ("a": a's last token, "last": the last prompt
     token) to its residuals [L+1, rows, d] (on the model's device or the host) and the values of
     its variable [rows] (a, or a+b).
-    Columns token, variable, layer, basis (:data:`BASES`), rank, sigma, then the pairs (by term for
+    Columns token, variable, layer, basis (:data:`BASES`), rank, unspanned, sigma, then the pairs (by term for
     answers of several tokens, :func:`helixclock.causal.experiments.ld_table`)."""
     variants, labels = [], []
     clean_a = np.asarray(pairs.meta["clean_a"])
     clean = {"a": clean_a, SUM: clean_a + np.asarray(pairs.meta["clean_b"])}
     for token, (H, values) in residuals.items():
         variable = TOKENS[token]
-        uniq, preds, ranks = held_out_fits(values, H, variable, sigma, engine.model.device, layers)
-        v, lab = nested_variants(uniq, preds, ranks, clean[variable], layers, token, token=token, variable=variable)
+        uniq, preds, ranks, outside = held_out_fits(values, H, variable, sigma, engine.model.device, layers)
+        v, lab = nested_variants(
+            uniq, preds, ranks, clean[variable], layers, token, outside, token=token, variable=variable
+        )
         variants += v
         labels += lab
     result = engine.run(pairs, variants, desc="causal nested T=100 test")

@@ -153,19 +153,21 @@ NESTED_NUMBERS = {"a": np.arange(100), "last": np.arange(199)}
 
 
 def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
-    """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The
-    causal nested T = 100 test"), from its raw table: the mean LD of each fit (``ld_digits``,
-    ``ld_t100``, ``ld_placebo``, with their 95% intervals), the paired increments ``increment`` =
-    LD(digits + T=100) - LD(digits) and ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo)
-    with their t intervals on the pair bootstrap's standard error (C - 1 df,
-    :mod:`helixclock.stats.inference`; every quantity resampled with the same weights), each one's
-    one-sided p that it is above 0 (``p_digits``, ``p_placebo``), and ``p`` = the larger of the two:
-    the intersection-union test of "above both", which the findings job adjusts over the layers
-    (Holm).  ``rank_*``: each fit's rank; ``angle_digits_1/2``: the principal angles (degrees)
-    between the T = 100 plane and the digits' span over the token's numbers (0..99 for a, 0..198
-    for a+b); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and placebo
-    planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio of
-    answers of several tokens, else the paper's logit difference)."""
+    """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The causal
+    nested T = 100 test"), from its raw table: the mean LD of each fit (``ld_digits``, ``ld_t100``,
+    ``ld_placebo``, with their 95% intervals), the paired increments ``increment`` = LD(digits +
+    T=100) - LD(digits) and ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo) with their t
+    intervals on the pair bootstrap's standard error (C - 1 df, :mod:`helixclock.stats.inference`;
+    every quantity resampled with the same weights), each one's one-sided p that it is above 0
+    (``p_digits``, ``p_placebo``), and ``p`` = the larger of the two: the intersection-union test of
+    "above both", which the findings job adjusts over the layers (Holm). ``rank_*``: each fit's
+    rank; ``unspanned_pairs``: the most pairs, over the three designs, whose clean value the design
+    cannot reach from the other values (its held-out fit extrapolates there:
+    :func:`helixclock.stages.helix.nested.unspanned`); ``angle_digits_1/2``: the principal angles
+    (degrees) between the T = 100 plane and the digits' span over the token's numbers (0..99 for a,
+    0..198 for a+b); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and
+    placebo planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio
+    of answers of several tokens, else the paper's logit difference)."""
     ld = primary(raw)
     pairs = [c for c in ld.columns if c.startswith("pair_")]
     rows = []
@@ -196,6 +198,8 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
         row.update(se=se[3], placebo_se=se[4], p_digits=p_one[3], p_placebo=p_one[4])
         row["p"] = max(p_one[3], p_one[4]) if np.isfinite(p_one[3:]).all() else np.nan
         row.update({f"rank_{k}": int(by.loc[n, "rank"]) for k, n in zip(("digits", "t100", "placebo"), NESTED_BASES)})
+        # pairs whose clean value some design cannot reach from the other values (extrapolated)
+        row["unspanned_pairs"] = int(by["unspanned"].max()) if "unspanned" in by else np.nan
         row["sigma"] = sigma
         for i in range(2):
             row[f"angle_digits_{i + 1}"] = float(np.degrees(np.arccos(digits[i])))
