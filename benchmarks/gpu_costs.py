@@ -256,11 +256,14 @@ def page(costs: dict, cfg: dict, differences: list[str], commit: str, counted: t
                     "- **The narrow count is not the full width's everywhere.** Where a model was measured,",
                     "  its passes and rows are the measurement's; the narrow model's count differs on:",
                     *(f"  - {d}" for d in differences),
-                    "  These jobs' passes follow what they select or how they cut their work (heads and neurons",
-                    "  chosen by their effects, chunks of a width-dependent size), which the narrow random model",
-                    "  does not share with the full-width one; which of these it is was not isolated. A model",
-                    "  not measured takes the narrow count's passes (short on these three) and GPT-J-6B's",
-                    "  measured seconds scaled by the two narrow plans' FLOPs (like with like).",
+                    "  Two causes. neuron_attribution, neuron_fit_eval and head_patching follow what they select",
+                    "  or how they cut their work (heads and neurons chosen by their effects, chunks of a",
+                    "  width-dependent size), which the narrow random model does not share with the full-width",
+                    "  one; which of these it is was not isolated. helix_patching (the causal nested T = 100",
+                    "  test), last_token_patching, mlp_patching and head_patching also changed their plans after",
+                    "  the H200 measured them (the probes ran a53d556's code): their measured rows are of the",
+                    "  older code until a GPU measures them again. A model not measured takes the narrow count's",
+                    "  passes and GPT-J-6B's measured seconds scaled by the two narrow plans' FLOPs (like with like).",
                 ]
                 if differences
                 else ["- Every measured job made exactly its narrow plan's passes and rows."]

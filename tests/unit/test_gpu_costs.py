@@ -51,21 +51,27 @@ def test_the_committed_plan_is_the_code_s():
 # the jobs whose passes the narrow model does not share with the full width (what they select by
 # effects, or how they chunk, differs there): the page takes measured passes for measured models
 NOT_NARROW = {"head_patching", "neuron_attribution", "neuron_fit_eval"}
+# the jobs whose plan the code changed after the H200 measured them (the plan recounted at 1b5c66c, the
+# probes of a53d556's code): helix_patching runs the causal nested test (six more variants a layer),
+# last_token_patching, mlp_patching and head_patching (666 -> 706 passes on GPT-J) the changes of
+# issue 53; the page lists each difference.  Where a job's code changed, "short, not over" is not tested
+CHANGED_SINCE_MEASURED = {"helix_patching", "last_token_patching", "mlp_patching", "head_patching"}
 
 
 def test_the_narrow_plan_is_the_measured_one_but_for_three_jobs_and_the_formulas_were_not():
     """On the H200, at GPT-J-6B's and Llama-3.1-8B's full shapes, seven of the ten jobs made exactly
     the passes and rows the narrow models count (the counting holds at full width for them); the
-    other three made more (the narrow count is short, never over), and the page names them.  The
+    other three made more (the narrow count is short, never over), and the page names them.  Four
+    jobs' plans changed since that measurement (CHANGED_SINCE_MEASURED): the page names them too.  The
     old per-job formulas' passes are rejected by the same measurements on six jobs."""
     committed = committed_plan()
     probes = {name: gpu_costs.read_probe(path) for name, path in gpu_costs.PROBES.items()}
     assert len(probes["gptj"]) == 11 and len(probes["llama"]) == 10  # the model row and each job measured
     differing = {line.split()[1] for line in gpu_costs.plan_differences(committed, probes)}
-    assert differing == NOT_NARROW
+    assert differing == NOT_NARROW | CHANGED_SINCE_MEASURED
     assert "gptj" in committed  # the measured model whose narrow plan is counted (Llama's: killed for memory here)
     for name, rows in probes.items():
-        for job in NOT_NARROW & set(rows) & set(committed.get(name, {})):
+        for job in (NOT_NARROW - CHANGED_SINCE_MEASURED) & set(rows) & set(committed.get(name, {})):
             assert rows[job]["passes"] > committed[name][job]["passes"]  # short, not over
     wrong = [job for job, n in FORMULA_PASSES.items() if n != probes["gptj"][job]["passes"]]
     assert set(wrong) == {
