@@ -261,9 +261,10 @@ def page(costs: dict, cfg: dict, differences: list[str], commit: str, counted: t
                     "  width-dependent size), which the narrow random model does not share with the full-width",
                     "  one; which of these it is was not isolated. helix_patching (the causal nested T = 100",
                     "  test), last_token_patching, mlp_patching and head_patching also changed their plans after",
-                    "  the H200 measured them (the probes ran a53d556's code): their measured rows are of the",
-                    "  older code until a GPU measures them again. A model not measured takes the narrow count's",
-                    "  passes and GPT-J-6B's measured seconds scaled by the two narrow plans' FLOPs (like with like).",
+                    "  the H200 measured them (the plan counted at a53d556 matched the probes but for three jobs):",
+                    "  their measured rows are of the older code until a GPU measures them again. A model not",
+                    "  measured takes the narrow count's passes and GPT-J-6B's measured seconds scaled by the two",
+                    "  narrow plans' FLOPs (like with like).",
                 ]
                 if differences
                 else ["- Every measured job made exactly its narrow plan's passes and rows."]

@@ -51,10 +51,10 @@ def test_the_committed_plan_is_the_code_s():
 # the jobs whose passes the narrow model does not share with the full width (what they select by
 # effects, or how they chunk, differs there): the page takes measured passes for measured models
 NOT_NARROW = {"head_patching", "neuron_attribution", "neuron_fit_eval"}
-# the jobs whose plan the code changed after the H200 measured them (the plan recounted at 1b5c66c, the
-# probes of a53d556's code): helix_patching runs the causal nested test (six more variants a layer),
-# last_token_patching, mlp_patching and head_patching (666 -> 706 passes on GPT-J) the changes of
-# issue 53; the page lists each difference.  Where a job's code changed, "short, not over" is not tested
+# the jobs whose plan the code changed after the H200 measured them (the plan recounted at 1b5c66c; counted at
+# a53d556 it matched the probes but for NOT_NARROW): helix_patching runs the causal nested test (six more variants a layer),
+# last_token_patching, mlp_patching and head_patching (666 -> 706 passes on GPT-J) changes made since
+# (which of them was not isolated); the page lists each difference.  Where a job's code changed, "short, not over" is not tested
 CHANGED_SINCE_MEASURED = {"helix_patching", "last_token_patching", "mlp_patching", "head_patching"}
 
 
