@@ -114,27 +114,18 @@ def unspanned(design: np.ndarray, counts: np.ndarray, rcond: float = RCOND) -> n
     return np.linalg.norm(projected - design, axis=1) > 1e-6 * scale
 
 
-def value_means(values: np.ndarray, H: Tensor) -> tuple[np.ndarray, np.ndarray, Tensor]:
+def value_means(
+    values: np.ndarray, H: Tensor, layers: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray, Tensor]:
     """The distinct values, their counts and the mean of H [L, rows, d] over the rows of each value
     ([L, V, d], float64)."""
     uniq, inverse, counts = np.unique(np.asarray(values), return_inverse=True, return_counts=True)
     index = torch.as_tensor(inverse, device=H.device)
-    sums = torch.zeros(H.shape[0], len(uniq), H.shape[2], dtype=torch.float64, device=H.device)
-    for layer in range(H.shape[0]):  # a layer at a time: no float64 copy of every prompt's residuals
-        sums[layer].index_add_(0, index, H[layer].double())
+    layers = range(H.shape[0]) if layers is None else list(layers)
+    sums = torch.zeros(len(layers), len(uniq), H.shape[2], dtype=torch.float64, device=H.device)
+    for i, layer in enumerate(layers):  # a layer at a time: no float64 copy of every prompt's residuals
+        sums[i].index_add_(0, index, H[layer].double())
     return uniq, counts, sums / torch.as_tensor(counts, dtype=torch.float64, device=H.device)[None, :, None]
-
-
-class _Layers:
-    """Some layers of H [L, rows, d] without copying them: ``shape`` and indexing by position."""
-
-    def __init__(self, H: Tensor, layers: Sequence[int]):
-        self.H, self.layers = H, list(layers)
-        self.shape = (len(self.layers), *H.shape[1:])
-        self.device = H.device
-
-    def __getitem__(self, i: int) -> Tensor:
-        return self.H[self.layers[i]]
 
 
 def design_rank(design: np.ndarray) -> int:
@@ -151,7 +142,7 @@ def held_out_fits(
     values it cannot reach from the others ({basis: [V] bool}, :func:`unspanned`).  H
     may stay on the host (the last token's residuals of every correct prompt): only the values'
     means [L, V, d] move to ``device``.  ``layers``: those of H to fit (default all), in order."""
-    uniq, counts, means = value_means(values, H if layers is None else _Layers(H, layers))
+    uniq, counts, means = value_means(values, H, layers)
     means = means.to(device if device is not None else H.device)
     designs = nested_designs(variable, int(digit_count(uniq).max()), sigma)
     preds, ranks = {}, {}

@@ -152,6 +152,17 @@ NESTED_BASES = ("digits", "digits + T=100", "digits + placebo")
 NESTED_NUMBERS = {"a": np.arange(100), "last": np.arange(199)}
 
 
+def _nested_angles(token: str, by: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, str]:
+    """The principal cosines of the T = 100 plane to the digits' span and of its non-additive part
+    to the placebo's, over the token's numbers, and the placebo's permutation (spaced digits)."""
+    sigma = str(by["sigma"].iloc[0])  # the permutation's images of the tens digits 0..9, spaced
+    numbers = NESTED_NUMBERS[token]
+    T100, placebo = circle(numbers), tens_permuted_circle(numbers, [int(s) for s in sigma.split()])
+    base = additive(numbers)[:, 1:]
+    digits = principal_cosines(T100 - T100.mean(0), base - base.mean(0))
+    return digits, principal_cosines(nonadditive(T100, numbers), nonadditive(placebo, numbers)), sigma
+
+
 def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The causal
     nested T = 100 test"), from its raw table: the mean LD of each fit (``ld_digits``, ``ld_t100``,
@@ -170,7 +181,7 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     of answers of several tokens, else the paper's logit difference)."""
     ld = primary(raw)
     pairs = [c for c in ld.columns if c.startswith("pair_")]
-    rows = []
+    rows, angles = [], {}  # the principal angles, once a token
     for (token, variable, layer), part in ld.groupby(["token", "variable", "layer"], sort=False):
         by = part.set_index("basis")
         x = {name: by.loc[name, pairs].to_numpy(np.float64) for name in NESTED_BASES}
@@ -184,11 +195,9 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
         with np.errstate(invalid="ignore", divide="ignore"):
             p_one = stats.t.sf(r.estimate / se, df) if df >= 1 else np.full(len(values), np.nan)
         p_one = np.where(se == 0, np.where(r.estimate > 0, 0.0, 1.0), p_one)  # no spread: the sign decides
-        sigma = str(by["sigma"].iloc[0])  # the permutation's images of the tens digits 0..9, spaced
-        numbers = NESTED_NUMBERS[token]
-        T100, placebo = circle(numbers), tens_permuted_circle(numbers, [int(s) for s in sigma.split()])
-        digits = principal_cosines(T100 - T100.mean(0), additive(numbers)[:, 1:] - additive(numbers)[:, 1:].mean(0))
-        rival = principal_cosines(nonadditive(T100, numbers), nonadditive(placebo, numbers))
+        if token not in angles:
+            angles[token] = _nested_angles(token, by)
+        digits, rival, sigma = angles[token]
         row = {"token": token, "variable": variable, "layer": int(layer), "n_pairs": int(r.n_pairs[-1]), "df": df}
         row["ld"] = "log-likelihood ratio" if "term" in raw else "logit difference"
         for i, name in enumerate(("ld_digits", "ld_t100", "ld_placebo", "increment", "placebo_gap")):
