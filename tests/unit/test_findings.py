@@ -612,6 +612,28 @@ def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde
     np.testing.assert_allclose(both, 0.004 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
     assert both[0] > 2 * 0.002 * 3.259 and both[0] / 0.004 > 3.259
     assert "and a true against the placebo of" in out["page"] and "with power at least 0.80" in out["page"]
+    # the first arm the larger SE (0.002 against 0.001): its MDE at power 0.9 is the test's
+    out = findings_tables(
+        load_registry(tmp_path, with_se),
+        False,
+        {"number_bases_nested": table.assign(gap_se=0.001)},
+        {},
+        RESAMPLING,
+        "corrected",
+        "planted",
+    )
+    np.testing.assert_allclose(out["contrasts"]["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
+    # the registry's power, not the default 0.8, sets a single arm's MDE
+    out = findings_tables(
+        load_registry(tmp_path, INTERSECTION.replace("power: 0.8", "power: 0.9")),
+        False,
+        {"number_bases_nested": table},
+        {},
+        RESAMPLING,
+        "corrected",
+        "planted",
+    )
+    np.testing.assert_allclose(out["contrasts"]["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
 
 
 @pytest.mark.parametrize(
