@@ -239,3 +239,117 @@ def test_at_the_last_token_the_sum_path_detects_the_circle_the_head_has_copied_t
     np.testing.assert_allclose(at.loc[("last", 1), "ld_t100"], clean, rtol=1e-4)
     assert at.loc[("last", 0), "p"] == 1.0 and abs(at.loc[("last", 0), "increment"]) < 1e-4
     assert at.loc[("a", 0), "p"] < 1e-6
+
+
+# -- the reading at the first differing token p* (answers of several tokens) ------------------------
+P_GRID = [(a, b) for a in range(10, 100) for b in (3, 5, 21, 34, 56)]  # sums 13..155: 2- and 3-digit answers
+
+
+def sum_features(s: np.ndarray) -> np.ndarray:
+    """cos, sin 2 pi s / 100 and the one-hots of the units and tens digits of s: in the span of the
+    digits + T = 100 design of two- and three-digit sums alike, the circle outside the digits'."""
+    s = np.asarray(s)
+    eye = np.eye(10)
+    return np.concatenate([circle(s), eye[s % 10], eye[(s // 10) % 10]], axis=1)
+
+
+@pytest.fixture(scope="module")
+def p_star_run():
+    """A digit-tokenised Llama, pairs a' + b -> a + b cut after p*, and planted answer-position
+    residuals: prompt n's at answer position j is M[k, j] @ sum_features(a + b), k its answer's
+    token count, M drawn anew for every (k, j) (the same position predicts the units digit of a
+    two-token answer and the tens digit of a three-token one: their residuals share nothing)."""
+    from helpers.digit_models import ADD as DIGIT_ADD
+    from helpers.digit_models import digit_model
+
+    from helixclock.causal.experiments import answer_residuals
+    from helixclock.causal.first_difference import first_difference_pairs
+
+    model = digit_model(layers=2)
+    correct = correct_table(P_GRID)
+    pairs = draw_pairs(correct, 80, 0, model.tokenizer, DIGIT_ADD, ("a",), several=True, end=".")
+    engine = PatchingEngine(model, progress=False)
+    layers = [0, 1]
+    measured, ab, k = answer_residuals(engine, correct, DIGIT_ADD, layers)  # (a, b) and answer tokens, in its order
+    assert set(k.tolist()) == {2, 3} and measured[0].shape[:2] == (len(ab), 3)
+    rng = np.random.default_rng(0)
+    M = {(kk, j): rng.normal(size=(measured[0].shape[2], 22)) for kk in (2, 3) for j in range(3)}
+    H = np.zeros(measured[0].shape)
+    for n, (s, kk) in enumerate(zip(ab.sum(1), k)):
+        for j in range(kk):
+            H[n, j] = M[kk, j] @ sum_features([s])[0]
+    residuals = [torch.as_tensor(H, dtype=torch.float32) * (1 + layer) for layer in layers]
+    differ = first_difference_pairs(pairs)
+    return engine, pairs, differ, (residuals, ab, k), layers, M, DIGIT_ADD
+
+
+def test_at_p_star_each_pair_gets_its_strata_held_out_fit_at_its_own_position(p_star_run):
+    """Per stratum (answer tokens, p*), the digits + T = 100 fit of the planted residuals is exact
+    held out (the features lie in its span), so the table's LDs of that basis are those of the
+    planted value M[k, p*] @ features(clean a + b) patched at each pair's p*: the same to 1e-4.  The
+    wrong method, one fit at each answer position over every prompt whose answer reaches it (the
+    strata pooled, as Fig. 5's answer-position fits), patches another value wherever the pool holds
+    another stratum: its LDs differ by more than 0.05 on average (at the position only three-token
+    answers reach, the pool is the stratum and the two agree).  Each stratum's rows hold its own pairs only, and two-token answers'
+    p* = 0 and 1 and three-token answers' p* = 1 and 2 all occur."""
+    from helixclock.causal.experiments import ld_table
+    from helixclock.patching import Patch
+    from helixclock.stages.helix.nested import P_STAR, causal_nested_first_difference, held_out_fits
+
+    engine, pairs, differ, answer, layers, M, _ = p_star_run
+    sigma = declared_sigma(0)
+    raw = causal_nested_first_difference(engine, pairs, answer, layers, sigma)
+    assert set(raw["token"]) == {P_STAR} and set(raw["variable"]) == {"a+b"}
+    assert set(zip(raw["answer_tokens"], raw["p_star"])) == {(2, 0), (2, 1), (3, 1), (3, 2)}
+    cut = differ.pairs
+    clean = np.asarray(cut.meta["clean_a"]) + np.asarray(cut.meta["clean_b"])
+    k_cut, at = differ.answer_tokens[differ.order], differ.at
+    planted = np.stack([M[kk, j] @ sum_features([s])[0] for s, kk, j in zip(clean, k_cut, at)])
+    residuals, ab, k = answer
+    pooled = np.zeros_like(planted)  # the wrong method: answer position j fitted over every answer reaching it
+    for j in set(at.tolist()):
+        fit = np.flatnonzero(k > j)
+        uniq, preds, _, _ = held_out_fits(ab[fit].sum(1), residuals[0][fit, j][None], "a+b", sigma)
+        rows = np.flatnonzero(at == j)
+        pooled[rows] = preds["digits + T=100"][0, np.searchsorted(uniq, clean[rows])].numpy()
+    point = Point("resid_pre", 0, ("last",))
+    by_value = [[Patch(point, torch.as_tensor(v, dtype=torch.float32)[:, None])] for v in (planted, pooled)]
+    reference = differ.table(ld_table(engine.run(cut, by_value), cut, [{"arm": "planted"}, {"arm": "pooled"}]))
+    pair_cols = [c for c in raw.columns if c.startswith("pair_")]
+    for (kk, j), part in raw[(raw["layer"] == 0) & (raw["term"] == "ld")].groupby(["answer_tokens", "p_star"]):
+        ref = reference[(reference["answer_tokens"] == kk) & (reference["p_star"] == j) & (reference["term"] == "ld")]
+        got = part.set_index("basis").loc["digits + T=100", pair_cols].to_numpy(float)
+        want = ref.set_index("arm").loc["planted", pair_cols].to_numpy(float)
+        wrong = ref.set_index("arm").loc["pooled", pair_cols].to_numpy(float)
+        inside = ~np.isnan(want)
+        assert inside.sum() == ((k_cut == kk) & (at == j)).sum() > 0
+        np.testing.assert_array_equal(np.isnan(got), ~inside)  # a pair outside the stratum is NaN
+        np.testing.assert_allclose(got[inside], want[inside], atol=1e-4)
+        if (k > j).sum() > (k == kk).sum():  # the pool holds other strata: the wrong method patches another value
+            assert np.abs(wrong[inside] - want[inside]).mean() > 0.05
+        else:  # only three-token answers reach position 2: pooled, it is the stratum
+            np.testing.assert_allclose(wrong[inside], want[inside], atol=1e-4)
+
+
+def test_at_p_star_the_summary_is_by_stratum(p_star_run):
+    """nested_summary gives one row per (layer, stratum) of the p* reading, its n_pairs the
+    stratum's pairs and its increment the mean over them of LD(digits + T=100) - LD(digits), each
+    stratum's T = 100 design two parameters above its digits'; the digits' fit, which misses the
+    planted circle, restores another LD than the circle's in every row."""
+    from helixclock.stages.helix.nested import causal_nested_first_difference
+
+    engine, pairs, differ, answer, layers, _, _ = p_star_run
+    raw = causal_nested_first_difference(engine, pairs, answer, layers, declared_sigma(0))
+    table = nested_summary(raw, Resampling(bootstrap=200))
+    assert len(table) == 2 * 4 and set(table["token"]) == {"p*"}
+    k_cut, at = differ.answer_tokens[differ.order], differ.at
+    ld = raw[raw["term"] == "ld"]
+    pair_cols = [c for c in raw.columns if c.startswith("pair_")]
+    for row in table.itertuples():
+        assert row.n_pairs == ((k_cut == row.answer_tokens) & (at == row.p_star)).sum()
+        part = ld[(ld["layer"] == row.layer) & (ld["answer_tokens"] == row.answer_tokens) & (ld["p_star"] == row.p_star)]
+        by = part.set_index("basis")
+        diff = by.loc["digits + T=100", pair_cols].to_numpy(float) - by.loc["digits", pair_cols].to_numpy(float)
+        np.testing.assert_allclose(row.increment, np.nanmean(diff), rtol=1e-6)
+        assert row.rank_t100 == row.rank_digits + 2
+    assert (table["ld_t100"] != table["ld_digits"]).all()

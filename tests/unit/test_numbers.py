@@ -413,8 +413,8 @@ def test_a_coarser_layer_grid_patches_every_step_th_layer_and_the_last(digits):
     """Registry key ``layer_step``: Fig. 6's TE and DE and Fig. 5's answer-position fits patch
     blocks 0, 2 and 3 of a 4-block model (and resid_pre 0, 2, 4), and each kept layer's numbers
     are those of the every-layer sweep (a grid selects layers, it does not change them)."""
-    from helixclock.causal.experiments import layer_grid
-    from helixclock.stages.last_token.patching import answer_position_curves, answer_residuals, layer_effects
+    from helixclock.causal.experiments import answer_residuals, layer_grid
+    from helixclock.stages.last_token.patching import answer_position_curves, layer_effects
 
     assert layer_grid(30, 3) == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 29] and layer_grid(5, 1) == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="layer_step"):

@@ -21,7 +21,7 @@ from helpers.digit_models import digit_engine, digit_model
 from helpers.prompts import GPTJ_PROMPTS
 from helpers.tables import correct_table
 
-from helixclock.causal.experiments import answer_position_fits
+from helixclock.causal.experiments import answer_position_fits, answer_residuals
 from helixclock.causal.first_difference import first_difference_pairs
 from helixclock.causal.pairs import draw_pairs, forced_rows, prompt_ids
 from helixclock.fitting.bases import SUM, Basis, clock_bases, sum_values
@@ -33,7 +33,6 @@ from helixclock.stages.heads.jobs import head_patching
 from helixclock.stages.heads.patching import HeadSettings
 from helixclock.stages.last_token.patching import (
     answer_position_curves,
-    answer_residuals,
     best_block_sweep,
     first_difference_curves,
     last_token_curves,

@@ -23,6 +23,7 @@ from ..fitting.fits import PCA, Fits, fit_token
 from ..patching import Pairs, Patch, PatchingEngine, Point, RunResult, direct_effects
 from ..patching.metrics import TERMS, direct_effect_terms, ld_terms
 from ..stats.statistics import raw_table
+from .pairs import forced_rows
 
 
 def ld_table(result: RunResult, pairs: Pairs, labels: list[dict], **extra) -> pd.DataFrame:
@@ -207,6 +208,21 @@ def topk_sweep(
     variants = [[Patch(p) for p in ordered[:k]] for k in ks] + [[Patch(p) for p in ordered]]
     labels = [{"k": k, "added": ordered[k - 1].name if k >= 1 else ""} for k in ks] + [{"k": -1, "added": "all"}]
     return ld_table(engine.run(pairs, variants, desc=desc), pairs, labels)
+
+
+def answer_residuals(
+    engine: PatchingEngine, correct: pd.DataFrame, template: str, layers: Sequence[int] | None = None
+) -> tuple:
+    """The residuals at every position that predicts an answer token, teacher-forced, of the
+    correct prompts ``correct`` at each of ``layers`` (resid_pre, default 0..L, each [n, K, d]),
+    with their (a, b) and answer token counts: what Fig. 5's fits at the answer positions and the
+    causal nested test at p* (:mod:`helixclock.stages.helix.nested`) fit."""
+    ids, groups, order, k = forced_rows(engine.model, correct, template)
+    layers = range(engine.adapter.n_layers + 1) if layers is None else layers
+    points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
+    values, _ = engine.collect(ids, points, logits=False, desc="answer-position residuals", groups=groups)
+    ab = correct[["a", "b"]].to_numpy()[order]
+    return [values[p].cpu() for p in points], ab, k
 
 
 def answer_position_fits(

@@ -209,7 +209,11 @@ def figC7_other_tasks_patching(curves: pd.DataFrame, left_out_tasks: pd.DataFram
     return fig
 
 
-NESTED_TOKENS = {"a": "at a's last token (fits over a)", "last": "at the last prompt token (fits over a+b)"}
+NESTED_TOKENS = {
+    "a": "at a's last token (fits over a)",
+    "last": "at the last prompt token (fits over a+b)",
+    "p*": "at the first differing token p* (fits over a+b)",
+}
 NESTED_FITS = (("ld_digits", "digits (one-hot + classes)", "C7"), ("ld_placebo", "digits + placebo circle", "C1"))
 NESTED_GAPS = (
     ("increment", "", "difference: digits + T=100 − digits", "C0"),
@@ -221,21 +225,36 @@ def _as_band(table: pd.DataFrame, mean: str, low: str, high: str) -> pd.DataFram
     return table.assign(ld_mean=table[mean], ld_low=table[low], ld_high=table[high])
 
 
+def _nested_panels(nested: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Fig. N2's columns: each token read, in :data:`NESTED_TOKENS`' order, the first differing
+    token once per stratum (answer tokens, p*), with its title and rows."""
+    panels = []
+    for token, title in NESTED_TOKENS.items():
+        part = nested[nested["token"] == token]
+        if not len(part):
+            continue
+        if token != "p*":
+            panels.append((title, part.copy()))
+            continue
+        for (k, j), stratum in part.groupby(["answer_tokens", "p_star"]):
+            panels.append((f"{title}:\n{int(k)}-token answers, p* = {int(j)}", stratum.copy()))
+    return panels
+
+
 def figN2_causal_nested(nested: pd.DataFrame, model: str):
     """Fig. N2 (helixclock's, beside Fig. 4 and Table 1): the causal nested T = 100 test by layer,
     a column per token read.  Top: the mean LD of the three held-out fits patched in (the digits,
     the digits with the T = 100 circle, the digits with the placebo circle); bottom: the paired
     differences the test reads, T = 100 against each rival, with their 95% t intervals (the
     verdicts, Holm over the layers on the larger one-sided p, are the findings page's)."""
-    tokens = [t for t in NESTED_TOKENS if t in set(nested["token"])]
-    fig, axes = plt.subplots(2, len(tokens), figsize=(panels_width(len(tokens), 5.0, 7.0), 7.2), squeeze=False)
-    for j, token in enumerate(tokens):
-        part = nested[nested["token"] == token].copy()
+    panels = _nested_panels(nested)
+    fig, axes = plt.subplots(2, len(panels), figsize=(panels_width(len(panels), 5.0, 7.0), 7.2), squeeze=False)
+    for j, (title, part) in enumerate(panels):
         part.attrs["ld"] = str(part["ld"].iloc[0])  # what LD is here (the y axis names it)
         top, bottom = axes[0, j], axes[1, j]
         for col, label, color in NESTED_FITS[:1] + (("ld_t100", "digits + T=100 circle", "C3"),) + NESTED_FITS[1:]:
             band(top, _as_band(part, col, f"{col}_low", f"{col}_high"), label, color)
-        ld_axes(top, with_pairs(NESTED_TOKENS[token], part), of=part)
+        ld_axes(top, with_pairs(title, part), of=part)
         for col, prefix, label, color in NESTED_GAPS:
             band(bottom, _as_band(part, col, f"{prefix}low", f"{prefix}high"), label, color)
         angles = part.iloc[0]

@@ -33,8 +33,16 @@ Per pair, ``D_digits`` = LD(ii) - LD(i) and ``D_placebo`` = LD(ii) - LD(iii) (th
 table, :func:`helixclock.stages.helix.tables.nested_summary` summarises).  The same at the last
 prompt token with the a+b versions of the three fits (fitted over the values of a+b: the mean
 residual of the prompts with that sum; 3 digit places where a+b reaches 100), on the same pairs.
-For answers of several tokens, the last prompt token predicts the first answer token; the first
-differing token (p*) is not read here.
+
+For answers of several tokens the last prompt token predicts the first answer token only, and a
+pair whose answers share it (45 + 33 -> 46 + 33: "7" then "8" against "9") changes nothing the
+model predicts there.  :func:`causal_nested_first_difference` reads the same test at the first
+differing token p* (:mod:`helixclock.causal.first_difference`): on the pairs cut after p*, the
+residual at each pair's p* is replaced by the a+b fits of the residuals at that answer position,
+teacher-forced, of the correct prompts whose answers have as many tokens as the pair's; each
+stratum (answer tokens, p*) is fitted and summarised on its own, since the same answer position
+predicts the units digit of a two-token answer and the tens digit of a three-token one.  For
+one-token answers p* is the last prompt token and this reading is the one above (not repeated).
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import torch
 from torch import Tensor
 
 from ...causal.experiments import ld_table
+from ...causal.first_difference import first_difference_pairs
 from ...fitting.bases import SUM, Basis, Combined, digit_count
 from ...fitting.planes import PermutedCircle, placebo_sigmas
 from ...patching import Patch, PatchingEngine, Point
@@ -56,6 +65,7 @@ DIGITS, T100, PLACEBO = "digits", "digits + T=100", "digits + placebo"
 BASES = (DIGITS, T100, PLACEBO)
 MAX_COSINE = 0.5  # the placebo's largest principal cosine to the T = 100 circle's non-additive part
 TOKENS = {"a": "a", "last": SUM}  # the token read (a role) -> the variable fitted there
+P_STAR = "p*"  # the token column of the reading at the first differing token (fits over a+b)
 RCOND = (
     1e-10  # singular values below this fraction of the largest count as 0 (the classes' columns repeat the one-hot's)
 )
@@ -211,3 +221,59 @@ def causal_nested(
         labels += lab
     result = engine.run(pairs, variants, desc="causal nested T=100 test")
     return ld_table(result, pairs, labels, sigma=" ".join(map(str, sigma)))
+
+
+def causal_nested_first_difference(
+    engine: PatchingEngine,
+    pairs: Pairs,
+    answer: tuple[Sequence[Tensor], np.ndarray, np.ndarray],
+    layers: Sequence[int],
+    sigma: Sequence[int],
+) -> pd.DataFrame:
+    """The causal nested test at the first differing token p* (module docstring), raw table as
+    :func:`causal_nested`'s (token :data:`P_STAR`, variable a+b) with each row once per stratum
+    (columns ``answer_tokens``, ``p_star``; a pair outside the stratum is NaN) and each stratum's
+    own ``rank`` and ``unspanned``.  ``answer``: the correct prompts' residuals at every answer
+    position, teacher-forced, at each of ``layers`` ([rows, K, d] each), their (a, b) [rows, 2]
+    and answer token counts [rows] (:func:`helixclock.causal.experiments.answer_residuals`).
+    Stratum (k, j) is fitted on the residuals at answer position j of the prompts whose answers
+    have k tokens, over their sums; a stratum whose sums have fewer than two digits (or fewer than
+    two distinct sums) has no digit design to nest the circle in and is left out."""
+    residuals, ab, k = answer
+    k, sums = np.asarray(k), np.asarray(ab).sum(1)
+    differ = first_difference_pairs(pairs)
+    cut, at = differ.pairs, differ.at
+    tokens = differ.answer_tokens[differ.order]  # each cut row's answer token count
+    clean = np.asarray(cut.meta["clean_a"]) + np.asarray(cut.meta["clean_b"])
+    device = engine.model.device
+    preds = {name: torch.zeros(len(layers), len(cut), residuals[0].shape[-1], device=device) for name in BASES}
+    read: dict[tuple[int, int], tuple[dict, dict]] = {}
+    for stratum in differ.strata():
+        rows = np.flatnonzero((tokens == stratum[0]) & (at == stratum[1]))
+        fit = np.flatnonzero(k == stratum[0])
+        if len(np.unique(sums[fit])) < 2 or int(digit_count(sums[fit]).max()) < 2:
+            continue
+        H = torch.stack([r[fit, stratum[1]] for r in residuals])  # [layers, prompts, d], on the host
+        uniq, fitted, ranks, outside = held_out_fits(sums[fit], H, SUM, sigma, device)
+        where = np.searchsorted(uniq, clean[rows])
+        if np.any(where >= len(uniq)) or np.any(uniq[np.minimum(where, len(uniq) - 1)] != clean[rows]):
+            raise ValueError(f"stratum {stratum}: pairs whose clean sum no correct prompt of the stratum has")
+        index = torch.as_tensor(rows, device=device)
+        for name in BASES:
+            preds[name][:, index] = fitted[name][:, torch.as_tensor(where, device=device)]
+        read[stratum] = ranks, {name: int(outside[name][where].sum()) for name in BASES}
+    variants, labels = [], []
+    for li, layer in enumerate(layers):
+        point = Point("resid_pre", layer, ("last",))  # the cut pairs' last token: each pair's p*
+        for name in BASES:
+            variants.append([Patch(point, preds[name][li][:, None])])
+            labels.append({"token": P_STAR, "variable": SUM, "layer": layer, "basis": name})
+    raw = ld_table(engine.run(cut, variants, desc="causal nested T=100 test at p*"), cut, labels)
+    table = differ.table(raw)
+    kept = [s in read for s in zip(table["answer_tokens"], table["p_star"])]
+    table = table[kept].reset_index(drop=True)
+    strata = list(zip(table["answer_tokens"], table["p_star"]))
+    table.insert(4, "rank", [read[s][0][b] for s, b in zip(strata, table["basis"])])
+    table.insert(5, "unspanned", [read[s][1][b] for s, b in zip(strata, table["basis"])])
+    table.insert(6, "sigma", " ".join(map(str, sigma)))
+    return table

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from ...causal.experiments import layer_grid, ld_table, patch_sweep, stack_points
+from ...causal.experiments import answer_residuals, layer_grid, ld_table, patch_sweep, stack_points
 from ...causal.pairs import Selection, job_pairs, model_pairs, pair_table, prompt_rows, ranking_draw
 from ...fitting.bases import Basis, FitSettings, full_bases
 from ...fitting.fits import Fits, fit_token, subspace_projector
@@ -28,7 +28,8 @@ from ...patching.runs import Pairs
 from ...project.cache import ResidualCache
 from ...prompts.numbers import prompt_shapes
 from ...prompts.sampling import pairs_available, split_values
-from .nested import causal_nested, declared_sigma
+from ...stats.statistics import PAIR, pair_columns
+from .nested import causal_nested, causal_nested_first_difference, declared_sigma
 
 log = logging.getLogger("helixclock")
 
@@ -194,7 +195,8 @@ def helix_patching(
     ablation: the helix subspace mean-ablated from h_a vs h_a mean-ablated entirely
     nested: the causal nested T = 100 test (:mod:`.nested`) on the measuring pairs at every layer of
     the sweep: held-out fits of the digits, the digits with the T = 100 circle and the digits with a
-    placebo circle patched at a's last token (over a) and at the last prompt token (over a+b)
+    placebo circle patched at a's last token (over a) and at the last prompt token (over a+b), and
+    where answers take several tokens at the first differing token (over a+b, by stratum)
     sweep_selection: the helix (every period) patched at every layer on the job's selection draw
     (:func:`helixclock.causal.pairs.ranking_draw`, ``selection``), where Table 1's best layer is
     chosen (docs/findings.md, "Findings"); no rows where the choice stays on the measuring pairs
@@ -234,6 +236,11 @@ def helix_patching(
     H_last = torch.from_numpy(cache.last).transpose(0, 1)  # on the host: only its means by a+b move
     residuals = {"a": (c.H_a, c.a_values), "last": (H_last, cache.ab.sum(1))}
     nested = causal_nested(engine, pairs, residuals, c.layers, declared_sigma(seed))
+    if several:  # and at the first differing token, fitted at the answer positions, teacher-forced
+        answer = answer_residuals(engine, correct, template, c.layers)
+        at_p_star = causal_nested_first_difference(engine, pairs, answer, c.layers, declared_sigma(seed))
+        nested = pd.concat([nested, at_p_star], ignore_index=True)
+        nested = nested[[*(col for col in nested if not col.startswith(PAIR)), *pair_columns(nested)]]
     ranked = ranking_draw(model, correct, pairs, selection or Selection(n_pairs=0), seed, template, ("a",))
     chosen_on = best_layer_sweep(engine, ranked, fits, bases[0], c.layers, positions[0], sweep)
     tables = {

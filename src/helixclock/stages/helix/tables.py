@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from ...fitting.planes import additive, circle, nonadditive, principal_cosines, tens_permuted_circle
+from ...prompts.layout import STRATA
 from ...prompts.tasks import TASKS
 from ...stats.inference import resample, standard_error, t_interval
 from ...stats.lengths import STANDARD, by_length, mix, pair_lengths, standardised
@@ -149,7 +150,7 @@ def standardised_fit_table(raw: pd.DataFrame) -> pd.DataFrame:
 # the causal nested T = 100 test (helixclock.stages.helix.nested): the three fits' names, and the
 # numbers whose planes the table's principal angles are read over, per token (the paper's operands)
 NESTED_BASES = ("digits", "digits + T=100", "digits + placebo")
-NESTED_NUMBERS = {"a": np.arange(100), "last": np.arange(199)}
+NESTED_NUMBERS = {"a": np.arange(100), "last": np.arange(199), "p*": np.arange(199)}
 
 
 def _nested_angles(token: str, by: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, str]:
@@ -165,7 +166,8 @@ def _nested_angles(token: str, by: pd.DataFrame) -> tuple[np.ndarray, np.ndarray
 
 def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The causal
-    nested T = 100 test"), from its raw table: the mean LD of each fit (``ld_digits``, ``ld_t100``,
+    nested T = 100 test"), at the first differing token (token ``p*``) by stratum too (columns
+    ``answer_tokens``, ``p_star``; empty on the other tokens' rows), from its raw table: the mean LD of each fit (``ld_digits``, ``ld_t100``,
     ``ld_placebo``, with their 95% intervals), the paired increments ``increment`` = LD(digits +
     T=100) - LD(digits) and ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo) with their t
     intervals on the pair bootstrap's standard error (C - 1 df, :mod:`helixclock.stats.inference`;
@@ -176,13 +178,15 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
     cannot reach from the other values (its held-out fit extrapolates there:
     :func:`helixclock.stages.helix.nested.unspanned`); ``angle_digits_1/2``: the principal angles
     (degrees) between the T = 100 plane and the digits' span over the token's numbers (0..99 for a,
-    0..198 for a+b); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and
+    0..198 for a+b, at the last token and at p* alike); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and
     placebo planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio
     of answers of several tokens, else the paper's logit difference)."""
     ld = primary(raw)
     pairs = [c for c in ld.columns if c.startswith("pair_")]
     rows, angles = [], {}  # the principal angles, once a token
-    for (token, variable, layer), part in ld.groupby(["token", "variable", "layer"], sort=False):
+    strata = [c for c in STRATA if c in ld]  # the reading at p*: a summary per stratum, never pooled
+    for key, part in ld.groupby(["token", "variable", "layer", *strata], sort=False, dropna=False):
+        token, variable, layer = key[:3]
         by = part.set_index("basis")
         x = {name: by.loc[name, pairs].to_numpy(np.float64) for name in NESTED_BASES}
         values = np.stack(
@@ -198,7 +202,8 @@ def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
         if token not in angles:
             angles[token] = _nested_angles(token, by)
         digits, rival, sigma = angles[token]
-        row = {"token": token, "variable": variable, "layer": int(layer), "n_pairs": int(r.n_pairs[-1]), "df": df}
+        row = {"token": token, "variable": variable, "layer": int(layer), **dict(zip(strata, key[3:]))}
+        row.update(n_pairs=int(r.n_pairs[-1]), df=df)
         row["ld"] = "log-likelihood ratio" if "term" in raw else "logit difference"
         for i, name in enumerate(("ld_digits", "ld_t100", "ld_placebo", "increment", "placebo_gap")):
             row[name] = r.estimate[i]

@@ -27,6 +27,7 @@ from torch import Tensor
 
 from ...causal.experiments import (
     answer_position_fits,
+    answer_residuals,
     component_points,
     layer_grid,
     ld_table,
@@ -35,7 +36,7 @@ from ...causal.experiments import (
     total_and_direct,
 )
 from ...causal.first_difference import FirstDifference, first_difference_pairs
-from ...causal.pairs import forced_rows, job_pairs
+from ...causal.pairs import job_pairs
 from ...fitting.bases import PERIODS, FitSettings, clock_bases, sum_values
 from ...fitting.fits import Fits, fit_token
 from ...patching import Pairs, Patch, PatchingEngine, Point
@@ -212,20 +213,6 @@ def _fit_variants(points: Sequence[Point], preds: dict, pcas: dict, bases) -> tu
                 }
             )
     return variants, labels
-
-
-def answer_residuals(
-    engine: PatchingEngine, correct: pd.DataFrame, template: str, layers: Sequence[int] | None = None
-) -> tuple:
-    """The residuals at every position that predicts an answer token, teacher-forced, of the
-    correct prompts ``correct`` at each of ``layers`` (resid_pre, default 0..L, each [n, K, d]),
-    with their (a, b) and answer token counts: what :func:`answer_position_curves` fits."""
-    ids, groups, order, k = forced_rows(engine.model, correct, template)
-    layers = range(engine.adapter.n_layers + 1) if layers is None else layers
-    points = [Point("resid_pre", layer, ("answer",)) for layer in layers]
-    values, _ = engine.collect(ids, points, logits=False, desc="answer-position residuals", groups=groups)
-    ab = correct[["a", "b"]].to_numpy()[order]
-    return [values[p].cpu() for p in points], ab, k
 
 
 def last_token_patching(
