@@ -347,7 +347,9 @@ def test_at_p_star_the_summary_is_by_stratum(p_star_run):
     pair_cols = [c for c in raw.columns if c.startswith("pair_")]
     for row in table.itertuples():
         assert row.n_pairs == ((k_cut == row.answer_tokens) & (at == row.p_star)).sum()
-        part = ld[(ld["layer"] == row.layer) & (ld["answer_tokens"] == row.answer_tokens) & (ld["p_star"] == row.p_star)]
+        part = ld[
+            (ld["layer"] == row.layer) & (ld["answer_tokens"] == row.answer_tokens) & (ld["p_star"] == row.p_star)
+        ]
         by = part.set_index("basis")
         diff = by.loc["digits + T=100", pair_cols].to_numpy(float) - by.loc["digits", pair_cols].to_numpy(float)
         np.testing.assert_allclose(row.increment, np.nanmean(diff), rtol=1e-6)

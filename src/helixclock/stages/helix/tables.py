@@ -165,22 +165,24 @@ def _nested_angles(token: str, by: pd.DataFrame) -> tuple[np.ndarray, np.ndarray
 
 
 def nested_summary(raw: pd.DataFrame, resampling: Resampling) -> pd.DataFrame:
-    """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The causal
-    nested T = 100 test"), at the first differing token (token ``p*``) by stratum too (columns
-    ``answer_tokens``, ``p_star``; empty on the other tokens' rows), from its raw table: the mean LD of each fit (``ld_digits``, ``ld_t100``,
-    ``ld_placebo``, with their 95% intervals), the paired increments ``increment`` = LD(digits +
-    T=100) - LD(digits) and ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo) with their t
-    intervals on the pair bootstrap's standard error (C - 1 df, :mod:`helixclock.stats.inference`;
-    every quantity resampled with the same weights), each one's one-sided p that it is above 0
-    (``p_digits``, ``p_placebo``), and ``p`` = the larger of the two: the intersection-union test of
-    "above both", which the findings job adjusts over the layers (Holm). ``rank_*``: each fit's
-    rank; ``unspanned_pairs``: the most pairs, over the three designs, whose clean value the design
+    """The causal nested T = 100 test by token and layer (:mod:`.nested`, docs/findings.md, "The
+    causal nested T = 100 test"), at the first differing token (token ``p*``) by stratum too
+    (columns ``answer_tokens``, ``p_star``; empty on the other tokens' rows), from its raw table:
+    the mean LD of each fit (``ld_digits``, ``ld_t100``, ``ld_placebo``, with their 95%
+    intervals), the paired increments ``increment`` = LD(digits + T=100) - LD(digits) and
+    ``placebo_gap`` = LD(digits + T=100) - LD(digits + placebo) with their t intervals on the pair
+    bootstrap's standard error (C - 1 df, :mod:`helixclock.stats.inference`; every quantity
+    resampled with the same weights), each one's one-sided p that it is above 0 (``p_digits``,
+    ``p_placebo``), and ``p`` = the larger of the two: the intersection-union test of "above
+    both", which the findings job adjusts over the layers (Holm). ``rank_*``: each fit's rank;
+    ``unspanned_pairs``: the most pairs, over the three designs, whose clean value the design
     cannot reach from the other values (its held-out fit extrapolates there:
     :func:`helixclock.stages.helix.nested.unspanned`); ``angle_digits_1/2``: the principal angles
-    (degrees) between the T = 100 plane and the digits' span over the token's numbers (0..99 for a,
-    0..198 for a+b, at the last token and at p* alike); ``angle_placebo_1/2``: between the non-additive parts of the T = 100 and
-    placebo planes (:mod:`helixclock.fitting.planes`); ``ld``: what LD is (the log-likelihood ratio
-    of answers of several tokens, else the paper's logit difference)."""
+    (degrees) between the T = 100 plane and the digits' span over the token's numbers (0..99 for
+    a, 0..198 for a+b, at the last token and at p* alike); ``angle_placebo_1/2``: between the
+    non-additive parts of the T = 100 and placebo planes (:mod:`helixclock.fitting.planes`);
+    ``ld``: what LD is (the log-likelihood ratio of answers of several tokens, else the paper's
+    logit difference)."""
     ld = primary(raw)
     pairs = [c for c in ld.columns if c.startswith("pair_")]
     rows, angles = [], {}  # the principal angles, once a token
