@@ -12,6 +12,7 @@ import pytest
 import yaml
 from helpers.pages import assert_every_number_is_in_the_table
 from helpers.tables import pairs_table, sampled_correct
+from scipy import stats
 
 from helixclock.lm.config import ConfigError
 from helixclock.stages.findings import registry as reg
@@ -571,6 +572,32 @@ INTERSECTION = TESTED.replace(
     "test: {p: p, sided: greater, low: low, high: high, level: 95, se: se, df: df, n: n_numbers, unit: pairs, "
     "method: planted, also: {label: against the placebo, estimate: gap, low: gap_low, high: gap_high, p: p_gap}}",
 )
+
+
+def test_planted_at_the_printed_mde_the_intersection_union_test_rejects_with_the_declared_power(tmp_path):
+    """The MDE the page prints for an intersection-union test, simulated: 50 normal pairs (SD 1, SE
+    0.141 in both arms, df 49), 5 layers, both arms' true effects at the printed MDE; each arm's
+    one-sided t test at alpha / m (Holm's first, strictest step) rejects in both in 0.81 of 4,000
+    runs (0.9 squared: at least the declared 0.8 but for Monte Carlo error).  At the MDE of one
+    arm at power 0.8 (the wrong method: it ignores that both must reject) only 0.64 do."""
+    n, runs = 50, 4000
+    se = 1 / np.sqrt(n)
+    with_se = INTERSECTION.replace("p: p_gap}", "p: p_gap, se: gap_se}")
+    table = planted_tests().assign(df=n - 1, se=se, gap=0.5, gap_low=0.2, gap_high=0.8, p_gap=1e-6, gap_se=se)
+    out = findings_tables(
+        load_registry(tmp_path, with_se), False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted"
+    )
+    printed = float(out["contrasts"]["mde"].iloc[0])
+    crit = stats.t.ppf(1 - 0.05 / 5, n - 1)  # one-sided at alpha / m
+    rng = np.random.default_rng(0)
+
+    def both_reject(delta: float) -> float:
+        x = rng.normal(delta, 1.0, size=(runs, 2, n))
+        t = x.mean(2) / (x.std(2, ddof=1) / np.sqrt(n))
+        return float((t > crit).all(1).mean())
+
+    assert 0.79 <= both_reject(printed) <= 0.84
+    assert both_reject(se * mde(1.0, 1, 2 * 0.05 / 5, 0.8, df=n - 1)) < 0.68
 
 
 def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde(tmp_path):
