@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 
 import pandas as pd
 
+from helixclock.prompts.tasks import TASKS
 from helixclock.stages.findings.page import MODEL_LINE
 
 # a number not glued to a word (L21H2, R^2 and block_output 23 come from text cells); "−" or a
@@ -110,8 +111,17 @@ def assert_every_number_is_in_the_table(
         if line.startswith(MODEL_LINE):
             assert model is not None, f"the page's line on the model needs its model table: {line[:80]}"
             model_text, model_values = table_numbers(model)
+            # a task is printed by its paper's label (a*1.5 of mul1p5): the numbers inside a label's place
+            labelled = [
+                range(m.start(), m.end())
+                for t in model_text
+                if t in TASKS
+                for m in re.finditer(re.escape(TASKS[t].label), line)
+            ]
             for match in NUMBER.finditer(line):
-                in_name = any(match.group(0) in t for t in model_text)  # a task's name: a-23 of sub23
+                in_name = any(match.group(0) in t for t in model_text) or any(
+                    match.start() in span for span in labelled
+                )  # a task's name (a-23 of sub23) or its label
                 assert in_name or _matches(match.group(0), model_values), (
                     f"{match.group(0)} in the line on the model is not in the model table: "
                     f"...{line[max(0, match.start() - 80) : match.end() + 20]}"
