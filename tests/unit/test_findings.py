@@ -572,6 +572,14 @@ INTERSECTION = TESTED.replace(
     "test: {p: p, sided: greater, low: low, high: high, level: 95, se: se, df: df, n: n_numbers, unit: pairs, "
     "method: planted, also: {label: against the placebo, estimate: gap, low: gap_low, high: gap_high, p: p_gap}}",
 )
+INTERSECTION_SE = INTERSECTION.replace("p: p_gap}", "p: p_gap, se: gap_se}")  # the second arm with its SE
+
+
+def planted_findings(tmp_path, registry: str, table: pd.DataFrame) -> dict:
+    """The findings job's tables of the registry text ``registry`` on the planted stage table ``table``."""
+    return findings_tables(
+        load_registry(tmp_path, registry), False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted"
+    )
 
 
 def test_planted_at_the_printed_mde_the_intersection_union_test_rejects_with_the_declared_power(tmp_path):
@@ -582,11 +590,8 @@ def test_planted_at_the_printed_mde_the_intersection_union_test_rejects_with_the
     arm at power 0.8 (the wrong method: it ignores that both must reject) only 0.64 do."""
     n, runs = 50, 4000
     se = 1 / np.sqrt(n)
-    with_se = INTERSECTION.replace("p: p_gap}", "p: p_gap, se: gap_se}")
     table = planted_tests().assign(df=n - 1, se=se, gap=0.5, gap_low=0.2, gap_high=0.8, p_gap=1e-6, gap_se=se)
-    out = findings_tables(
-        load_registry(tmp_path, with_se), False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted"
-    )
+    out = planted_findings(tmp_path, INTERSECTION_SE, table)
     printed = float(out["contrasts"]["mde"].iloc[0])
     crit = stats.t.ppf(1 - 0.05 / 5, n - 1)  # one-sided at alpha / m
     rng = np.random.default_rng(0)
@@ -605,9 +610,8 @@ def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde
     keeps the stage's p (the larger arm's), prints the second arm beside the first, and gives each
     row the MDE of a one-sided t test at alpha / m, the two-sided one at 2 alpha / m (with 5 rows
     and df 49: 3.259 SEs at power 0.8; the two-sided test at alpha / m, the wrong arm, needs 3.538)."""
-    registry = load_registry(tmp_path, INTERSECTION)
     table = planted_tests().assign(df=49, gap=0.02, gap_low=0.01, gap_high=0.03, p_gap=1e-6)
-    out = findings_tables(registry, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
+    out = planted_findings(tmp_path, INTERSECTION, table)
     t = out["contrasts"].set_index("id")
     assert t["p"].tolist() == table["p"].tolist()
     np.testing.assert_allclose(t["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.8, df=49), rtol=1e-9)
@@ -620,46 +624,20 @@ def test_a_stages_intersection_union_test_prints_both_arms_and_its_one_sided_mde
     assert page.count("the test detects a true increment of 0.0065 or more with power 0.80") == 5
     assert (t["also_label"] == "against the placebo").all() and (t["df"] == 49).all()
     # the same test declared two-sided: its MDE is the two-sided one at alpha / m
-    two = load_registry(tmp_path, INTERSECTION.replace("sided: greater", "sided: two"))
-    out = findings_tables(two, False, {"number_bases_nested": table}, {}, RESAMPLING, "corrected", "planted")
+    out = planted_findings(tmp_path, INTERSECTION.replace("sided: greater", "sided: two"), table)
     np.testing.assert_allclose(out["contrasts"]["mde"] / 0.002, 3.538, atol=0.001)
     # both arms with their SEs: each arm's MDE at power 0.9, the larger (the placebo arm's, SE 0.004)
     # detects in both with power at least 0.8; the first arm's MDE at 0.8 (the wrong arm) is 2.3x smaller
-    with_se = INTERSECTION.replace("p: p_gap}", "p: p_gap, se: gap_se}")
-    out = findings_tables(
-        load_registry(tmp_path, with_se),
-        False,
-        {"number_bases_nested": table.assign(gap_se=0.004)},
-        {},
-        RESAMPLING,
-        "corrected",
-        "planted",
-    )
+    out = planted_findings(tmp_path, INTERSECTION_SE, table.assign(gap_se=0.004))
     both = out["contrasts"]["mde"].to_numpy()
     np.testing.assert_allclose(both, 0.004 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
     assert both[0] > 2 * 0.002 * 3.259 and both[0] / 0.004 > 3.259
     assert "and a true against the placebo of" in out["page"] and "with power at least 0.80" in out["page"]
     # the first arm the larger SE (0.002 against 0.001): its MDE at power 0.9 is the test's
-    out = findings_tables(
-        load_registry(tmp_path, with_se),
-        False,
-        {"number_bases_nested": table.assign(gap_se=0.001)},
-        {},
-        RESAMPLING,
-        "corrected",
-        "planted",
-    )
+    out = planted_findings(tmp_path, INTERSECTION_SE, table.assign(gap_se=0.001))
     np.testing.assert_allclose(out["contrasts"]["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
     # the registry's power, not the default 0.8, sets a single arm's MDE
-    out = findings_tables(
-        load_registry(tmp_path, INTERSECTION.replace("power: 0.8", "power: 0.9")),
-        False,
-        {"number_bases_nested": table},
-        {},
-        RESAMPLING,
-        "corrected",
-        "planted",
-    )
+    out = planted_findings(tmp_path, INTERSECTION.replace("power: 0.8", "power: 0.9"), table)
     np.testing.assert_allclose(out["contrasts"]["mde"], 0.002 * mde(1.0, 1, 2 * 0.05 / 5, 0.9, df=49), rtol=1e-9)
 
 

@@ -166,6 +166,17 @@ def held_out_fits(
     return uniq, preds, ranks, outside
 
 
+def value_index(uniq: np.ndarray, clean, where: str = "") -> np.ndarray:
+    """The position in the fitted values ``uniq`` (sorted) of each pair's clean value; a clean
+    value that no fitted prompt has (``where``: which fit, for the message) is an error."""
+    clean = np.asarray(clean)
+    at = np.searchsorted(uniq, clean)
+    if np.any(at >= len(uniq)) or np.any(uniq[np.minimum(at, len(uniq) - 1)] != clean):
+        missing = sorted(set(clean.tolist()) - set(uniq.tolist()))
+        raise ValueError(f"the pairs' clean values {missing[:5]} have no residual to fit the nested test from{where}")
+    return at
+
+
 def nested_variants(
     uniq: np.ndarray,
     preds: dict[str, Tensor],
@@ -180,10 +191,7 @@ def nested_variants(
     by the held-out fit at the pair's clean value (``clean`` [n_pairs]); ``preds`` hold every
     layer of ``layers`` in order.  Label ``unspanned``: how many pairs' clean values the design
     cannot reach from the other values (``outside``, :func:`held_out_fits`; 0 without it)."""
-    where = np.searchsorted(uniq, np.asarray(clean))
-    if np.any(where >= len(uniq)) or np.any(uniq[np.minimum(where, len(uniq) - 1)] != np.asarray(clean)):
-        missing = sorted(set(np.asarray(clean).tolist()) - set(uniq.tolist()))
-        raise ValueError(f"the pairs' clean values {missing[:5]} have no residual to fit the nested test from")
+    where = value_index(uniq, clean)
     index = torch.as_tensor(where, device=next(iter(preds.values())).device)
     variants, labels = [], []
     for li, layer in enumerate(layers):
@@ -255,9 +263,7 @@ def causal_nested_first_difference(
             continue
         H = torch.stack([r[fit, stratum[1]] for r in residuals])  # [layers, prompts, d], on the host
         uniq, fitted, ranks, outside = held_out_fits(sums[fit], H, SUM, sigma, device)
-        where = np.searchsorted(uniq, clean[rows])
-        if np.any(where >= len(uniq)) or np.any(uniq[np.minimum(where, len(uniq) - 1)] != clean[rows]):
-            raise ValueError(f"stratum {stratum}: pairs whose clean sum no correct prompt of the stratum has")
+        where = value_index(uniq, clean[rows], f" (stratum {stratum})")
         index = torch.as_tensor(rows, device=device)
         for name in BASES:
             preds[name][:, index] = fitted[name][:, torch.as_tensor(where, device=device)]
