@@ -257,3 +257,48 @@ def test_fig_d6_draws_the_digits_panel_only_where_a_number_has_a_tens_digit_of_i
     several = figD6_head_categories(props.assign(attn_a_tens=[0.05, np.nan, 0.1]), "digits")
     assert len(several.axes) == 4 and several.axes[3].get_ylabel() == "attention to the digit"
     plt.close("all")
+
+
+def test_fig_d6_is_the_same_file_on_every_run_and_leaves_numpys_generator_as_it_was():
+    """The strip panels' jitter (seaborn's stripplot draws it from numpy's global generator) is
+    seeded inside the figure: two draws give the same PNG bytes, and the caller's random state is
+    not moved.  The wrong arm, a stripplot drawn as seaborn draws it, differs between two draws."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from helixclock.plotting import sns
+    from helixclock.stages.heads.figures import figD6_head_categories
+
+    props = pd.DataFrame(
+        {
+            "reading": "last token",
+            "layer": [0, 0, 1, 1, 1],
+            "category": ["a+b", "a+b", "mixed", "mixed", "mixed"],
+            "attn_a": [0.2, 0.1, 0.3, 0.2, 0.4],
+            "attn_b": [0.3, 0.2, 0.1, 0.5, 0.2],
+            "attn_last": [0.1, 0.4, 0.2, 0.3, 0.1],
+            "attn_a_tens": np.nan,
+            "attn_b_tens": np.nan,
+        }
+    )
+
+    def png(fig) -> bytes:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+        plt.close(fig)
+        return buffer.getvalue()
+
+    np.random.seed(123)
+    before = np.random.random()
+    np.random.seed(123)
+    first = png(figD6_head_categories(props, "toy"))
+    assert np.random.random() == before  # the caller's state, as it was
+    assert png(figD6_head_categories(props, "toy")) == first
+
+    def plain() -> bytes:
+        fig, ax = plt.subplots()
+        sns.stripplot(data=props, x="category", y="layer", ax=ax)
+        return png(fig)
+
+    assert plain() != plain()

@@ -201,3 +201,27 @@ def test_light_modules_import_no_torch(light):
     code = f"import sys, {light}; print('torch' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_usual():
+    """A figure job (helixclock.jobs.pipeline, then one stage's figures module) draws with the
+    seaborn of helixclock.plotting, imported with scipy.stats and scipy.cluster hidden (about 0.8
+    of its CPU seconds: docs/benchmarks.md): no scipy module is loaded, and scipy.stats imports
+    afterwards as usual.  The wrong arm, seaborn imported plainly, loads scipy.stats; and a
+    process that imported scipy.stats first gets seaborn with it (its scipy KDE)."""
+    figures = sorted(
+        module_name(p) for p in (PACKAGE / "stages").glob("*/figures.py")
+    )  # one module of figures per stage that draws any
+    assert len(figures) >= 8
+    code = (
+        f"import sys, helixclock.jobs.pipeline, {', '.join(figures)}; "
+        "loaded = sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')); "
+        "from scipy.stats import gaussian_kde; import scipy.cluster; "
+        "print(loaded, sys.modules['seaborn']._statistics._no_scipy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["[]", "True"]
+    plain = "import sys, seaborn; print('scipy.stats' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, check=True).stdout == "True\n"
+    first = "import scipy.stats, helixclock.plotting as p; print(p.sns._statistics._no_scipy)"
+    assert subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -20,8 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
+from . import sns  # noqa: E402
 from .figure_layout import DATA_LABEL, shared_legend, suptitle, thin_ticks, tick_step, title  # noqa: E402
 
 # the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines, laid

@@ -5,10 +5,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ...plotting import sns
 from ...plotting.figure_layout import empty, shared_legend, suptitle, thin_ticks
 from ...plotting.figure_layout import title as set_title
 from ...plotting.style import (
@@ -186,6 +186,18 @@ def _category_label(category: str, counts: dict) -> str:
 
 
 def _categories_row(axes, props: pd.DataFrame, digits: bool) -> None:
+    """The strip panels' jitter comes from numpy's global generator (seaborn's stripplot has no
+    seed): seeded here, so the figure's file is the same on every run, and the caller's state is
+    given back afterwards."""
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        _strips(axes, props, digits)
+    finally:
+        np.random.set_state(state)
+
+
+def _strips(axes, props: pd.DataFrame, digits: bool) -> None:
     order = [c for c in CATEGORY_COLOR if c in set(props["category"])]
     kw = dict(data=props, x="category", order=order, hue="category", palette=CATEGORY_COLOR, size=7, legend=False)
     sns.stripplot(y="layer", ax=axes[0], **kw)

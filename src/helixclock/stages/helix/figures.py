@@ -5,8 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
+from ...plotting import sns
 from ...plotting.figure_layout import (
     DATA_LABEL,
     left_out,

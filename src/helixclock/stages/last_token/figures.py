@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
 
+from ...plotting import sns
 from ...plotting.figure_layout import shared_legend, suptitle
 from ...plotting.style import band, by_reading, ld_axes
 

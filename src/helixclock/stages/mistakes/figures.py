@@ -7,10 +7,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from ...fitting.fourier import dominant_periods
+from ...plotting import sns
 from ...plotting.figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
 from ...plotting.style import PALETTE, layer_name, paper_note
 from ...prompts.layout import whole_numbers

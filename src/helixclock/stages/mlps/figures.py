@@ -6,8 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
+from ...plotting import sns
 from ...plotting.figure_layout import category_ticks, panels_width, shared_legend, suptitle
 from ...plotting.style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
 

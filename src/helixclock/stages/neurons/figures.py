@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
+from ...plotting import sns  # noqa: E402
 from ...plotting.figure_layout import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks  # noqa: E402
 from ...plotting.style import with_pairs  # noqa: E402
 from .panels import (  # noqa: E402

@@ -13,16 +13,14 @@ from collections.abc import Sequence
 
 import matplotlib
 from matplotlib.ticker import LogLocator
-from scipy.stats import spearmanr
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ...plotting import style  # noqa: E402, F401 (the figures' shared look and constrained layout)
+from ...plotting import sns, style  # noqa: E402, F401 (style: the figures' shared look and constrained layout)
 from ...plotting.figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
 from ...prompts.layout import whole_numbers  # noqa: E402
 
@@ -182,6 +180,9 @@ def figD13_neuron_nrmse(neurons: pd.DataFrame, model: str):
         "attribution effect (the score neurons are ranked by)" if x == "effect" else "attribution total effect (TE)"
     )
     ax.set_ylabel(f"NRMSE of the fit of the {_quantity(neurons)}")
+    # deferred: scipy.stats (0.5 s) stays out of the other figure jobs that import this module
+    from scipy.stats import spearmanr
+
     rho = spearmanr(pos[x], pos["nrmse"]).statistic if len(pos) > 2 else np.nan
     dropped = len(neurons) - len(pos)
     what = "effect" if x == "effect" else "TE"

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.transforms import blended_transform_factory
 
 from ...fitting.bases import SUM
+from ...plotting import sns
 from ...plotting.figure_layout import DATA_LABEL, percent_axis, suptitle
 from ...plotting.style import PALETTE
 from ...prompts.tasks import TASKS

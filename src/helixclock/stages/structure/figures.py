@@ -5,9 +5,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
+from ...plotting import sns
 from ...plotting.figure_layout import legend_outside, shared_legend, suptitle
 from ...plotting.style import PALETTE, heatmap, layer_name
 
