@@ -1,13 +1,16 @@
 """Fixtures of tests/dag: the whole-DAG run (the tiny run: a one-token toy and toy-digits), started
-in the background as the session's tests start when some test of the session reads it, and the
+in the background before the session's tests when some test of the session reads it, and the
 order that puts the tests reading it last.
 
 Pytest loads this file only when it collects tests/dag, so `pytest tests/unit` starts no run.  The
 run is not started by a fixture of this folder, though: an autouse fixture here would first be set
 up by the first test of tests/dag, after the whole unit room, and the run (minutes on 2 cores) would
 follow the unit tests instead of going on beside them.  A hook is called for every conftest that is
-loaded, whichever folder a test is in: :func:`pytest_runtestloop` starts the run before the
-session's first test, whichever room that test is in."""
+loaded, whichever folder a test is in.  Where pytest loads this file before collection (an initial
+conftest: a session given tests/dag, a file in it, or no path at all), :func:`pytest_collection`
+starts the run before collecting (about 10 s on 2 cores, every test module importing torch and
+transformers, with a core to spare) and stops it after if no collected test reads it; otherwise
+:func:`pytest_runtestloop` starts it before the session's first test, whichever room that test is in."""
 
 from __future__ import annotations
 
@@ -47,24 +50,56 @@ def pytest_collection_modifyitems(items):
     items.sort(key=key)  # stable: order kept otherwise
 
 
+def _factory(config):
+    """What the tmp_path_factory fixture returns (pytest's tmp_path plugin sets it in
+    pytest_configure); a hook is given no fixture."""
+    return config._tmp_path_factory
+
+
+def _stop(runs: dict, names) -> None:
+    for name in sorted(names):
+        runs.pop(name).stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Every whole-DAG run started before collection, and those no collected test reads (a -k
+    or -m that leaves them out) stopped once it is over.  Not for ``--collect-only``, nor under
+    pytest-xdist (each worker collects and starts what its own tests read, in
+    :func:`pytest_runtestloop`)."""
+    config = session.config
+    xdist = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+    early = not config.option.collectonly and not xdist
+    runs = session.stash[RUNS] = {name: start(_factory(config)) for name, start in DAG_RUNS.items()} if early else {}
+    result = yield  # a collection that raises leaves them to pytest_sessionfinish
+    _stop(runs, runs.keys() - {name for item in session.items for name in item.fixturenames})
+    return result
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session):
-    """The whole-DAG runs some test of the session reads, started before its first test and
-    stopped after its last (a session that ends early leaves no run going).  None for
-    ``--collect-only`` or a session that collection errors end before any test."""
+    """The whole-DAG runs some test of the session reads, started before its first test where
+    :func:`pytest_collection` has not started them already, and stopped after its last (a session
+    that ends early leaves no run going).  None for ``--collect-only`` or a session that
+    collection errors end before any test."""
     config = session.config
     runs_tests = not config.option.collectonly and not (
         session.testsfailed and not config.option.continue_on_collection_errors
     )
     wanted = {name for item in session.items for name in item.fixturenames} & DAG_RUNS.keys() if runs_tests else set()
-    # what the tmp_path_factory fixture returns (pytest's tmp_path plugin sets it); a hook is given no fixture
-    factory = config._tmp_path_factory
-    runs = session.stash[RUNS] = {name: DAG_RUNS[name](factory) for name in sorted(wanted)}
+    runs = session.stash.setdefault(RUNS, {})
+    _stop(runs, runs.keys() - wanted)
+    runs.update({name: DAG_RUNS[name](_factory(config)) for name in sorted(wanted - runs.keys())})
     try:
         return (yield)
     finally:
-        for run in runs.values():
-            run.stop()
+        _stop(runs, list(runs))
+
+
+def pytest_sessionfinish(session):
+    """No run left going by a session that ended before its test loop (a collection that raised)."""
+    runs = session.stash.get(RUNS, {})
+    _stop(runs, list(runs))
 
 
 @pytest.fixture(scope="session")
