@@ -267,7 +267,7 @@ def test_fig_d6_is_the_same_file_on_every_run_and_leaves_numpys_generator_as_it_
 
     import matplotlib.pyplot as plt
 
-    from helixclock.plotting import sns
+    from helixclock.plotting.style import sns
     from helixclock.stages.heads.figures import figD6_head_categories
 
     props = pd.DataFrame(

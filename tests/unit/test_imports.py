@@ -205,7 +205,7 @@ def test_light_modules_import_no_torch(light):
 
 def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_usual():
     """A figure job (helixclock.jobs.pipeline, then one stage's figures module) draws with the
-    seaborn of helixclock.plotting, imported with scipy.stats and scipy.cluster hidden (about 0.8
+    seaborn of helixclock.plotting.style, imported with scipy.stats and scipy.cluster hidden (about 0.8
     of its CPU seconds: docs/benchmarks.md): no scipy module is loaded, and scipy.stats imports
     afterwards as usual.  The wrong arm, seaborn imported plainly, loads scipy.stats; and a
     process that imported scipy.stats first gets seaborn with it (its scipy KDE)."""
@@ -223,5 +223,5 @@ def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_
     assert out == ["[]", "True"]
     plain = "import sys, seaborn; print('scipy.stats' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, check=True).stdout == "True\n"
-    first = "import scipy.stats, helixclock.plotting as p; print(p.sns._statistics._no_scipy)"
+    first = "import scipy.stats, helixclock.plotting.style as s; print(s.sns._statistics._no_scipy)"
     assert subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -13,6 +13,8 @@ and a "smallest k for x%" that the curve never reaches drawn and named as not re
 
 from __future__ import annotations
 
+import sys
+
 import matplotlib
 from matplotlib.patches import Patch, Rectangle
 
@@ -21,7 +23,23 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from . import sns  # noqa: E402
+# seaborn, the one every figure module draws with (``from ...plotting.style import sns``), imported
+# with scipy.stats and scipy.cluster hidden where this process has not imported them: seaborn
+# imports both at its own import only for kernel density estimates (without them it uses the copy of
+# gaussian_kde it carries) and clustered heatmaps, which no figure here draws, and they are about 0.8
+# of the 2.7 CPU s of a figure job, whose interpreter draws one figure (the tiny run has 84:
+# docs/benchmarks.md).  A None in sys.modules makes their import fail and seaborn's own try/except
+# take its fallback; the entries go again after, so a later import of either works as usual, and a
+# process that imported them first (a test, a notebook) gets seaborn as usual.
+_HIDDEN = [name for name in ("scipy.stats", "scipy.cluster") if name not in sys.modules]
+sys.modules.update(dict.fromkeys(_HIDDEN))
+try:
+    import seaborn as sns  # noqa: E402
+finally:
+    for _name in _HIDDEN:
+        if _name in sys.modules and sys.modules[_name] is None:
+            del sys.modules[_name]
+
 from .figure_layout import DATA_LABEL, shared_legend, suptitle, thin_ticks, tick_step, title  # noqa: E402
 
 # the one theme of every figure: seaborn's "ticks" at paper size, no top and right spines, laid

@@ -8,7 +8,6 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ...plotting import sns
 from ...plotting.figure_layout import empty, shared_legend, suptitle, thin_ticks
 from ...plotting.figure_layout import title as set_title
 from ...plotting.style import (
@@ -19,6 +18,7 @@ from ...plotting.style import (
     heatmap,
     mark_unmeasured,
     smallest_mark,
+    sns,
     topk_figure,
     topk_panel,
     with_pairs,

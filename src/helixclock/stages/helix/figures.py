@@ -6,7 +6,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...plotting import sns
 from ...plotting.figure_layout import (
     DATA_LABEL,
     left_out,
@@ -16,7 +15,7 @@ from ...plotting.figure_layout import (
     shared_legend,
     suptitle,
 )
-from ...plotting.style import METHOD_STYLE, band, layer_name, ld_axes, with_pairs
+from ...plotting.style import METHOD_STYLE, band, layer_name, ld_axes, sns, with_pairs
 from ...prompts.tasks import TASKS
 
 

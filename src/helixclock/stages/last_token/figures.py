@@ -5,9 +5,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ...plotting import sns
 from ...plotting.figure_layout import shared_legend, suptitle
-from ...plotting.style import band, by_reading, ld_axes
+from ...plotting.style import band, by_reading, ld_axes, sns
 
 FIT_COLOR = {"layer patch": "k", "helix(a,b,a+b)": "C3", "helix(a+b)": "C2", "helix(a,b)": "C1"}
 

@@ -10,9 +10,8 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from ...fitting.fourier import dominant_periods
-from ...plotting import sns
 from ...plotting.figure_layout import empty, panel_grid, percent_axis, shared_legend, suptitle
-from ...plotting.style import PALETTE, layer_name, paper_note
+from ...plotting.style import PALETTE, layer_name, paper_note, sns
 from ...prompts.layout import whole_numbers
 from ...stats.statistics import ABS_DE_SET, DE_SET
 from .lens_null import poisson_binomial_sf

@@ -7,9 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...plotting import sns
 from ...plotting.figure_layout import category_ticks, panels_width, shared_legend, suptitle
-from ...plotting.style import WHERE, by_reading, topk_figure, topk_panel, with_pairs
+from ...plotting.style import WHERE, by_reading, sns, topk_figure, topk_panel, with_pairs
 
 
 def figD8_mlp_topk(topk: pd.DataFrame, model: str):

@@ -20,8 +20,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from ...plotting import sns, style  # noqa: E402, F401 (style: the figures' shared look and constrained layout)
 from ...plotting.figure_layout import category_ticks, label_points, shared_legend, suptitle  # noqa: E402
+from ...plotting.style import sns  # noqa: E402 (with it, the figures' shared look and constrained layout)
 from ...prompts.layout import whole_numbers  # noqa: E402
 
 PAPER_PERIODS = (2, 5, 10, 100)

@@ -11,9 +11,8 @@ import pandas as pd
 from matplotlib.transforms import blended_transform_factory
 
 from ...fitting.bases import SUM
-from ...plotting import sns
 from ...plotting.figure_layout import DATA_LABEL, percent_axis, suptitle
-from ...plotting.style import PALETTE
+from ...plotting.style import PALETTE, sns
 from ...prompts.tasks import TASKS
 from .clock import available_example, clock_angles
 from .quantities import standardised_column

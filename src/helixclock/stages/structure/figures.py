@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from ...plotting import sns
 from ...plotting.figure_layout import legend_outside, shared_legend, suptitle
-from ...plotting.style import PALETTE, heatmap, layer_name
+from ...plotting.style import PALETTE, heatmap, layer_name, sns
 
 # The paper's periods: those its Fig. 2 is about (Sec. 4.1: high-frequency components at T = 2, 5
 # and 10 in GPT-J's spectrum) and the helix's T = 100 (Sec. 4.2).  The spectrum labels each where
