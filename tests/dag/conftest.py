@@ -29,8 +29,8 @@ def tiny_run_start(tmp_path_factory) -> BackgroundRun:
     return BackgroundRun(work, "--cores", "2", "--max-threads", "1", "--resources", "gpu=2", env=env)
 
 
-# The whole-DAG run starts in the background as the session's first test starts, and the tests
-# that read it run last: the run's jobs, each a new interpreter, take at a low priority (their
+# The whole-DAG run starts in the background before collection (or, where this file is loaded
+# later, before the session's first test), and the tests that read it run last: the run's jobs, each a new interpreter, take at a low priority (their
 # autogroup's too: helpers/dag.py) the core that the unit tests (on one torch thread) leave idle,
 # instead of following them.
 DAG_RUNS = {"tiny_run": tiny_run_start}
@@ -68,7 +68,8 @@ def pytest_collection(session):
     pytest-xdist (each worker collects and starts what its own tests read, in
     :func:`pytest_runtestloop`)."""
     config = session.config
-    xdist = hasattr(config, "workerinput") or bool(getattr(config.option, "numprocesses", None))
+    option = config.option
+    xdist = hasattr(config, "workerinput") or bool(getattr(option, "numprocesses", None) or getattr(option, "tx", None))
     early = not config.option.collectonly and not xdist
     runs = session.stash[RUNS] = {name: start(_factory(config)) for name, start in DAG_RUNS.items()} if early else {}
     result = yield  # a collection that raises leaves them to pytest_sessionfinish
@@ -104,8 +105,8 @@ def pytest_sessionfinish(session):
 
 @pytest.fixture(scope="session")
 def dag_runs(request):
-    """The whole-DAG runs some test of the session reads, started as its tests started
-    (:func:`pytest_runtestloop`)."""
+    """The whole-DAG runs some test of the session reads, started before collection
+    (:func:`pytest_collection`) or before its first test (:func:`pytest_runtestloop`)."""
     return request.session.stash[RUNS]
 
 

@@ -209,6 +209,16 @@ def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_
     of its CPU seconds: docs/benchmarks.md): no scipy module is loaded, and scipy.stats imports
     afterwards as usual.  The wrong arm, seaborn imported plainly, loads scipy.stats; and a
     process that imported scipy.stats first gets seaborn with it (its scipy KDE)."""
+    # one place imports seaborn (a module importing it plainly before style.py would load scipy
+    # for its figure jobs, unseen below: the modules are imported in one process)
+    importers = sorted(
+        module_name(p)
+        for p in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text()))
+        if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "seaborn" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "seaborn" and not node.level)
+    )
+    assert importers == ["helixclock.plotting.style"]
     figures = sorted(
         module_name(p) for p in (PACKAGE / "stages").glob("*/figures.py")
     )  # one module of figures per stage that draws any
