@@ -56,6 +56,11 @@ def _factory(config):
     return config._tmp_path_factory
 
 
+def _read(session) -> set[str]:
+    """The whole-DAG runs some collected test of the session reads."""
+    return {name for item in session.items for name in item.fixturenames} & DAG_RUNS.keys()
+
+
 def _stop(runs: dict, names) -> None:
     for name in sorted(names):
         runs.pop(name).stop()
@@ -73,7 +78,7 @@ def pytest_collection(session):
     early = not config.option.collectonly and not xdist
     runs = session.stash[RUNS] = {name: start(_factory(config)) for name, start in DAG_RUNS.items()} if early else {}
     result = yield  # a collection that raises leaves them to pytest_sessionfinish
-    _stop(runs, runs.keys() - {name for item in session.items for name in item.fixturenames})
+    _stop(runs, runs.keys() - _read(session))
     return result
 
 
@@ -87,7 +92,7 @@ def pytest_runtestloop(session):
     runs_tests = not config.option.collectonly and not (
         session.testsfailed and not config.option.continue_on_collection_errors
     )
-    wanted = {name for item in session.items for name in item.fixturenames} & DAG_RUNS.keys() if runs_tests else set()
+    wanted = _read(session) if runs_tests else set()
     runs = session.stash.setdefault(RUNS, {})
     _stop(runs, runs.keys() - wanted)
     runs.update({name: DAG_RUNS[name](_factory(config)) for name in sorted(wanted - runs.keys())})

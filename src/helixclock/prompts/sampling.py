@@ -97,7 +97,7 @@ def pair_indices(
     for i in rng.permutation(len(pool)):
         row = int(pool[i])
         key = tuple(values[row] if shape_key else int(values[row]) for shape_key, values in columns)
-        cands = groups[key[0] if len(key) == 1 else key] if keep else groups[()]
+        cands = groups[key[0] if len(key) == 1 else key]  # no partner key: (), the whole table's group
         cands = cands[answers[cands] != answers[row]]
         if len(cands) == 0:
             continue

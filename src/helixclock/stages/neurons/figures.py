@@ -16,10 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ...plotting.figure_layout import category_ticks, percent_axis, shared_legend, suptitle, thin_ticks  # noqa: E402
-from ...plotting.style import (
-    sns,  # noqa: E402
-    with_pairs,  # noqa: E402
-)
+from ...plotting.style import sns, with_pairs  # noqa: E402
 from .panels import (  # noqa: E402
     _quantity,
     figD12_neuron_fourier,  # noqa: F401 (named by workflow/rules/neurons.smk)
