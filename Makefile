@@ -36,6 +36,21 @@ COMPILE = $(LOCK_TOOLS)/bin/uv pip compile --no-config --quiet --generate-hashes
 # `make mutation`: mutmut (requirements/mutation.txt, compiled by `make lock` against the lock, hashes
 # checked) in a venv of its own, .mutation/, that reads .venv's packages through a .pth file: .venv stays
 # exactly the lock (its check refuses any other package) and CI never installs mutmut
+# free disk .venv needs (1,947 MB measured with the CPU torch): checked before `venv --clear`, counting
+# what the old .venv would free, so a full disk stops make with the numbers, not pip halfway
+VENV_MB := 2100
+define VENV_SPACE
+import os, shutil, sys
+venv, need = sys.argv[1], int(sys.argv[2])
+where = os.path.dirname(os.path.abspath(venv))
+old = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(venv) for f in fs
+          if not os.path.islink(os.path.join(d, f)))
+free = (shutil.disk_usage(where).free + old) // 2**20
+if free < need:
+    sys.exit(f"make: {venv} needs about {need} MB of free disk; {where} has {free} MB"
+             + (" counting the old .venv" if old else "") + ": free some space and run make again")
+endef
+export VENV_SPACE
 MUTATION_LOCK := requirements/mutation.txt
 MUTATION_VENV := .mutation
 MUTATION_ARGS ?=
@@ -47,6 +62,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml $(LOCK) $(TORCH_LOCK) $(GGUF_LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != tuple(map(int, "$(LOCK_PYTHON)".split("."))))' || \
 	  { echo "make: $(LOCK) is for Python $(LOCK_PYTHON); PYTHON=$(PYTHON) is $$($(PYTHON) -V 2>&1) (set PYTHON=python$(LOCK_PYTHON))"; exit 1; }
+	@$(PYTHON) -c "$$VENV_SPACE" $(VENV) $(VENV_MB)
 	$(PYTHON) -m venv --clear $(VENV)
 	$(VENV)/bin/python -m pip install -q --no-deps $(PIP_ARGS) -r $(TORCH_LOCK)  # by version: lock.txt pins its dependencies
 	$(VENV)/bin/python -m pip install -q --require-hashes $(PIP_ARGS) -r $(LOCK)

@@ -3,6 +3,9 @@ every pin carries its hashes, and the files that follow from the lock are what `
 writes. No network: only the repository's files are read."""
 
 import re
+import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -191,3 +194,29 @@ def test_an_environment_is_compared_with_the_lock():
     assert environment_differences({**exact, "torch": "2.12.0+cpu"}, by_release, gguf) == [
         "torch: locked 2.13.0, installed 2.12.0+cpu"
     ]
+
+
+def test_make_stops_before_the_venv_when_the_disk_is_short(tmp_path):
+    """A full disk stops `make` before `venv --clear` touches anything, with the numbers (the Makefile's
+    VENV_SPACE), not pip halfway through an install; the old .venv's bytes count as free."""
+    venv = tmp_path / "v"
+    run = [shutil.which("make") or "make", "-C", str(REPO), f"PYTHON={sys.executable}", f"VENV={venv}"]
+    short = subprocess.run([*run, "VENV_MB=99999999", str(venv / ".installed")], capture_output=True, text=True)
+    assert short.returncode != 0 and not venv.exists()
+    assert f"make: {venv} needs about 99999999 MB of free disk; {tmp_path} has " in short.stderr
+    assert "venv --clear" not in short.stdout  # stopped before the venv command ran
+    # the check itself: an old .venv (a sparse 1,000 MB file: bytes, no disk) counts as space make frees
+    snippet = (REPO / "Makefile").read_text().split("define VENV_SPACE\n")[1].split("endef")[0]
+    free = shutil.disk_usage(tmp_path).free // 2**20
+
+    def check(need):
+        return subprocess.run([sys.executable, "-c", snippet, str(venv), str(need)], capture_output=True, text=True)
+
+    assert check(max(free - 500, 1)).returncode == 0
+    assert check(free + 500).returncode != 0  # wrong arm: an empty folder frees nothing
+    venv.mkdir()
+    with open(venv / "torch.so", "wb") as f:
+        f.truncate(1000 * 2**20)
+    counted = check(free + 500)
+    assert counted.returncode == 0, counted.stderr
+    assert "counting the old .venv" in check(free + 5000).stderr
