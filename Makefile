@@ -43,6 +43,8 @@ define VENV_SPACE
 import os, shutil, sys
 venv, need = sys.argv[1], int(sys.argv[2])
 where = os.path.dirname(os.path.abspath(venv))
+while not os.path.isdir(where):  # venv creates missing parents: the disk is that of the nearest one there is
+    where = os.path.dirname(where)
 old = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(venv) for f in fs
           if not os.path.islink(os.path.join(d, f)))
 free = (shutil.disk_usage(where).free + old) // 2**20

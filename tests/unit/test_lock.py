@@ -213,6 +213,11 @@ def test_make_stops_before_the_venv_when_the_disk_is_short(tmp_path):
         return subprocess.run([sys.executable, "-c", snippet, str(venv), str(need)], capture_output=True, text=True)
 
     assert check(max(free - 500, 1)).returncode == 0
+    # a venv whose parents do not exist yet (venv creates them): the disk of the nearest folder there is
+    nested = subprocess.run(
+        [sys.executable, "-c", snippet, str(venv / "a" / "b"), "99999999"], capture_output=True, text=True
+    )
+    assert nested.returncode != 0 and f"; {tmp_path} has " in nested.stderr
     assert check(free + 500).returncode != 0  # wrong arm: an empty folder frees nothing
     venv.mkdir()
     with open(venv / "torch.so", "wb") as f:
