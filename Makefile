@@ -50,7 +50,7 @@ old = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(venv) for 
 free = (shutil.disk_usage(where).free + old) // 2**20
 if free < need:
     sys.exit(f"make: {venv} needs about {need} MB of free disk; {where} has {free} MB"
-             + (" counting the old .venv" if old else "") + ": free some space and run make again")
+             + (f" counting the old {venv}" if old else "") + ": free some space and run make again")
 endef
 export VENV_SPACE
 MUTATION_LOCK := requirements/mutation.txt

@@ -30,9 +30,9 @@ def tiny_run_start(tmp_path_factory) -> BackgroundRun:
 
 
 # The whole-DAG run starts in the background before collection (or, where this file is loaded
-# later, before the session's first test), and the tests that read it run last: the run's jobs, each a new interpreter, take at a low priority (their
-# autogroup's too: helpers/dag.py) the core that the unit tests (on one torch thread) leave idle,
-# instead of following them.
+# later, before the session's first test), and the tests that read it run last: the run's jobs,
+# each a new interpreter, take at a low priority (their autogroup's too: helpers/dag.py) the core
+# that the unit tests (on one torch thread) leave idle, instead of following them.
 DAG_RUNS = {"tiny_run": tiny_run_start}
 RUNS = pytest.StashKey[dict]()  # the runs started, by name
 
@@ -75,7 +75,7 @@ def pytest_collection(session):
     config = session.config
     option = config.option
     xdist = hasattr(config, "workerinput") or bool(getattr(option, "numprocesses", None) or getattr(option, "tx", None))
-    early = not config.option.collectonly and not xdist
+    early = not option.collectonly and not xdist
     runs = session.stash[RUNS] = {name: start(_factory(config)) for name, start in DAG_RUNS.items()} if early else {}
     result = yield  # a collection that raises leaves them to pytest_sessionfinish
     _stop(runs, runs.keys() - _read(session))

@@ -259,15 +259,14 @@ def test_fig_d6_draws_the_digits_panel_only_where_a_number_has_a_tens_digit_of_i
     plt.close("all")
 
 
-def test_fig_d6_is_the_same_file_on_every_run_and_leaves_numpys_generator_as_it_was():
+def test_fig_d6_is_the_same_file_on_every_run_and_leaves_numpys_generator_as_it_was(tmp_path):
     """The strip panels' jitter (seaborn's stripplot draws it from numpy's global generator) is
     seeded inside the figure: two draws give the same PNG bytes, and the caller's random state is
     not moved.  The wrong arm, a stripplot drawn as seaborn draws it, differs between two draws."""
-    import io
-
     import matplotlib.pyplot as plt
 
     from helixclock.plotting.style import sns
+    from helixclock.project.io import save_figure
     from helixclock.stages.heads.figures import figD6_head_categories
 
     props = pd.DataFrame(
@@ -283,11 +282,10 @@ def test_fig_d6_is_the_same_file_on_every_run_and_leaves_numpys_generator_as_it_
         }
     )
 
-    def png(fig) -> bytes:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
-        plt.close(fig)
-        return buffer.getvalue()
+    def png(fig) -> bytes:  # the file as the pipeline writes it
+        path = tmp_path / "fig.png"
+        save_figure(fig, [path])
+        return path.read_bytes()
 
     np.random.seed(123)
     before = np.random.random()

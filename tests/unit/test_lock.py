@@ -209,19 +209,17 @@ def test_make_stops_before_the_venv_when_the_disk_is_short(tmp_path):
     snippet = (REPO / "Makefile").read_text().split("define VENV_SPACE\n")[1].split("endef")[0]
     free = shutil.disk_usage(tmp_path).free // 2**20
 
-    def check(need):
-        return subprocess.run([sys.executable, "-c", snippet, str(venv), str(need)], capture_output=True, text=True)
+    def check(need, path=venv):
+        return subprocess.run([sys.executable, "-c", snippet, str(path), str(need)], capture_output=True, text=True)
 
     assert check(max(free - 500, 1)).returncode == 0
     # a venv whose parents do not exist yet (venv creates them): the disk of the nearest folder there is
-    nested = subprocess.run(
-        [sys.executable, "-c", snippet, str(venv / "a" / "b"), "99999999"], capture_output=True, text=True
-    )
+    nested = check(99999999, venv / "a" / "b")
     assert nested.returncode != 0 and f"; {tmp_path} has " in nested.stderr
-    assert check(free + 500).returncode != 0  # wrong arm: an empty folder frees nothing
+    assert check(free + 500).returncode != 0  # wrong arm: no old venv, nothing freed
     venv.mkdir()
     with open(venv / "torch.so", "wb") as f:
         f.truncate(1000 * 2**20)
     counted = check(free + 500)
     assert counted.returncode == 0, counted.stderr
-    assert "counting the old .venv" in check(free + 5000).stderr
+    assert f"counting the old {venv}" in check(free + 5000).stderr
