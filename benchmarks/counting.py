@@ -14,7 +14,18 @@ from typing import Any
 
 import pandas as pd
 import torch
-from plan import PAPER_ACCURACY, Shape, fabricated_tables
+from plan import (
+    ADD_ACCURACY,
+    PAPER_ACCURACY,
+    SHAPES,
+    Shape,
+    fabricated_tables,
+    gpt2_tokenizer,
+    narrow,
+    plan_config,
+    random_model,
+    read_config,
+)
 from transformers import GPTJConfig, GPTJForCausalLM
 
 from helixclock.causal.pairs import Selection, draw_pairs, ranking_draw
@@ -287,6 +298,26 @@ def count_tiny(cfg: dict, entry: dict, batch: int, seed: int = 0, device: str = 
     run = TinyRun(cfg, prompts, tok, shape, model, Counter(hf), batch, fit, neurons)
     tables = fabricated_tables(tok, tasks, PAPER_ACCURACY, seed)  # a random model gets nothing right
     return run_jobs(run, tables, lambda job, fn: fn())
+
+
+def count_plan(name: str, cfg: dict, measure=None) -> dict[str, dict]:
+    """Every model job's passes and rows for the paper's model ``name`` (gptj, pythia, llama) at
+    ``cfg``'s counts, counted on its narrow model (plan.narrow) on the CPU; ``measure`` as
+    :func:`run_jobs` takes it (default: count only)."""
+    shape, family = SHAPES[name]
+    small = narrow(shape)
+    cfg = plan_config(cfg, shape, small)
+    tok = gpt2_tokenizer()
+    entry = read_config(name)[1]
+    hf = random_model(small, family, torch.device("cpu"), torch.float32)
+    model = wrap_model(hf, tok, name=f"narrow-{name}", family=family)
+    fit, neurons = job_settings(cfg)
+    run = TinyRun(cfg, entry["prompts"], tok, small, model, Counter(hf, model.adapter), cfg["batch_size"], fit, neurons)
+    tasks = tuple(cfg["accuracy"]["tasks"])
+    tables = fabricated_tables(tok, tasks, {**PAPER_ACCURACY, "add": ADD_ACCURACY[name]}, cfg["seed"])
+    got = run_jobs(run, tables, measure or (lambda job, fn: fn()))
+    keys = ("passes", "block_rows", "unembed_rows", "grad_rows")
+    return {job: {k: int(c[k]) for k in keys} for job, c in got.items()}
 
 
 # the model jobs in the order run_jobs runs them (the residual cache first: two jobs read it)

@@ -46,7 +46,6 @@ from plan import (
     PARAMETERS,
     ROOT,
     SHAPES,
-    count_plan,
     fabricated_tables,
     flops,
     geometry,
@@ -70,7 +69,7 @@ def count_all(cfg: dict, order: tuple[str, ...], again: bool) -> None:
     an interrupted count keeps the models it finished, and a rerun counts only the rest, unless
     ``again``)."""
     # deferred: counting imports every stage (only --count needs it)
-    from counting import count_tiny, tiny_config
+    from counting import count_plan, count_tiny, tiny_config
 
     done = {} if again or not PLAN.exists() else json.loads(PLAN.read_text())
     done.setdefault("commit", commit())

@@ -33,7 +33,6 @@ import torch
 import yaml
 from transformers import AutoModelForCausalLM, GPTJConfig, GPTNeoXConfig, LlamaConfig
 
-from helixclock.lm.models import wrap_model
 from helixclock.patching import Point
 from helixclock.patching.prefix import PrefixCache
 from helixclock.prompts.tasks import check_task_tokens, get_task, number_token_ids
@@ -232,26 +231,3 @@ def plan_config(cfg: dict, shape: Shape, counted: Shape) -> dict:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in cfg.items()}
     out["neurons"]["top_share"] = cfg["neurons"]["top_share"] * shape.d_mlp / counted.d_mlp
     return out
-
-
-def count_plan(name: str, cfg: dict, measure=None) -> dict[str, dict]:
-    """Every model job's passes and rows for the paper's model ``name`` (gptj, pythia, llama) at
-    ``cfg``'s counts, counted on its narrow model (:func:`narrow`) on the CPU; ``measure`` as
-    counting.run_jobs takes it (default: count only)."""
-    # deferred: counting imports this module (its shapes and tables)
-    from counting import Counter, TinyRun, job_settings, run_jobs
-
-    shape, family = SHAPES[name]
-    small = narrow(shape)
-    cfg = plan_config(cfg, shape, small)
-    tok = gpt2_tokenizer()
-    entry = read_config(name)[1]
-    hf = random_model(small, family, torch.device("cpu"), torch.float32)
-    model = wrap_model(hf, tok, name=f"narrow-{name}", family=family)
-    fit, neurons = job_settings(cfg)
-    run = TinyRun(cfg, entry["prompts"], tok, small, model, Counter(hf, model.adapter), cfg["batch_size"], fit, neurons)
-    tasks = tuple(cfg["accuracy"]["tasks"])
-    tables = fabricated_tables(tok, tasks, {**PAPER_ACCURACY, "add": ADD_ACCURACY[name]}, cfg["seed"])
-    got = run_jobs(run, tables, measure or (lambda job, fn: fn()))
-    keys = ("passes", "block_rows", "unembed_rows", "grad_rows")
-    return {job: {k: int(c[k]) for k in keys} for job, c in got.items()}
