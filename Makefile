@@ -120,7 +120,8 @@ test: $(STAMP) lint
 	$(VENV)/bin/python -m pytest -q --durations=10
 
 # the inner loop (under 2 minutes): the unit room, no Snakemake run, less its tests marked slow (the real
-# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case: `make test` runs them),
+# SmolLM2-135M, the committed toys' first steps retrained, the slowest Monte-Carlo case, the tiny GPT-J's plan
+# recounted, a figure job's imports in new interpreters: `make test` runs them),
 # spread over the machine's cores by pytest-xdist (at most 4 workers: each imports torch and transformers;
 # worksteal: an idle worker takes tests queued for a busy one, so one slow test does not leave a core idle)
 test-fast: $(STAMP)

@@ -203,14 +203,10 @@ def test_light_modules_import_no_torch(light):
     assert out == ["False", "False"]
 
 
-def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_usual():
-    """A figure job (helixclock.jobs.pipeline, then one stage's figures module) draws with the
-    seaborn of helixclock.plotting.style, imported with scipy.stats and scipy.cluster hidden (about 0.8
-    of its CPU seconds: docs/benchmarks.md): no scipy module is loaded, and scipy.stats imports
-    afterwards as usual.  The wrong arm, seaborn imported plainly, loads scipy.stats; and a
-    process that imported scipy.stats first gets seaborn with it (its scipy KDE)."""
-    # one place imports seaborn (a module importing it plainly before style.py would load scipy
-    # for its figure jobs, unseen below: the modules are imported in one process)
+def test_only_the_style_module_imports_seaborn():
+    """Every figure module takes ``sns`` from helixclock.plotting.style: a module importing seaborn
+    plainly before style.py would load scipy for its figure jobs, unseen by the test below (it
+    imports the modules in one process)."""
     importers = sorted(
         module_name(p)
         for p in PACKAGE.rglob("*.py")
@@ -219,6 +215,15 @@ def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_
         or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "seaborn" and not node.level)
     )
     assert importers == ["helixclock.plotting.style"]
+
+
+@pytest.mark.slow  # three new interpreters (about 6 s): in `make test`
+def test_a_figure_job_imports_seaborn_without_scipy_and_seaborn_elsewhere_is_as_usual():
+    """A figure job (helixclock.jobs.pipeline, then one stage's figures module) draws with the
+    seaborn of helixclock.plotting.style, imported with scipy.stats and scipy.cluster hidden (about 0.8
+    of its CPU seconds: docs/benchmarks.md): no scipy module is loaded, and scipy.stats imports
+    afterwards as usual.  The wrong arm, seaborn imported plainly, loads scipy.stats; and a
+    process that imported scipy.stats first gets seaborn with it (its scipy KDE)."""
     figures = sorted(
         module_name(p) for p in (PACKAGE / "stages").glob("*/figures.py")
     )  # one module of figures per stage that draws any

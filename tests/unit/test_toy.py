@@ -108,11 +108,15 @@ def test_the_same_seed_gives_the_same_weights_on_any_thread_count(tmp_path):
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
-def test_saved_toy_loads_like_a_hub_model(reduced):
+def test_saved_toy_loads_like_a_hub_model(tmp_path):
+    """A toy as train_toy saves it loads as a hub model does.  A few steps suffice (what the toy
+    learns is test_reduced_budget_learns's; sharing its module fixture trained it once more on the
+    other xdist worker of `make test-fast`: 4 s)."""
     from helixclock.lm.models import load_model
     from helixclock.prompts.tasks import TASKS, check_task_tokens
 
-    model = load_model("t", SPEC, device="cpu", resources=str(reduced[0]))
+    train_toy("t", SPEC, tmp_path / "t", steps=5, batch_size=64, warmup=2, progress=False, threads=1)
+    model = load_model("t", SPEC, device="cpu", resources=str(tmp_path))
     assert model.adapter.family == "gptj" and model.adapter.n_layers == 1
     pos = check_task_tokens(model.tokenizer, "t", TASKS["add"], GPTJ_PROMPTS["add"]).positions
     assert (pos.a, pos.b) == (5, 7)
